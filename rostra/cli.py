@@ -1,0 +1,93 @@
+"""`rostra serve [MODEL]`: flags in the spirit of `vllm serve`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+from rostra import __version__
+from rostra.config import Settings
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rostra", description="rostra: an OpenAI-compatible LLM server.")
+    parser.add_argument("--version", action="version", version=f"rostra {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser(
+        "serve", help="serve a model over the OpenAI API",
+        description="Serve a model over the OpenAI API (Chat Completions, Completions, Models).")
+    serve.add_argument("model", nargs="?", help="a GGUF file (default: the embedded SmolLM2-135M-Instruct)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
+    serve.add_argument("--engine", choices=["llamacpp", "scripted"], default="llamacpp",
+                       help="llamacpp (GGUF, default) or scripted (deterministic, from --script)")
+    serve.add_argument("--script", help="scripted engine: JSONL file of {\"match\", \"output\"} lines")
+    serve.add_argument("--tokenizer", help="scripted engine: GGUF or tokenizer.json to tokenize with "
+                                           "(default: the embedded model's)")
+    serve.add_argument("--served-model-name", nargs="+", default=[],
+                       help="name(s) the API accepts for the model (default: the model file's name)")
+    serve.add_argument("--api-key", action="append", default=[],
+                       help="require this Bearer key on /v1/* (repeatable; also env ROSTRA_API_KEY)")
+    serve.add_argument("--chat-template", help="a Jinja chat template, as a file or inline "
+                                               "(default: the model's own)")
+    serve.add_argument("--max-model-len", type=int, help="context length (default: the model's)")
+    serve.add_argument("--parallel", type=int, default=4, help="concurrent sequences in the engine (default: 4)")
+    serve.add_argument("--threads", type=int, help="CPU threads for the engine (default: llama.cpp's choice)")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    return parser
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    keys = list(args.api_key)
+    if os.environ.get("ROSTRA_API_KEY"):
+        keys.append(os.environ["ROSTRA_API_KEY"])
+    return Settings(model=args.model, engine=args.engine, script=args.script, tokenizer=args.tokenizer,
+                    served_model_name=args.served_model_name, api_keys=keys, chat_template=args.chat_template,
+                    max_model_len=args.max_model_len, parallel=args.parallel, threads=args.threads,
+                    host=args.host, port=args.port, log_level=args.log_level)
+
+
+def build_engine(settings: Settings):
+    from rostra.embedded import EMBEDDED_MODEL_NAME, embedded_model_path
+    from rostra.engines import load_engine
+
+    if settings.engine == "scripted":
+        if settings.model:
+            raise SystemExit("the scripted engine takes no MODEL; use --script (and --tokenizer)")
+        name = settings.served_model_name[0] if settings.served_model_name else "scripted"
+        return load_engine("scripted", script_path=settings.script,
+                           tokenizer_path=settings.tokenizer or embedded_model_path(),
+                           model_name=name, max_model_len=settings.max_model_len)
+    path = Path(settings.model) if settings.model else embedded_model_path()
+    default_name = EMBEDDED_MODEL_NAME if not settings.model else path.stem
+    name = settings.served_model_name[0] if settings.served_model_name else default_name
+    return load_engine("llamacpp", model_path=path, model_name=name, max_model_len=settings.max_model_len,
+                       parallel=settings.parallel, threads=settings.threads)
+
+
+def serve(settings: Settings) -> None:
+    import uvicorn
+
+    from rostra.server.app import create_app
+
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # the engine's internal tokenize calls
+    engine = build_engine(settings)
+    names = settings.served_model_name or [engine.model.id]
+    app = create_app(engine, names, api_keys=settings.api_keys, chat_template=settings.chat_template_source())
+    print(f"rostra {__version__}: serving {names[0]} ({settings.engine}) on http://{settings.host}:{settings.port}/v1",
+          file=sys.stderr, flush=True)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, timeout_graceful_shutdown=5)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        serve(settings_from_args(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+"""Settings of one `rostra serve`, as the CLI flags give them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Settings:
+    model: str | None = None  # a GGUF path; None: the embedded model
+    engine: str = "llamacpp"
+    script: str | None = None  # scripted engine: the JSONL script
+    tokenizer: str | None = None  # scripted engine: GGUF or tokenizer.json (default: the embedded model's)
+    served_model_name: list[str] = field(default_factory=list)
+    api_keys: list[str] = field(default_factory=list)
+    chat_template: str | None = None  # a file path or the template itself
+    max_model_len: int | None = None
+    parallel: int = 4
+    threads: int | None = None
+    host: str = "127.0.0.1"
+    port: int = 8000
+    log_level: str = "info"
+
+    def chat_template_source(self) -> str | None:
+        if self.chat_template is None:
+            return None
+        path = Path(self.chat_template)
+        if "{" not in self.chat_template and path.is_file():
+            return path.read_text(encoding="utf-8")
+        if "{" not in self.chat_template:
+            raise FileNotFoundError(f"--chat-template: no such file: {self.chat_template}")
+        return self.chat_template

@@ -1,0 +1,110 @@
+"""The engine interface: token ids in, token steps out.
+
+An engine knows nothing of HTTP, chat messages or stop strings: it takes a prompt as token
+ids plus sampling parameters and yields what it sampled, token by token, until it hits its
+own end-of-generation token or `max_tokens`. Everything else (detokenization, stop strings,
+parsing, rendering) happens once, in rostra's pipeline, for every engine alike.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import AsyncIterator, Literal
+
+FinishReason = Literal["stop", "length"]
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    max_tokens: int
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0  # 0: off
+    min_p: float = 0.0
+    seed: int | None = None
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    repetition_penalty: float = 1.0
+    logit_bias: dict[int, float] = field(default_factory=dict)
+    top_logprobs: int | None = None  # None: no logprobs; 0: the sampled token's only
+    ignore_eos: bool = False
+
+
+@dataclass(frozen=True)
+class Prompt:
+    token_ids: list[int]
+    # What the scripted engine matches on: the last message of a chat (or a completion prompt).
+    last_message_text: str = ""
+    last_message_role: str | None = None
+
+
+@dataclass(frozen=True)
+class TopLogprob:
+    token_id: int
+    token_bytes: bytes
+    logprob: float
+
+
+@dataclass(frozen=True)
+class TokenStep:
+    token_id: int
+    token_bytes: bytes
+    logprob: float | None = None
+    top_logprobs: tuple[TopLogprob, ...] = ()
+
+
+@dataclass(frozen=True)
+class EngineOutput:
+    """Tokens sampled since the previous output; `finish_reason` is set on the last one."""
+
+    tokens: tuple[TokenStep, ...] = ()
+    finish_reason: FinishReason | None = None
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    id: str
+    context_length: int
+    owned_by: str = "rostra"
+
+
+class EngineError(RuntimeError):
+    """The engine failed while serving a request (not the client's fault)."""
+
+
+class Engine(abc.ABC):
+    model: ModelInfo
+    chat_template: str | None = None
+    bos_token: str = ""
+    eos_token: str = ""
+    vocab_size: int = 0
+
+    async def start(self) -> None:
+        """Load the model; blocking work runs off the event loop."""
+
+    async def close(self) -> None:
+        """Release the model."""
+
+    @abc.abstractmethod
+    async def tokenize(self, text: str, add_special: bool) -> list[int]:
+        """Token ids of `text`; special-token markup in it is parsed as special tokens."""
+
+    @abc.abstractmethod
+    async def detokenize(self, token_ids: list[int]) -> str: ...
+
+    @abc.abstractmethod
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes one token stands for (cheap; used for echoed prompts)."""
+
+    @abc.abstractmethod
+    def generate(self, request_id: str, prompt: Prompt, params: SamplingParams) -> AsyncIterator[EngineOutput]:
+        """Stream sampled tokens. Closing the iterator early aborts the generation."""
+
+    @abc.abstractmethod
+    async def abort(self, request_id: str) -> None:
+        """Stop a running generation; its iterator ends soon after."""
+
+    def running_requests(self) -> int:
+        """How many generations hold engine capacity right now (for health and tests)."""
+        return 0

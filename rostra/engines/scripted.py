@@ -1,0 +1,139 @@
+"""The scripted engine: a deterministic model for people who build OpenAI clients, and the
+backbone of rostra's API tests.
+
+A script is a JSONL file; each line is {"match": REGEX, "output": TEXT} with optional
+"role" (the line applies only when the last message has that role) and "delay_ms" (a pause
+before each token, to make streams slow enough to watch or to cancel). The first line whose
+regex is found (re.search) in the text of the last message wins; with no match the output is
+that text echoed back. TEXT is raw model output: tool-call or reasoning markup in it goes
+through the same parsers as a real model's output. It is cut into real tokens by a real
+tokenizer (default: the embedded model's) and emitted one token per step; sampling
+parameters are ignored (the output is the same every time), `max_tokens` cuts it short.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import AsyncIterator
+
+from rostra.engines.base import Engine, EngineOutput, ModelInfo, Prompt, SamplingParams, TokenStep, TopLogprob
+from rostra.gguf_metadata import read_gguf_metadata
+from rostra.tokenizer import TextTokenizer, tokenizer_from_gguf, tokenizer_from_json
+
+
+class ScriptError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class ScriptLine:
+    match: re.Pattern
+    output: str
+    role: str | None = None
+    delay_ms: float = 0.0
+
+
+def load_script(path: str | Path) -> list[ScriptLine]:
+    lines = []
+    for number, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            entry = json.loads(raw)
+            if not isinstance(entry, dict) or not isinstance(entry.get("match"), str) or not isinstance(entry.get("output"), str):
+                raise ScriptError('each line must be an object with string "match" and "output"')
+            lines.append(ScriptLine(re.compile(entry["match"]), entry["output"], entry.get("role"),
+                                    float(entry.get("delay_ms", 0))))
+        except (json.JSONDecodeError, re.error, ScriptError, TypeError, ValueError) as exc:
+            raise ScriptError(f"{path}:{number}: {exc}") from exc
+    return lines
+
+
+def pick_output(script: list[ScriptLine], text: str, role: str | None) -> tuple[str, float]:
+    for line in script:
+        if line.role is not None and line.role != role:
+            continue
+        if line.match.search(text):
+            return line.output, line.delay_ms
+    return text, 0.0
+
+
+class ScriptedEngine(Engine):
+    def __init__(self, script_path: str | Path | None, tokenizer_path: str | Path, model_name: str = "scripted",
+                 max_model_len: int | None = None):
+        self.script = load_script(script_path) if script_path else []
+        tokenizer_path = Path(tokenizer_path)
+        if tokenizer_path.suffix == ".json":
+            self.tokenizer: TextTokenizer = tokenizer_from_json(tokenizer_path)
+            config = tokenizer_path.with_name("tokenizer_config.json")
+            settings = json.loads(config.read_text()) if config.is_file() else {}
+            self.chat_template = settings.get("chat_template")
+            self.bos_token = _content(settings.get("bos_token"))
+            self.eos_token = _content(settings.get("eos_token"))
+            trained = 8192
+        else:
+            metadata = read_gguf_metadata(tokenizer_path)
+            self.tokenizer = tokenizer_from_gguf(tokenizer_path, metadata)
+            self.chat_template = metadata.get("tokenizer.chat_template")
+            tokens = metadata["tokenizer.ggml.tokens"]
+            self.bos_token = tokens[metadata.get("tokenizer.ggml.bos_token_id", 0)]
+            self.eos_token = tokens[metadata.get("tokenizer.ggml.eos_token_id", 0)]
+            trained = 8192
+        self.model = ModelInfo(id=model_name, context_length=max_model_len or trained)
+        self.vocab_size = self.tokenizer.vocab_size
+        self._running: dict[str, asyncio.Event] = {}
+
+    async def tokenize(self, text: str, add_special: bool) -> list[int]:
+        return await asyncio.to_thread(self.tokenizer.encode, text)
+
+    async def detokenize(self, token_ids: list[int]) -> str:
+        return self.tokenizer.decode(token_ids)
+
+    def token_bytes(self, token_id: int) -> bytes:
+        return self.tokenizer.token_bytes(token_id)
+
+    def running_requests(self) -> int:
+        return len(self._running)
+
+    async def abort(self, request_id: str) -> None:
+        if request_id in self._running:
+            self._running[request_id].set()
+
+    async def generate(self, request_id: str, prompt: Prompt, params: SamplingParams) -> AsyncIterator[EngineOutput]:
+        cancelled = self._running[request_id] = asyncio.Event()
+        try:
+            text, delay_ms = pick_output(self.script, prompt.last_message_text, prompt.last_message_role)
+            ids = await asyncio.to_thread(self.tokenizer.encode, text)
+            emitted = ids[: params.max_tokens]
+            if not emitted:
+                yield EngineOutput(finish_reason="stop")
+                return
+            for position, token_id in enumerate(emitted):
+                await asyncio.sleep(delay_ms / 1000)  # also yields to the loop between tokens
+                if cancelled.is_set():
+                    return
+                last = position == len(emitted) - 1
+                yield EngineOutput(
+                    tokens=(self._step(token_id, params.top_logprobs),),
+                    finish_reason=("length" if len(ids) > len(emitted) else "stop") if last else None,
+                )
+        finally:
+            self._running.pop(request_id, None)
+
+    def _step(self, token_id: int, top_logprobs: int | None) -> TokenStep:
+        data = self.tokenizer.token_bytes(token_id)
+        if top_logprobs is None:
+            return TokenStep(token_id, data)
+        # A script is certain of every token: probability 1, the only candidate.
+        tops = (TopLogprob(token_id, data, 0.0),) if top_logprobs > 0 else ()
+        return TokenStep(token_id, data, 0.0, tops)
+
+
+def _content(token: object) -> str:
+    if isinstance(token, dict):
+        return str(token.get("content", ""))
+    return token or ""

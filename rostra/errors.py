@@ -1,0 +1,55 @@
+"""One small error hierarchy: each class knows its HTTP status and OpenAI error `type`.
+
+Foreign exceptions are translated at the HTTP boundary (rostra.server.app); before response
+headers are sent an error is a JSON error response, after that an in-band SSE error event.
+"""
+
+from __future__ import annotations
+
+
+class APIError(Exception):
+    status_code = 500
+    error_type = "server_error"
+
+    def __init__(self, message: str, param: str | None = None, code: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.code = code
+
+    def body(self) -> dict:
+        return {"error": {"message": self.message, "type": self.error_type, "param": self.param, "code": self.code}}
+
+
+class InvalidRequest(APIError):
+    status_code = 400
+    error_type = "invalid_request_error"
+
+
+class Unauthorized(APIError):
+    status_code = 401
+    error_type = "invalid_request_error"
+
+    def __init__(self, message: str = "Incorrect API key provided.", param: str | None = None,
+                 code: str | None = "invalid_api_key"):
+        super().__init__(message, param, code)
+
+
+class NotFound(APIError):
+    status_code = 404
+    error_type = "invalid_request_error"
+
+
+class PayloadTooLarge(APIError):
+    status_code = 413
+    error_type = "invalid_request_error"
+
+
+class ServerError(APIError):
+    status_code = 500
+    error_type = "server_error"
+
+
+class ServiceUnavailable(APIError):
+    status_code = 503
+    error_type = "server_error"

@@ -1,0 +1,63 @@
+"""Incremental detokenization and stop conditions, per choice.
+
+Tokens arrive as bytes; an incremental UTF-8 decoder turns them into text without ever
+splitting a character. Stop strings are matched on the text: any suffix that could still
+become a stop string is held back, so a stop string never leaks into the output, and the
+work per token is bounded by the longest stop string, not by the text generated so far.
+"""
+
+from __future__ import annotations
+
+import codecs
+from typing import Collection, Sequence
+
+from rostra.engines.base import TokenStep
+
+
+class Decoder:
+    def __init__(self, stop: Sequence[str] = (), stop_token_ids: Collection[int] = ()):
+        self._stops = [s for s in stop if s]
+        self._stop_token_ids = frozenset(stop_token_ids)
+        self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._held = ""
+        self.stopped = False  # a stop string or stop token ended the text
+
+    def feed(self, token: TokenStep) -> str:
+        """Text released by one more token ('' while held back or after a stop)."""
+        if self.stopped:
+            return ""
+        if token.token_id in self._stop_token_ids:
+            self.stopped = True
+            return self._release_held()
+        text = self._held + self._utf8.decode(token.token_bytes)
+        self._held = ""
+        if not self._stops:
+            return text
+        cut = min((i for i in (text.find(s) for s in self._stops) if i >= 0), default=-1)
+        if cut >= 0:
+            self.stopped = True
+            return text[:cut]
+        keep = self._partial_stop_length(text)
+        if keep:
+            self._held = text[-keep:]
+            return text[:-keep]
+        return text
+
+    def finish(self) -> str:
+        """Whatever is still held back, once the engine is done."""
+        if self.stopped:
+            return ""
+        return self._release_held() + self._utf8.decode(b"", final=True)
+
+    def _release_held(self) -> str:
+        held, self._held = self._held, ""
+        return held
+
+    def _partial_stop_length(self, text: str) -> int:
+        """Length of the longest suffix of `text` that is a proper prefix of a stop string."""
+        longest = min(len(text), max(len(s) for s in self._stops) - 1)
+        for size in range(longest, 0, -1):
+            tail = text[-size:]
+            if any(s.startswith(tail) for s in self._stops):
+                return size
+        return 0

@@ -1,0 +1,59 @@
+"""Semantic events: the small closed set every renderer consumes.
+
+A stream is rendered event by event; a non-streamed response is the fold of the same events,
+so the two can never disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Union
+
+from rostra.engines.base import TokenStep
+
+FinishReason = Literal["stop", "length", "tool_calls", "content_filter"]
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+    # The tokens this text came from, when the request asked for logprobs.
+    logprobs: tuple[TokenStep, ...] = ()
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True)
+class Reasoning:
+    text: str
+    type: Literal["reasoning"] = "reasoning"
+
+
+@dataclass(frozen=True)
+class ToolCallStart:
+    index: int
+    id: str
+    name: str
+    type: Literal["tool_call_start"] = "tool_call_start"
+
+
+@dataclass(frozen=True)
+class ToolCallArgs:
+    index: int
+    text: str
+    type: Literal["tool_call_args"] = "tool_call_args"
+
+
+@dataclass(frozen=True)
+class ToolCallEnd:
+    index: int
+    type: Literal["tool_call_end"] = "tool_call_end"
+
+
+@dataclass(frozen=True)
+class Finish:
+    reason: FinishReason
+    completion_tokens: int
+    type: Literal["finish"] = "finish"
+
+
+Event = Union[Text, Reasoning, ToolCallStart, ToolCallArgs, ToolCallEnd, Finish]

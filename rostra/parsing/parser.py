@@ -1,0 +1,79 @@
+"""The output-parser contract, and the per-choice pipeline that chains the parsers.
+
+A parser takes text deltas and returns semantic events; `finish()` flushes what it held.
+The same object serves stream and non-stream (non-stream is the fold of the events), and a
+parser never sees HTTP or protocol models. Reasoning parsers run first, then the tool
+parser sees only the answer text.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+from rostra.engines.base import EngineOutput, TokenStep
+from rostra.parsing.decoder import Decoder
+from rostra.parsing.events import Event, Finish, Text
+
+
+class OutputParser(Protocol):
+    def feed(self, events: list[Event]) -> list[Event]:
+        """Transform events (it rewrites the Text events it understands)."""
+
+    def finish(self) -> list[Event]:
+        """Events for what was held back at the end."""
+
+
+class ChoicePipeline:
+    """Engine outputs of one choice -> semantic events: decoder, then parsers in order."""
+
+    def __init__(self, decoder: Decoder, parsers: Sequence[OutputParser] = (), with_logprobs: bool = False):
+        self._decoder = decoder
+        self._parsers = list(parsers)
+        self._with_logprobs = with_logprobs
+        self._pending_logprobs: list[TokenStep] = []
+        self.completion_tokens = 0
+
+    @property
+    def stopped(self) -> bool:
+        return self._decoder.stopped
+
+    def feed(self, output: EngineOutput) -> list[Event]:
+        text = []
+        for token in output.tokens:
+            if self._decoder.stopped:
+                break
+            self.completion_tokens += 1
+            text.append(self._decoder.feed(token))
+            if self._with_logprobs and not self._decoder.stopped:
+                self._pending_logprobs.append(token)
+        return self._parse("".join(text))
+
+    def finish(self, engine_reason: str) -> list[Event]:
+        events = self._parse(self._decoder.finish())
+        for position, parser in enumerate(self._parsers):
+            flushed = parser.finish()
+            for later in self._parsers[position + 1:]:
+                flushed = later.feed(flushed)
+            events += flushed
+        events = self._attach_logprobs(events)
+        reason = "stop" if self._decoder.stopped else engine_reason
+        return events + [Finish(reason=reason, completion_tokens=self.completion_tokens)]
+
+    def _parse(self, text: str) -> list[Event]:
+        if not text and not self._pending_logprobs:
+            return []
+        events: list[Event] = [Text(text)] if text else []
+        for parser in self._parsers:
+            events = parser.feed(events)
+        return self._attach_logprobs(events)
+
+    def _attach_logprobs(self, events: list[Event]) -> list[Event]:
+        """Logprobs ride on the first text released after their tokens were sampled."""
+        if not self._pending_logprobs:
+            return events
+        for i, event in enumerate(events):
+            if isinstance(event, Text) and event.text:
+                events[i] = Text(event.text, tuple(self._pending_logprobs))
+                self._pending_logprobs = []
+                break
+        return events

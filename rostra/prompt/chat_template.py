@@ -1,0 +1,84 @@
+"""Chat templates, rendered in a sandboxed jinja2 environment.
+
+The template comes from the model (GGUF metadata `tokenizer.chat_template`) unless the user
+gives one. The environment mirrors what Hugging Face templates expect (trim_blocks,
+lstrip_blocks, `raise_exception`, `strftime_now`, a `tojson` that keeps non-ASCII), inside
+jinja2's immutable sandbox so a template cannot reach Python internals.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from jinja2 import TemplateError
+from jinja2.ext import loopcontrols
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from rostra.errors import InvalidRequest
+
+# Used when a model ships no template at all.
+CHATML_TEMPLATE = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+class TemplateRaised(Exception):
+    """A template called raise_exception(): the conversation is not valid for this model."""
+
+
+def _raise_exception(message: str) -> None:
+    raise TemplateRaised(message)
+
+
+def _tojson(value: Any, indent: int | None = None, separators=None, sort_keys: bool = False,
+            ensure_ascii: bool = False) -> str:
+    return json.dumps(value, indent=indent, separators=separators, sort_keys=sort_keys, ensure_ascii=ensure_ascii)
+
+
+def _strftime_now(fmt: str) -> str:
+    return datetime.now().strftime(fmt)
+
+
+class ChatTemplate:
+    def __init__(self, source: str | None, bos_token: str = "", eos_token: str = ""):
+        self.source = source or CHATML_TEMPLATE
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+        env.filters["tojson"] = _tojson
+        env.globals.update(raise_exception=_raise_exception, strftime_now=_strftime_now)
+        self._template = env.from_string(self.source)  # a broken template fails at start-up
+        self._specials = {"bos_token": bos_token, "eos_token": eos_token}
+
+    def render(self, messages: list[dict[str, Any]], add_generation_prompt: bool = True,
+               continue_final_message: bool = False, tools: list[dict] | None = None,
+               **kwargs: Any) -> str:
+        if continue_final_message and add_generation_prompt:
+            raise InvalidRequest("continue_final_message and add_generation_prompt cannot both be true",
+                                 param="continue_final_message")
+        variables = {**self._specials, **kwargs, "messages": messages, "tools": tools,
+                     "add_generation_prompt": add_generation_prompt}
+        try:
+            text = self._template.render(**variables)
+        except TemplateRaised as exc:
+            raise InvalidRequest(f"the chat template rejected the conversation: {exc}", param="messages") from exc
+        except (TemplateError, TypeError, KeyError, ValueError, AttributeError) as exc:
+            raise InvalidRequest(f"the chat template could not render the conversation: {exc}",
+                                 param="messages") from exc
+        if continue_final_message:
+            text = _cut_after_final_message(text, messages)
+        return text
+
+
+def _cut_after_final_message(text: str, messages: list[dict[str, Any]]) -> str:
+    """Leave the last (assistant) message open so the model continues it."""
+    final = messages[-1]
+    if final.get("role") != "assistant":
+        raise InvalidRequest("continue_final_message needs an assistant message last", param="messages")
+    content = final.get("content") or ""
+    position = text.rfind(content) if content else -1
+    if position < 0:
+        raise InvalidRequest("the final message's content was not found in the rendered template",
+                             param="continue_final_message")
+    return text[: position + len(content)]

@@ -1,0 +1,66 @@
+"""Fields shared by Chat Completions and Completions requests."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+MAX_N = 128
+MAX_STOP_STRINGS = 16
+MAX_TOP_LOGPROBS = 20
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    include_usage: bool = False
+    # vLLM extension: every chunk carries the usage so far.
+    continuous_usage_stats: bool = False
+
+
+class SamplingFields(BaseModel):
+    """OpenAI sampling parameters plus the common extensions (top_k, min_p, repetition_penalty,
+    stop_token_ids, ignore_eos) that vLLM and llama.cpp servers accept."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    model: str
+    n: Annotated[int, Field(ge=1, le=MAX_N)] = 1
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    stop: str | Annotated[list[str], Field(max_length=MAX_STOP_STRINGS)] | None = None
+    stop_token_ids: list[int] | None = None
+    max_tokens: Annotated[int, Field(ge=1)] | None = None
+    temperature: Annotated[float, Field(ge=0, le=2)] | None = None
+    top_p: Annotated[float, Field(gt=0, le=1)] | None = None
+    top_k: Annotated[int, Field(ge=-1)] | None = None
+    min_p: Annotated[float, Field(ge=0, le=1)] | None = None
+    seed: int | None = None
+    presence_penalty: Annotated[float, Field(ge=-2, le=2)] | None = None
+    frequency_penalty: Annotated[float, Field(ge=-2, le=2)] | None = None
+    repetition_penalty: Annotated[float, Field(gt=0, le=10)] | None = None
+    logit_bias: dict[str, Annotated[float, Field(ge=-100, le=100)]] | None = None
+    ignore_eos: bool = False
+    echo: bool = False
+    user: str | None = None
+
+    @field_validator("stop")
+    @classmethod
+    def _stop_strings_not_empty(cls, value):
+        strings = [value] if isinstance(value, str) else value or []
+        if any(s == "" for s in strings):
+            raise ValueError("stop strings must not be empty")
+        return value
+
+    @field_validator("logit_bias")
+    @classmethod
+    def _logit_bias_keys_are_token_ids(cls, value):
+        for key in value or {}:
+            if not key.lstrip("-").isdigit():
+                raise ValueError(f"logit_bias keys must be token ids, got {key!r}")
+        return value
+
+    def stop_strings(self) -> list[str]:
+        if self.stop is None:
+            return []
+        return [self.stop] if isinstance(self.stop, str) else list(self.stop)

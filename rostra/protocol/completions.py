@@ -1,0 +1,20 @@
+"""Completions (legacy) request model."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from rostra.protocol.common import SamplingFields
+
+MAX_LEGACY_LOGPROBS = 5
+
+
+class CompletionRequest(SamplingFields):
+    # A string, a list of strings, a list of token ids, or a list of token-id lists.
+    prompt: str | list[str] | list[int] | list[list[int]]
+    logprobs: Annotated[int, Field(ge=0, le=MAX_LEGACY_LOGPROBS)] | None = None
+    suffix: str | None = None
+    best_of: Annotated[int, Field(ge=1)] | None = None
+    max_tokens: Annotated[int, Field(ge=1)] | None = 16

@@ -1,0 +1,130 @@
+"""The FastAPI application: routes per API, errors in the OpenAI envelope, request ids, auth."""
+
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from rostra import __version__
+from rostra.engines.base import Engine
+from rostra.errors import APIError, InvalidRequest, NotFound
+from rostra.prompt.chat_template import ChatTemplate
+from rostra.protocol.chat import ChatCompletionRequest
+from rostra.protocol.completions import CompletionRequest
+from rostra.server.middleware import ApiKeyMiddleware, RequestIdMiddleware
+from rostra.server.sse import EventStreamResponse, until_disconnected
+from rostra.serving.chat import ChatService
+from rostra.serving.completions import CompletionService
+
+log = logging.getLogger("rostra.server")
+CLIENT_CLOSED = 499  # nginx's code for "the client went away first"
+
+
+def _param_from_location(location: tuple) -> str | None:
+    """('messages', 0, 'role') -> 'messages[0].role' (the JSON path OpenAI names in `param`)."""
+    path = ""
+    for part in location:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part not in ("body",) and not str(part).startswith(("function-", "constrained-", "list[", "str", "int")):
+            path += f".{part}" if path else str(part)
+    return path or None
+
+
+async def parse_body(request: Request, model: type[BaseModel]) -> BaseModel:
+    body = await request.body()
+    try:
+        return model.model_validate_json(body)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        if first["type"] == "json_invalid":
+            raise InvalidRequest(f"the request body is not valid JSON: {first['msg']}") from exc
+        param = _param_from_location(tuple(first["loc"]))
+        raise InvalidRequest(f"{param or 'body'}: {first['msg']}", param=param) from exc
+
+
+def create_app(engine: Engine, served_names: list[str], api_keys: list[str] | None = None,
+               chat_template: str | None = None) -> FastAPI:
+    template = ChatTemplate(chat_template or engine.chat_template, engine.bos_token, engine.eos_token)
+    chat = ChatService(engine, template, served_names)
+    completions = CompletionService(engine, served_names)
+    started = int(time.time())
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI):
+        await engine.start()
+        yield
+        await engine.close()
+
+    app = FastAPI(title="rostra", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
+
+    @app.exception_handler(APIError)
+    async def api_error(_: Request, exc: APIError):
+        return JSONResponse(exc.body(), status_code=exc.status_code)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException):
+        error = APIError(str(exc.detail))
+        error.status_code = exc.status_code
+        error.error_type = "invalid_request_error" if exc.status_code < 500 else "server_error"
+        return JSONResponse(error.body(), status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_: Request, exc: RequestValidationError):
+        first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
+        return JSONResponse(InvalidRequest(first["msg"], param=_param_from_location(tuple(first["loc"]))).body(),
+                            status_code=400)
+
+    @app.exception_handler(Exception)
+    async def unexpected(_: Request, exc: Exception):
+        log.exception("unhandled error")
+        return JSONResponse(APIError(f"internal error: {type(exc).__name__}").body(), status_code=500)
+
+    def model_card(name: str) -> dict:
+        return {"id": name, "object": "model", "created": started, "owned_by": engine.model.owned_by,
+                "max_model_len": engine.model.context_length}
+
+    @app.get("/health")
+    async def health():
+        return {"status": "ok"}
+
+    @app.get("/version")
+    async def version():
+        return {"version": __version__}
+
+    @app.get("/v1/models")
+    async def list_models():
+        return {"object": "list", "data": [model_card(name) for name in served_names]}
+
+    @app.get("/v1/models/{model_id:path}")
+    async def retrieve_model(model_id: str):
+        if model_id not in served_names:
+            raise NotFound(f"The model '{model_id}' does not exist", param="model", code="model_not_found")
+        return model_card(model_id)
+
+    async def respond(request: Request, service, job, stream: bool):
+        if stream:
+            return EventStreamResponse(service.stream(job))
+        result = await until_disconnected(request, service.complete(job))
+        return Response(status_code=CLIENT_CLOSED) if result is None else JSONResponse(result)
+
+    @app.post("/v1/chat/completions")
+    async def create_chat_completion(request: Request):
+        body = await parse_body(request, ChatCompletionRequest)
+        return await respond(request, chat, await chat.prepare(body), body.stream)
+
+    @app.post("/v1/completions")
+    async def create_completion(request: Request):
+        body = await parse_body(request, CompletionRequest)
+        return await respond(request, completions, await completions.prepare(body), body.stream)
+
+    app.add_middleware(ApiKeyMiddleware, api_keys=api_keys or [])
+    app.add_middleware(RequestIdMiddleware)
+    return app

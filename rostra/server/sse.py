@@ -1,0 +1,94 @@
+"""Server-sent events, with client disconnects noticed at once.
+
+The response watches the connection while it streams: when the client goes away the
+stream is cancelled and its event source closed, which aborts the engine work behind it,
+even while no token is being produced (a long prompt being processed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import AsyncIterator
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from rostra.errors import APIError, ServerError
+
+log = logging.getLogger("rostra.sse")
+
+
+def sse_data(payload: dict | str) -> bytes:
+    text = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return f"data: {text}\n\n".encode()
+
+
+async def _sse_frames(objects: AsyncIterator[dict]) -> AsyncIterator[bytes]:
+    """Objects -> SSE frames, then [DONE]. An error after the headers went out is sent in-band."""
+    try:
+        async for obj in objects:
+            yield sse_data(obj)
+    except APIError as exc:
+        yield sse_data(exc.body())
+    except Exception as exc:  # the status line is already sent: report in-band, keep serving
+        log.exception("stream failed")
+        yield sse_data(ServerError(f"internal error: {type(exc).__name__}").body())
+    yield sse_data("[DONE]")
+
+
+class EventStreamResponse(Response):
+    media_type = "text/event-stream"
+
+    def __init__(self, objects: AsyncIterator[dict]):
+        self.status_code = 200
+        self.background = None
+        # No content-length: the body is a stream.
+        self.raw_headers = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"),
+                            (b"x-accel-buffering", b"no")]
+        self._objects = objects
+
+    async def __call__(self, scope, receive, send) -> None:
+        frames = _sse_frames(self._objects)
+
+        async def stream() -> None:
+            await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+            async for frame in frames:
+                await send({"type": "http.response.body", "body": frame, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+        async def watch_disconnect() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+
+        streaming = asyncio.create_task(stream())
+        watching = asyncio.create_task(watch_disconnect())
+        try:
+            await asyncio.wait({streaming, watching}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (streaming, watching):
+                task.cancel()
+            await asyncio.gather(streaming, watching, return_exceptions=True)
+            await frames.aclose()
+            await self._objects.aclose()
+
+
+async def until_disconnected(request: Request, work):
+    """Run `work` (a coroutine) unless the client goes away first: then it is cancelled
+    (which aborts its generations) and None is returned."""
+    job = asyncio.ensure_future(work)
+
+    async def watch() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    watcher = asyncio.create_task(watch())
+    try:
+        await asyncio.wait({job, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not job.done():
+            job.cancel()
+        await asyncio.gather(job, watcher, return_exceptions=True)
+    return None if job.cancelled() else job.result()

@@ -1,0 +1,191 @@
+"""Chat Completions: request -> prompt -> engine -> semantic events -> chunks, or their fold."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import AsyncIterator
+
+from rostra.engines.base import Engine, Prompt, TokenStep
+from rostra.errors import InvalidRequest
+from rostra.parsing.decoder import Decoder
+from rostra.parsing.events import Event, Finish, Text
+from rostra.parsing.parser import ChoicePipeline
+from rostra.prompt.chat_template import ChatTemplate
+from rostra.prompt.messages import message_text, template_messages
+from rostra.protocol.chat import ChatCompletionRequest
+from rostra.serving.generation import ChoiceRun, RequestStats, check_context, run_choices, sampling_params, token_text
+from rostra.serving.validation import check_logit_bias, check_model, check_stop_token_ids
+
+
+@dataclass
+class ChatJob:
+    """A validated chat request, ready to run."""
+
+    request: ChatCompletionRequest
+    id: str
+    created: int
+    model: str
+    runs: list[ChoiceRun]
+    stats: RequestStats
+    with_logprobs: bool
+
+
+class ChatService:
+    def __init__(self, engine: Engine, template: ChatTemplate, served_names: list[str]):
+        self.engine = engine
+        self.template = template
+        self.served_names = served_names
+
+    async def prepare(self, request: ChatCompletionRequest) -> ChatJob:
+        check_model(request.model, self.served_names)
+        _reject_unsupported(request)
+        engine = self.engine
+        messages = template_messages(request.messages)
+        kwargs = dict(request.chat_template_kwargs or {})
+        if request.reasoning_effort is not None:
+            kwargs.setdefault("reasoning_effort", request.reasoning_effort)
+        text = await asyncio.to_thread(
+            self.template.render, messages, add_generation_prompt=request.add_generation_prompt,
+            continue_final_message=request.continue_final_message, tools=request.tools, **kwargs)
+        token_ids = await engine.tokenize(text, add_special=False)
+        max_tokens = request.max_completion_tokens or request.max_tokens
+        param = "max_completion_tokens" if request.max_completion_tokens else "max_tokens"
+        max_tokens = check_context(len(token_ids), max_tokens, engine.model.context_length, "messages", param)
+        check_logit_bias(request.logit_bias, engine.vocab_size)
+        check_stop_token_ids(request.stop_token_ids, engine.vocab_size)
+        if request.top_logprobs is not None and not request.logprobs:
+            raise InvalidRequest("top_logprobs requires logprobs to be true", param="top_logprobs")
+        top_logprobs = (request.top_logprobs or 0) if request.logprobs else None
+        params = sampling_params(request, max_tokens, top_logprobs)
+        last = request.messages[-1]
+        prompt = Prompt(token_ids, message_text(last, len(request.messages) - 1), last.role)
+        # vLLM's chat `echo`: the continued assistant message is repeated in front of the answer.
+        prefix = prompt.last_message_text if request.echo and last.role == "assistant" else ""
+        runs = [
+            ChoiceRun(index, prompt, params,
+                      ChoicePipeline(Decoder(request.stop_strings(), request.stop_token_ids or ()),
+                                     with_logprobs=request.logprobs),
+                      prefix)
+            for index in range(request.n)
+        ]
+        return ChatJob(request, f"chatcmpl-{uuid.uuid4().hex}", int(time.time()), request.model, runs,
+                       RequestStats(prompt_tokens=len(token_ids)), request.logprobs)
+
+    def events(self, job: ChatJob) -> AsyncIterator[tuple[int, Event]]:
+        return run_choices(self.engine, job.id, job.runs, job.stats)
+
+    async def stream(self, job: ChatJob) -> AsyncIterator[dict]:
+        renderer = ChatChunkRenderer(job)
+        for chunk in renderer.start():
+            yield chunk
+        async for index, event in self.events(job):
+            chunk = renderer.render(index, event)
+            if chunk is not None:
+                yield chunk
+        usage_chunk = renderer.usage_chunk()
+        if usage_chunk is not None:
+            yield usage_chunk
+
+    async def complete(self, job: ChatJob) -> dict:
+        fold = ChatFold(job)
+        async for index, event in self.events(job):
+            fold.add(index, event)
+        return fold.response()
+
+
+def _reject_unsupported(request: ChatCompletionRequest) -> None:
+    """Say so plainly rather than silently ignore what the client relies on."""
+    if request.response_format and request.response_format.get("type") not in (None, "text"):
+        raise InvalidRequest("response_format other than 'text' is not supported yet", param="response_format")
+    if request.tool_choice not in (None, "none", "auto"):
+        raise InvalidRequest("tool_choice 'required' or a named function is not supported yet", param="tool_choice")
+
+
+def logprobs_content(tokens: tuple[TokenStep, ...]) -> list[dict]:
+    return [
+        {
+            "token": token_text(step.token_bytes),
+            "logprob": step.logprob if step.logprob is not None else 0.0,
+            "bytes": list(step.token_bytes),
+            "top_logprobs": [
+                {"token": token_text(top.token_bytes), "logprob": top.logprob, "bytes": list(top.token_bytes)}
+                for top in step.top_logprobs
+            ],
+        }
+        for step in tokens
+    ]
+
+
+class ChatChunkRenderer:
+    """Semantic events -> chat.completion.chunk objects."""
+
+    def __init__(self, job: ChatJob):
+        self.job = job
+        options = job.request.stream_options
+        self.include_usage = bool(options and options.include_usage)
+        self.continuous_usage = bool(options and options.continuous_usage_stats)
+
+    def _chunk(self, choices: list[dict]) -> dict:
+        chunk = {"id": self.job.id, "object": "chat.completion.chunk", "created": self.job.created,
+                 "model": self.job.model, "system_fingerprint": None, "choices": choices}
+        if self.include_usage:
+            chunk["usage"] = self.job.stats.usage() if self.continuous_usage else None
+        return chunk
+
+    def start(self) -> list[dict]:
+        return [self._chunk([{"index": run.index, "delta": {"role": "assistant", "content": ""},
+                              "logprobs": None, "finish_reason": None}]) for run in self.job.runs]
+
+    def render(self, index: int, event: Event) -> dict | None:
+        if isinstance(event, Text):
+            logprobs = {"content": logprobs_content(event.logprobs), "refusal": None} if self.job.with_logprobs else None
+            return self._chunk([{"index": index, "delta": {"content": event.text}, "logprobs": logprobs,
+                                 "finish_reason": None}])
+        if isinstance(event, Finish):
+            return self._chunk([{"index": index, "delta": {}, "logprobs": None, "finish_reason": event.reason}])
+        return None
+
+    def usage_chunk(self) -> dict | None:
+        if not self.include_usage:
+            return None
+        chunk = self._chunk([])
+        chunk["usage"] = self.job.stats.usage()
+        chunk["timings"] = self.job.stats.timings()
+        return chunk
+
+
+@dataclass
+class _ChoiceState:
+    content: list[str] = field(default_factory=list)
+    logprobs: list[dict] = field(default_factory=list)
+    finish_reason: str | None = None
+
+
+class ChatFold:
+    """The non-streamed response: the fold of the same semantic events a stream renders."""
+
+    def __init__(self, job: ChatJob):
+        self.job = job
+        self.choices = {run.index: _ChoiceState() for run in job.runs}
+
+    def add(self, index: int, event: Event) -> None:
+        state = self.choices[index]
+        if isinstance(event, Text):
+            state.content.append(event.text)
+            state.logprobs.extend(logprobs_content(event.logprobs))
+        elif isinstance(event, Finish):
+            state.finish_reason = event.reason
+
+    def response(self) -> dict:
+        choices = []
+        for index, state in sorted(self.choices.items()):
+            message = {"role": "assistant", "content": "".join(state.content), "refusal": None}
+            logprobs = {"content": state.logprobs, "refusal": None} if self.job.with_logprobs else None
+            choices.append({"index": index, "message": message, "logprobs": logprobs,
+                            "finish_reason": state.finish_reason or "stop"})
+        return {"id": self.job.id, "object": "chat.completion", "created": self.job.created, "model": self.job.model,
+                "system_fingerprint": None, "choices": choices, "usage": self.job.stats.usage(),
+                "timings": self.job.stats.timings()}

@@ -1,0 +1,183 @@
+"""Completions (legacy): prompts as text or token ids, `echo`, legacy-format logprobs."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import AsyncIterator
+
+from rostra.engines.base import Engine, Prompt, TokenStep
+from rostra.errors import InvalidRequest
+from rostra.parsing.decoder import Decoder
+from rostra.parsing.events import Event, Finish, Text
+from rostra.parsing.parser import ChoicePipeline
+from rostra.protocol.completions import CompletionRequest
+from rostra.serving.generation import ChoiceRun, RequestStats, check_context, run_choices, sampling_params, token_text
+from rostra.serving.validation import check_logit_bias, check_model, check_stop_token_ids
+
+
+@dataclass
+class CompletionJob:
+    request: CompletionRequest
+    id: str
+    created: int
+    model: str
+    runs: list[ChoiceRun]
+    stats: RequestStats
+
+
+def _prompts(prompt) -> list[str | list[int]]:
+    if isinstance(prompt, str):
+        return [prompt]
+    if not prompt:
+        raise InvalidRequest("prompt must not be empty", param="prompt")
+    if all(isinstance(p, int) for p in prompt):
+        return [list(prompt)]
+    return list(prompt)
+
+
+class CompletionService:
+    def __init__(self, engine: Engine, served_names: list[str]):
+        self.engine = engine
+        self.served_names = served_names
+
+    async def prepare(self, request: CompletionRequest) -> CompletionJob:
+        check_model(request.model, self.served_names)
+        if request.suffix:
+            raise InvalidRequest("suffix (fill-in-the-middle) is not supported", param="suffix")
+        if request.best_of is not None and request.best_of != request.n:
+            raise InvalidRequest("best_of other than n is not supported", param="best_of")
+        if request.echo and request.logprobs is not None:
+            raise InvalidRequest("echo together with logprobs is not supported: the engine does not score prompts",
+                                 param="echo")
+        engine = self.engine
+        check_logit_bias(request.logit_bias, engine.vocab_size)
+        check_stop_token_ids(request.stop_token_ids, engine.vocab_size)
+        runs: list[ChoiceRun] = []
+        stats = RequestStats()
+        for prompt_index, prompt in enumerate(_prompts(request.prompt)):
+            if isinstance(prompt, str):
+                text, token_ids = prompt, await engine.tokenize(prompt, add_special=True)
+            else:
+                if any(not 0 <= t < engine.vocab_size for t in prompt):
+                    raise InvalidRequest("prompt token id outside the vocabulary", param="prompt")
+                text, token_ids = await engine.detokenize(prompt), prompt
+            if not token_ids:
+                raise InvalidRequest("prompt must not be empty", param="prompt")
+            stats.prompt_tokens += len(token_ids)
+            max_tokens = check_context(len(token_ids), request.max_tokens, engine.model.context_length,
+                                       "prompt", "max_tokens")
+            params = sampling_params(request, max_tokens, request.logprobs)
+            for n in range(request.n):
+                pipeline = ChoicePipeline(Decoder(request.stop_strings(), request.stop_token_ids or ()),
+                                          with_logprobs=request.logprobs is not None)
+                runs.append(ChoiceRun(prompt_index * request.n + n, Prompt(token_ids, text, None), params, pipeline,
+                                      prefix=text if request.echo else ""))
+        return CompletionJob(request, f"cmpl-{uuid.uuid4().hex}", int(time.time()), request.model, runs, stats)
+
+    def events(self, job: CompletionJob) -> AsyncIterator[tuple[int, Event]]:
+        return run_choices(self.engine, job.id, job.runs, job.stats)
+
+    async def stream(self, job: CompletionJob) -> AsyncIterator[dict]:
+        renderer = CompletionChunkRenderer(job)
+        async for index, event in self.events(job):
+            chunk = renderer.render(index, event)
+            if chunk is not None:
+                yield chunk
+        usage_chunk = renderer.usage_chunk()
+        if usage_chunk is not None:
+            yield usage_chunk
+
+    async def complete(self, job: CompletionJob) -> dict:
+        fold = CompletionFold(job)
+        async for index, event in self.events(job):
+            fold.add(index, event)
+        return fold.response()
+
+
+class LegacyLogprobs:
+    """The Completions logprobs format: parallel lists, text offsets counted per choice."""
+
+    def __init__(self):
+        self.offset = 0
+
+    def render(self, text: str, tokens: tuple[TokenStep, ...]) -> dict:
+        out = {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
+        for step in tokens:
+            token = token_text(step.token_bytes)
+            out["tokens"].append(token)
+            out["token_logprobs"].append(step.logprob if step.logprob is not None else 0.0)
+            out["top_logprobs"].append({token_text(top.token_bytes): top.logprob for top in step.top_logprobs})
+            out["text_offset"].append(self.offset)
+            self.offset += len(token)
+        if not tokens:
+            self.offset += len(text)
+        return out
+
+
+class CompletionChunkRenderer:
+    def __init__(self, job: CompletionJob):
+        self.job = job
+        options = job.request.stream_options
+        self.include_usage = bool(options and options.include_usage)
+        self.continuous_usage = bool(options and options.continuous_usage_stats)
+        self.logprobs = {run.index: LegacyLogprobs() for run in job.runs}
+
+    def _chunk(self, choices: list[dict]) -> dict:
+        chunk = {"id": self.job.id, "object": "text_completion", "created": self.job.created,
+                 "model": self.job.model, "system_fingerprint": None, "choices": choices}
+        if self.include_usage:
+            chunk["usage"] = self.job.stats.usage() if self.continuous_usage else None
+        return chunk
+
+    def render(self, index: int, event: Event) -> dict | None:
+        with_logprobs = self.job.request.logprobs is not None
+        if isinstance(event, Text):
+            logprobs = self.logprobs[index].render(event.text, event.logprobs) if with_logprobs else None
+            return self._chunk([{"index": index, "text": event.text, "logprobs": logprobs, "finish_reason": None}])
+        if isinstance(event, Finish):
+            return self._chunk([{"index": index, "text": "", "logprobs": None, "finish_reason": event.reason}])
+        return None
+
+    def usage_chunk(self) -> dict | None:
+        if not self.include_usage:
+            return None
+        chunk = self._chunk([])
+        chunk["usage"] = self.job.stats.usage()
+        chunk["timings"] = self.job.stats.timings()
+        return chunk
+
+
+@dataclass
+class _ChoiceState:
+    text: list[str] = field(default_factory=list)
+    logprobs: dict = field(default_factory=lambda: {"tokens": [], "token_logprobs": [], "top_logprobs": [],
+                                                    "text_offset": []})
+    legacy: LegacyLogprobs = field(default_factory=LegacyLogprobs)
+    finish_reason: str | None = None
+
+
+class CompletionFold:
+    def __init__(self, job: CompletionJob):
+        self.job = job
+        self.choices = {run.index: _ChoiceState() for run in job.runs}
+
+    def add(self, index: int, event: Event) -> None:
+        state = self.choices[index]
+        if isinstance(event, Text):
+            state.text.append(event.text)
+            for key, values in state.legacy.render(event.text, event.logprobs).items():
+                state.logprobs[key].extend(values)
+        elif isinstance(event, Finish):
+            state.finish_reason = event.reason
+
+    def response(self) -> dict:
+        with_logprobs = self.job.request.logprobs is not None
+        choices = [{"index": index, "text": "".join(state.text),
+                    "logprobs": state.logprobs if with_logprobs else None,
+                    "finish_reason": state.finish_reason or "stop"}
+                   for index, state in sorted(self.choices.items())]
+        return {"id": self.job.id, "object": "text_completion", "created": self.job.created, "model": self.job.model,
+                "system_fingerprint": None, "choices": choices, "usage": self.job.stats.usage(),
+                "timings": self.job.stats.timings()}

@@ -1,0 +1,153 @@
+"""What Chat Completions and Completions share: running the choices of one request on the
+engine concurrently and merging their semantic events into one stream, plus usage and timings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import AsyncIterator, Sequence
+
+from rostra.engines.base import Engine, EngineError, Prompt, SamplingParams, TokenStep
+from rostra.errors import InvalidRequest, ServerError
+from rostra.parsing.events import Event, Finish, Text
+from rostra.parsing.parser import ChoicePipeline
+
+
+@dataclass
+class ChoiceRun:
+    index: int
+    prompt: Prompt
+    params: SamplingParams
+    pipeline: ChoicePipeline
+    prefix: str = ""  # echoed text that comes before the generated text
+
+
+@dataclass
+class RequestStats:
+    """Usage and timings of one request, filled in while its events flow."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    started: float = field(default_factory=time.monotonic)
+    first_token: float | None = None
+    finished: float | None = None
+
+    def observe(self, event: Event) -> None:
+        if self.first_token is None:
+            self.first_token = time.monotonic()
+        if isinstance(event, Finish):
+            self.completion_tokens += event.completion_tokens
+            self.finished = time.monotonic()
+
+    def usage(self) -> dict:
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "total_tokens": self.prompt_tokens + self.completion_tokens}
+
+    def timings(self) -> dict:
+        """rostra extension (SDKs ignore it): prompt and generation time, tokens per second."""
+        now = time.monotonic()
+        first = self.first_token or now
+        end = self.finished or now
+        prompt_ms = (first - self.started) * 1000
+        predicted_ms = (end - first) * 1000
+        return {
+            "prompt_n": self.prompt_tokens,
+            "prompt_ms": round(prompt_ms, 3),
+            "prompt_per_second": round(self.prompt_tokens / prompt_ms * 1000, 3) if prompt_ms > 0 else None,
+            "predicted_n": self.completion_tokens,
+            "predicted_ms": round(predicted_ms, 3),
+            "predicted_per_second": round(self.completion_tokens / predicted_ms * 1000, 3) if predicted_ms > 0 else None,
+        }
+
+
+def check_context(prompt_tokens: int, max_tokens: int | None, context_length: int,
+                  prompt_param: str, max_tokens_param: str) -> int:
+    """The max_tokens to use: what was asked, or all that fits. 400 when nothing fits."""
+    if prompt_tokens >= context_length:
+        raise InvalidRequest(
+            f"This model's maximum context length is {context_length} tokens. However, your prompt is "
+            f"{prompt_tokens} tokens long.", param=prompt_param, code="context_length_exceeded")
+    room = context_length - prompt_tokens
+    if max_tokens is None:
+        return room
+    if max_tokens > room:
+        raise InvalidRequest(
+            f"This model's maximum context length is {context_length} tokens. However, you requested "
+            f"{prompt_tokens + max_tokens} tokens ({prompt_tokens} in the prompt, {max_tokens} for the completion). "
+            f"Please reduce the prompt or the completion length.", param=max_tokens_param, code="context_length_exceeded")
+    return max_tokens
+
+
+async def run_choices(engine: Engine, request_id: str, runs: Sequence[ChoiceRun],
+                      stats: RequestStats) -> AsyncIterator[tuple[int, Event]]:
+    """All choices' events, merged as they come. Leaving early aborts every generation."""
+    queue: asyncio.Queue = asyncio.Queue()
+    done = object()
+
+    async def drive(run: ChoiceRun) -> None:
+        try:
+            if run.prefix:
+                queue.put_nowait((run.index, Text(run.prefix)))
+            reason = "stop"
+            generation = engine.generate(f"{request_id}-{run.index}", run.prompt, run.params)
+            async with aclosing(generation) as outputs:
+                async for output in outputs:
+                    for event in run.pipeline.feed(output):
+                        queue.put_nowait((run.index, event))
+                    reason = output.finish_reason or reason
+                    if run.pipeline.stopped:
+                        break  # a stop string or stop token: closing the generation aborts it
+            for event in run.pipeline.finish(reason):
+                queue.put_nowait((run.index, event))
+        except Exception as exc:  # handed to the consumer, which raises it
+            queue.put_nowait((run.index, exc))
+        finally:
+            queue.put_nowait((run.index, done))
+
+    tasks = [asyncio.create_task(drive(run)) for run in runs]
+    try:
+        remaining = len(tasks)
+        while remaining:
+            index, item = await queue.get()
+            if item is done:
+                remaining -= 1
+            elif isinstance(item, Exception):
+                if isinstance(item, EngineError):
+                    raise ServerError(f"the engine failed: {item}") from item
+                raise item
+            else:
+                stats.observe(item)
+                yield index, item
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def token_text(data: bytes) -> str:
+    """A token's text for logprobs; a token holding part of a character shows U+FFFD."""
+    return data.decode("utf-8", errors="replace")
+
+
+def sampling_params(request, max_tokens: int, top_logprobs: int | None) -> SamplingParams:
+    """OpenAI defaults (temperature 1, top_p 1, no top_k/min_p) unless the request says otherwise."""
+    def given(value, default):
+        return default if value is None else value
+
+    return SamplingParams(
+        max_tokens=max_tokens,
+        temperature=given(request.temperature, 1.0),
+        top_p=given(request.top_p, 1.0),
+        top_k=max(0, given(request.top_k, 0)),
+        min_p=given(request.min_p, 0.0),
+        seed=request.seed,
+        presence_penalty=given(request.presence_penalty, 0.0),
+        frequency_penalty=given(request.frequency_penalty, 0.0),
+        repetition_penalty=given(request.repetition_penalty, 1.0),
+        logit_bias={int(k): v for k, v in (request.logit_bias or {}).items()},
+        top_logprobs=top_logprobs,
+        ignore_eos=request.ignore_eos,
+    )

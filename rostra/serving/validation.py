@@ -1,0 +1,24 @@
+"""Checks shared by the APIs that need the engine's facts (served names, vocabulary size)."""
+
+from __future__ import annotations
+
+from rostra.errors import InvalidRequest, NotFound
+
+
+def check_model(model: str, served_names: list[str]) -> None:
+    if model not in served_names:
+        raise NotFound(f"The model '{model}' does not exist. Served: {', '.join(served_names)}.",
+                       param="model", code="model_not_found")
+
+
+def check_logit_bias(logit_bias: dict[str, float] | None, vocab_size: int) -> None:
+    for key in logit_bias or {}:
+        if not 0 <= int(key) < vocab_size:
+            raise InvalidRequest(f"logit_bias token id {key} is outside the vocabulary (0..{vocab_size - 1})",
+                                 param="logit_bias")
+
+
+def check_stop_token_ids(stop_token_ids: list[int] | None, vocab_size: int) -> None:
+    for token_id in stop_token_ids or []:
+        if not 0 <= token_id < vocab_size:
+            raise InvalidRequest(f"stop_token_ids: {token_id} is outside the vocabulary", param="stop_token_ids")

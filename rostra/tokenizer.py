@@ -1,0 +1,107 @@
+"""Tokenizers that run in-process, built from a GGUF file's vocabulary or a tokenizer.json.
+
+The scripted engine uses these to cut its scripted text into real tokens; any engine can use
+`token_bytes` to map an id to the exact bytes it stands for.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+from rostra.gguf_metadata import read_gguf_metadata
+
+# GGUF token types (llama.cpp's llama_token_type)
+_CONTROL, _USER_DEFINED = 3, 4
+
+
+@lru_cache(maxsize=1)
+def _byte_level_alphabet() -> dict[str, int]:
+    """GPT-2 byte-level BPE spells every byte as a printable character; map it back."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars: dict[str, int] = {chr(b): b for b in printable}
+    extra = 0
+    for b in range(256):
+        if b not in printable:
+            chars[chr(256 + extra)] = b
+            extra += 1
+    return chars
+
+
+class TextTokenizer:
+    """A byte-level BPE tokenizer with its special tokens and per-token bytes."""
+
+    def __init__(self, tokenizer: Tokenizer, special_ids: set[int]):
+        self._tokenizer = tokenizer
+        self.special_ids = special_ids
+        alphabet = _byte_level_alphabet()
+        vocab = tokenizer.get_vocab(with_added_tokens=True)
+        self._bytes: dict[int, bytes] = {}
+        for piece, token_id in vocab.items():
+            if token_id in special_ids or any(ch not in alphabet for ch in piece):
+                self._bytes[token_id] = piece.encode("utf-8")
+            else:
+                self._bytes[token_id] = bytes(alphabet[ch] for ch in piece)
+
+    def encode(self, text: str) -> list[int]:
+        return self._tokenizer.encode(text, add_special_tokens=False).ids
+
+    def decode(self, ids: list[int]) -> str:
+        return b"".join(self.token_bytes(i) for i in ids).decode("utf-8", errors="replace")
+
+    def token_bytes(self, token_id: int) -> bytes:
+        return self._bytes.get(token_id, b"")
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self._bytes)
+
+
+def tokenizer_from_gguf(path: str | Path, metadata: dict[str, Any] | None = None) -> TextTokenizer:
+    metadata = metadata or read_gguf_metadata(path)
+    kind = metadata.get("tokenizer.ggml.model")
+    if kind != "gpt2":
+        raise ValueError(
+            f"{path}: in-process tokenizer supports byte-level BPE ('gpt2') GGUF vocabularies, not {kind!r}; "
+            "pass a tokenizer.json instead"
+        )
+    tokens: list[str] = metadata["tokenizer.ggml.tokens"]
+    types: list[int] = metadata.get("tokenizer.ggml.token_type", [1] * len(tokens))
+    merges = [tuple(m.split(" ", 1)) for m in metadata.get("tokenizer.ggml.merges", [])]
+    vocab = {piece: i for i, piece in enumerate(tokens)}
+    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tokenizer.decoder = decoders.ByteLevel()
+    special = [tokens[i] for i, t in enumerate(types) if t in (_CONTROL, _USER_DEFINED)]
+    tokenizer.add_special_tokens(special)
+    return TextTokenizer(tokenizer, {vocab[s] for s in special})
+
+
+def tokenizer_from_json(path: str | Path) -> TextTokenizer:
+    tokenizer = Tokenizer.from_file(str(path))
+    special = {t.content: i for i, t in tokenizer.get_added_tokens_decoder().items() if t.special}
+    return TextTokenizer(tokenizer, set(special.values()))
+
+
+def gguf_token_bytes(metadata: dict[str, Any]) -> list[bytes]:
+    """The bytes each token of a GGUF vocabulary stands for (byte-level BPE or SentencePiece)."""
+    tokens: list[str] = metadata["tokenizer.ggml.tokens"]
+    types: list[int] = metadata.get("tokenizer.ggml.token_type", [1] * len(tokens))
+    if metadata.get("tokenizer.ggml.model") == "gpt2":
+        alphabet = _byte_level_alphabet()
+        return [
+            piece.encode() if types[i] in (_CONTROL, _USER_DEFINED) or any(c not in alphabet for c in piece)
+            else bytes(alphabet[c] for c in piece)
+            for i, piece in enumerate(tokens)
+        ]
+    # SentencePiece: "▁" is a space, "<0xAB>" is one raw byte.
+    out = []
+    for piece in tokens:
+        if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
+            out.append(bytes([int(piece[3:5], 16)]))
+        else:
+            out.append(piece.replace("\u2581", " ").encode())
+    return out
