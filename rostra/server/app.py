@@ -93,7 +93,8 @@ def create_app(engine: Engine, served_names: list[str], api_keys: list[str] | No
 
     @app.get("/health")
     async def health():
-        return {"status": "ok"}
+        # running: generations holding engine capacity (a disconnected client's drop within ~1 s).
+        return {"status": "ok", "running": engine.running_requests()}
 
     @app.get("/version")
     async def version():

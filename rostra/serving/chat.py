@@ -16,7 +16,7 @@ from rostra.parsing.parser import ChoicePipeline
 from rostra.prompt.chat_template import ChatTemplate
 from rostra.prompt.messages import message_text, template_messages
 from rostra.protocol.chat import ChatCompletionRequest
-from rostra.serving.generation import ChoiceRun, RequestStats, check_context, run_choices, sampling_params, token_text
+from rostra.serving.generation import SYSTEM_FINGERPRINT, ChoiceRun, RequestStats, check_context, run_choices, sampling_params, token_text
 from rostra.serving.validation import check_logit_bias, check_model, check_stop_token_ids
 
 
@@ -130,7 +130,7 @@ class ChatChunkRenderer:
 
     def _chunk(self, choices: list[dict]) -> dict:
         chunk = {"id": self.job.id, "object": "chat.completion.chunk", "created": self.job.created,
-                 "model": self.job.model, "system_fingerprint": None, "choices": choices}
+                 "model": self.job.model, "system_fingerprint": SYSTEM_FINGERPRINT, "choices": choices}
         if self.include_usage:
             chunk["usage"] = self.job.stats.usage() if self.continuous_usage else None
         return chunk
@@ -187,5 +187,5 @@ class ChatFold:
             choices.append({"index": index, "message": message, "logprobs": logprobs,
                             "finish_reason": state.finish_reason or "stop"})
         return {"id": self.job.id, "object": "chat.completion", "created": self.job.created, "model": self.job.model,
-                "system_fingerprint": None, "choices": choices, "usage": self.job.stats.usage(),
+                "system_fingerprint": SYSTEM_FINGERPRINT, "choices": choices, "usage": self.job.stats.usage(),
                 "timings": self.job.stats.timings()}

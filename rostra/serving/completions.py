@@ -13,7 +13,7 @@ from rostra.parsing.decoder import Decoder
 from rostra.parsing.events import Event, Finish, Text
 from rostra.parsing.parser import ChoicePipeline
 from rostra.protocol.completions import CompletionRequest
-from rostra.serving.generation import ChoiceRun, RequestStats, check_context, run_choices, sampling_params, token_text
+from rostra.serving.generation import SYSTEM_FINGERPRINT, ChoiceRun, RequestStats, check_context, run_choices, sampling_params, token_text
 from rostra.serving.validation import check_logit_bias, check_model, check_stop_token_ids
 
 
@@ -126,7 +126,7 @@ class CompletionChunkRenderer:
 
     def _chunk(self, choices: list[dict]) -> dict:
         chunk = {"id": self.job.id, "object": "text_completion", "created": self.job.created,
-                 "model": self.job.model, "system_fingerprint": None, "choices": choices}
+                 "model": self.job.model, "system_fingerprint": SYSTEM_FINGERPRINT, "choices": choices}
         if self.include_usage:
             chunk["usage"] = self.job.stats.usage() if self.continuous_usage else None
         return chunk
@@ -179,5 +179,5 @@ class CompletionFold:
                     "finish_reason": state.finish_reason or "stop"}
                    for index, state in sorted(self.choices.items())]
         return {"id": self.job.id, "object": "text_completion", "created": self.job.created, "model": self.job.model,
-                "system_fingerprint": None, "choices": choices, "usage": self.job.stats.usage(),
+                "system_fingerprint": SYSTEM_FINGERPRINT, "choices": choices, "usage": self.job.stats.usage(),
                 "timings": self.job.stats.timings()}

@@ -10,10 +10,14 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Sequence
 
+from rostra import __version__
 from rostra.engines.base import Engine, EngineError, Prompt, SamplingParams, TokenStep
 from rostra.errors import InvalidRequest, ServerError
 from rostra.parsing.events import Event, Finish, Text
 from rostra.parsing.parser import ChoicePipeline
+
+# Identifies the serving stack a response came from (OpenAI's field for backend changes).
+SYSTEM_FINGERPRINT = f"fp_rostra_{__version__}"
 
 
 @dataclass

@@ -1,0 +1,35 @@
+import pytest
+from openai import OpenAI
+
+from servers import DATA, RunningServer
+
+SCRIPTED_MODEL = "scripted"
+API_KEY = "test-key-123"
+
+
+@pytest.fixture(scope="session")
+def scripted_server():
+    server = RunningServer(["--engine", "scripted", "--script", str(DATA / "script.jsonl"),
+                            "--max-model-len", "2048"])
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def auth_server():
+    server = RunningServer(["--engine", "scripted", "--script", str(DATA / "script.jsonl"), "--api-key", API_KEY])
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def real_server():
+    """The embedded model on llama.cpp, as `rostra serve` starts it with no arguments."""
+    server = RunningServer(["--parallel", "4", "--max-model-len", "2048"])
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def scripted_client(scripted_server) -> OpenAI:
+    return OpenAI(base_url=f"{scripted_server.base_url}/v1", api_key="unused", max_retries=0)

@@ -1,0 +1,52 @@
+"""Real `rostra serve` processes for the tests, on free loopback ports."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+DATA = Path(__file__).parent / "data"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RunningServer:
+    def __init__(self, args: list[str], startup_timeout: float = 120):
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"rostra-test-{self.port}.log"
+        self._log = open(self.log_path, "wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "rostra.cli", "serve", *args, "--port", str(self.port), "--log-level", "warning"],
+            stdout=self._log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + startup_timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"rostra serve exited: {self.log_path.read_text()[-3000:]}")
+            try:
+                if httpx.get(f"{self.base_url}/health", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError("rostra serve did not become healthy in time")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self._log.close()

@@ -1,0 +1,52 @@
+"""Validation against OpenAI's OpenAPI spec (../shared/spec/openapi.json) and the SDK's types.
+
+The spec is OAS 3.1 but still writes `nullable: true`; it is read here as "or null".
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+
+SPEC_PATH = Path(__file__).resolve().parents[2] / "shared" / "spec" / "openapi.json"
+SPEC_URI = "urn:openai-openapi"
+
+
+def _nullable_as_null(node):
+    if isinstance(node, dict):
+        node = {key: _nullable_as_null(value) for key, value in node.items()}
+        if node.pop("nullable", False):
+            if isinstance(node.get("type"), str):
+                node["type"] = [node["type"], "null"]
+                if "enum" in node:
+                    node["enum"] = [*node["enum"], None]
+            else:
+                node = {"anyOf": [node, {"type": "null"}]}
+        return node
+    if isinstance(node, list):
+        return [_nullable_as_null(item) for item in node]
+    return node
+
+
+@lru_cache(maxsize=1)
+def _registry() -> Registry:
+    spec = _nullable_as_null(copy.deepcopy(json.loads(SPEC_PATH.read_text())))
+    return Registry().with_resource(SPEC_URI, Resource.opaque(spec))
+
+
+@lru_cache(maxsize=None)
+def _validator(schema_name: str) -> Draft202012Validator:
+    return Draft202012Validator({"$ref": f"{SPEC_URI}#/components/schemas/{schema_name}"}, registry=_registry())
+
+
+def validate(schema_name: str, obj: dict) -> None:
+    """Raise if `obj` does not conform to the spec's component schema `schema_name`."""
+    errors = sorted(_validator(schema_name).iter_errors(obj), key=lambda e: list(e.path))
+    if errors:
+        details = "; ".join(f"{list(e.path)}: {e.message[:300]}" for e in errors[:5])
+        raise AssertionError(f"{schema_name} does not match the spec: {details}")

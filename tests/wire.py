@@ -1,0 +1,82 @@
+"""Raw HTTP helpers: every body and SSE event is validated against the spec and the SDK types."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+from openai.types import Completion
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+from spec import validate
+
+SCHEMAS = {
+    "chat": ("CreateChatCompletionResponse", ChatCompletion),
+    "chat_chunk": ("CreateChatCompletionStreamResponse", ChatCompletionChunk),
+    "completion": ("CreateCompletionResponse", Completion),
+    "completion_chunk": ("CreateCompletionResponse", Completion),
+}
+
+
+def check(kind: str, body: dict) -> dict:
+    schema, sdk_type = SCHEMAS[kind]
+    validate(schema, body)
+    sdk_type.model_validate(body, strict=True)
+    return body
+
+
+def check_error(response: httpx.Response, status: int, param: str | None = "__any__") -> dict:
+    assert response.status_code == status, response.text
+    body = response.json()
+    validate("ErrorResponse", body)
+    assert set(body["error"]) == {"message", "type", "param", "code"}
+    assert body["error"]["message"]
+    if param != "__any__":
+        assert body["error"]["param"] == param, body
+    return body["error"]
+
+
+def post(base_url: str, path: str, body: dict | str | bytes, **kwargs) -> httpx.Response:
+    if isinstance(body, dict):
+        return httpx.post(f"{base_url}{path}", json=body, timeout=60, **kwargs)
+    return httpx.post(f"{base_url}{path}", content=body, timeout=60,
+                      headers={"content-type": "application/json", **kwargs.pop("headers", {})}, **kwargs)
+
+
+def stream(base_url: str, path: str, body: dict, kind: str) -> list[dict]:
+    """POST with stream: true; every data event validated; ends with [DONE]."""
+    events: list[dict] = []
+    with httpx.stream("POST", f"{base_url}{path}", json={**body, "stream": True}, timeout=60) as response:
+        assert response.status_code == 200, response.read()
+        assert response.headers["content-type"].startswith("text/event-stream")
+        done = False
+        for line in response.iter_lines():
+            if not line:
+                continue
+            assert line.startswith("data: "), line
+            data = line[len("data: "):]
+            assert not done, "data after [DONE]"
+            if data == "[DONE]":
+                done = True
+                continue
+            events.append(check(kind, json.loads(data)))
+        assert done, "stream did not end with [DONE]"
+    return events
+
+
+def fold_chat_stream(chunks: list[dict]) -> dict[int, dict]:
+    """Per choice: content, finish reason, logprobs, as a client assembles them."""
+    choices: dict[int, dict] = {}
+    for chunk in chunks:
+        for choice in chunk["choices"]:
+            state = choices.setdefault(choice["index"], {"content": "", "finish_reason": None, "logprobs": [],
+                                                          "roles": 0, "finishes": 0})
+            delta = choice["delta"]
+            state["roles"] += "role" in delta
+            state["content"] += delta.get("content") or ""
+            if choice.get("logprobs"):
+                state["logprobs"] += choice["logprobs"]["content"] or []
+            if choice["finish_reason"]:
+                state["finish_reason"] = choice["finish_reason"]
+                state["finishes"] += 1
+    return choices
