@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from contextlib import asynccontextmanager
 
@@ -27,13 +28,17 @@ log = logging.getLogger("rostra.server")
 CLIENT_CLOSED = 499  # nginx's code for "the client went away first"
 
 
+# Parts of a pydantic error location that name a union member's type, not a field.
+_TYPE_TAG = re.compile(r"^(str|int|float|bool|list|dict|none|json-or-python)(\[.*\])?$|^(function|constrained)-|\[")
+
+
 def _param_from_location(location: tuple) -> str | None:
     """('messages', 0, 'role') -> 'messages[0].role' (the JSON path OpenAI names in `param`)."""
     path = ""
     for part in location:
         if isinstance(part, int):
             path += f"[{part}]"
-        elif part not in ("body",) and not str(part).startswith(("function-", "constrained-", "list[", "str", "int")):
+        elif part != "body" and not _TYPE_TAG.search(str(part)):
             path += f".{part}" if path else str(part)
     return path or None
 

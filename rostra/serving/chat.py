@@ -126,7 +126,7 @@ class ChatChunkRenderer:
         self.job = job
         options = job.request.stream_options
         self.include_usage = bool(options and options.include_usage)
-        self.continuous_usage = bool(options and options.continuous_usage_stats)
+        self.continuous_usage = self.include_usage and bool(options.continuous_usage_stats)
 
     def _chunk(self, choices: list[dict]) -> dict:
         chunk = {"id": self.job.id, "object": "chat.completion.chunk", "created": self.job.created,

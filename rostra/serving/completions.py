@@ -121,14 +121,14 @@ class CompletionChunkRenderer:
         self.job = job
         options = job.request.stream_options
         self.include_usage = bool(options and options.include_usage)
-        self.continuous_usage = bool(options and options.continuous_usage_stats)
+        self.continuous_usage = self.include_usage and bool(options.continuous_usage_stats)
         self.logprobs = {run.index: LegacyLogprobs() for run in job.runs}
 
     def _chunk(self, choices: list[dict]) -> dict:
         chunk = {"id": self.job.id, "object": "text_completion", "created": self.job.created,
                  "model": self.job.model, "system_fingerprint": SYSTEM_FINGERPRINT, "choices": choices}
-        if self.include_usage:
-            chunk["usage"] = self.job.stats.usage() if self.continuous_usage else None
+        if self.continuous_usage:  # (the spec has no null usage for Completions)
+            chunk["usage"] = self.job.stats.usage()
         return chunk
 
     def render(self, index: int, event: Event) -> dict | None:
