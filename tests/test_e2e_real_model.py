@@ -1,0 +1,126 @@
+"""End to end: the `openai` SDK over HTTP against `rostra serve` on the embedded model (llama.cpp)."""
+
+import asyncio
+
+import httpx
+import pytest
+from openai import AsyncOpenAI, OpenAI
+
+from wire import check, fold_chat_stream, post, stream
+
+MODEL = "SmolLM2-135M-Instruct"
+HELLO = [{"role": "user", "content": "Say hello in one short sentence."}]
+
+
+@pytest.fixture(scope="module")
+def client(real_server) -> OpenAI:
+    return OpenAI(base_url=f"{real_server.base_url}/v1", api_key="unused", max_retries=0)
+
+
+def test_models(client):
+    assert [m.id for m in client.models.list()] == [MODEL]
+
+
+def test_chat_non_stream(client):
+    completion = client.chat.completions.create(model=MODEL, messages=HELLO, max_tokens=16, temperature=0)
+    choice = completion.choices[0]
+    assert choice.message.role == "assistant" and choice.message.content.strip()
+    assert choice.finish_reason in ("stop", "length")
+    assert 0 < completion.usage.completion_tokens <= 16
+
+
+def test_chat_stream_helper_assembles_the_same_message(client):
+    request = dict(model=MODEL, messages=HELLO, max_tokens=24, temperature=0, seed=7)
+    whole = client.chat.completions.create(**request)
+    with client.chat.completions.stream(**request) as events:
+        for _ in events:
+            pass
+        final = events.get_final_completion()
+    assert final.choices[0].message.content == whole.choices[0].message.content
+    assert final.choices[0].finish_reason == whole.choices[0].finish_reason
+
+
+def test_stream_and_non_stream_raw_agree(real_server):
+    request = {"model": MODEL, "messages": HELLO, "max_tokens": 20, "temperature": 0, "logprobs": True,
+               "top_logprobs": 3, "stream_options": {"include_usage": True}}
+    whole = check("chat", post(real_server.base_url, "/v1/chat/completions", request).json())
+    folded = fold_chat_stream(stream(real_server.base_url, "/v1/chat/completions", request, "chat_chunk"))
+    assert folded[0]["content"] == whole["choices"][0]["message"]["content"]
+    tokens = whole["choices"][0]["logprobs"]["content"]
+    assert len(tokens) == whole["usage"]["completion_tokens"] or whole["choices"][0]["finish_reason"] == "stop"
+    assert all(len(t["top_logprobs"]) == 3 and t["logprob"] <= 0 for t in tokens)
+
+
+def test_same_seed_same_output(client):
+    request = dict(model=MODEL, messages=[{"role": "user", "content": "Tell me a story."}], max_tokens=24,
+                   temperature=1.0, seed=1234)
+    first = client.chat.completions.create(**request).choices[0].message.content
+    second = client.chat.completions.create(**request).choices[0].message.content
+    assert first == second
+
+
+def test_stop_string_with_real_model(client):
+    request = dict(model=MODEL, messages=[{"role": "user", "content": "Count from 1 to 20, separated by commas."}],
+                   max_tokens=60, temperature=0)
+    free = client.chat.completions.create(**request).choices[0].message.content
+    assert len(free) > 12
+    stop = free[8:11]  # a stop string the greedy answer is known to reach
+    stopped = client.chat.completions.create(**request, stop=[stop]).choices[0]
+    assert stopped.message.content == free[: free.index(stop)] and stopped.finish_reason == "stop"
+
+
+def test_n_and_completions(client):
+    completion = client.chat.completions.create(model=MODEL, messages=HELLO, max_tokens=8, n=2)
+    assert [c.index for c in completion.choices] == [0, 1]
+    legacy = client.completions.create(model=MODEL, prompt="The capital of France is", max_tokens=8, temperature=0,
+                                       logprobs=2, echo=False)
+    assert legacy.choices[0].text and len(legacy.choices[0].logprobs.tokens) <= 8
+    streamed = "".join(c.choices[0].text for c in client.completions.create(
+        model=MODEL, prompt="The capital of France is", max_tokens=8, temperature=0, stream=True) if c.choices)
+    assert streamed == legacy.choices[0].text
+
+
+def test_concurrent_streams_complete(real_server):
+    client = AsyncOpenAI(base_url=f"{real_server.base_url}/v1", api_key="unused", max_retries=0)
+
+    async def one(i: int) -> tuple[str, str]:
+        text, reason = "", None
+        response = await client.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": f"Write a sentence about the number {i}."}],
+            max_tokens=32, temperature=0, stream=True)
+        async for chunk in response:
+            for choice in chunk.choices:
+                text += choice.delta.content or ""
+                reason = choice.finish_reason or reason
+        return text, reason
+
+    async def run():
+        sequential = [await one(i) for i in range(4)]
+        concurrent = await asyncio.gather(*(one(i) for i in range(4)))
+        return sequential, concurrent
+
+    sequential, concurrent = asyncio.run(run())
+    assert all(text and reason in ("stop", "length") for text, reason in concurrent)
+    # Each stream carries its own answer: the texts differ from one another as the sequential ones do.
+    assert len({t for t, _ in concurrent}) == len({t for t, _ in sequential})
+
+
+def test_prompt_too_long_is_400(real_server):
+    response = post(real_server.base_url, "/v1/chat/completions",
+                    {"model": MODEL, "messages": [{"role": "user", "content": "word " * 3000}]})
+    assert response.status_code == 400 and response.json()["error"]["code"] == "context_length_exceeded"
+    assert httpx.get(f"{real_server.base_url}/health").json()["status"] == "ok"
+
+
+def test_internal_llamacpp_listener_is_guarded(real_server):
+    """xllamacpp opens llama.cpp's own HTTP listener; without its secret key it serves nothing."""
+    import re
+
+    found = re.search(r"listening on http://127\.0\.0\.1:(\d+)", real_server.log_path.read_text(errors="replace"))
+    assert found, "llama.cpp's listener address not in the log"
+    internal = f"http://127.0.0.1:{found.group(1)}"
+    for path, body in [("/v1/chat/completions", {"messages": HELLO}), ("/completion", {"prompt": "x"}),
+                       ("/tokenize", {"content": "x"}), ("/v1/completions", {"prompt": "x"})]:
+        assert httpx.post(internal + path, json=body).status_code == 401
+    assert httpx.post(internal + "/v1/completions", json={"prompt": "x"},
+                      headers={"authorization": "Bearer guess"}).status_code == 401
