@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import AsyncIterator
 
@@ -81,10 +82,12 @@ class ChatService:
         renderer = ChatChunkRenderer(job)
         for chunk in renderer.start():
             yield chunk
-        async for index, event in self.events(job):
-            chunk = renderer.render(index, event)
-            if chunk is not None:
-                yield chunk
+        # aclosing: a client that leaves closes this stream, and with it the generations, at once.
+        async with aclosing(self.events(job)) as events:
+            async for index, event in events:
+                chunk = renderer.render(index, event)
+                if chunk is not None:
+                    yield chunk
         usage_chunk = renderer.usage_chunk()
         if usage_chunk is not None:
             yield usage_chunk
