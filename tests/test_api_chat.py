@@ -3,7 +3,7 @@
 import httpx
 import pytest
 
-from wire import check, check_error, fold_chat_stream, post, stream
+from wire import check, fold_chat_stream, post, stream
 
 MODEL = "scripted"
 

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
-from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import AsyncIterator
 
 from rostra.engines.base import Engine, Prompt, TokenStep
 from rostra.errors import InvalidRequest
@@ -17,30 +14,124 @@ from rostra.parsing.parser import ChoicePipeline
 from rostra.prompt.chat_template import ChatTemplate
 from rostra.prompt.messages import message_text, template_messages
 from rostra.protocol.chat import ChatCompletionRequest
-from rostra.serving.generation import SYSTEM_FINGERPRINT, ChoiceRun, RequestStats, check_context, run_choices, sampling_params, token_text
+from rostra.serving.generation import (
+    SYSTEM_FINGERPRINT,
+    ChoiceRun,
+    GenerationService,
+    Job,
+    RequestStats,
+    check_context,
+    sampling_params,
+    token_text,
+)
 from rostra.serving.validation import check_logit_bias, check_model, check_stop_token_ids
 
 
+def _reject_unsupported(request: ChatCompletionRequest) -> None:
+    """Say so plainly rather than silently ignore what the client relies on."""
+    if request.response_format and request.response_format.get("type") not in (None, "text"):
+        raise InvalidRequest("response_format other than 'text' is not supported yet", param="response_format")
+    if request.tool_choice not in (None, "none", "auto"):
+        raise InvalidRequest("tool_choice 'required' or a named function is not supported yet", param="tool_choice")
+
+
+def logprobs_content(tokens: tuple[TokenStep, ...]) -> list[dict]:
+    return [
+        {
+            "token": token_text(step.token_bytes),
+            "logprob": step.logprob if step.logprob is not None else 0.0,
+            "bytes": list(step.token_bytes),
+            "top_logprobs": [
+                {"token": token_text(top.token_bytes), "logprob": top.logprob, "bytes": list(top.token_bytes)}
+                for top in step.top_logprobs
+            ],
+        }
+        for step in tokens
+    ]
+
+
+class ChatChunkRenderer:
+    """Semantic events -> chat.completion.chunk objects."""
+
+    def __init__(self, job: Job):
+        self.job = job
+        options = job.request.stream_options
+        self.include_usage = bool(options and options.include_usage)
+        self.continuous_usage = self.include_usage and bool(options.continuous_usage_stats)
+
+    def _chunk(self, choices: list[dict]) -> dict:
+        chunk = {"id": self.job.id, "object": "chat.completion.chunk", "created": self.job.created,
+                 "model": self.job.model, "system_fingerprint": SYSTEM_FINGERPRINT, "choices": choices}
+        if self.include_usage:
+            chunk["usage"] = self.job.stats.usage() if self.continuous_usage else None
+        return chunk
+
+    def start(self) -> list[dict]:
+        return [self._chunk([{"index": run.index, "delta": {"role": "assistant", "content": ""},
+                              "logprobs": None, "finish_reason": None}]) for run in self.job.runs]
+
+    def render(self, index: int, event: Event) -> dict | None:
+        if isinstance(event, Text):
+            logprobs = {"content": logprobs_content(event.logprobs), "refusal": None} if self.job.request.logprobs else None
+            return self._chunk([{"index": index, "delta": {"content": event.text}, "logprobs": logprobs,
+                                 "finish_reason": None}])
+        if isinstance(event, Finish):
+            return self._chunk([{"index": index, "delta": {}, "logprobs": None, "finish_reason": event.reason}])
+        return None
+
+    def usage_chunk(self) -> dict | None:
+        if not self.include_usage:
+            return None
+        chunk = self._chunk([])
+        chunk["usage"] = self.job.stats.usage()
+        chunk["timings"] = self.job.stats.timings()
+        return chunk
+
+
 @dataclass
-class ChatJob:
-    """A validated chat request, ready to run."""
-
-    request: ChatCompletionRequest
-    id: str
-    created: int
-    model: str
-    runs: list[ChoiceRun]
-    stats: RequestStats
-    with_logprobs: bool
+class _ChoiceState:
+    content: list[str] = field(default_factory=list)
+    logprobs: list[dict] = field(default_factory=list)
+    finish_reason: str | None = None
 
 
-class ChatService:
+class ChatFold:
+    """The non-streamed response: the fold of the same semantic events a stream renders."""
+
+    def __init__(self, job: Job):
+        self.job = job
+        self.choices = {run.index: _ChoiceState() for run in job.runs}
+
+    def add(self, index: int, event: Event) -> None:
+        state = self.choices[index]
+        if isinstance(event, Text):
+            state.content.append(event.text)
+            state.logprobs.extend(logprobs_content(event.logprobs))
+        elif isinstance(event, Finish):
+            state.finish_reason = event.reason
+
+    def response(self) -> dict:
+        choices = []
+        for index, state in sorted(self.choices.items()):
+            message = {"role": "assistant", "content": "".join(state.content), "refusal": None}
+            logprobs = {"content": state.logprobs, "refusal": None} if self.job.request.logprobs else None
+            choices.append({"index": index, "message": message, "logprobs": logprobs,
+                            "finish_reason": state.finish_reason or "stop"})
+        return {"id": self.job.id, "object": "chat.completion", "created": self.job.created, "model": self.job.model,
+                "system_fingerprint": SYSTEM_FINGERPRINT, "choices": choices, "usage": self.job.stats.usage(),
+                "timings": self.job.stats.timings()}
+
+
+class ChatService(GenerationService):
+    renderer = ChatChunkRenderer
+    fold = ChatFold
+
     def __init__(self, engine: Engine, template: ChatTemplate, served_names: list[str]):
-        self.engine = engine
+        super().__init__(engine)
         self.template = template
         self.served_names = served_names
 
-    async def prepare(self, request: ChatCompletionRequest) -> ChatJob:
+    async def prepare(self, request: ChatCompletionRequest) -> Job:
         check_model(request.model, self.served_names)
         _reject_unsupported(request)
         engine = self.engine
@@ -72,123 +163,5 @@ class ChatService:
                       prefix)
             for index in range(request.n)
         ]
-        return ChatJob(request, f"chatcmpl-{uuid.uuid4().hex}", int(time.time()), request.model, runs,
-                       RequestStats(prompt_tokens=len(token_ids)), request.logprobs)
-
-    def events(self, job: ChatJob) -> AsyncIterator[tuple[int, Event]]:
-        return run_choices(self.engine, job.id, job.runs, job.stats)
-
-    async def stream(self, job: ChatJob) -> AsyncIterator[dict]:
-        renderer = ChatChunkRenderer(job)
-        for chunk in renderer.start():
-            yield chunk
-        # aclosing: a client that leaves closes this stream, and with it the generations, at once.
-        async with aclosing(self.events(job)) as events:
-            async for index, event in events:
-                chunk = renderer.render(index, event)
-                if chunk is not None:
-                    yield chunk
-        usage_chunk = renderer.usage_chunk()
-        if usage_chunk is not None:
-            yield usage_chunk
-
-    async def complete(self, job: ChatJob) -> dict:
-        fold = ChatFold(job)
-        async for index, event in self.events(job):
-            fold.add(index, event)
-        return fold.response()
-
-
-def _reject_unsupported(request: ChatCompletionRequest) -> None:
-    """Say so plainly rather than silently ignore what the client relies on."""
-    if request.response_format and request.response_format.get("type") not in (None, "text"):
-        raise InvalidRequest("response_format other than 'text' is not supported yet", param="response_format")
-    if request.tool_choice not in (None, "none", "auto"):
-        raise InvalidRequest("tool_choice 'required' or a named function is not supported yet", param="tool_choice")
-
-
-def logprobs_content(tokens: tuple[TokenStep, ...]) -> list[dict]:
-    return [
-        {
-            "token": token_text(step.token_bytes),
-            "logprob": step.logprob if step.logprob is not None else 0.0,
-            "bytes": list(step.token_bytes),
-            "top_logprobs": [
-                {"token": token_text(top.token_bytes), "logprob": top.logprob, "bytes": list(top.token_bytes)}
-                for top in step.top_logprobs
-            ],
-        }
-        for step in tokens
-    ]
-
-
-class ChatChunkRenderer:
-    """Semantic events -> chat.completion.chunk objects."""
-
-    def __init__(self, job: ChatJob):
-        self.job = job
-        options = job.request.stream_options
-        self.include_usage = bool(options and options.include_usage)
-        self.continuous_usage = self.include_usage and bool(options.continuous_usage_stats)
-
-    def _chunk(self, choices: list[dict]) -> dict:
-        chunk = {"id": self.job.id, "object": "chat.completion.chunk", "created": self.job.created,
-                 "model": self.job.model, "system_fingerprint": SYSTEM_FINGERPRINT, "choices": choices}
-        if self.include_usage:
-            chunk["usage"] = self.job.stats.usage() if self.continuous_usage else None
-        return chunk
-
-    def start(self) -> list[dict]:
-        return [self._chunk([{"index": run.index, "delta": {"role": "assistant", "content": ""},
-                              "logprobs": None, "finish_reason": None}]) for run in self.job.runs]
-
-    def render(self, index: int, event: Event) -> dict | None:
-        if isinstance(event, Text):
-            logprobs = {"content": logprobs_content(event.logprobs), "refusal": None} if self.job.with_logprobs else None
-            return self._chunk([{"index": index, "delta": {"content": event.text}, "logprobs": logprobs,
-                                 "finish_reason": None}])
-        if isinstance(event, Finish):
-            return self._chunk([{"index": index, "delta": {}, "logprobs": None, "finish_reason": event.reason}])
-        return None
-
-    def usage_chunk(self) -> dict | None:
-        if not self.include_usage:
-            return None
-        chunk = self._chunk([])
-        chunk["usage"] = self.job.stats.usage()
-        chunk["timings"] = self.job.stats.timings()
-        return chunk
-
-
-@dataclass
-class _ChoiceState:
-    content: list[str] = field(default_factory=list)
-    logprobs: list[dict] = field(default_factory=list)
-    finish_reason: str | None = None
-
-
-class ChatFold:
-    """The non-streamed response: the fold of the same semantic events a stream renders."""
-
-    def __init__(self, job: ChatJob):
-        self.job = job
-        self.choices = {run.index: _ChoiceState() for run in job.runs}
-
-    def add(self, index: int, event: Event) -> None:
-        state = self.choices[index]
-        if isinstance(event, Text):
-            state.content.append(event.text)
-            state.logprobs.extend(logprobs_content(event.logprobs))
-        elif isinstance(event, Finish):
-            state.finish_reason = event.reason
-
-    def response(self) -> dict:
-        choices = []
-        for index, state in sorted(self.choices.items()):
-            message = {"role": "assistant", "content": "".join(state.content), "refusal": None}
-            logprobs = {"content": state.logprobs, "refusal": None} if self.job.with_logprobs else None
-            choices.append({"index": index, "message": message, "logprobs": logprobs,
-                            "finish_reason": state.finish_reason or "stop"})
-        return {"id": self.job.id, "object": "chat.completion", "created": self.job.created, "model": self.job.model,
-                "system_fingerprint": SYSTEM_FINGERPRINT, "choices": choices, "usage": self.job.stats.usage(),
-                "timings": self.job.stats.timings()}
+        return Job(request, f"chatcmpl-{uuid.uuid4().hex}", request.model, runs,
+                   RequestStats(prompt_tokens=len(token_ids)))

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import time
 import uuid
-from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import AsyncIterator
 
 from rostra.engines.base import Engine, Prompt, TokenStep
 from rostra.errors import InvalidRequest
@@ -14,18 +11,17 @@ from rostra.parsing.decoder import Decoder
 from rostra.parsing.events import Event, Finish, Text
 from rostra.parsing.parser import ChoicePipeline
 from rostra.protocol.completions import CompletionRequest
-from rostra.serving.generation import SYSTEM_FINGERPRINT, ChoiceRun, RequestStats, check_context, run_choices, sampling_params, token_text
+from rostra.serving.generation import (
+    SYSTEM_FINGERPRINT,
+    ChoiceRun,
+    GenerationService,
+    Job,
+    RequestStats,
+    check_context,
+    sampling_params,
+    token_text,
+)
 from rostra.serving.validation import check_logit_bias, check_model, check_stop_token_ids
-
-
-@dataclass
-class CompletionJob:
-    request: CompletionRequest
-    id: str
-    created: int
-    model: str
-    runs: list[ChoiceRun]
-    stats: RequestStats
 
 
 def _prompts(prompt) -> list[str | list[int]]:
@@ -36,67 +32,6 @@ def _prompts(prompt) -> list[str | list[int]]:
     if all(isinstance(p, int) for p in prompt):
         return [list(prompt)]
     return list(prompt)
-
-
-class CompletionService:
-    def __init__(self, engine: Engine, served_names: list[str]):
-        self.engine = engine
-        self.served_names = served_names
-
-    async def prepare(self, request: CompletionRequest) -> CompletionJob:
-        check_model(request.model, self.served_names)
-        if request.suffix:
-            raise InvalidRequest("suffix (fill-in-the-middle) is not supported", param="suffix")
-        if request.best_of is not None and request.best_of != request.n:
-            raise InvalidRequest("best_of other than n is not supported", param="best_of")
-        if request.echo and request.logprobs is not None:
-            raise InvalidRequest("echo together with logprobs is not supported: the engine does not score prompts",
-                                 param="echo")
-        engine = self.engine
-        check_logit_bias(request.logit_bias, engine.vocab_size)
-        check_stop_token_ids(request.stop_token_ids, engine.vocab_size)
-        runs: list[ChoiceRun] = []
-        stats = RequestStats()
-        for prompt_index, prompt in enumerate(_prompts(request.prompt)):
-            if isinstance(prompt, str):
-                text, token_ids = prompt, await engine.tokenize(prompt, add_special=True)
-            else:
-                if any(not 0 <= t < engine.vocab_size for t in prompt):
-                    raise InvalidRequest("prompt token id outside the vocabulary", param="prompt")
-                text, token_ids = await engine.detokenize(prompt), prompt
-            if not token_ids:
-                raise InvalidRequest("prompt must not be empty", param="prompt")
-            stats.prompt_tokens += len(token_ids)
-            max_tokens = check_context(len(token_ids), request.max_tokens, engine.model.context_length,
-                                       "prompt", "max_tokens")
-            params = sampling_params(request, max_tokens, request.logprobs)
-            for n in range(request.n):
-                pipeline = ChoicePipeline(Decoder(request.stop_strings(), request.stop_token_ids or ()),
-                                          with_logprobs=request.logprobs is not None)
-                runs.append(ChoiceRun(prompt_index * request.n + n, Prompt(token_ids, text, None), params, pipeline,
-                                      prefix=text if request.echo else ""))
-        return CompletionJob(request, f"cmpl-{uuid.uuid4().hex}", int(time.time()), request.model, runs, stats)
-
-    def events(self, job: CompletionJob) -> AsyncIterator[tuple[int, Event]]:
-        return run_choices(self.engine, job.id, job.runs, job.stats)
-
-    async def stream(self, job: CompletionJob) -> AsyncIterator[dict]:
-        renderer = CompletionChunkRenderer(job)
-        # aclosing: a client that leaves closes this stream, and with it the generations, at once.
-        async with aclosing(self.events(job)) as events:
-            async for index, event in events:
-                chunk = renderer.render(index, event)
-                if chunk is not None:
-                    yield chunk
-        usage_chunk = renderer.usage_chunk()
-        if usage_chunk is not None:
-            yield usage_chunk
-
-    async def complete(self, job: CompletionJob) -> dict:
-        fold = CompletionFold(job)
-        async for index, event in self.events(job):
-            fold.add(index, event)
-        return fold.response()
 
 
 class LegacyLogprobs:
@@ -120,12 +55,15 @@ class LegacyLogprobs:
 
 
 class CompletionChunkRenderer:
-    def __init__(self, job: CompletionJob):
+    def __init__(self, job: Job):
         self.job = job
         options = job.request.stream_options
         self.include_usage = bool(options and options.include_usage)
         self.continuous_usage = self.include_usage and bool(options.continuous_usage_stats)
         self.logprobs = {run.index: LegacyLogprobs() for run in job.runs}
+
+    def start(self) -> list[dict]:
+        return []  # Completions chunks have no role announcement
 
     def _chunk(self, choices: list[dict]) -> dict:
         chunk = {"id": self.job.id, "object": "text_completion", "created": self.job.created,
@@ -162,7 +100,7 @@ class _ChoiceState:
 
 
 class CompletionFold:
-    def __init__(self, job: CompletionJob):
+    def __init__(self, job: Job):
         self.job = job
         self.choices = {run.index: _ChoiceState() for run in job.runs}
 
@@ -184,3 +122,46 @@ class CompletionFold:
         return {"id": self.job.id, "object": "text_completion", "created": self.job.created, "model": self.job.model,
                 "system_fingerprint": SYSTEM_FINGERPRINT, "choices": choices, "usage": self.job.stats.usage(),
                 "timings": self.job.stats.timings()}
+
+
+class CompletionService(GenerationService):
+    renderer = CompletionChunkRenderer
+    fold = CompletionFold
+
+    def __init__(self, engine: Engine, served_names: list[str]):
+        super().__init__(engine)
+        self.served_names = served_names
+
+    async def prepare(self, request: CompletionRequest) -> Job:
+        check_model(request.model, self.served_names)
+        if request.suffix:
+            raise InvalidRequest("suffix (fill-in-the-middle) is not supported", param="suffix")
+        if request.best_of is not None and request.best_of != request.n:
+            raise InvalidRequest("best_of other than n is not supported", param="best_of")
+        if request.echo and request.logprobs is not None:
+            raise InvalidRequest("echo together with logprobs is not supported: the engine does not score prompts",
+                                 param="echo")
+        engine = self.engine
+        check_logit_bias(request.logit_bias, engine.vocab_size)
+        check_stop_token_ids(request.stop_token_ids, engine.vocab_size)
+        runs: list[ChoiceRun] = []
+        stats = RequestStats()
+        for prompt_index, prompt in enumerate(_prompts(request.prompt)):
+            if isinstance(prompt, str):
+                text, token_ids = prompt, await engine.tokenize(prompt, add_special=True)
+            else:
+                if any(not 0 <= t < engine.vocab_size for t in prompt):
+                    raise InvalidRequest("prompt token id outside the vocabulary", param="prompt")
+                text, token_ids = await engine.detokenize(prompt), prompt
+            if not token_ids:
+                raise InvalidRequest("prompt must not be empty", param="prompt")
+            stats.prompt_tokens += len(token_ids)
+            max_tokens = check_context(len(token_ids), request.max_tokens, engine.model.context_length,
+                                       "prompt", "max_tokens")
+            params = sampling_params(request, max_tokens, request.logprobs)
+            for n in range(request.n):
+                pipeline = ChoicePipeline(Decoder(request.stop_strings(), request.stop_token_ids or ()),
+                                          with_logprobs=request.logprobs is not None)
+                runs.append(ChoiceRun(prompt_index * request.n + n, Prompt(token_ids, text, None), params, pipeline,
+                                      prefix=text if request.echo else ""))
+        return Job(request, f"cmpl-{uuid.uuid4().hex}", request.model, runs, stats)

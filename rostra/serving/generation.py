@@ -8,10 +8,10 @@ import asyncio
 import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Sequence
+from typing import Any, AsyncIterator, Sequence
 
 from rostra import __version__
-from rostra.engines.base import Engine, EngineError, Prompt, SamplingParams, TokenStep
+from rostra.engines.base import Engine, EngineError, Prompt, SamplingParams
 from rostra.errors import InvalidRequest, ServerError
 from rostra.parsing.events import Event, Finish, Text
 from rostra.parsing.parser import ChoicePipeline
@@ -155,3 +155,52 @@ def sampling_params(request, max_tokens: int, top_logprobs: int | None) -> Sampl
         top_logprobs=top_logprobs,
         ignore_eos=request.ignore_eos,
     )
+
+
+@dataclass
+class Job:
+    """A validated request, ready to run: its choices and the ids every chunk repeats."""
+
+    request: Any
+    id: str
+    model: str
+    runs: list[ChoiceRun]
+    stats: RequestStats
+    created: int = field(default_factory=lambda: int(time.time()))
+
+
+class GenerationService:
+    """Runs a job's choices; renders the events as chunks, or folds them into one response.
+
+    Subclasses name their renderer (events -> chunks, with `start()` and `usage_chunk()`)
+    and their fold (events -> the non-streamed response)."""
+
+    renderer: type
+    fold: type
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+
+    def events(self, job: Job) -> AsyncIterator[tuple[int, Event]]:
+        return run_choices(self.engine, job.id, job.runs, job.stats)
+
+    async def stream(self, job: Job) -> AsyncIterator[dict]:
+        renderer = self.renderer(job)
+        for chunk in renderer.start():
+            yield chunk
+        # aclosing: a client that leaves closes this stream, and with it the generations, at once.
+        async with aclosing(self.events(job)) as events:
+            async for index, event in events:
+                chunk = renderer.render(index, event)
+                if chunk is not None:
+                    yield chunk
+        usage_chunk = renderer.usage_chunk()
+        if usage_chunk is not None:
+            yield usage_chunk
+
+    async def complete(self, job: Job) -> dict:
+        fold = self.fold(job)
+        async with aclosing(self.events(job)) as events:
+            async for index, event in events:
+                fold.add(index, event)
+        return fold.response()
