@@ -15,8 +15,8 @@ from rostra.prompt.chat_template import ChatTemplate
 from rostra.prompt.messages import message_text, template_messages
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.serving.generation import (
-    SYSTEM_FINGERPRINT,
     ChoiceRun,
+    ChunkRenderer,
     GenerationService,
     Job,
     RequestStats,
@@ -50,42 +50,22 @@ def logprobs_content(tokens: tuple[TokenStep, ...]) -> list[dict]:
     ]
 
 
-class ChatChunkRenderer:
-    """Semantic events -> chat.completion.chunk objects."""
-
-    def __init__(self, job: Job):
-        self.job = job
-        options = job.request.stream_options
-        self.include_usage = bool(options and options.include_usage)
-        self.continuous_usage = self.include_usage and bool(options.continuous_usage_stats)
-
-    def _chunk(self, choices: list[dict]) -> dict:
-        chunk = {"id": self.job.id, "object": "chat.completion.chunk", "created": self.job.created,
-                 "model": self.job.model, "system_fingerprint": SYSTEM_FINGERPRINT, "choices": choices}
-        if self.include_usage:
-            chunk["usage"] = self.job.stats.usage() if self.continuous_usage else None
-        return chunk
+class ChatChunkRenderer(ChunkRenderer):
+    object_name = "chat.completion.chunk"
+    null_usage = True
 
     def start(self) -> list[dict]:
-        return [self._chunk([{"index": run.index, "delta": {"role": "assistant", "content": ""},
+        return [self.chunk([{"index": run.index, "delta": {"role": "assistant", "content": ""},
                               "logprobs": None, "finish_reason": None}]) for run in self.job.runs]
 
     def render(self, index: int, event: Event) -> dict | None:
         if isinstance(event, Text):
             logprobs = {"content": logprobs_content(event.logprobs), "refusal": None} if self.job.request.logprobs else None
-            return self._chunk([{"index": index, "delta": {"content": event.text}, "logprobs": logprobs,
+            return self.chunk([{"index": index, "delta": {"content": event.text}, "logprobs": logprobs,
                                  "finish_reason": None}])
         if isinstance(event, Finish):
-            return self._chunk([{"index": index, "delta": {}, "logprobs": None, "finish_reason": event.reason}])
+            return self.chunk([{"index": index, "delta": {}, "logprobs": None, "finish_reason": event.reason}])
         return None
-
-    def usage_chunk(self) -> dict | None:
-        if not self.include_usage:
-            return None
-        chunk = self._chunk([])
-        chunk["usage"] = self.job.stats.usage()
-        chunk["timings"] = self.job.stats.timings()
-        return chunk
 
 
 @dataclass
@@ -117,9 +97,7 @@ class ChatFold:
             logprobs = {"content": state.logprobs, "refusal": None} if self.job.request.logprobs else None
             choices.append({"index": index, "message": message, "logprobs": logprobs,
                             "finish_reason": state.finish_reason or "stop"})
-        return {"id": self.job.id, "object": "chat.completion", "created": self.job.created, "model": self.job.model,
-                "system_fingerprint": SYSTEM_FINGERPRINT, "choices": choices, "usage": self.job.stats.usage(),
-                "timings": self.job.stats.timings()}
+        return self.job.response("chat.completion", choices)
 
 
 class ChatService(GenerationService):

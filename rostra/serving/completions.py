@@ -12,8 +12,8 @@ from rostra.parsing.events import Event, Finish, Text
 from rostra.parsing.parser import ChoicePipeline
 from rostra.protocol.completions import CompletionRequest
 from rostra.serving.generation import (
-    SYSTEM_FINGERPRINT,
     ChoiceRun,
+    ChunkRenderer,
     GenerationService,
     Job,
     RequestStats,
@@ -54,40 +54,22 @@ class LegacyLogprobs:
         return out
 
 
-class CompletionChunkRenderer:
+class CompletionChunkRenderer(ChunkRenderer):
+    object_name = "text_completion"
+    null_usage = False
+
     def __init__(self, job: Job):
-        self.job = job
-        options = job.request.stream_options
-        self.include_usage = bool(options and options.include_usage)
-        self.continuous_usage = self.include_usage and bool(options.continuous_usage_stats)
+        super().__init__(job)
         self.logprobs = {run.index: LegacyLogprobs() for run in job.runs}
-
-    def start(self) -> list[dict]:
-        return []  # Completions chunks have no role announcement
-
-    def _chunk(self, choices: list[dict]) -> dict:
-        chunk = {"id": self.job.id, "object": "text_completion", "created": self.job.created,
-                 "model": self.job.model, "system_fingerprint": SYSTEM_FINGERPRINT, "choices": choices}
-        if self.continuous_usage:  # (the spec has no null usage for Completions)
-            chunk["usage"] = self.job.stats.usage()
-        return chunk
 
     def render(self, index: int, event: Event) -> dict | None:
         with_logprobs = self.job.request.logprobs is not None
         if isinstance(event, Text):
             logprobs = self.logprobs[index].render(event.text, event.logprobs) if with_logprobs else None
-            return self._chunk([{"index": index, "text": event.text, "logprobs": logprobs, "finish_reason": None}])
+            return self.chunk([{"index": index, "text": event.text, "logprobs": logprobs, "finish_reason": None}])
         if isinstance(event, Finish):
-            return self._chunk([{"index": index, "text": "", "logprobs": None, "finish_reason": event.reason}])
+            return self.chunk([{"index": index, "text": "", "logprobs": None, "finish_reason": event.reason}])
         return None
-
-    def usage_chunk(self) -> dict | None:
-        if not self.include_usage:
-            return None
-        chunk = self._chunk([])
-        chunk["usage"] = self.job.stats.usage()
-        chunk["timings"] = self.job.stats.timings()
-        return chunk
 
 
 @dataclass
@@ -119,9 +101,7 @@ class CompletionFold:
                     "logprobs": state.logprobs if with_logprobs else None,
                     "finish_reason": state.finish_reason or "stop"}
                    for index, state in sorted(self.choices.items())]
-        return {"id": self.job.id, "object": "text_completion", "created": self.job.created, "model": self.job.model,
-                "system_fingerprint": SYSTEM_FINGERPRINT, "choices": choices, "usage": self.job.stats.usage(),
-                "timings": self.job.stats.timings()}
+        return self.job.response("text_completion", choices)
 
 
 class CompletionService(GenerationService):

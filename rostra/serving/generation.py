@@ -168,6 +168,49 @@ class Job:
     stats: RequestStats
     created: int = field(default_factory=lambda: int(time.time()))
 
+    def envelope(self, object_name: str, choices: list[dict]) -> dict:
+        """The fields every response and chunk of this job repeats."""
+        return {"id": self.id, "object": object_name, "created": self.created, "model": self.model,
+                "system_fingerprint": SYSTEM_FINGERPRINT, "choices": choices}
+
+    def response(self, object_name: str, choices: list[dict]) -> dict:
+        """A non-streamed response: the choices, usage and timings."""
+        return {**self.envelope(object_name, choices), "usage": self.stats.usage(), "timings": self.stats.timings()}
+
+
+class ChunkRenderer:
+    """Semantic events -> stream chunks; subclasses render Text and Finish for their API."""
+
+    object_name: str
+    # Chat chunks carry "usage": null until the last one when usage is asked for; the spec
+    # has no null usage for Completions chunks, so they leave it out.
+    null_usage: bool
+
+    def __init__(self, job: Job):
+        self.job = job
+        options = job.request.stream_options
+        self.include_usage = bool(options and options.include_usage)
+        self.continuous_usage = self.include_usage and bool(options.continuous_usage_stats)
+
+    def start(self) -> list[dict]:
+        return []
+
+    def render(self, index: int, event: Event) -> dict | None:
+        raise NotImplementedError
+
+    def chunk(self, choices: list[dict]) -> dict:
+        chunk = self.job.envelope(self.object_name, choices)
+        if self.continuous_usage:
+            chunk["usage"] = self.job.stats.usage()
+        elif self.include_usage and self.null_usage:
+            chunk["usage"] = None
+        return chunk
+
+    def usage_chunk(self) -> dict | None:
+        if not self.include_usage:
+            return None
+        return self.job.response(self.object_name, [])
+
 
 class GenerationService:
     """Runs a job's choices; renders the events as chunks, or folds them into one response.
