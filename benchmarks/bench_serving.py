@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
+import itertools
 import json
 import os
 import platform
@@ -26,6 +27,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import httpx
 
@@ -49,7 +51,8 @@ def run_reference_server(args: argparse.Namespace) -> None:
         params.cpuparams.n_threads = params.cpuparams_batch.n_threads = args.threads
     params.port = args.port
     params.hostnames = ["127.0.0.1"]
-    server = xllamacpp.Server(params)  # loads the model and starts listening  # noqa: F841
+    server = xllamacpp.Server(params)  # loads the model and starts listening
+    print(f"reference server listening on {server.listening_address}", flush=True)
     threading.Event().wait()  # serve until the benchmark terminates this process
 
 
@@ -106,11 +109,11 @@ async def wait_ready(client: httpx.AsyncClient, process: subprocess.Popen, timeo
     raise RuntimeError("server did not become ready in time")
 
 
-async def one_request(client: httpx.AsyncClient, model: str, i: int, max_tokens: int) -> tuple[int, float, int]:
+async def one_request(client: httpx.AsyncClient, model: str, request_id: int, max_tokens: int) -> tuple[int, float, int]:
     """Stream one chat completion; return (generated tokens, seconds to the first content, prompt tokens)."""
     body = {
         "model": model,
-        "messages": [{"role": "user", "content": PROMPT.format(i=i)}],
+        "messages": [{"role": "user", "content": PROMPT.format(i=request_id)}],
         "max_tokens": max_tokens,
         "temperature": 0,
         "seed": 1234,
@@ -141,14 +144,15 @@ async def one_request(client: httpx.AsyncClient, model: str, i: int, max_tokens:
     return tokens, ttft if ttft is not None else time.perf_counter() - sent, prompt_tokens
 
 
-async def run_level(client: httpx.AsyncClient, model: str, concurrency: int, requests: int, max_tokens: int) -> Level:
+async def run_level(client: httpx.AsyncClient, model: str, ids: Iterator[int], concurrency: int, requests: int,
+                    max_tokens: int) -> Level:
     """`requests` requests, at most `concurrency` in flight at once; throughput over the level's wall time."""
     pending = iter(range(requests))
     results: list[tuple[int, float, int]] = []
 
     async def worker() -> None:
-        for i in pending:  # workers share one iterator, so each request runs once
-            results.append(await one_request(client, model, i, max_tokens))
+        for _ in pending:  # workers share one iterator, so each request runs once
+            results.append(await one_request(client, model, next(ids), max_tokens))
 
     started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
@@ -162,16 +166,22 @@ async def bench_server(kind: str, args: argparse.Namespace) -> dict[int, Level]:
     log = tempfile.NamedTemporaryFile(prefix=f"bench-{kind}-", suffix=".log", delete=False)
     process = subprocess.Popen(server_command(kind, args, port), stdout=log, stderr=subprocess.STDOUT)
     levels: dict[int, Level] = {}
-    limits = httpx.Limits(max_connections=max(args.concurrency) + 4)
+    # One connection per request, no keep-alive: llama.cpp's HTTP server may close an idle kept-alive
+    # connection just as the client reuses it ("Server disconnected"). A local connect costs well under 1 ms.
+    limits = httpx.Limits(max_connections=max(args.concurrency) + 4, max_keepalive_connections=0)
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=600, limits=limits) as client:
             model = await wait_ready(client, process)
+            # Every request gets its own number, so no prompt exactly repeats an earlier one (the servers
+            # still reuse the shared prefix from their prompt cache, as in real use); both servers get
+            # the same sequence of prompts.
+            ids = itertools.count()
             print(f"[{kind}] ready on port {port}, model {model!r}; warming up", flush=True)
             # Warm-up: first requests pay for allocations and cache faults that steady serving does not.
-            await run_level(client, model, 2, 2, args.max_tokens)
+            await run_level(client, model, ids, 2, 2, args.max_tokens)
             for concurrency in args.concurrency:
                 requests = args.requests_per_level or max(4, 2 * concurrency)
-                level = await run_level(client, model, concurrency, requests, args.max_tokens)
+                level = await run_level(client, model, ids, concurrency, requests, args.max_tokens)
                 expected = requests * args.max_tokens
                 if level.tokens != expected:
                     print(f"[{kind}] warning: {level.tokens} tokens generated, expected {expected}", flush=True)
@@ -180,7 +190,8 @@ async def bench_server(kind: str, args: argparse.Namespace) -> dict[int, Level]:
                       f"{level.prompt_tokens:.0f} prompt tokens", flush=True)
                 levels[concurrency] = level
     except Exception:
-        print(f"[{kind}] failed; server log tail ({log.name}):\n" + Path(log.name).read_text()[-3000:], file=sys.stderr)
+        print(f"[{kind}] failed; server exit code {process.poll()}; log tail ({log.name}):\n"
+              + Path(log.name).read_text()[-3000:], file=sys.stderr)
         raise
     finally:
         process.terminate()
@@ -194,19 +205,34 @@ async def bench_server(kind: str, args: argparse.Namespace) -> dict[int, Level]:
     return levels
 
 
-def table(rostra: dict[int, Level], reference: dict[int, Level]) -> str:
+def median_of_rounds(rounds: list[dict[int, Level]], c: int) -> tuple[float, float, float]:
+    """(tok/s, TTFT mean ms, TTFT p50 ms) of one level, each the median over the rounds."""
+    levels = [r[c] for r in rounds]
+    return (statistics.median(lv.tokens_per_s for lv in levels), statistics.median(lv.ttft_mean_ms for lv in levels),
+            statistics.median(lv.ttft_p50_ms for lv in levels))
+
+
+def table(rostra: list[dict[int, Level]], reference: list[dict[int, Level]]) -> str:
     rows = [
         "| concurrency | rostra tok/s | reference tok/s | ratio | rostra TTFT mean / p50 ms "
         "| reference TTFT mean / p50 ms | TTFT ratio (mean) |",
         "|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for c in rostra:
-        r, ref = rostra[c], reference[c]
-        rows.append(
-            f"| {c} | {r.tokens_per_s:.1f} | {ref.tokens_per_s:.1f} | {r.tokens_per_s / ref.tokens_per_s:.2f}x "
-            f"| {r.ttft_mean_ms:.0f} / {r.ttft_p50_ms:.0f} | {ref.ttft_mean_ms:.0f} / {ref.ttft_p50_ms:.0f} "
-            f"| {r.ttft_mean_ms / ref.ttft_mean_ms:.2f}x |"
-        )
+    for c in rostra[0]:
+        tps, mean, p50 = median_of_rounds(rostra, c)
+        ref_tps, ref_mean, ref_p50 = median_of_rounds(reference, c)
+        rows.append(f"| {c} | {tps:.1f} | {ref_tps:.1f} | {tps / ref_tps:.2f}x | {mean:.0f} / {p50:.0f} "
+                    f"| {ref_mean:.0f} / {ref_p50:.0f} | {mean / ref_mean:.2f}x |")
+    return "\n".join(rows)
+
+
+def rounds_table(results: dict[str, list[dict[int, Level]]]) -> str:
+    """Every round's figures, so the spread behind the medians is visible."""
+    rows = ["| round | server | concurrency | tok/s | TTFT mean / p50 ms |", "|---:|---|---:|---:|---:|"]
+    for kind, rounds in results.items():
+        for n, levels in enumerate(rounds, 1):
+            for c, lv in levels.items():
+                rows.append(f"| {n} | {kind} | {c} | {lv.tokens_per_s:.1f} | {lv.ttft_mean_ms:.0f} / {lv.ttft_p50_ms:.0f} |")
     return "\n".join(rows)
 
 
@@ -222,12 +248,26 @@ def machine_info() -> str:
     return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, Python {platform.python_version()}"
 
 
+def rostra_version() -> str:
+    """The commit measured, so results can be matched to code (`-dirty`: uncommitted changes under rostra/)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "rostra"], cwd=root, capture_output=True,
+                               text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return commit + ("-dirty" if dirty else "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", help="GGUF file (default: the embedded SmolLM2-135M-Instruct)")
     parser.add_argument("--max-tokens", type=int, default=128, help="tokens generated per request")
     parser.add_argument("--requests-per-level", type=int, help="requests per level (default: max(4, 2 x concurrency))")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 8])
+    parser.add_argument("--rounds", type=int, default=3, help="runs of every level per server; medians reported")
     parser.add_argument("--parallel", type=int, default=8, help="server slots, for both servers")
     parser.add_argument("--max-model-len", type=int, default=8192, help="context per slot, for both servers")
     parser.add_argument("--threads", type=int, help="CPU threads, for both servers (default: llama.cpp's choice)")
@@ -243,20 +283,27 @@ def main() -> None:
         return run_reference_server(args)
 
     started = datetime.datetime.now().astimezone()
-    rostra = asyncio.run(bench_server("rostra", args))
-    reference = asyncio.run(bench_server("reference", args))
-    result = table(rostra, reference)
+    version = rostra_version()
+    results: dict[str, list[dict[int, Level]]] = {"rostra": [], "reference": []}
+    # Alternate the servers round by round, so a burst of load from elsewhere on the machine
+    # hits both rather than one; the medians over rounds then shrug off a single bad round.
+    for n in range(args.rounds):
+        for kind in results:
+            print(f"--- round {n + 1}/{args.rounds}: {kind}", flush=True)
+            results[kind].append(asyncio.run(bench_server(kind, args)))
+    result = table(results["rostra"], results["reference"])
     print("\n" + result)
 
     command = " ".join(["python benchmarks/bench_serving.py", *sys.argv[1:]])
-    per_level = ", ".join(f"c={c}: {level.requests}" for c, level in rostra.items())
+    per_level = ", ".join(f"c={c}: {level.requests}" for c, level in results["rostra"][0].items())
     report = f"""# Serving benchmark: rostra vs llama.cpp server
 
 - date: {started:%Y-%m-%d %H:%M %Z}
 - machine: {machine_info()}
+- rostra commit: {version}
 - model: `{Path(args.model).name}` ({Path(args.model).stat().st_size / 1e6:.0f} MB)
 - {args.max_tokens} generated tokens per request (streamed chat completions, temperature 0, `ignore_eos`)
-- requests per level: {per_level}
+- requests per level: {per_level}; {args.rounds} rounds, servers alternating, medians reported
 - both servers: {args.parallel} slots, {args.max_model_len} context per slot, threads: {args.threads or "llama.cpp default"}
 - command: `{command}`
 
@@ -264,6 +311,10 @@ tok/s: generated tokens / wall time of the level (higher is better; ratio = rost
 TTFT: request sent to first content received (lower is better; ratio = rostra / reference).
 
 {result}
+
+## Every round
+
+{rounds_table(results)}
 """
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(report)
