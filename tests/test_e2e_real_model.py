@@ -54,9 +54,10 @@ def test_stream_and_non_stream_raw_agree(real_server):
 def test_same_seed_same_output(client):
     request = dict(model=MODEL, messages=[{"role": "user", "content": "Tell me a story."}], max_tokens=24,
                    temperature=1.0, seed=1234)
-    first = client.chat.completions.create(**request).choices[0].message.content
-    second = client.chat.completions.create(**request).choices[0].message.content
+    first = [c.message.content for c in client.chat.completions.create(**request, n=2).choices]
+    second = [c.message.content for c in client.chat.completions.create(**request, n=2).choices]
     assert first == second
+    assert first[0] != first[1]  # each choice samples with its own seed (seed + index)
 
 
 def test_stop_string_with_real_model(client):

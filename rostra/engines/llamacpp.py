@@ -97,8 +97,10 @@ class LlamaCppEngine(Engine):
             event.set()
         if self._http:
             await self._http.aclose()
-        self._executor.shutdown(wait=True, cancel_futures=True)
-        self._server = None
+        # Waiting for the worker threads and freeing the model both block: not on the loop.
+        await asyncio.to_thread(self._executor.shutdown, wait=True, cancel_futures=True)
+        last_reference, self._server = [self._server], None
+        await asyncio.to_thread(last_reference.clear)  # llama.cpp's server is freed in that thread
 
     async def tokenize(self, text: str, add_special: bool) -> list[int]:
         reply = await self._internal("/tokenize", {"content": text, "add_special": add_special, "parse_special": True})
@@ -134,7 +136,10 @@ class LlamaCppEngine(Engine):
         top_n = params.top_logprobs or 0
 
         def on_chunk(chunk: dict) -> bool:  # runs in the worker thread
-            loop.call_soon_threadsafe(chunks.put_nowait, chunk)
+            try:
+                loop.call_soon_threadsafe(chunks.put_nowait, chunk)
+            except RuntimeError:  # the event loop is gone (shutdown): stop generating
+                return True
             return cancelled.is_set()
 
         def run() -> None:

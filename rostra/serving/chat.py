@@ -21,6 +21,7 @@ from rostra.serving.generation import (
     Job,
     RequestStats,
     check_context,
+    params_for_choice,
     sampling_params,
     token_text,
 )
@@ -135,7 +136,7 @@ class ChatService(GenerationService):
         # vLLM's chat `echo`: the continued assistant message is repeated in front of the answer.
         prefix = prompt.last_message_text if request.echo and last.role == "assistant" else ""
         runs = [
-            ChoiceRun(index, prompt, params,
+            ChoiceRun(index, prompt, params_for_choice(params, index),
                       ChoicePipeline(Decoder(request.stop_strings(), request.stop_token_ids or ()),
                                      with_logprobs=request.logprobs),
                       prefix)

@@ -18,6 +18,7 @@ from rostra.serving.generation import (
     Job,
     RequestStats,
     check_context,
+    params_for_choice,
     sampling_params,
     token_text,
 )
@@ -142,6 +143,7 @@ class CompletionService(GenerationService):
             for n in range(request.n):
                 pipeline = ChoicePipeline(Decoder(request.stop_strings(), request.stop_token_ids or ()),
                                           with_logprobs=request.logprobs is not None)
-                runs.append(ChoiceRun(prompt_index * request.n + n, Prompt(token_ids, text, None), params, pipeline,
+                runs.append(ChoiceRun(prompt_index * request.n + n, Prompt(token_ids, text, None),
+                                      params_for_choice(params, n), pipeline,
                                       prefix=text if request.echo else ""))
         return Job(request, f"cmpl-{uuid.uuid4().hex}", request.model, runs, stats)

@@ -5,6 +5,7 @@ engine concurrently and merging their semantic events into one stream, plus usag
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -129,6 +130,13 @@ async def run_choices(engine: Engine, request_id: str, runs: Sequence[ChoiceRun]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def params_for_choice(params: SamplingParams, number: int) -> SamplingParams:
+    """With a seed, choice k samples with seed + k: reproducible, yet the n choices differ."""
+    if params.seed is None or number == 0:
+        return params
+    return dataclasses.replace(params, seed=params.seed + number)
 
 
 def token_text(data: bytes) -> str:
