@@ -1,0 +1,211 @@
+"""The tool-parser contract, and the machinery most formats share.
+
+A tool parser sits after the reasoning parser: it receives Text events (the answer) and turns
+the model's tool-call markup into ToolCallStart / ToolCallArgs / ToolCallEnd events, passing
+the rest through as Text. Rules every format keeps:
+
+- Markup never reaches the content; text before, between and after calls does.
+- A call is emitted only once it is complete and valid (known tool name, arguments that parse):
+  a broken or unknown call stays text, so what was streamed never has to be taken back and a
+  stream always equals its non-streamed fold. Arguments are emitted as canonical JSON text.
+- Indexes count 0, 1, 2... per choice; every call gets a fresh id.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import string
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from rostra.parsing.events import Event, Text, ToolCallArgs, ToolCallEnd, ToolCallStart
+
+log = logging.getLogger("rostra.tools")
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A function tool of the request: its name and the JSON schema of its parameters."""
+
+    name: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ParsedCall:
+    name: str
+    arguments: dict[str, Any]
+
+
+def openai_call_id() -> str:
+    return "call_" + secrets.token_hex(12)
+
+
+def alphanumeric_id(length: int = 9) -> str:
+    alphabet = string.ascii_letters + string.digits
+    return "".join(secrets.choice(alphabet) for _ in range(length))
+
+
+def arguments_json(arguments: dict[str, Any]) -> str:
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+class ToolParser:
+    """Base: passes Text through; subclasses recognise their markup (see MarkupToolParser)."""
+
+    name = "base"
+
+    def __init__(self, tools: Sequence[ToolSpec]):
+        self.tools = {tool.name: tool for tool in tools}
+        self.calls = 0  # calls emitted so far: the next call's index
+
+    def feed(self, events: list[Event]) -> list[Event]:
+        out: list[Event] = []
+        for event in events:
+            if isinstance(event, Text):
+                out.extend(self.feed_text(event.text))
+            else:
+                out.append(event)
+        return out
+
+    def feed_text(self, text: str) -> list[Event]:
+        return [Text(text)] if text else []
+
+    def finish(self) -> list[Event]:
+        return []
+
+    def new_call_id(self) -> str:
+        return openai_call_id()
+
+    def emit(self, calls: list[ParsedCall]) -> list[Event]:
+        events: list[Event] = []
+        for call in calls:
+            index = self.calls
+            self.calls += 1
+            events += [ToolCallStart(index, self.new_call_id(), call.name),
+                       ToolCallArgs(index, arguments_json(call.arguments)), ToolCallEnd(index)]
+        return events
+
+    def known(self, calls: list[ParsedCall] | None, raw: str) -> list[ParsedCall] | None:
+        """The calls if every one names a tool of the request; else None (the markup stays text)."""
+        if calls is None:
+            log.info("unparseable tool call left as text: %.200r", raw)
+            return None
+        unknown = [c.name for c in calls if c.name not in self.tools]
+        if unknown or not calls:
+            log.info("tool call to unknown tool(s) %s left as text", unknown)
+            return None
+        return calls
+
+
+def call_from_object(obj: Any, arguments_keys: Sequence[str] = ("arguments", "parameters")) -> ParsedCall | None:
+    """{"name": ..., "arguments": {...}} (or "parameters"; arguments may be a JSON string)."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+        return None
+    arguments: Any = {}
+    for key in arguments_keys:
+        if key in obj:
+            arguments = obj[key]
+            break
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError:
+            return None
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        return None
+    return ParsedCall(obj["name"], arguments)
+
+
+def calls_from_json(text: str) -> list[ParsedCall] | None:
+    """A JSON object or a list of objects, each a call; None if it is not exactly that."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    items = value if isinstance(value, list) else [value]
+    calls = [call_from_object(item) for item in items]
+    return None if not calls or any(c is None for c in calls) else calls  # type: ignore[return-value]
+
+
+def partial_suffix(text: str, marker: str) -> int:
+    """Length of the longest suffix of `text` that is a proper prefix of `marker`."""
+    for size in range(min(len(text), len(marker) - 1), 0, -1):
+        if marker.startswith(text[-size:]):
+            return size
+    return 0
+
+
+class MarkupToolParser(ToolParser):
+    """Formats whose calls sit between a start and an end marker, e.g. <tool_call>…</tool_call>.
+
+    Outside a call, text is released except a tail that could be the start of `start`. Inside,
+    text is buffered until `end` (or the end of the output, when `end_optional`), then the
+    block between the markers goes to `parse_block`: calls -> events, None -> the raw markup
+    is released as text.
+    """
+
+    start: str
+    end: str
+    end_optional = False  # a call may run to the end of the output without its end marker
+
+    def __init__(self, tools: Sequence[ToolSpec]):
+        super().__init__(tools)
+        self._pending = ""  # text not yet released (outside: a partial start marker)
+        self._inside = False
+
+    def parse_block(self, block: str) -> list[ParsedCall] | None:
+        raise NotImplementedError
+
+    def feed_text(self, text: str) -> list[Event]:
+        self._pending += text
+        out: list[Event] = []
+        while self._pending:
+            if not self._inside:
+                at = self._pending.find(self.start)
+                if at < 0:
+                    keep = partial_suffix(self._pending, self.start)
+                    release = self._pending[: len(self._pending) - keep]
+                    self._pending = self._pending[len(release):]
+                    out += [Text(release)] if release else []
+                    break
+                if at:
+                    out.append(Text(self._pending[:at]))
+                self._pending = self._pending[at:]
+                self._inside = True
+            end_at = self._pending.find(self.end, len(self.start))
+            if end_at < 0:
+                break
+            raw = self._pending[: end_at + len(self.end)]
+            self._pending = self._pending[len(raw):]
+            self._inside = False
+            out += self._close(raw, raw[len(self.start): end_at])
+        return _merge_text(out)
+
+    def finish(self) -> list[Event]:
+        raw, self._pending = self._pending, ""
+        if not raw:
+            return []
+        if self._inside and self.end_optional:
+            self._inside = False
+            return self._close(raw, raw[len(self.start):])
+        return [Text(raw)]
+
+    def _close(self, raw: str, block: str) -> list[Event]:
+        calls = self.known(self.parse_block(block), raw)
+        return self.emit(calls) if calls else [Text(raw)]
+
+
+def _merge_text(events: list[Event]) -> list[Event]:
+    """Adjacent Text events as one (fewer, larger content deltas)."""
+    merged: list[Event] = []
+    for event in events:
+        if isinstance(event, Text) and merged and isinstance(merged[-1], Text):
+            merged[-1] = Text(merged[-1].text + event.text)
+        elif not (isinstance(event, Text) and not event.text):
+            merged.append(event)
+    return merged

@@ -1,0 +1,19 @@
+"""hermes: <tool_call>{"name": …, "arguments": {…}}</tool_call> (Hermes, Qwen2.5, Qwen3, SmolLM3).
+
+Several calls are several blocks. A block cut off by the end of the output (max_tokens) is
+still a call if its JSON is complete.
+"""
+
+from __future__ import annotations
+
+from rostra.parsing.tools.base import MarkupToolParser, ParsedCall, calls_from_json
+
+
+class HermesToolParser(MarkupToolParser):
+    name = "hermes"
+    start = "<tool_call>"
+    end = "</tool_call>"
+    end_optional = True
+
+    def parse_block(self, block: str) -> list[ParsedCall] | None:
+        return calls_from_json(block.strip())

@@ -1,0 +1,81 @@
+"""Harness for data-driven tool-parser tests: each case whole, one character at a time, and
+under many random splits; the streamed result must equal the non-streamed one."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+
+from rostra.parsing.events import Text, ToolCallArgs, ToolCallEnd, ToolCallStart
+from rostra.parsing.tools import tool_parser_class
+from rostra.parsing.tools.base import ToolSpec
+
+WEATHER = ToolSpec("get_weather", {"type": "object", "properties": {"city": {"type": "string"},
+                                                                     "days": {"type": "integer"}},
+                                   "required": ["city"]})
+ADD = ToolSpec("add", {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}})
+NOW = ToolSpec("now", {"type": "object", "properties": {}})
+TOOLS = [WEATHER, ADD, NOW]
+
+
+@dataclass
+class Case:
+    id: str
+    output: str
+    content: str
+    calls: list[tuple[str, dict]] = field(default_factory=list)
+
+
+@dataclass
+class Result:
+    content: str
+    calls: list[tuple[str, dict]]
+    ids: list[str]
+
+
+def run_parser(parser_name: str, pieces: list[str], tools=TOOLS) -> Result:
+    parser = tool_parser_class(parser_name)(tools)
+    events = []
+    for piece in pieces:
+        events += parser.feed([Text(piece)])
+    events += parser.finish()
+    content = "".join(e.text for e in events if isinstance(e, Text))
+    names: dict[int, str] = {}
+    args: dict[int, str] = {}
+    ids: list[str] = []
+    ended: list[int] = []
+    for event in events:
+        if isinstance(event, ToolCallStart):
+            assert event.index == len(names), "indexes must count 0, 1, 2..."
+            assert event.index not in names, "a call is announced once"
+            names[event.index] = event.name
+            ids.append(event.id)
+            args[event.index] = ""
+        elif isinstance(event, ToolCallArgs):
+            assert event.index in names and event.index not in ended
+            args[event.index] += event.text
+        elif isinstance(event, ToolCallEnd):
+            ended.append(event.index)
+    assert sorted(ended) == sorted(names), "every call ends"
+    assert len(set(ids)) == len(ids), "ids are unique"
+    return Result(content, [(names[i], json.loads(args[i])) for i in sorted(names)], ids)
+
+
+def splits(text: str, rng: random.Random) -> list[str]:
+    if len(text) < 2:
+        return [text]
+    cuts = sorted(rng.sample(range(1, len(text)), k=rng.randint(1, min(len(text) - 1, 20))))
+    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+
+
+def check_case(parser_name: str, case: Case, tools=TOOLS, rounds: int = 100) -> None:
+    whole = run_parser(parser_name, [case.output], tools)
+    assert whole.content == case.content
+    assert whole.calls == case.calls
+    by_char = run_parser(parser_name, list(case.output), tools)
+    assert (by_char.content, by_char.calls) == (whole.content, whole.calls)
+    rng = random.Random(case.id)
+    for _ in range(rounds):
+        split = run_parser(parser_name, splits(case.output, rng), tools)
+        assert (split.content, split.calls) == (whole.content, whole.calls)
