@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rostra import __version__
 from rostra.config import Settings
+from rostra.parsing.tools import tool_parser_names
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,18 +37,27 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-model-len", type=int, help="context length (default: the model's)")
     serve.add_argument("--parallel", type=int, default=4, help="concurrent sequences in the engine (default: 4)")
     serve.add_argument("--threads", type=int, help="CPU threads for the engine (default: llama.cpp's choice)")
+    serve.add_argument("--tool-call-parser", metavar="NAME",
+                       help="tool-call format: " + ", ".join(tool_parser_names()) +
+                            " (default: the one the chat template speaks, else the lenient json parser)")
+    serve.add_argument("--enable-auto-tool-choice", action="store_true",
+                       help="accepted for `vllm serve` compatibility: tool_choice auto is always on")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
+    if args.tool_call_parser and args.tool_call_parser not in tool_parser_names():
+        raise SystemExit(f"--tool-call-parser: unknown {args.tool_call_parser!r}; "
+                         f"choose from {', '.join(tool_parser_names())}")
     keys = list(args.api_key)
     if os.environ.get("ROSTRA_API_KEY"):
         keys.append(os.environ["ROSTRA_API_KEY"])
     return Settings(model=args.model, engine=args.engine, script=args.script, tokenizer=args.tokenizer,
                     served_model_name=args.served_model_name, api_keys=keys, chat_template=args.chat_template,
                     max_model_len=args.max_model_len, parallel=args.parallel, threads=args.threads,
-                    host=args.host, port=args.port, log_level=args.log_level)
+                    host=args.host, port=args.port, log_level=args.log_level,
+                    tool_call_parser=args.tool_call_parser)
 
 
 def build_engine(settings: Settings):
@@ -77,7 +87,8 @@ def serve(settings: Settings) -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)  # the engine's internal tokenize calls
     engine = build_engine(settings)
     names = settings.served_model_name or [engine.model.id]
-    app = create_app(engine, names, api_keys=settings.api_keys, chat_template=settings.chat_template_source())
+    app = create_app(engine, names, api_keys=settings.api_keys, chat_template=settings.chat_template_source(),
+                     tool_call_parser=settings.tool_call_parser)
     print(f"rostra {__version__}: serving {names[0]} ({settings.engine}) on http://{settings.host}:{settings.port}/v1",
           file=sys.stderr, flush=True)
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, timeout_graceful_shutdown=5)

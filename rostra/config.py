@@ -21,6 +21,7 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "info"
+    tool_call_parser: str | None = None  # None: the format the chat template speaks, else `json`
 
     def chat_template_source(self) -> str | None:
         if self.chat_template is None:

@@ -33,3 +33,11 @@ def real_server():
 @pytest.fixture
 def scripted_client(scripted_server) -> OpenAI:
     return OpenAI(base_url=f"{scripted_server.base_url}/v1", api_key="unused", max_retries=0)
+
+
+@pytest.fixture(scope="session")
+def tools_server():
+    server = RunningServer(["--engine", "scripted", "--script", str(DATA / "tools.jsonl"),
+                            "--tool-call-parser", "hermes"])
+    yield server
+    server.stop()

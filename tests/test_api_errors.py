@@ -31,7 +31,21 @@ BAD_CHAT = [
      400, "messages[0].content[0]"),
     ({"model": MODEL, "messages": [{"role": "user", "content": "x " * 5000}]}, 400, "messages"),
     ({"model": MODEL, "messages": USER, "continue_final_message": True}, 400, "continue_final_message"),
-    ({"model": MODEL, "messages": USER, "response_format": {"type": "json_object"}}, 400, "response_format"),
+    ({"model": MODEL, "messages": USER, "response_format": {"type": "json_schema",
+                                                            "json_schema": {"name": "x", "schema": {"type": "bogus"}}}},
+     400, "response_format.json_schema.schema"),
+    ({"model": MODEL, "messages": USER, "response_format": {"type": "xml"}}, 400, "response_format.type"),
+    ({"model": MODEL, "messages": USER, "guided_choice": []}, 400, "guided_choice"),
+    ({"model": MODEL, "messages": USER, "tools": [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": 12}}}]}, 400, "tools[0].function.parameters"),
+    ({"model": MODEL, "messages": USER, "tools": [{"type": "retrieval"}]}, 400, "tools[0].type"),
+    ({"model": MODEL, "messages": USER, "tools": [{"type": "function", "function": {"parameters": {}}}]},
+     400, "tools[0].function.name"),
+    ({"model": MODEL, "messages": USER, "tool_choice": "required"}, 400, "tool_choice"),
+    ({"model": MODEL, "messages": USER, "tools": [{"type": "function", "function": {"name": "f"}}],
+      "tool_choice": {"type": "function", "function": {"name": "g"}}}, 400, "tool_choice.function.name"),
+    ({"model": MODEL, "messages": USER, "tools": [{"type": "function", "function": {"name": "f"}}],
+      "tool_choice": "sometimes"}, 400, "tool_choice"),
     ({"model": MODEL, "messages": USER, "stream": "yes"}, 400, "stream"),
 ]
 

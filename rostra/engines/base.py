@@ -29,6 +29,9 @@ class SamplingParams:
     logit_bias: dict[int, float] = field(default_factory=dict)
     top_logprobs: int | None = None  # None: no logprobs; 0: the sampled token's only
     ignore_eos: bool = False
+    # Constrained decoding (structured outputs, forced tool calls): at most one of the two.
+    json_schema: dict | None = None
+    grammar: str | None = None  # GBNF
 
 
 @dataclass(frozen=True)

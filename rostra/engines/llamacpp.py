@@ -186,6 +186,10 @@ def _request_body(prompt: Prompt, params: SamplingParams) -> dict:
     }
     if params.seed is not None:
         body["seed"] = params.seed
+    if params.json_schema is not None:
+        body["json_schema"] = params.json_schema
+    if params.grammar is not None:
+        body["grammar"] = params.grammar
     if params.logit_bias:
         body["logit_bias"] = [[token, bias] for token, bias in params.logit_bias.items()]
     return body

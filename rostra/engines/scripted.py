@@ -8,7 +8,9 @@ regex is found (re.search) in the text of the last message wins; with no match t
 that text echoed back. TEXT is raw model output: tool-call or reasoning markup in it goes
 through the same parsers as a real model's output. It is cut into real tokens by a real
 tokenizer (default: the embedded model's) and emitted one token per step; sampling
-parameters are ignored (the output is the same every time), `max_tokens` cuts it short.
+parameters and decoding constraints are ignored (the output is the same every time: a script
+that stands for a constrained model writes output that obeys the constraint), `max_tokens`
+cuts it short.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from typing import Protocol, Sequence
 
 from rostra.engines.base import EngineOutput, TokenStep
 from rostra.parsing.decoder import Decoder
-from rostra.parsing.events import Event, Finish, Text
+from rostra.parsing.events import Event, Finish, Text, ToolCallStart
 
 
 class OutputParser(Protocol):
@@ -32,6 +32,7 @@ class ChoicePipeline:
         self._with_logprobs = with_logprobs
         self._pending_logprobs: list[TokenStep] = []
         self.completion_tokens = 0
+        self.made_tool_call = False
 
     @property
     def stopped(self) -> bool:
@@ -56,8 +57,16 @@ class ChoicePipeline:
                 flushed = later.feed(flushed)
             events += flushed
         events = self._attach_logprobs(events)
-        reason = "stop" if self._decoder.stopped else engine_reason
+        self._note_tool_calls(events)
+        if self.made_tool_call:
+            reason = "tool_calls"  # whenever a call was made, as OpenAI reports it
+        else:
+            reason = "stop" if self._decoder.stopped else engine_reason
         return events + [Finish(reason=reason, completion_tokens=self.completion_tokens)]
+
+    def _note_tool_calls(self, events: list[Event]) -> None:
+        if not self.made_tool_call:
+            self.made_tool_call = any(isinstance(e, ToolCallStart) for e in events)
 
     def _parse(self, text: str) -> list[Event]:
         if not text and not self._pending_logprobs:
@@ -65,6 +74,7 @@ class ChoicePipeline:
         events: list[Event] = [Text(text)] if text else []
         for parser in self._parsers:
             events = parser.feed(events)
+        self._note_tool_calls(events)
         return self._attach_logprobs(events)
 
     def _attach_logprobs(self, events: list[Event]) -> list[Event]:

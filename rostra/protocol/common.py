@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -43,6 +43,15 @@ class SamplingFields(BaseModel):
     ignore_eos: bool = False
     echo: bool = False
     user: str | None = None
+    # Structured-output extensions (vLLM's names): a JSON schema, a list of choices, a GBNF grammar.
+    guided_json: Any = None
+    guided_choice: Any = None
+    guided_grammar: Any = None
+    guided_regex: Any = None
+
+    def guided(self) -> dict[str, Any]:
+        return {"guided_json": self.guided_json, "guided_choice": self.guided_choice,
+                "guided_grammar": self.guided_grammar, "guided_regex": self.guided_regex}
 
     @field_validator("stop")
     @classmethod

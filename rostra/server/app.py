@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from rostra import __version__
 from rostra.engines.base import Engine
 from rostra.errors import APIError, InvalidRequest, NotFound
+from rostra.parsing.tools import detect_tool_parser, tool_parser_class
 from rostra.prompt.chat_template import ChatTemplate
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.protocol.completions import CompletionRequest
@@ -56,9 +57,11 @@ async def parse_body(request: Request, model: type[BaseModel]) -> BaseModel:
 
 
 def create_app(engine: Engine, served_names: list[str], api_keys: list[str] | None = None,
-               chat_template: str | None = None) -> FastAPI:
+               chat_template: str | None = None, tool_call_parser: str | None = None) -> FastAPI:
     template = ChatTemplate(chat_template or engine.chat_template, engine.bos_token, engine.eos_token)
-    chat = ChatService(engine, template, served_names)
+    parser_name = tool_call_parser or detect_tool_parser(template.source)
+    log.info("tool-call parser: %s", parser_name)
+    chat = ChatService(engine, template, served_names, tool_parser_class(parser_name))
     completions = CompletionService(engine, served_names)
     started = int(time.time())
 

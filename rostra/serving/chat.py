@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 from rostra.engines.base import Engine, Prompt, TokenStep
 from rostra.errors import InvalidRequest
 from rostra.parsing.decoder import Decoder
-from rostra.parsing.events import Event, Finish, Text
+from rostra.guided.constraints import Constraint, response_constraint
+from rostra.parsing.events import Event, Finish, Text, ToolCallArgs, ToolCallStart
 from rostra.parsing.parser import ChoicePipeline
+from rostra.parsing.tools.base import ToolParser
 from rostra.prompt.chat_template import ChatTemplate
 from rostra.prompt.messages import message_text, template_messages
 from rostra.protocol.chat import ChatCompletionRequest
@@ -25,15 +27,17 @@ from rostra.serving.generation import (
     sampling_params,
     token_text,
 )
+from rostra.serving.tools import ToolPlan, plan_tools
 from rostra.serving.validation import check_logit_bias, check_model, check_stop_token_ids
 
 
-def _reject_unsupported(request: ChatCompletionRequest) -> None:
-    """Say so plainly rather than silently ignore what the client relies on."""
-    if request.response_format and request.response_format.get("type") not in (None, "text"):
-        raise InvalidRequest("response_format other than 'text' is not supported yet", param="response_format")
-    if request.tool_choice not in (None, "none", "auto"):
-        raise InvalidRequest("tool_choice 'required' or a named function is not supported yet", param="tool_choice")
+def _constraint(request: ChatCompletionRequest, plan: ToolPlan) -> Constraint | None:
+    """Forced tool calls and structured content both constrain the same output: one at a time."""
+    content = response_constraint(request.response_format, request.guided())
+    if plan.constraint and content:
+        raise InvalidRequest("response_format/guided_* cannot be combined with a required or named tool_choice",
+                             param="response_format")
+    return plan.constraint or content
 
 
 def logprobs_content(tokens: tuple[TokenStep, ...]) -> list[dict]:
@@ -62,17 +66,25 @@ class ChatChunkRenderer(ChunkRenderer):
     def render(self, index: int, event: Event) -> dict | None:
         if isinstance(event, Text):
             logprobs = {"content": logprobs_content(event.logprobs), "refusal": None} if self.job.request.logprobs else None
-            return self.chunk([{"index": index, "delta": {"content": event.text}, "logprobs": logprobs,
-                                 "finish_reason": None}])
+            return self._delta(index, {"content": event.text}, logprobs)
+        if isinstance(event, ToolCallStart):  # announced once: id, type and name never repeat
+            return self._delta(index, {"tool_calls": [{"index": event.index, "id": event.id, "type": "function",
+                                                       "function": {"name": event.name, "arguments": ""}}]})
+        if isinstance(event, ToolCallArgs):
+            return self._delta(index, {"tool_calls": [{"index": event.index, "function": {"arguments": event.text}}]})
         if isinstance(event, Finish):
             return self.chunk([{"index": index, "delta": {}, "logprobs": None, "finish_reason": event.reason}])
         return None
+
+    def _delta(self, index: int, delta: dict, logprobs: dict | None = None) -> dict:
+        return self.chunk([{"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": None}])
 
 
 @dataclass
 class _ChoiceState:
     content: list[str] = field(default_factory=list)
     logprobs: list[dict] = field(default_factory=list)
+    tool_calls: list[dict] = field(default_factory=list)
     finish_reason: str | None = None
 
 
@@ -88,13 +100,22 @@ class ChatFold:
         if isinstance(event, Text):
             state.content.append(event.text)
             state.logprobs.extend(logprobs_content(event.logprobs))
+        elif isinstance(event, ToolCallStart):
+            state.tool_calls.append({"id": event.id, "type": "function",
+                                     "function": {"name": event.name, "arguments": ""}})
+        elif isinstance(event, ToolCallArgs):
+            state.tool_calls[event.index]["function"]["arguments"] += event.text
         elif isinstance(event, Finish):
             state.finish_reason = event.reason
 
     def response(self) -> dict:
         choices = []
         for index, state in sorted(self.choices.items()):
-            message = {"role": "assistant", "content": "".join(state.content), "refusal": None}
+            content = "".join(state.content)
+            message = {"role": "assistant", "content": content, "refusal": None}
+            if state.tool_calls:
+                message["content"] = content or None  # OpenAI: no text beside the calls is null
+                message["tool_calls"] = state.tool_calls
             logprobs = {"content": state.logprobs, "refusal": None} if self.job.request.logprobs else None
             choices.append({"index": index, "message": message, "logprobs": logprobs,
                             "finish_reason": state.finish_reason or "stop"})
@@ -105,14 +126,17 @@ class ChatService(GenerationService):
     renderer = ChatChunkRenderer
     fold = ChatFold
 
-    def __init__(self, engine: Engine, template: ChatTemplate, served_names: list[str]):
+    def __init__(self, engine: Engine, template: ChatTemplate, served_names: list[str],
+                 tool_parser: type[ToolParser]):
         super().__init__(engine)
         self.template = template
         self.served_names = served_names
+        self.tool_parser = tool_parser
 
     async def prepare(self, request: ChatCompletionRequest) -> Job:
         check_model(request.model, self.served_names)
-        _reject_unsupported(request)
+        plan = plan_tools(request.tools, request.tool_choice, request.parallel_tool_calls, self.tool_parser)
+        constraint = _constraint(request, plan)
         engine = self.engine
         messages = template_messages(request.messages)
         kwargs = dict(request.chat_template_kwargs or {})
@@ -130,7 +154,7 @@ class ChatService(GenerationService):
         if request.top_logprobs is not None and not request.logprobs:
             raise InvalidRequest("top_logprobs requires logprobs to be true", param="top_logprobs")
         top_logprobs = (request.top_logprobs or 0) if request.logprobs else None
-        params = sampling_params(request, max_tokens, top_logprobs)
+        params = sampling_params(request, max_tokens, top_logprobs, constraint)
         last = request.messages[-1]
         prompt = Prompt(token_ids, message_text(last, len(request.messages) - 1), last.role)
         # vLLM's chat `echo`: the continued assistant message is repeated in front of the answer.
@@ -138,6 +162,7 @@ class ChatService(GenerationService):
         runs = [
             ChoiceRun(index, prompt, params_for_choice(params, index),
                       ChoicePipeline(Decoder(request.stop_strings(), request.stop_token_ids or ()),
+                                     [plan.make_parser()] if plan.make_parser else [],
                                      with_logprobs=request.logprobs),
                       prefix)
             for index in range(request.n)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from rostra.engines.base import Engine, Prompt, TokenStep
 from rostra.errors import InvalidRequest
+from rostra.guided.constraints import response_constraint
 from rostra.parsing.decoder import Decoder
 from rostra.parsing.events import Event, Finish, Text
 from rostra.parsing.parser import ChoicePipeline
@@ -122,6 +123,7 @@ class CompletionService(GenerationService):
         if request.echo and request.logprobs is not None:
             raise InvalidRequest("echo together with logprobs is not supported: the engine does not score prompts",
                                  param="echo")
+        constraint = response_constraint(None, request.guided())
         engine = self.engine
         check_logit_bias(request.logit_bias, engine.vocab_size)
         check_stop_token_ids(request.stop_token_ids, engine.vocab_size)
@@ -139,7 +141,7 @@ class CompletionService(GenerationService):
             stats.prompt_tokens += len(token_ids)
             max_tokens = check_context(len(token_ids), request.max_tokens, engine.model.context_length,
                                        "prompt", "max_tokens")
-            params = sampling_params(request, max_tokens, request.logprobs)
+            params = sampling_params(request, max_tokens, request.logprobs, constraint)
             for n in range(request.n):
                 pipeline = ChoicePipeline(Decoder(request.stop_strings(), request.stop_token_ids or ()),
                                           with_logprobs=request.logprobs is not None)

@@ -14,6 +14,7 @@ from typing import Any, AsyncIterator, Sequence
 from rostra import __version__
 from rostra.engines.base import Engine, EngineError, Prompt, SamplingParams
 from rostra.errors import InvalidRequest, ServerError
+from rostra.guided.constraints import Constraint
 from rostra.parsing.events import Event, Finish, Text
 from rostra.parsing.parser import ChoicePipeline
 
@@ -144,7 +145,8 @@ def token_text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def sampling_params(request, max_tokens: int, top_logprobs: int | None) -> SamplingParams:
+def sampling_params(request, max_tokens: int, top_logprobs: int | None,
+                    constraint: Constraint | None = None) -> SamplingParams:
     """OpenAI defaults (temperature 1, top_p 1, no top_k/min_p) unless the request says otherwise."""
     def given(value, default):
         return default if value is None else value
@@ -162,6 +164,8 @@ def sampling_params(request, max_tokens: int, top_logprobs: int | None) -> Sampl
         logit_bias={int(k): v for k, v in (request.logit_bias or {}).items()},
         top_logprobs=top_logprobs,
         ignore_eos=request.ignore_eos,
+        json_schema=constraint.json_schema if constraint else None,
+        grammar=constraint.grammar if constraint else None,
     )
 
 

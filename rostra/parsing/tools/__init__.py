@@ -15,6 +15,24 @@ REGISTRY: dict[str, str] = {
 }
 
 
+# A marker in a chat template that tells which format the model was trained to call tools in.
+_TEMPLATE_MARKERS = [
+    ("<function=", "qwen3_coder"),
+    ("<tool_call>", "hermes"),
+    ("[TOOL_CALLS]", "mistral"),
+    ("<｜tool▁calls▁begin｜>", "deepseek_v3"),
+    ("<|python_tag|>", "llama3_json"),
+]
+
+
+def detect_tool_parser(chat_template: str | None) -> str:
+    """The format the model's template speaks; models with none get the lenient `json` parser."""
+    for marker, name in _TEMPLATE_MARKERS:
+        if chat_template and marker in chat_template and name in REGISTRY:
+            return name
+    return "json" if "json" in REGISTRY else "hermes"
+
+
 def tool_parser_names() -> list[str]:
     return sorted(REGISTRY)
 

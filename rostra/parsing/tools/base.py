@@ -57,9 +57,10 @@ class ToolParser:
 
     name = "base"
 
-    def __init__(self, tools: Sequence[ToolSpec]):
+    def __init__(self, tools: Sequence[ToolSpec], max_calls: int | None = None):
         self.tools = {tool.name: tool for tool in tools}
         self.calls = 0  # calls emitted so far: the next call's index
+        self.max_calls = max_calls  # parallel_tool_calls: false -> 1; later calls are dropped
 
     def feed(self, events: list[Event]) -> list[Event]:
         out: list[Event] = []
@@ -82,6 +83,9 @@ class ToolParser:
     def emit(self, calls: list[ParsedCall]) -> list[Event]:
         events: list[Event] = []
         for call in calls:
+            if self.max_calls is not None and self.calls >= self.max_calls:
+                log.info("dropped tool call %r: parallel_tool_calls is false", call.name)
+                continue
             index = self.calls
             self.calls += 1
             events += [ToolCallStart(index, self.new_call_id(), call.name),
@@ -153,8 +157,8 @@ class MarkupToolParser(ToolParser):
     end: str
     end_optional = False  # a call may run to the end of the output without its end marker
 
-    def __init__(self, tools: Sequence[ToolSpec]):
-        super().__init__(tools)
+    def __init__(self, tools: Sequence[ToolSpec], max_calls: int | None = None):
+        super().__init__(tools, max_calls)
         self._pending = ""  # text not yet released (outside: a partial start marker)
         self._inside = False
 

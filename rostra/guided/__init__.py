@@ -1,0 +1,1 @@
+"""Structured outputs: what the request asks for -> a decoding constraint for the engine."""

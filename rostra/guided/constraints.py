@@ -1,0 +1,86 @@
+"""Decoding constraints from `response_format`, the guided_* extensions and forced tool choice.
+
+A constraint is a JSON schema or a GBNF grammar; the llama.cpp engine enforces both while
+sampling (its JSON-schema-to-grammar converter and GBNF sampler). Schemas are checked here
+first, so an invalid one is a 400 naming the parameter, not an engine failure.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from rostra.errors import InvalidRequest
+
+
+@dataclass(frozen=True)
+class Constraint:
+    json_schema: dict[str, Any] | None = None
+    grammar: str | None = None  # GBNF
+
+
+def checked_schema(schema: Any, param: str) -> dict[str, Any]:
+    if not isinstance(schema, dict):
+        raise InvalidRequest("a JSON schema must be an object", param=param)
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise InvalidRequest(f"invalid JSON schema: {exc.message}", param=param) from exc
+    return schema
+
+
+def _gbnf_literal(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)  # GBNF string literals escape like JSON
+
+
+def choice_grammar(choices: list[str]) -> str:
+    return "root ::= " + " | ".join(_gbnf_literal(choice) for choice in choices)
+
+
+def response_constraint(response_format: dict[str, Any] | None, guided: dict[str, Any]) -> Constraint | None:
+    """The constraint for the answer's content, or None."""
+    if response_format:
+        kind = response_format.get("type")
+        if kind == "json_object":
+            return Constraint(json_schema={"type": "object"})
+        if kind == "json_schema":
+            spec = response_format.get("json_schema")
+            if not isinstance(spec, dict) or not isinstance(spec.get("name", ""), str):
+                raise InvalidRequest("response_format.json_schema must be an object with a name and a schema",
+                                     param="response_format.json_schema")
+            schema = spec.get("schema", {"type": "object"})
+            return Constraint(json_schema=checked_schema(schema, "response_format.json_schema.schema"))
+        if kind not in (None, "text"):
+            raise InvalidRequest(f"unknown response_format type {kind!r}", param="response_format.type")
+    if guided.get("guided_json") is not None:
+        return Constraint(json_schema=checked_schema(guided["guided_json"], "guided_json"))
+    if guided.get("guided_choice") is not None:
+        choices = guided["guided_choice"]
+        if not isinstance(choices, list) or not choices or not all(isinstance(c, str) for c in choices):
+            raise InvalidRequest("guided_choice must be a non-empty list of strings", param="guided_choice")
+        return Constraint(grammar=choice_grammar(choices))
+    if guided.get("guided_grammar") is not None:
+        if not isinstance(guided["guided_grammar"], str) or not guided["guided_grammar"].strip():
+            raise InvalidRequest("guided_grammar must be a GBNF grammar", param="guided_grammar")
+        return Constraint(grammar=guided["guided_grammar"])
+    if guided.get("guided_regex") is not None:
+        raise InvalidRequest("guided_regex is not supported by the llama.cpp engine; use guided_grammar",
+                             param="guided_regex")
+    return None
+
+
+def tool_call_schema(tools: dict[str, dict[str, Any]], parallel: bool) -> dict[str, Any]:
+    """tool_choice "required": a JSON list of calls, each to one of `tools` with valid arguments."""
+    call_schemas = [
+        {"type": "object", "properties": {"name": {"const": name}, "arguments": parameters},
+         "required": ["name", "arguments"], "additionalProperties": False}
+        for name, parameters in tools.items()
+    ]
+    schema: dict[str, Any] = {"type": "array", "minItems": 1, "items": {"anyOf": call_schemas}}
+    if not parallel:
+        schema["maxItems"] = 1
+    return schema

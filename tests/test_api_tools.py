@@ -1,0 +1,122 @@
+"""Tool calling over HTTP through the scripted engine (hermes markup in the scripted output)."""
+
+import json
+
+import pytest
+from openai import OpenAI
+
+from wire import check, fold_chat_stream, post, stream
+
+MODEL = "scripted"
+WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather of a city",
+                                            "parameters": {"type": "object", "properties": {
+                                                "city": {"type": "string"}, "days": {"type": "integer"}},
+                                                "required": ["city"]}}}
+TOOLS = [WEATHER]
+
+
+def ask(content, **extra):
+    return {"model": MODEL, "messages": [{"role": "user", "content": content}], "tools": TOOLS, **extra}
+
+
+def fold_tool_calls(chunks):
+    """Assemble streamed tool calls, checking each is announced once and then only gets arguments."""
+    calls = {}
+    for chunk in chunks:
+        for choice in chunk["choices"]:
+            for delta in choice["delta"].get("tool_calls") or []:
+                if "id" in delta:
+                    assert delta["index"] not in calls, "a call is announced once"
+                    assert delta["type"] == "function" and delta["function"]["name"]
+                    calls[delta["index"]] = {"id": delta["id"], "name": delta["function"]["name"],
+                                             "arguments": delta["function"].get("arguments", "")}
+                else:
+                    assert set(delta) == {"index", "function"} and set(delta["function"]) == {"arguments"}
+                    calls[delta["index"]]["arguments"] += delta["function"]["arguments"]
+    assert sorted(calls) == list(range(len(calls)))
+    return [calls[i] for i in sorted(calls)]
+
+
+def plain(calls):
+    return [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in calls]
+
+
+def test_one_call_non_stream_and_stream_agree(tools_server):
+    request = ask("weather in Oslo?")
+    whole = check("chat", post(tools_server.base_url, "/v1/chat/completions", request).json())
+    choice = whole["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    assert choice["message"]["content"] == "Let me check."
+    assert plain(choice["message"]["tool_calls"]) == [("get_weather", {"city": "Oslo"})]
+    assert choice["message"]["tool_calls"][0]["id"].startswith("call_")
+    chunks = stream(tools_server.base_url, "/v1/chat/completions", request, "chat_chunk")
+    folded = fold_chat_stream(chunks)[0]
+    assert folded["content"] == "Let me check." and folded["finish_reason"] == "tool_calls"
+    streamed = fold_tool_calls(chunks)
+    assert [(c["name"], json.loads(c["arguments"])) for c in streamed] == plain(choice["message"]["tool_calls"])
+
+
+def test_parallel_calls_and_parallel_false(tools_server):
+    whole = check("chat", post(tools_server.base_url, "/v1/chat/completions", ask("two cities")).json())
+    calls = whole["choices"][0]["message"]["tool_calls"]
+    assert plain(calls) == [("get_weather", {"city": "Oslo", "days": 2}), ("get_weather", {"city": 'Zürich "Nord"'})]
+    assert len({c["id"] for c in calls}) == 2
+    streamed = fold_tool_calls(stream(tools_server.base_url, "/v1/chat/completions", ask("two cities"), "chat_chunk"))
+    assert [(c["name"], json.loads(c["arguments"])) for c in streamed] == plain(calls)
+    one = post(tools_server.base_url, "/v1/chat/completions", ask("two cities", parallel_tool_calls=False)).json()
+    assert plain(one["choices"][0]["message"]["tool_calls"]) == plain(calls)[:1]
+
+
+def test_sdk_stream_helper_assembles_the_non_streamed_message(tools_server):
+    client = OpenAI(base_url=f"{tools_server.base_url}/v1", api_key="x", max_retries=0)
+    whole = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "two cities"}],
+                                           tools=TOOLS)
+    with client.chat.completions.stream(model=MODEL, messages=[{"role": "user", "content": "two cities"}],
+                                        tools=TOOLS) as events:
+        for _ in events:
+            pass
+        final = events.get_final_completion()
+    got, want = final.choices[0].message, whole.choices[0].message
+    assert got.content == want.content
+    assert [(c.function.name, c.function.arguments) for c in got.tool_calls] == \
+        [(c.function.name, c.function.arguments) for c in want.tool_calls]
+    assert all(c.id.startswith("call_") and len(c.id) == 29 for c in got.tool_calls)  # not concatenated twice
+    assert final.choices[0].finish_reason == "tool_calls"
+
+
+def test_tool_choice_none_leaves_markup_as_text(tools_server):
+    whole = post(tools_server.base_url, "/v1/chat/completions", ask("weather in Oslo?", tool_choice="none")).json()
+    message = whole["choices"][0]["message"]
+    assert "tool_calls" not in message and "<tool_call>" in message["content"]
+    assert whole["choices"][0]["finish_reason"] == "stop"
+
+
+def test_broken_call_stays_text(tools_server):
+    whole = check("chat", post(tools_server.base_url, "/v1/chat/completions", ask("broken call")).json())
+    assert whole["choices"][0]["message"]["content"].startswith("<tool_call>")
+    assert whole["choices"][0]["finish_reason"] == "stop"
+
+
+@pytest.mark.parametrize("tool_choice,content,expected", [
+    ("required", "required please", [("get_weather", {"city": "Paris"})]),
+    ({"type": "function", "function": {"name": "get_weather"}}, "named please", [("get_weather", {"city": "Rome"})]),
+])
+def test_required_and_named(tools_server, tool_choice, content, expected):
+    request = ask(content, tool_choice=tool_choice)
+    whole = check("chat", post(tools_server.base_url, "/v1/chat/completions", request).json())
+    assert plain(whole["choices"][0]["message"]["tool_calls"]) == expected
+    assert whole["choices"][0]["message"]["content"] is None
+    streamed = fold_tool_calls(stream(tools_server.base_url, "/v1/chat/completions", request, "chat_chunk"))
+    assert [(c["name"], json.loads(c["arguments"])) for c in streamed] == expected
+
+
+def test_history_with_tool_results(tools_server):
+    messages = [{"role": "user", "content": "weather in Oslo?"},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "get_weather",
+                                                                      "arguments": '{"city": "Oslo"}'}}]},
+                {"role": "tool", "tool_call_id": "call_1", "content": '{"sky": "sunny"}'}]
+    whole = check("chat", post(tools_server.base_url, "/v1/chat/completions",
+                               {"model": MODEL, "messages": messages, "tools": TOOLS}).json())
+    assert whole["choices"][0]["message"]["content"] == "It is sunny in Oslo."
+    assert whole["choices"][0]["finish_reason"] == "stop"
