@@ -1,6 +1,7 @@
 """End to end: the `openai` SDK over HTTP against `rostra serve` on the embedded model (llama.cpp)."""
 
 import asyncio
+import json
 
 import httpx
 import pytest
@@ -125,3 +126,48 @@ def test_internal_llamacpp_listener_is_guarded(real_server):
         assert httpx.post(internal + path, json=body).status_code == 401
     assert httpx.post(internal + "/v1/completions", json={"prompt": "x"},
                       headers={"authorization": "Bearer guess"}).status_code == 401
+
+
+WEATHER_TOOL = {"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather of a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"enum": ["C", "F"]}},
+                   "required": ["city", "unit"], "additionalProperties": False}}}
+TIME_TOOL = {"type": "function", "function": {"name": "get_time", "parameters": {
+    "type": "object", "properties": {"zone": {"type": "string"}}, "required": ["zone"]}}}
+
+
+@pytest.mark.parametrize("tool_choice", ["required", {"type": "function", "function": {"name": "get_weather"}}])
+def test_forced_tool_calls_are_valid(client, tool_choice):
+    import jsonschema
+
+    completion = client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "What is the weather in Oslo?"}],
+        tools=[WEATHER_TOOL, TIME_TOOL], tool_choice=tool_choice, parallel_tool_calls=False,
+        max_tokens=200, temperature=0)
+    choice = completion.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    assert len(choice.message.tool_calls) == 1
+    call = choice.message.tool_calls[0]
+    tools = {t["function"]["name"]: t["function"]["parameters"] for t in (WEATHER_TOOL, TIME_TOOL)}
+    if isinstance(tool_choice, dict):
+        assert call.function.name == "get_weather"
+    jsonschema.validate(json.loads(call.function.arguments), tools[call.function.name])
+
+
+def test_response_format_json_schema(client):
+    import jsonschema
+
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+              "required": ["name", "age"], "additionalProperties": False}
+    completion = client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "Invent a person."}], max_tokens=100, temperature=0,
+        response_format={"type": "json_schema", "json_schema": {"name": "person", "schema": schema, "strict": True}})
+    assert completion.choices[0].finish_reason == "stop"
+    jsonschema.validate(json.loads(completion.choices[0].message.content), schema)
+
+
+def test_guided_choice(real_server):
+    body = post(real_server.base_url, "/v1/chat/completions", {
+        "model": MODEL, "messages": [{"role": "user", "content": "Is the sky blue?"}],
+        "guided_choice": ["yes", "no"], "max_tokens": 5}).json()
+    assert body["choices"][0]["message"]["content"] in ("yes", "no")

@@ -87,11 +87,12 @@ class Qwen3CoderToolParser(MarkupToolParser):
                 return ParsedCall(name, arguments), len(block)
             key, start = opened.group(1).strip(), opened.end()
             end = block.find(PARAMETER_CLOSE, start)
-            following = _next_tag(block, start)
-            if end >= 0 and (following < 0 or end < following):
-                pos = end + len(PARAMETER_CLOSE)
+            after = block.find("<parameter=", start)
+            if end >= 0 and (after < 0 or end < after):
+                pos = end + len(PARAMETER_CLOSE)  # (a value may contain "</function>")
             else:
                 # A missing </parameter>: the value runs to the next tag (or the block's end).
+                following = _next_tag(block, start)
                 if self._cut_off and following < 0:
                     return None
                 end = pos = following if following >= 0 else len(block)
