@@ -25,6 +25,8 @@ CASES = [
     Case("cut-off-incomplete", '<tool_call>{"name": "now", "argu', '<tool_call>{"name": "now", "argu'),
     Case("partial-marker-text", "a <tool_ but no call", "a <tool_ but no call"),
     Case("ends-with-partial-marker", "text <tool_c", "text <tool_c"),
+    Case("absurdly-deep", "<tool_call>" + "[" * 3000 + "]" * 3000 + "</tool_call>",
+         "<tool_call>" + "[" * 3000 + "]" * 3000 + "</tool_call>"),
 ]
 
 

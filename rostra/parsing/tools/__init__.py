@@ -12,6 +12,9 @@ from rostra.parsing.tools.base import ToolParser
 # name -> "module:Class" under rostra.parsing.tools, imported on first use.
 REGISTRY: dict[str, str] = {
     "hermes": "hermes:HermesToolParser",
+    "llama3_json": "llama3_json:Llama3JsonToolParser",
+    "mistral": "mistral:MistralToolParser",
+    "pythonic": "pythonic:PythonicToolParser",
 }
 
 

@@ -116,7 +116,7 @@ def call_from_object(obj: Any, arguments_keys: Sequence[str] = ("arguments", "pa
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
             return None
     if arguments is None:
         arguments = {}
@@ -129,7 +129,7 @@ def calls_from_json(text: str) -> list[ParsedCall] | None:
     """A JSON object or a list of objects, each a call; None if it is not exactly that."""
     try:
         value = json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return None
     items = value if isinstance(value, list) else [value]
     calls = [call_from_object(item) for item in items]

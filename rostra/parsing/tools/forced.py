@@ -49,6 +49,6 @@ class NamedCallParser(_WholeOutputParser):
     def parse(self, raw: str) -> list[ParsedCall] | None:
         try:
             arguments = json.loads(raw)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             return None
         return [ParsedCall(self.function, arguments)] if isinstance(arguments, dict) else None
