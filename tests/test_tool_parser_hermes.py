@@ -25,6 +25,10 @@ CASES = [
     Case("cut-off-incomplete", '<tool_call>{"name": "now", "argu', '<tool_call>{"name": "now", "argu'),
     Case("partial-marker-text", "a <tool_ but no call", "a <tool_ but no call"),
     Case("ends-with-partial-marker", "text <tool_c", "text <tool_c"),
+    Case("nan-is-not-json", '<tool_call>{"name": "add", "arguments": {"a": NaN}}</tool_call>',
+         '<tool_call>{"name": "add", "arguments": {"a": NaN}}</tool_call>'),
+    Case("long-call", '<tool_call>{"name": "get_weather", "arguments": {"city": "' + "Oslo " * 2000 + '"}}</tool_call>',
+         "", [("get_weather", {"city": "Oslo " * 2000})]),
     Case("absurdly-deep", "<tool_call>" + "[" * 3000 + "]" * 3000 + "</tool_call>",
          "<tool_call>" + "[" * 3000 + "]" * 3000 + "</tool_call>"),
 ]

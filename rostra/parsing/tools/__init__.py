@@ -11,10 +11,13 @@ from rostra.parsing.tools.base import ToolParser
 
 # name -> "module:Class" under rostra.parsing.tools, imported on first use.
 REGISTRY: dict[str, str] = {
+    "deepseek_v3": "deepseek_v3:DeepSeekV3ToolParser",
     "hermes": "hermes:HermesToolParser",
+    "json": "json_lenient:JsonToolParser",
     "llama3_json": "llama3_json:Llama3JsonToolParser",
     "mistral": "mistral:MistralToolParser",
     "pythonic": "pythonic:PythonicToolParser",
+    "qwen3_coder": "qwen3_coder:Qwen3CoderToolParser",
 }
 
 
@@ -31,9 +34,9 @@ _TEMPLATE_MARKERS = [
 def detect_tool_parser(chat_template: str | None) -> str:
     """The format the model's template speaks; models with none get the lenient `json` parser."""
     for marker, name in _TEMPLATE_MARKERS:
-        if chat_template and marker in chat_template and name in REGISTRY:
+        if chat_template and marker in chat_template:
             return name
-    return "json" if "json" in REGISTRY else "hermes"
+    return "json"
 
 
 def tool_parser_names() -> list[str]:

@@ -52,6 +52,15 @@ def arguments_json(arguments: dict[str, Any]) -> str:
     return json.dumps(arguments, ensure_ascii=False)
 
 
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads_strict(text: str) -> Any:
+    """json.loads without Python's NaN/Infinity extension (clients could not parse them back)."""
+    return json.loads(text, parse_constant=_no_constants)
+
+
 class ToolParser:
     """Base: passes Text through; subclasses recognise their markup (see MarkupToolParser)."""
 
@@ -94,11 +103,11 @@ class ToolParser:
 
     def known(self, calls: list[ParsedCall] | None, raw: str) -> list[ParsedCall] | None:
         """The calls if every one names a tool of the request; else None (the markup stays text)."""
-        if calls is None:
+        if not calls:
             log.info("unparseable tool call left as text: %.200r", raw)
             return None
         unknown = [c.name for c in calls if c.name not in self.tools]
-        if unknown or not calls:
+        if unknown:
             log.info("tool call to unknown tool(s) %s left as text", unknown)
             return None
         return calls
@@ -115,7 +124,7 @@ def call_from_object(obj: Any, arguments_keys: Sequence[str] = ("arguments", "pa
             break
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
+            arguments = loads_strict(arguments) if arguments.strip() else {}
         except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
             return None
     if arguments is None:
@@ -128,7 +137,7 @@ def call_from_object(obj: Any, arguments_keys: Sequence[str] = ("arguments", "pa
 def calls_from_json(text: str) -> list[ParsedCall] | None:
     """A JSON object or a list of objects, each a call; None if it is not exactly that."""
     try:
-        value = json.loads(text)
+        value = loads_strict(text)
     except (ValueError, RecursionError):
         return None
     items = value if isinstance(value, list) else [value]
@@ -161,6 +170,7 @@ class MarkupToolParser(ToolParser):
         super().__init__(tools, max_calls)
         self._pending = ""  # text not yet released (outside: a partial start marker)
         self._inside = False
+        self._searched = 0  # inside: the end marker does not start before this index of _pending
 
     def parse_block(self, block: str) -> list[ParsedCall] | None:
         raise NotImplementedError
@@ -181,14 +191,18 @@ class MarkupToolParser(ToolParser):
                     out.append(Text(self._pending[:at]))
                 self._pending = self._pending[at:]
                 self._inside = True
-            end_at = self._pending.find(self.end, len(self.start))
+            end_at = self._pending.find(self.end, max(len(self.start), self._searched))
             if end_at < 0:
+                # Next time, look only where a new end marker could begin: the cost per chunk
+                # stays proportional to the chunk, however long the call.
+                self._searched = max(len(self.start), len(self._pending) - len(self.end) + 1)
                 break
+            self._searched = 0
             raw = self._pending[: end_at + len(self.end)]
             self._pending = self._pending[len(raw):]
             self._inside = False
             out += self._close(raw, raw[len(self.start): end_at])
-        return _merge_text(out)
+        return merge_text(out)
 
     def finish(self) -> list[Event]:
         raw, self._pending = self._pending, ""
@@ -204,7 +218,7 @@ class MarkupToolParser(ToolParser):
         return self.emit(calls) if calls else [Text(raw)]
 
 
-def _merge_text(events: list[Event]) -> list[Event]:
+def merge_text(events: list[Event]) -> list[Event]:
     """Adjacent Text events as one (fewer, larger content deltas)."""
     merged: list[Event] = []
     for event in events:

@@ -7,11 +7,10 @@ Either way the whole output is one JSON value, parsed at the end.
 
 from __future__ import annotations
 
-import json
 from typing import Sequence
 
 from rostra.parsing.events import Event, Text
-from rostra.parsing.tools.base import ParsedCall, ToolParser, ToolSpec, calls_from_json
+from rostra.parsing.tools.base import ParsedCall, ToolParser, ToolSpec, calls_from_json, loads_strict
 
 
 class _WholeOutputParser(ToolParser):
@@ -48,7 +47,7 @@ class NamedCallParser(_WholeOutputParser):
 
     def parse(self, raw: str) -> list[ParsedCall] | None:
         try:
-            arguments = json.loads(raw)
+            arguments = loads_strict(raw)
         except (ValueError, RecursionError):
             return None
         return [ParsedCall(self.function, arguments)] if isinstance(arguments, dict) else None

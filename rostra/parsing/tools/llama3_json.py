@@ -18,7 +18,7 @@ import json
 from typing import Sequence
 
 from rostra.parsing.events import Event, Text
-from rostra.parsing.tools.base import ParsedCall, ToolParser, ToolSpec, _merge_text, call_from_object, partial_suffix
+from rostra.parsing.tools.base import ParsedCall, ToolParser, ToolSpec, merge_text, call_from_object, partial_suffix
 
 _LEAD, _REGION, _PROSE = "lead", "region", "prose"
 
@@ -87,7 +87,7 @@ class BareCallParser(ToolParser):
                 text = self._scan_region(text, out)
             else:
                 text = self._prose(text, out)
-        return _merge_text(out)
+        return merge_text(out)
 
     def finish(self) -> list[Event]:
         if self._state == _LEAD:

@@ -20,7 +20,7 @@ import re
 from typing import Sequence
 
 from rostra.parsing.events import Event, Text
-from rostra.parsing.tools.base import (ParsedCall, ToolParser, ToolSpec, _merge_text, alphanumeric_id,
+from rostra.parsing.tools.base import (ParsedCall, ToolParser, ToolSpec, merge_text, alphanumeric_id,
                                        calls_from_json, partial_suffix)
 
 MARKER = "[TOOL_CALLS]"
@@ -50,7 +50,7 @@ class MistralToolParser(ToolParser):
                 keep = partial_suffix(self._pending, MARKER)
                 out.append(Text(self._pending[: len(self._pending) - keep]))
                 self._pending = self._pending[len(self._pending) - keep:]
-                return _merge_text(out)
+                return merge_text(out)
             out.append(Text(self._pending[:at]))
             self._pending = self._pending[at:]
             self._inside = True
@@ -61,7 +61,7 @@ class MistralToolParser(ToolParser):
             self._pending = self._pending[at:]
             self._searched = 0
         self._searched = len(self._pending) - len(MARKER) + 1
-        return _merge_text(out)
+        return merge_text(out)
 
     def finish(self) -> list[Event]:
         raw, self._pending = self._pending, ""

@@ -1,4 +1,4 @@
-"""qwen3_coder: the XML-like call format of Qwen3-Coder (and Qwen3-Next / Qwen3.5 templates).
+"""qwen3_coder: the XML-like call format of Qwen3-Coder (templates that render `<function=…>`).
 
     <tool_call>
     <function=get_weather>
@@ -24,12 +24,11 @@ earlier is text, like every other malformed block.
 from __future__ import annotations
 
 import json
-import math
 import re
-from typing import Any
+from typing import Any, Sequence
 
 from rostra.parsing.events import Event
-from rostra.parsing.tools.base import MarkupToolParser, ParsedCall
+from rostra.parsing.tools.base import MarkupToolParser, ParsedCall, ToolSpec
 
 FUNCTION_OPEN = re.compile(r"\s*<function=([^>\n]+)>")
 PARAMETER_OPEN = re.compile(r"\s*<parameter=([^>\n]+)>")
@@ -43,8 +42,8 @@ class Qwen3CoderToolParser(MarkupToolParser):
     end = "</tool_call>"
     end_optional = True
 
-    def __init__(self, tools):
-        super().__init__(tools)
+    def __init__(self, tools: Sequence[ToolSpec], max_calls: int | None = None):
+        super().__init__(tools, max_calls)
         self._cut_off = False  # the block being parsed ran to the end of the output unclosed
 
     def finish(self) -> list[Event]:
@@ -165,21 +164,14 @@ def _json_or_text(value: str) -> Any:
 
 def _json_value(text: str) -> Any:
     try:
-        value = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+        return json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):  # not JSON; or nested too deep to decode
         return _NO
-    return value if _finite(value) else _NO
 
 
-def _finite(value: Any) -> bool:
-    # json.loads accepts NaN/Infinity, which would make the emitted arguments invalid JSON.
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, dict):
-        return all(_finite(v) for v in value.values())
-    if isinstance(value, list):
-        return all(_finite(v) for v in value)
-    return True
+def _reject_constant(name: str) -> None:
+    # NaN / Infinity parse in Python but are not JSON: the arguments we emit must be.
+    raise ValueError(name)
 
 
 def _number(text: str) -> Any:
