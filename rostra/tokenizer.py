@@ -105,3 +105,16 @@ def gguf_token_bytes(metadata: dict[str, Any]) -> list[bytes]:
         else:
             out.append(piece.replace("\u2581", " ").encode())
     return out
+
+
+# Control tokens that llama.cpp also treats as end of generation (beyond the eos/eot/eom ids).
+_END_MARKERS = {"<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<end_of_turn>",
+                "<|end_of_text|>", "</s>", "<EOT>", "_<EOT>", "<｜end▁of▁sentence｜>", "<|return|>"}
+
+
+def end_of_generation_ids(metadata: dict[str, Any]) -> set[int]:
+    tokens: list[str] = metadata["tokenizer.ggml.tokens"]
+    types: list[int] = metadata.get("tokenizer.ggml.token_type", [1] * len(tokens))
+    ids = {metadata.get(f"tokenizer.ggml.{key}_token_id") for key in ("eos", "eot", "eom")}
+    ids |= {i for i, piece in enumerate(tokens) if piece in _END_MARKERS and types[i] == _CONTROL}
+    return {i for i in ids if i is not None and 0 <= i < len(tokens)}

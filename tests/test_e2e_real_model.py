@@ -171,3 +171,11 @@ def test_guided_choice(real_server):
         "model": MODEL, "messages": [{"role": "user", "content": "Is the sky blue?"}],
         "guided_choice": ["yes", "no"], "max_tokens": 5}).json()
     assert body["choices"][0]["message"]["content"] in ("yes", "no")
+
+
+def test_control_tokens_reach_the_parsers_as_text(real_server):
+    """llama.cpp leaves control tokens' text empty; tool markers often are control tokens, so
+    rostra spells them from the vocabulary (end-of-generation tokens excepted)."""
+    body = post(real_server.base_url, "/v1/chat/completions", {
+        "model": MODEL, "messages": HELLO, "max_tokens": 2, "temperature": 0, "logit_bias": {"3": 100}}).json()
+    assert body["choices"][0]["message"]["content"] == "<repo_name><repo_name>"

@@ -76,3 +76,9 @@ def test_readme_test_command_is_what_ci_runs():
     root = Path(__file__).resolve().parents[1]
     ci = [line for line in (root / ".ci" / "run").read_text().splitlines() if line.startswith("python3 -m venv")]
     assert len(ci) == 1 and ci[0] in (root / "README.md").read_text()
+
+
+def test_end_of_generation_ids(metadata):
+    from rostra.tokenizer import end_of_generation_ids
+
+    assert end_of_generation_ids(metadata) == {0, 2}  # <|endoftext|>, <|im_end|>

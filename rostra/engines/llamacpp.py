@@ -25,7 +25,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 import httpx
 import xllamacpp
@@ -41,7 +41,7 @@ from rostra.engines.base import (
     TopLogprob,
 )
 from rostra.gguf_metadata import context_length, read_gguf_metadata
-from rostra.tokenizer import gguf_token_bytes
+from rostra.tokenizer import end_of_generation_ids, gguf_token_bytes
 
 log = logging.getLogger("rostra.engine.llamacpp")
 _DONE = object()
@@ -62,7 +62,12 @@ class LlamaCppEngine(Engine):
         tokens = self.metadata["tokenizer.ggml.tokens"]
         self.bos_token = _token_at(tokens, self.metadata.get("tokenizer.ggml.bos_token_id"))
         self.eos_token = _token_at(tokens, self.metadata.get("tokenizer.ggml.eos_token_id"))
+        # Token text comes from the vocabulary, not from llama.cpp's chunks, which leave control
+        # tokens empty: tool-call and reasoning markers are control tokens in many models, and the
+        # parsers must see them. End-of-generation tokens stay empty (they end the output).
         self._vocab_bytes = gguf_token_bytes(self.metadata)
+        for token_id in end_of_generation_ids(self.metadata):
+            self._vocab_bytes[token_id] = b""
         self.vocab_size = len(self._vocab_bytes)
         self._server: Any = None
         self._http: httpx.AsyncClient | None = None
@@ -154,7 +159,7 @@ class LlamaCppEngine(Engine):
                     if job.exception():
                         raise EngineError(f"llama.cpp failed: {job.exception()}")
                     return
-                output = _parse_chunk(chunk, top_n)
+                output = _parse_chunk(chunk, top_n, self.token_bytes)
                 if output.tokens or output.finish_reason:
                     yield output
         finally:
@@ -195,7 +200,7 @@ def _request_body(prompt: Prompt, params: SamplingParams) -> dict:
     return body
 
 
-def _parse_chunk(chunk: dict, top_n: int) -> EngineOutput:
+def _parse_chunk(chunk: dict, top_n: int, token_bytes: Callable[[int], bytes]) -> EngineOutput:
     if "error" in chunk:
         raise EngineError(str(chunk["error"]))
     choices = chunk.get("choices") or []
@@ -206,10 +211,10 @@ def _parse_chunk(chunk: dict, top_n: int) -> EngineOutput:
     tokens = tuple(
         TokenStep(
             token_id=item["id"],
-            token_bytes=bytes(item.get("bytes") or b""),
+            token_bytes=token_bytes(item["id"]),
             logprob=item.get("logprob"),
             top_logprobs=tuple(
-                TopLogprob(top["id"], bytes(top.get("bytes") or b""), top["logprob"])
+                TopLogprob(top["id"], token_bytes(top["id"]), top["logprob"])
                 for top in (item.get("top_logprobs") or [])[:top_n]
             ),
         )
