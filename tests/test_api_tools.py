@@ -120,3 +120,27 @@ def test_history_with_tool_results(tools_server):
                                {"model": MODEL, "messages": messages, "tools": TOOLS}).json())
     assert whole["choices"][0]["message"]["content"] == "It is sunny in Oslo."
     assert whole["choices"][0]["finish_reason"] == "stop"
+
+
+def test_lenient_json_is_the_default_for_models_without_a_tool_format(scripted_server):
+    """The embedded model's template speaks no tool format: the lenient json parser reads a fenced
+    call, and only when the name is one of the request's tools."""
+    request = ask("weather tool please")
+    whole = check("chat", post(scripted_server.base_url, "/v1/chat/completions", request).json())
+    message = whole["choices"][0]["message"]
+    assert plain(message["tool_calls"]) == [("get_weather", {"city": "Oslo"})]
+    assert message["content"] == "Sure!\n" and whole["choices"][0]["finish_reason"] == "tool_calls"
+    streamed = fold_tool_calls(stream(scripted_server.base_url, "/v1/chat/completions", request, "chat_chunk"))
+    assert [(c["name"], json.loads(c["arguments"])) for c in streamed] == plain(message["tool_calls"])
+    other = {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}}
+    untouched = post(scripted_server.base_url, "/v1/chat/completions", ask("weather tool please", tools=[other])).json()
+    assert untouched["choices"][0]["message"]["content"].startswith("Sure!\n```json")
+    assert "tool_calls" not in untouched["choices"][0]["message"]
+
+
+def test_logprobs_cover_tool_call_tokens(tools_server):
+    request = ask("weather in Oslo?", logprobs=True)
+    whole = check("chat", post(tools_server.base_url, "/v1/chat/completions", request).json())
+    assert len(whole["choices"][0]["logprobs"]["content"]) == whole["usage"]["completion_tokens"]
+    folded = fold_chat_stream(stream(tools_server.base_url, "/v1/chat/completions", request, "chat_chunk"))
+    assert folded[0]["logprobs"] == whole["choices"][0]["logprobs"]["content"]

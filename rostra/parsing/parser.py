@@ -57,6 +57,10 @@ class ChoicePipeline:
                 flushed = later.feed(flushed)
             events += flushed
         events = self._attach_logprobs(events)
+        if self._pending_logprobs and not self._decoder.stopped:
+            # Tokens whose text became tool-call markup: their logprobs still belong to the answer.
+            events.append(Text("", tuple(self._pending_logprobs)))
+            self._pending_logprobs = []
         self._note_tool_calls(events)
         if self.made_tool_call:
             reason = "tool_calls"  # whenever a call was made, as OpenAI reports it
