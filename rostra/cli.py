@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rostra import __version__
 from rostra.config import Settings
+from rostra.parsing.reasoning import reasoning_parser_names
 from rostra.parsing.tools import tool_parser_names
 
 
@@ -42,6 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
                             " (default: the one the chat template speaks, else the lenient json parser)")
     serve.add_argument("--enable-auto-tool-choice", action="store_true",
                        help="accepted for `vllm serve` compatibility: tool_choice auto is always on")
+    serve.add_argument("--reasoning-parser", metavar="NAME", choices=reasoning_parser_names(),
+                       help="separate the thinking from the answer: " + ", ".join(reasoning_parser_names()))
+    serve.add_argument("--reasoning-field", choices=["reasoning_content", "reasoning", "both"],
+                       default="reasoning_content",
+                       help="message field(s) the thinking goes to (default: reasoning_content)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser
 
@@ -57,7 +63,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     served_model_name=args.served_model_name, api_keys=keys, chat_template=args.chat_template,
                     max_model_len=args.max_model_len, parallel=args.parallel, threads=args.threads,
                     host=args.host, port=args.port, log_level=args.log_level,
-                    tool_call_parser=args.tool_call_parser)
+                    tool_call_parser=args.tool_call_parser, reasoning_parser=args.reasoning_parser,
+                    reasoning_field=args.reasoning_field)
 
 
 def build_engine(settings: Settings):
@@ -88,7 +95,8 @@ def serve(settings: Settings) -> None:
     engine = build_engine(settings)
     names = settings.served_model_name or [engine.model.id]
     app = create_app(engine, names, api_keys=settings.api_keys, chat_template=settings.chat_template_source(),
-                     tool_call_parser=settings.tool_call_parser)
+                     tool_call_parser=settings.tool_call_parser, reasoning_parser=settings.reasoning_parser,
+                     reasoning_field=settings.reasoning_field)
     print(f"rostra {__version__}: serving {names[0]} ({settings.engine}) on http://{settings.host}:{settings.port}/v1",
           file=sys.stderr, flush=True)
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, timeout_graceful_shutdown=5)

@@ -22,6 +22,8 @@ class Settings:
     port: int = 8000
     log_level: str = "info"
     tool_call_parser: str | None = None  # None: the format the chat template speaks, else `json`
+    reasoning_parser: str | None = None  # None: no thinking is separated from the answer
+    reasoning_field: str = "reasoning_content"  # or "reasoning", or "both"
 
     def chat_template_source(self) -> str | None:
         if self.chat_template is None:

@@ -41,3 +41,11 @@ def tools_server():
                             "--tool-call-parser", "hermes"])
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def reasoning_server():
+    server = RunningServer(["--engine", "scripted", "--script", str(DATA / "reasoning.jsonl"),
+                            "--reasoning-parser", "qwen3", "--tool-call-parser", "hermes", "--reasoning-field", "both"])
+    yield server
+    server.stop()

@@ -53,6 +53,7 @@ class ToolCallEnd:
 class Finish:
     reason: FinishReason
     completion_tokens: int
+    reasoning_tokens: int = 0  # of completion_tokens, those sampled while the model was thinking
     type: Literal["finish"] = "finish"
 
 

@@ -32,7 +32,11 @@ class ChoicePipeline:
         self._with_logprobs = with_logprobs
         self._pending_logprobs: list[TokenStep] = []
         self.completion_tokens = 0
+        self.reasoning_tokens = 0
+        self._undecided_tokens = 0
         self.made_tool_call = False
+        # The reasoning parser, if any, comes first; tokens fed while it is in the thinking count as reasoning.
+        self._reasoning = next((p for p in self._parsers[:1] if hasattr(p, "in_reasoning")), None)
 
     @property
     def stopped(self) -> bool:
@@ -40,14 +44,35 @@ class ChoicePipeline:
 
     def feed(self, output: EngineOutput) -> list[Event]:
         text = []
+        thinking_before = self._thinking()
+        fed = 0
         for token in output.tokens:
             if self._decoder.stopped:
                 break
-            self.completion_tokens += 1
+            fed += 1
             text.append(self._decoder.feed(token))
             if self._with_logprobs and not self._decoder.stopped:
                 self._pending_logprobs.append(token)
-        return self._parse("".join(text))
+        self.completion_tokens += fed
+        events = self._parse("".join(text))
+        self._count_reasoning(fed, thinking_before)
+        return events
+
+    def _thinking(self) -> bool:
+        return self._reasoning is not None and self._reasoning.in_reasoning
+
+    def _count_reasoning(self, fed: int, thinking_before: bool) -> None:
+        """Tokens that open, fill or close the thinking are reasoning tokens; those spent while
+        the parser could not yet tell (a start marker's first tokens) count once it can."""
+        if self._reasoning is None:
+            return
+        if self._reasoning.state == "deciding":
+            self._undecided_tokens += fed
+        elif thinking_before or self._thinking():
+            self.reasoning_tokens += fed + self._undecided_tokens
+            self._undecided_tokens = 0
+        else:
+            self._undecided_tokens = 0
 
     def finish(self, engine_reason: str) -> list[Event]:
         events = self._parse(self._decoder.finish())
@@ -66,7 +91,7 @@ class ChoicePipeline:
             reason = "tool_calls"  # whenever a call was made, as OpenAI reports it
         else:
             reason = "stop" if self._decoder.stopped else engine_reason
-        return events + [Finish(reason=reason, completion_tokens=self.completion_tokens)]
+        return events + [Finish(reason, self.completion_tokens, self.reasoning_tokens)]
 
     def _note_tool_calls(self, events: list[Event]) -> None:
         if not self.made_tool_call:

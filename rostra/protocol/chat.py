@@ -40,3 +40,10 @@ class ChatCompletionRequest(SamplingFields):
     parallel_tool_calls: bool | None = None
     response_format: dict[str, Any] | None = None
     reasoning_effort: str | None = None
+    # False: the thinking is generated but left out of the response.
+    include_reasoning: bool = True
+
+    def thinking_enabled(self) -> bool:
+        """Templates take enable_thinking (Qwen3) or thinking (others); both default to on."""
+        kwargs = self.chat_template_kwargs or {}
+        return kwargs.get("enable_thinking", kwargs.get("thinking", True)) is not False

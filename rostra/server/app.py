@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from rostra import __version__
 from rostra.engines.base import Engine
 from rostra.errors import APIError, InvalidRequest, NotFound
+from rostra.parsing.reasoning import reasoning_parser_class
 from rostra.parsing.tools import detect_tool_parser, tool_parser_class
 from rostra.prompt.chat_template import ChatTemplate
 from rostra.protocol.chat import ChatCompletionRequest
@@ -57,11 +58,14 @@ async def parse_body(request: Request, model: type[BaseModel]) -> BaseModel:
 
 
 def create_app(engine: Engine, served_names: list[str], api_keys: list[str] | None = None,
-               chat_template: str | None = None, tool_call_parser: str | None = None) -> FastAPI:
+               chat_template: str | None = None, tool_call_parser: str | None = None,
+               reasoning_parser: str | None = None, reasoning_field: str = "reasoning_content") -> FastAPI:
     template = ChatTemplate(chat_template or engine.chat_template, engine.bos_token, engine.eos_token)
     parser_name = tool_call_parser or detect_tool_parser(template.source)
     log.info("tool-call parser: %s", parser_name)
-    chat = ChatService(engine, template, served_names, tool_parser_class(parser_name))
+    fields = ("reasoning_content", "reasoning") if reasoning_field == "both" else (reasoning_field,)
+    chat = ChatService(engine, template, served_names, tool_parser_class(parser_name),
+                       reasoning_parser_class(reasoning_parser) if reasoning_parser else None, fields)
     completions = CompletionService(engine, served_names)
     started = int(time.time())
 

@@ -10,8 +10,9 @@ from rostra.engines.base import Engine, Prompt, TokenStep
 from rostra.errors import InvalidRequest
 from rostra.parsing.decoder import Decoder
 from rostra.guided.constraints import Constraint, response_constraint
-from rostra.parsing.events import Event, Finish, Text, ToolCallArgs, ToolCallStart
+from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, ToolCallStart
 from rostra.parsing.parser import ChoicePipeline
+from rostra.parsing.reasoning.base import ReasoningParser
 from rostra.parsing.tools.base import ToolParser
 from rostra.prompt.chat_template import ChatTemplate
 from rostra.prompt.messages import message_text, template_messages
@@ -67,6 +68,9 @@ class ChatChunkRenderer(ChunkRenderer):
         if isinstance(event, Text):
             logprobs = {"content": logprobs_content(event.logprobs), "refusal": None} if self.job.request.logprobs else None
             return self._delta(index, {"content": event.text}, logprobs)
+        if isinstance(event, Reasoning):
+            fields = self.job.reasoning_fields
+            return self._delta(index, {name: event.text for name in fields}) if fields else None
         if isinstance(event, ToolCallStart):  # announced once: id, type and name never repeat
             return self._delta(index, {"tool_calls": [{"index": event.index, "id": event.id, "type": "function",
                                                        "function": {"name": event.name, "arguments": ""}}]})
@@ -83,6 +87,7 @@ class ChatChunkRenderer(ChunkRenderer):
 @dataclass
 class _ChoiceState:
     content: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
     logprobs: list[dict] = field(default_factory=list)
     tool_calls: list[dict] = field(default_factory=list)
     finish_reason: str | None = None
@@ -100,6 +105,8 @@ class ChatFold:
         if isinstance(event, Text):
             state.content.append(event.text)
             state.logprobs.extend(logprobs_content(event.logprobs))
+        elif isinstance(event, Reasoning):
+            state.reasoning.append(event.text)
         elif isinstance(event, ToolCallStart):
             state.tool_calls.append({"id": event.id, "type": "function",
                                      "function": {"name": event.name, "arguments": ""}})
@@ -116,6 +123,8 @@ class ChatFold:
             if state.tool_calls:
                 message["content"] = content or None  # OpenAI: no text beside the calls is null
                 message["tool_calls"] = state.tool_calls
+            if state.reasoning and self.job.reasoning_fields:
+                message.update({name: "".join(state.reasoning) for name in self.job.reasoning_fields})
             logprobs = {"content": state.logprobs, "refusal": None} if self.job.request.logprobs else None
             choices.append({"index": index, "message": message, "logprobs": logprobs,
                             "finish_reason": state.finish_reason or "stop"})
@@ -127,11 +136,14 @@ class ChatService(GenerationService):
     fold = ChatFold
 
     def __init__(self, engine: Engine, template: ChatTemplate, served_names: list[str],
-                 tool_parser: type[ToolParser]):
+                 tool_parser: type[ToolParser], reasoning_parser: type[ReasoningParser] | None = None,
+                 reasoning_fields: tuple[str, ...] = ("reasoning_content",)):
         super().__init__(engine)
         self.template = template
         self.served_names = served_names
         self.tool_parser = tool_parser
+        self.reasoning_parser = reasoning_parser
+        self.reasoning_fields = reasoning_fields
 
     async def prepare(self, request: ChatCompletionRequest) -> Job:
         check_model(request.model, self.served_names)
@@ -159,13 +171,21 @@ class ChatService(GenerationService):
         prompt = Prompt(token_ids, message_text(last, len(request.messages) - 1), last.role)
         # vLLM's chat `echo`: the continued assistant message is repeated in front of the answer.
         prefix = prompt.last_message_text if request.echo and last.role == "assistant" else ""
+        def parsers() -> list:  # fresh ones per choice: reasoning first, then tools on the answer
+            chain = []
+            if self.reasoning_parser:
+                chain.append(self.reasoning_parser(text, enabled=request.thinking_enabled()))
+            if plan.make_parser:
+                chain.append(plan.make_parser())
+            return chain
+
         runs = [
             ChoiceRun(index, prompt, params_for_choice(params, index),
-                      ChoicePipeline(Decoder(request.stop_strings(), request.stop_token_ids or ()),
-                                     [plan.make_parser()] if plan.make_parser else [],
+                      ChoicePipeline(Decoder(request.stop_strings(), request.stop_token_ids or ()), parsers(),
                                      with_logprobs=request.logprobs),
                       prefix)
             for index in range(request.n)
         ]
-        return Job(request, f"chatcmpl-{uuid.uuid4().hex}", request.model, runs,
-                   RequestStats(prompt_tokens=len(token_ids)))
+        stats = RequestStats(prompt_tokens=len(token_ids), reasoning_tokens=0 if self.reasoning_parser else None)
+        return Job(request, f"chatcmpl-{uuid.uuid4().hex}", request.model, runs, stats,
+                   reasoning_fields=self.reasoning_fields if request.include_reasoning else ())

@@ -37,6 +37,7 @@ class RequestStats:
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reasoning_tokens: int | None = None  # None: no reasoning parser, the detail is left out
     started: float = field(default_factory=time.monotonic)
     first_token: float | None = None
     finished: float | None = None
@@ -46,11 +47,16 @@ class RequestStats:
             self.first_token = time.monotonic()
         if isinstance(event, Finish):
             self.completion_tokens += event.completion_tokens
+            if self.reasoning_tokens is not None:
+                self.reasoning_tokens += event.reasoning_tokens
             self.finished = time.monotonic()
 
     def usage(self) -> dict:
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "total_tokens": self.prompt_tokens + self.completion_tokens}
+        usage = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                 "total_tokens": self.prompt_tokens + self.completion_tokens}
+        if self.reasoning_tokens is not None:
+            usage["completion_tokens_details"] = {"reasoning_tokens": self.reasoning_tokens}
+        return usage
 
     def timings(self) -> dict:
         """rostra extension (SDKs ignore it): prompt and generation time, tokens per second."""
@@ -179,6 +185,8 @@ class Job:
     runs: list[ChoiceRun]
     stats: RequestStats
     created: int = field(default_factory=lambda: int(time.time()))
+    # Chat: the message field(s) the thinking goes to; empty: it is left out of the response.
+    reasoning_fields: tuple[str, ...] = ()
 
     def envelope(self, object_name: str, choices: list[dict]) -> dict:
         """The fields every response and chunk of this job repeats."""

@@ -12,8 +12,10 @@ from rostra.parsing.tools.base import ToolParser
 # name -> "module:Class" under rostra.parsing.tools, imported on first use.
 REGISTRY: dict[str, str] = {
     "deepseek_v3": "deepseek_v3:DeepSeekV3ToolParser",
+    "granite": "granite:GraniteToolParser",
     "hermes": "hermes:HermesToolParser",
     "json": "json_lenient:JsonToolParser",
+    "kimi_k2": "kimi_k2:KimiK2ToolParser",
     "llama3_json": "llama3_json:Llama3JsonToolParser",
     "mistral": "mistral:MistralToolParser",
     "pythonic": "pythonic:PythonicToolParser",
@@ -24,6 +26,8 @@ REGISTRY: dict[str, str] = {
 # A marker in a chat template that tells which format the model was trained to call tools in.
 _TEMPLATE_MARKERS = [
     ("<function=", "qwen3_coder"),
+    ("<|tool_calls_section_begin|>", "kimi_k2"),
+    ("<|tool_call|>", "granite"),
     ("<tool_call>", "hermes"),
     ("[TOOL_CALLS]", "mistral"),
     ("<｜tool▁calls▁begin｜>", "deepseek_v3"),

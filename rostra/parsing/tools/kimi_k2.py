@@ -1,0 +1,62 @@
+"""kimi_k2: the tool-call markup of Moonshot Kimi K2.
+
+    <|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>
+    {"city": "Oslo"}<|tool_call_end|><|tool_call_begin|>functions.add:1<|tool_call_argument_begin|>
+    {"a": 1}<|tool_call_end|><|tool_calls_section_end|>
+
+(One line in the output, broken here for reading.)
+
+Every call has an id "functions.NAME:IDX" (IDX counts calls over the conversation); the name is
+what lies between the optional "functions." prefix and the last ":". The arguments are a JSON
+object. All calls sit in one section, which is all or nothing: if any call in it is malformed
+or names an unknown tool, the whole section stays text. The output may end without the section
+end, and even without the last call end, as long as that call's arguments are complete JSON.
+"""
+
+from __future__ import annotations
+
+from rostra.parsing.tools.base import MarkupToolParser, ParsedCall, loads_strict
+
+SECTION_BEGIN = "<|tool_calls_section_begin|>"
+SECTION_END = "<|tool_calls_section_end|>"
+CALL_BEGIN = "<|tool_call_begin|>"
+ARGUMENTS_BEGIN = "<|tool_call_argument_begin|>"
+CALL_END = "<|tool_call_end|>"
+
+
+class KimiK2ToolParser(MarkupToolParser):
+    name = "kimi_k2"
+    start = SECTION_BEGIN
+    end = SECTION_END
+    end_optional = True
+
+    def parse_block(self, block: str) -> list[ParsedCall] | None:
+        calls: list[ParsedCall] = []
+        rest = block.strip()
+        while rest:
+            if not rest.startswith(CALL_BEGIN):
+                return None  # stray text between calls: not this format
+            rest = rest[len(CALL_BEGIN):]
+            end = rest.find(CALL_END)
+            # Without call end this must be the last call (the output was cut off after it).
+            body, rest = (rest, "") if end < 0 else (rest[:end], rest[end + len(CALL_END):].strip())
+            call = parse_call(body)
+            if call is None:
+                return None
+            calls.append(call)
+        return calls or None
+
+
+def parse_call(body: str) -> ParsedCall | None:
+    """`functions.NAME:IDX<argument begin>{...}`; None unless the arguments are a whole object."""
+    call_id, sep, arguments = body.partition(ARGUMENTS_BEGIN)
+    if not sep:
+        return None
+    call_id = call_id.strip()
+    name = call_id.rpartition(":")[0] if ":" in call_id else call_id
+    name = name.removeprefix("functions.").strip()
+    try:
+        parsed = loads_strict(arguments)
+    except (ValueError, RecursionError):  # not JSON (or cut off); or nested too deep to decode
+        return None
+    return ParsedCall(name, parsed) if name and isinstance(parsed, dict) else None

@@ -1,0 +1,100 @@
+"""Reasoning over HTTP through the scripted engine (qwen3 <think> markup, hermes tool calls)."""
+
+import json
+
+import pytest
+
+from test_api_tools import TOOLS, fold_tool_calls
+from wire import check, post, stream
+
+MODEL = "scripted"
+
+
+def ask(content, **extra):
+    return {"model": MODEL, "messages": [{"role": "user", "content": content}], **extra}
+
+
+def fold(chunks):
+    reasoning = content = ""
+    for chunk in chunks:
+        for choice in chunk["choices"]:
+            delta = choice["delta"]
+            assert delta.get("reasoning") == delta.get("reasoning_content")  # --reasoning-field both
+            reasoning += delta.get("reasoning_content") or ""
+            content += delta.get("content") or ""
+    return reasoning, content
+
+
+@pytest.mark.parametrize("content,reasoning,answer", [
+    ("think then answer", "\nI should add two and two.\n", "2 + 2 = 4."),
+    ("no thinking", None, "Plain answer."),
+])
+def test_reasoning_separated_stream_equals_non_stream(reasoning_server, content, reasoning, answer):
+    request = ask(content, stream_options={"include_usage": True})
+    whole = check("chat", post(reasoning_server.base_url, "/v1/chat/completions", request).json())
+    message = whole["choices"][0]["message"]
+    assert message.get("reasoning_content") == reasoning and message.get("reasoning") == reasoning
+    assert message["content"] == answer
+    chunks = stream(reasoning_server.base_url, "/v1/chat/completions", request, "chat_chunk")
+    assert fold(chunks) == (reasoning or "", answer)
+    usage = whole["usage"]
+    assert chunks[-1]["usage"] == usage
+    thinking_tokens = usage["completion_tokens_details"]["reasoning_tokens"]
+    assert (0 < thinking_tokens < usage["completion_tokens"]) if reasoning else thinking_tokens == 0
+
+
+def test_include_reasoning_false_drops_it(reasoning_server):
+    request = ask("think then answer", include_reasoning=False)
+    whole = check("chat", post(reasoning_server.base_url, "/v1/chat/completions", request).json())
+    assert "reasoning_content" not in whole["choices"][0]["message"]
+    assert whole["choices"][0]["message"]["content"] == "2 + 2 = 4."
+    assert whole["usage"]["completion_tokens_details"]["reasoning_tokens"] > 0  # still generated
+    assert fold(stream(reasoning_server.base_url, "/v1/chat/completions", request, "chat_chunk")) == ("", "2 + 2 = 4.")
+
+
+def test_thinking_disabled_is_all_answer(reasoning_server):
+    request = ask("think then answer", chat_template_kwargs={"enable_thinking": False})
+    whole = post(reasoning_server.base_url, "/v1/chat/completions", request).json()
+    assert whole["choices"][0]["message"]["content"].startswith("<think>")
+    assert "reasoning_content" not in whole["choices"][0]["message"]
+
+
+def test_tool_call_right_after_thinking(reasoning_server):
+    request = ask("think then call", tools=TOOLS)
+    whole = check("chat", post(reasoning_server.base_url, "/v1/chat/completions", request).json())
+    message = whole["choices"][0]["message"]
+    assert message["reasoning_content"] == "The user wants the weather."
+    assert message["content"] is None and whole["choices"][0]["finish_reason"] == "tool_calls"
+    assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in message["tool_calls"]] == \
+        [("get_weather", {"city": "Oslo"})]
+    chunks = stream(reasoning_server.base_url, "/v1/chat/completions", request, "chat_chunk")
+    assert fold(chunks) == ("The user wants the weather.", "")
+    assert [(c["name"], json.loads(c["arguments"])) for c in fold_tool_calls(chunks)] == [("get_weather", {"city": "Oslo"})]
+
+
+def test_json_answer_after_thinking(reasoning_server):
+    request = ask("think then json", response_format={"type": "json_object"})
+    whole = check("chat", post(reasoning_server.base_url, "/v1/chat/completions", request).json())
+    assert whole["choices"][0]["message"]["reasoning_content"] == "A person: Ada."
+    assert json.loads(whole["choices"][0]["message"]["content"]) == {"name": "Ada", "age": 36}
+
+
+def test_truncated_reasoning_is_all_reasoning(reasoning_server):
+    request = ask("long thinking", max_tokens=6)
+    whole = check("chat", post(reasoning_server.base_url, "/v1/chat/completions", request).json())
+    choice = whole["choices"][0]
+    assert choice["finish_reason"] == "length" and choice["message"]["content"] == ""
+    assert choice["message"]["reasoning_content"].startswith("This will take")
+    assert whole["usage"]["completion_tokens_details"]["reasoning_tokens"] == 6
+    assert fold(stream(reasoning_server.base_url, "/v1/chat/completions", request, "chat_chunk")) == \
+        (choice["message"]["reasoning_content"], "")
+
+
+def test_reasoning_of_earlier_turns_is_accepted(reasoning_server):
+    messages = [{"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "Hello", "reasoning_content": "greet back"},
+                {"role": "assistant", "content": "Again", "reasoning": "still greeting"},
+                {"role": "user", "content": "no thinking"}]
+    whole = check("chat", post(reasoning_server.base_url, "/v1/chat/completions",
+                               {"model": MODEL, "messages": messages}).json())
+    assert whole["choices"][0]["message"]["content"] == "Plain answer."
