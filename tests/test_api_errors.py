@@ -36,6 +36,7 @@ BAD_CHAT = [
      400, "response_format.json_schema.schema"),
     ({"model": MODEL, "messages": USER, "response_format": {"type": "xml"}}, 400, "response_format.type"),
     ({"model": MODEL, "messages": USER, "guided_choice": []}, 400, "guided_choice"),
+    ({"model": MODEL, "messages": USER, "guided_regex": "[unclosed"}, 400, "guided_regex"),
     ({"model": MODEL, "messages": USER, "tools": [{"type": "function", "function": {"name": "f", "parameters": {
         "type": 12}}}]}, 400, "tools[0].function.parameters"),
     ({"model": MODEL, "messages": USER, "tools": [{"type": "retrieval"}]}, 400, "tools[0].type"),

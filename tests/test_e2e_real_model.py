@@ -179,3 +179,16 @@ def test_control_tokens_reach_the_parsers_as_text(real_server):
     body = post(real_server.base_url, "/v1/chat/completions", {
         "model": MODEL, "messages": HELLO, "max_tokens": 2, "temperature": 0, "logit_bias": {"3": 100}}).json()
     assert body["choices"][0]["message"]["content"] == "<repo_name><repo_name>"
+
+
+def test_guided_regex(real_server):
+    import re
+
+    pattern = r"[0-9]{3}-[a-z]{2,5}/ok"
+    for path, body in [("/v1/chat/completions", {"messages": [{"role": "user", "content": "Give me a code"}]}),
+                       ("/v1/completions", {"prompt": "Code:"})]:
+        reply = post(real_server.base_url, path, {"model": MODEL, "guided_regex": pattern, "max_tokens": 20,
+                                                  "temperature": 0, **body}).json()
+        choice = reply["choices"][0]
+        text = choice["message"]["content"] if "message" in choice else choice["text"]
+        assert re.fullmatch(pattern, text), text

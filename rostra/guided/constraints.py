@@ -8,6 +8,7 @@ first, so an invalid one is a 400 naming the parameter, not an engine failure.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,7 @@ from rostra.errors import InvalidRequest
 @dataclass(frozen=True)
 class Constraint:
     json_schema: dict[str, Any] | None = None
-    grammar: str | None = None  # GBNF
+    grammar: str | None = None  # GBNF, or llguidance's grammar format (starting "%llguidance")
 
 
 def checked_schema(schema: Any, param: str) -> dict[str, Any]:
@@ -68,9 +69,20 @@ def response_constraint(response_format: dict[str, Any] | None, guided: dict[str
             raise InvalidRequest("guided_grammar must be a GBNF grammar", param="guided_grammar")
         return Constraint(grammar=guided["guided_grammar"])
     if guided.get("guided_regex") is not None:
-        raise InvalidRequest("guided_regex is not supported by the llama.cpp engine; use guided_grammar",
-                             param="guided_regex")
+        return Constraint(grammar=regex_grammar(guided["guided_regex"]))
     return None
+
+
+def regex_grammar(pattern: Any) -> str:
+    """A whole-output regex, as an llguidance grammar (llama.cpp takes these beside GBNF)."""
+    if not isinstance(pattern, str) or not pattern:
+        raise InvalidRequest("guided_regex must be a regular expression", param="guided_regex")
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise InvalidRequest(f"invalid guided_regex: {exc}", param="guided_regex") from exc
+    escaped = re.sub(r"(?<!\\)/", r"\/", pattern).replace("\n", "\\n")
+    return f"%llguidance {{}}\nstart: /{escaped}/"
 
 
 def tool_call_schema(tools: dict[str, dict[str, Any]], parallel: bool) -> dict[str, Any]:
