@@ -218,6 +218,33 @@ class MarkupToolParser(ToolParser):
         return self.emit(calls) if calls else [Text(raw)]
 
 
+class SectionToolParser(MarkupToolParser):
+    """Formats whose calls sit in one section, each between `call_begin` and `call_end`
+    (DeepSeek, Kimi). The section is all or nothing: one bad call leaves it all as text."""
+
+    call_begin: str
+    call_end: str
+
+    def parse_call(self, body: str) -> ParsedCall | None:
+        raise NotImplementedError
+
+    def parse_block(self, block: str) -> list[ParsedCall] | None:
+        calls: list[ParsedCall] = []
+        rest = block.strip()
+        while rest:
+            if not rest.startswith(self.call_begin):
+                return None  # stray text between calls: not this format
+            rest = rest[len(self.call_begin):]
+            end = rest.find(self.call_end)
+            # Without its end marker this must be the last call (the output was cut off after it).
+            body, rest = (rest, "") if end < 0 else (rest[:end], rest[end + len(self.call_end):].strip())
+            call = self.parse_call(body)
+            if call is None:
+                return None
+            calls.append(call)
+        return calls or None
+
+
 def merge_text(events: list[Event]) -> list[Event]:
     """Adjacent Text events as one (fewer, larger content deltas)."""
     merged: list[Event] = []

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 
-from rostra.parsing.tools.base import MarkupToolParser, ParsedCall
+from rostra.parsing.tools.base import ParsedCall, SectionToolParser
 
 BAR, SPACE = "\uff5c", "\u2581"
 
@@ -44,28 +44,17 @@ SEP = _marker("tool sep")
 FENCE_OPEN = re.compile(r"```[A-Za-z]*[ \t]*\n?")  # ```json, ``` or ```json{... on one line
 
 
-class DeepSeekV3ToolParser(MarkupToolParser):
+class DeepSeekV3ToolParser(SectionToolParser):
     name = "deepseek_v3"
     start = CALLS_BEGIN
     end = CALLS_END
     end_optional = True
 
-    def parse_block(self, block: str) -> list[ParsedCall] | None:
-        calls: list[ParsedCall] = []
-        rest = block.strip()
-        while rest:
-            if not rest.startswith(CALL_BEGIN):
-                return None  # stray text between calls: not this format
-            rest = rest[len(CALL_BEGIN):]
-            end = rest.find(CALL_END)
-            # Without call-end this must be the last call (the block was cut off after it).
-            body, rest = (rest, "") if end < 0 else (rest[:end], rest[end + len(CALL_END):].strip())
-            call = parse_call(body)
-            if call is None:
-                return None
-            calls.append(call)
-        return calls or None
+    call_begin = CALL_BEGIN
+    call_end = CALL_END
 
+    def parse_call(self, body: str) -> ParsedCall | None:
+        return parse_call(body)
 
 def parse_call(body: str) -> ParsedCall | None:
     """`function<sep>NAME\\n```json\\nARGS\\n```` (V3) or `NAME<sep>ARGS` (V3.1)."""

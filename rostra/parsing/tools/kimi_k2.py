@@ -15,7 +15,7 @@ end, and even without the last call end, as long as that call's arguments are co
 
 from __future__ import annotations
 
-from rostra.parsing.tools.base import MarkupToolParser, ParsedCall, loads_strict
+from rostra.parsing.tools.base import ParsedCall, SectionToolParser, loads_strict
 
 SECTION_BEGIN = "<|tool_calls_section_begin|>"
 SECTION_END = "<|tool_calls_section_end|>"
@@ -24,28 +24,17 @@ ARGUMENTS_BEGIN = "<|tool_call_argument_begin|>"
 CALL_END = "<|tool_call_end|>"
 
 
-class KimiK2ToolParser(MarkupToolParser):
+class KimiK2ToolParser(SectionToolParser):
     name = "kimi_k2"
     start = SECTION_BEGIN
     end = SECTION_END
     end_optional = True
 
-    def parse_block(self, block: str) -> list[ParsedCall] | None:
-        calls: list[ParsedCall] = []
-        rest = block.strip()
-        while rest:
-            if not rest.startswith(CALL_BEGIN):
-                return None  # stray text between calls: not this format
-            rest = rest[len(CALL_BEGIN):]
-            end = rest.find(CALL_END)
-            # Without call end this must be the last call (the output was cut off after it).
-            body, rest = (rest, "") if end < 0 else (rest[:end], rest[end + len(CALL_END):].strip())
-            call = parse_call(body)
-            if call is None:
-                return None
-            calls.append(call)
-        return calls or None
+    call_begin = CALL_BEGIN
+    call_end = CALL_END
 
+    def parse_call(self, body: str) -> ParsedCall | None:
+        return parse_call(body)
 
 def parse_call(body: str) -> ParsedCall | None:
     """`functions.NAME:IDX<argument begin>{...}`; None unless the arguments are a whole object."""
