@@ -6,9 +6,8 @@ only the answer.
 
 from __future__ import annotations
 
-import importlib
-
 from rostra.parsing.reasoning.base import ReasoningParser
+from rostra.parsing.registry import load_class
 
 REGISTRY: dict[str, str] = {
     "deepseek_r1": "think:DeepSeekR1ReasoningParser",
@@ -22,7 +21,4 @@ def reasoning_parser_names() -> list[str]:
 
 
 def reasoning_parser_class(name: str) -> type[ReasoningParser]:
-    if name not in REGISTRY:
-        raise ValueError(f"unknown reasoning parser {name!r}; choose from {', '.join(reasoning_parser_names())}")
-    module, cls = REGISTRY[name].split(":")
-    return getattr(importlib.import_module(f"rostra.parsing.reasoning.{module}"), cls)
+    return load_class(REGISTRY, "rostra.parsing.reasoning", "reasoning parser", name)

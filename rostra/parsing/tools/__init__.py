@@ -5,9 +5,8 @@ Select one with `--tool-call-parser NAME`; `tool_parser_class(NAME)` finds it in
 
 from __future__ import annotations
 
-import importlib
-
 from rostra.parsing.tools.base import ToolParser
+from rostra.parsing.registry import load_class
 
 # name -> "module:Class" under rostra.parsing.tools, imported on first use.
 REGISTRY: dict[str, str] = {
@@ -48,7 +47,4 @@ def tool_parser_names() -> list[str]:
 
 
 def tool_parser_class(name: str) -> type[ToolParser]:
-    if name not in REGISTRY:
-        raise ValueError(f"unknown tool-call parser {name!r}; choose from {', '.join(tool_parser_names())}")
-    module, cls = REGISTRY[name].split(":")
-    return getattr(importlib.import_module(f"rostra.parsing.tools.{module}"), cls)
+    return load_class(REGISTRY, "rostra.parsing.tools", "tool-call parser", name)
