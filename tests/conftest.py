@@ -49,3 +49,11 @@ def reasoning_server():
                             "--reasoning-parser", "qwen3", "--tool-call-parser", "hermes", "--reasoning-field", "both"])
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def real_reasoning_server():
+    """The embedded model as if it were DeepSeek-R1 (whose outputs open thinking implicitly)."""
+    server = RunningServer(["--parallel", "2", "--max-model-len", "2048", "--reasoning-parser", "deepseek_r1"])
+    yield server
+    server.stop()

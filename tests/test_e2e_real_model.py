@@ -192,3 +192,22 @@ def test_guided_regex(real_server):
         choice = reply["choices"][0]
         text = choice["message"]["content"] if "message" in choice else choice["text"]
         assert re.fullmatch(pattern, text), text
+
+
+def test_constrained_json_is_the_answer_not_the_thinking(real_reasoning_server):
+    """deepseek_r1 takes an output that opens no <think> for thinking; under a JSON schema the
+    engine allows no thinking at all, so the JSON must be the content, with no reasoning."""
+    import jsonschema
+
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+              "additionalProperties": False}
+    body = check("chat", post(real_reasoning_server.base_url, "/v1/chat/completions", {
+        "model": MODEL, "messages": [{"role": "user", "content": "Name a city."}], "max_tokens": 60,
+        "temperature": 0, "response_format": {"type": "json_schema", "json_schema": {"name": "c", "schema": schema}}}
+    ).json())
+    message = body["choices"][0]["message"]
+    assert "reasoning_content" not in message
+    jsonschema.validate(json.loads(message["content"]), schema)
+    free = post(real_reasoning_server.base_url, "/v1/chat/completions", {
+        "model": MODEL, "messages": [{"role": "user", "content": "Name a city."}], "max_tokens": 8}).json()
+    assert free["choices"][0]["message"]["reasoning_content"]  # unconstrained: never closed, all thinking

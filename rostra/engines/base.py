@@ -82,6 +82,8 @@ class Engine(abc.ABC):
     bos_token: str = ""
     eos_token: str = ""
     vocab_size: int = 0
+    # Whether json_schema/grammar constraints are enforced while sampling (from the first token on).
+    enforces_constraints: bool = False
 
     async def start(self) -> None:
         """Load the model; blocking work runs off the event loop."""

@@ -48,6 +48,7 @@ _DONE = object()
 
 
 class LlamaCppEngine(Engine):
+    enforces_constraints = True
     def __init__(self, model_path: str | Path, model_name: str, max_model_len: int | None = None, parallel: int = 4,
                  threads: int | None = None):
         self.path = Path(model_path)

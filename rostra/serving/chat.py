@@ -171,10 +171,14 @@ class ChatService(GenerationService):
         prompt = Prompt(token_ids, message_text(last, len(request.messages) - 1), last.role)
         # vLLM's chat `echo`: the continued assistant message is repeated in front of the answer.
         prefix = prompt.last_message_text if request.echo and last.role == "assistant" else ""
+        # A constraint the engine enforces from the first token leaves no room to think: the whole
+        # output is the (JSON) answer, never to be taken for thinking.
+        thinking = request.thinking_enabled() and not (constraint and engine.enforces_constraints)
+
         def parsers() -> list:  # fresh ones per choice: reasoning first, then tools on the answer
             chain = []
             if self.reasoning_parser:
-                chain.append(self.reasoning_parser(text, enabled=request.thinking_enabled()))
+                chain.append(self.reasoning_parser(text, enabled=thinking))
             if plan.make_parser:
                 chain.append(plan.make_parser())
             return chain

@@ -56,6 +56,7 @@ class DeepSeekV3ToolParser(SectionToolParser):
     def parse_call(self, body: str) -> ParsedCall | None:
         return parse_call(body)
 
+
 def parse_call(body: str) -> ParsedCall | None:
     """`function<sep>NAME\\n```json\\nARGS\\n```` (V3) or `NAME<sep>ARGS` (V3.1)."""
     head, sep, tail = body.partition(SEP)

@@ -36,6 +36,7 @@ class KimiK2ToolParser(SectionToolParser):
     def parse_call(self, body: str) -> ParsedCall | None:
         return parse_call(body)
 
+
 def parse_call(body: str) -> ParsedCall | None:
     """`functions.NAME:IDX<argument begin>{...}`; None unless the arguments are a whole object."""
     call_id, sep, arguments = body.partition(ARGUMENTS_BEGIN)
