@@ -13,6 +13,7 @@ from typing import Protocol, Sequence
 from rostra.engines.base import EngineOutput, TokenStep
 from rostra.parsing.decoder import Decoder
 from rostra.parsing.events import Event, Finish, Text, ToolCallStart
+from rostra.parsing.reasoning.base import ReasoningParser
 
 
 class OutputParser(Protocol):
@@ -36,7 +37,8 @@ class ChoicePipeline:
         self._undecided_tokens = 0
         self.made_tool_call = False
         # The reasoning parser, if any, comes first; tokens fed while it is in the thinking count as reasoning.
-        self._reasoning = next((p for p in self._parsers[:1] if hasattr(p, "in_reasoning")), None)
+        first = self._parsers[0] if self._parsers else None
+        self._reasoning = first if isinstance(first, ReasoningParser) else None
 
     @property
     def stopped(self) -> bool:
