@@ -57,3 +57,11 @@ def real_reasoning_server():
     server = RunningServer(["--parallel", "2", "--max-model-len", "2048", "--reasoning-parser", "deepseek_r1"])
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def harmony_server():
+    server = RunningServer(["--engine", "scripted", "--script", str(DATA / "harmony.jsonl"),
+                            "--reasoning-parser", "gpt_oss", "--reasoning-field", "both"])
+    yield server
+    server.stop()

@@ -98,3 +98,20 @@ def test_reasoning_of_earlier_turns_is_accepted(reasoning_server):
     whole = check("chat", post(reasoning_server.base_url, "/v1/chat/completions",
                                {"model": MODEL, "messages": messages}).json())
     assert whole["choices"][0]["message"]["content"] == "Plain answer."
+
+
+def test_gpt_oss_harmony_channels_and_calls(harmony_server):
+    whole = check("chat", post(harmony_server.base_url, "/v1/chat/completions", ask("hello")).json())
+    message = whole["choices"][0]["message"]
+    assert (message["reasoning_content"], message["content"]) == ("Greet.", "Hello there!")
+    chunks = stream(harmony_server.base_url, "/v1/chat/completions", ask("hello"), "chat_chunk")
+    assert fold(chunks) == ("Greet.", "Hello there!")
+    request = ask("weather", tools=TOOLS)
+    whole = check("chat", post(harmony_server.base_url, "/v1/chat/completions", request).json())
+    message = whole["choices"][0]["message"]
+    assert message["reasoning_content"] == "Need the weather tool."
+    assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in message["tool_calls"]] == \
+        [("get_weather", {"city": "Oslo"})]
+    assert whole["choices"][0]["finish_reason"] == "tool_calls"
+    streamed = fold_tool_calls(stream(harmony_server.base_url, "/v1/chat/completions", request, "chat_chunk"))
+    assert [(c["name"], json.loads(c["arguments"])) for c in streamed] == [("get_weather", {"city": "Oslo"})]

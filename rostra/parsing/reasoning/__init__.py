@@ -13,6 +13,7 @@ REGISTRY: dict[str, str] = {
     "deepseek_r1": "think:DeepSeekR1ReasoningParser",
     "qwen3": "think:Qwen3ReasoningParser",
     "granite": "granite:GraniteReasoningParser",
+    "gpt_oss": "gpt_oss:GptOssReasoningParser",
 }
 
 

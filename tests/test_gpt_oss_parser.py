@@ -1,0 +1,141 @@
+"""gpt-oss harmony parser, data-driven: each case whole, one character at a time and under random
+splits (markers split in every position); the streamed result equals the non-streamed one."""
+
+import json
+import random
+
+import pytest
+from toolparse import splits
+
+from rostra.parsing.events import (
+    Reasoning,
+    Text,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+)
+from rostra.parsing.reasoning.gpt_oss import GptOssReasoningParser
+
+A = "<|channel|>analysis<|message|>"
+S = "<|start|>assistant"
+FINAL = S + "<|channel|>final<|message|>"
+WEATHER_CALL = "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
+
+# (id, output, expected reasoning, expected answer, expected calls [(name, arguments)])
+CASES = [
+    ("analysis+final", A + "User asks 2+2. Easy.<|end|>" + FINAL + "The answer is 4.<|return|>",
+     "User asks 2+2. Easy.", "The answer is 4.", []),
+    ("final only", "<|channel|>final<|message|>Hello there!<|return|>", "", "Hello there!", []),
+    ("analysis then call, recipient after channel",
+     A + "Need weather.<|end|>" + S + WEATHER_CALL + '{"city": "Oslo"}<|call|>',
+     "Need weather.", "", [("get_weather", {"city": "Oslo"})]),
+    ("analysis then call, recipient before channel",
+     A + "Need weather.<|end|>" + S + ' to=functions.get_weather<|channel|>commentary json<|message|>'
+     '{"city":"Oslo","days":3}<|call|>',
+     "Need weather.", "", [("get_weather", {"city": "Oslo", "days": 3})]),
+    ("two calls",
+     A + "Two things.<|end|>" + S + WEATHER_CALL + '{"city": "Oslo"}<|call|>'
+     + S + " to=functions.add<|channel|>commentary <|constrain|>json<|message|>{\"a\": 1, \"b\": 2}<|call|>",
+     "Two things.", "", [("get_weather", {"city": "Oslo"}), ("add", {"a": 1, "b": 2})]),
+    ("preamble then call",
+     A + "plan<|end|>" + S + "<|channel|>commentary<|message|>Let me check the weather.<|end|>"
+     + S + WEATHER_CALL + '{"city": "Paris"}<|call|>',
+     "plan", "Let me check the weather.", [("get_weather", {"city": "Paris"})]),
+    ("call without <|call|> (engine stopped on it)", WEATHER_CALL + '{"city": "Rome"}',
+     "", "", [("get_weather", {"city": "Rome"})]),
+    ("missing <|return|>", A + "think<|end|>" + FINAL + "Answer without return", "think", "Answer without return", []),
+    ("final ends at <|end|>", FINAL + "Done.<|end|>", "", "Done.", []),
+    ("cut off mid-analysis", A + "I am still thinking about < and <| and <|en", "I am still thinking about < and <| and <|en",
+     "", []),
+    ("cut off mid-header", A + "hm<|end|>" + S + "<|channel|>fin", "hm", "", []),
+    ("broken JSON becomes text", WEATHER_CALL + '{"city": "Oslo"<|call|>', "", '{"city": "Oslo"', []),
+    ("non-object JSON becomes text", WEATHER_CALL + "[1, 2]<|call|>", "", "[1, 2]", []),
+    ("NaN is not JSON", WEATHER_CALL + '{"a": NaN}<|call|>', "", '{"a": NaN}', []),
+    ("empty arguments", WEATHER_CALL.replace("get_weather", "now") + "<|call|>", "", "", [("now", {})]),
+    ("plain text", "Just some plain text, x < y and a | b.", "", "Just some plain text, x < y and a | b.", []),
+    ("plain text that looks like a marker start", "a <|b|> c <|", "", "a <|b|> c <|", []),
+    ("empty", "", "", "", []),
+    ("unicode", A + "日本語で考える 🤔<|end|>" + FINAL + "Grüße, 世界 🎉<|return|>", "日本語で考える 🤔", "Grüße, 世界 🎉", []),
+    ("unicode arguments", WEATHER_CALL + '{"city": "Zürich 🏔"}<|call|>', "", "", [("get_weather", {"city": "Zürich 🏔"})]),
+    ("analysis not closed before final", A + "think" + FINAL + "ans<|return|>", "think", "ans", []),
+    ("text after return", FINAL + "ans<|return|> trailing", "", "ans trailing", []),
+]
+
+
+def run(pieces, prompt="", enabled=True):
+    parser = GptOssReasoningParser(prompt, enabled)
+    events = []
+    for piece in pieces:
+        events += parser.feed([Text(piece)])
+    events += parser.finish()
+    reasoning = "".join(e.text for e in events if isinstance(e, Reasoning))
+    answer = "".join(e.text for e in events if isinstance(e, Text))
+    names, args, ids, ended = {}, {}, [], []
+    for event in events:
+        if isinstance(event, ToolCallStart):
+            assert event.index == len(names), "indexes count 0, 1, 2..."
+            names[event.index] = event.name
+            args[event.index] = ""
+            ids.append(event.id)
+        elif isinstance(event, ToolCallArgs):
+            assert event.index in names and event.index not in ended
+            args[event.index] += event.text
+        elif isinstance(event, ToolCallEnd):
+            ended.append(event.index)
+    assert sorted(ended) == sorted(names), "every call ends"
+    assert len(set(ids)) == len(ids) and all(i.startswith("call_") for i in ids)
+    calls = [(names[i], json.loads(args[i])) for i in sorted(names)]
+    return reasoning, answer, calls
+
+
+@pytest.mark.parametrize("case_id,output,reasoning,answer,calls", CASES, ids=[c[0] for c in CASES])
+def test_gpt_oss_parser(case_id, output, reasoning, answer, calls):
+    expected = (reasoning, answer, calls)
+    assert run([output]) == expected
+    assert run(list(output)) == expected
+    assert run([output], enabled=False) == expected  # harmony always has channels
+    rng = random.Random(case_id)
+    for _ in range(100):
+        assert run(splits(output, rng)) == expected
+
+
+def test_arguments_are_canonical_json():
+    parser = GptOssReasoningParser()
+    events = parser.feed([Text(WEATHER_CALL + '{ "city" :\n "Oslo" }<|call|>')]) + parser.finish()
+    assert [e.text for e in events if isinstance(e, ToolCallArgs)] == ['{"city": "Oslo"}']
+
+
+def test_streams_incrementally():
+    parser = GptOssReasoningParser()
+    assert parser.state == "deciding"
+    assert parser.feed([Text("<|channel|>analysis")]) == []
+    assert parser.state == "deciding"  # the header is not finished: which channel is not known
+    assert parser.feed([Text("<|message|>Let me")]) == [Reasoning("Let me")]
+    assert parser.in_reasoning
+    assert parser.feed([Text(" think<|e")]) == [Reasoning(" think")]  # "<|e" could begin <|end|>
+    assert parser.feed([Text("nd|><|start|>assistant<|channel|>final<|message|>Hi")]) == [Text("Hi")]
+    assert parser.state == "answering" and not parser.in_reasoning
+    assert parser.feed([Text(" there<")]) == [Text(" there")]
+    assert parser.feed([Text("|return|>")]) == []
+    assert parser.finish() == []
+
+
+def test_call_state_and_indexes_per_instance():
+    parser = GptOssReasoningParser()
+    events = parser.feed([Text(WEATHER_CALL + '{"city": "A"}')])
+    assert events == [] and parser.state == "answering"
+    events += parser.feed([Text("<|call|>" + S + WEATHER_CALL + '{"city": "B"}<|call|>')]) + parser.finish()
+    starts = [e for e in events if isinstance(e, ToolCallStart)]
+    assert [s.index for s in starts] == [0, 1] and starts[0].id != starts[1].id
+
+
+def test_plain_text_stays_deciding():
+    parser = GptOssReasoningParser()
+    assert parser.feed([Text("hello")]) == [Text("hello")]
+    assert parser.state == "deciding" and not parser.in_reasoning
+
+
+def test_non_text_events_pass_through():
+    parser = GptOssReasoningParser()
+    end = ToolCallEnd(7)
+    assert parser.feed([Text(A + "x"), end]) == [Reasoning("x"), end]
