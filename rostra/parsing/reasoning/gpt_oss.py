@@ -67,19 +67,6 @@ class GptOssReasoningParser(ReasoningParser):
         self._calls = 0
         self._seen_header = False
 
-    @property
-    def in_reasoning(self) -> bool:
-        return self.state == "reasoning"
-
-    def feed(self, events: list[Event]) -> list[Event]:
-        out: list[Event] = []
-        for event in events:
-            if isinstance(event, Text):
-                out.extend(self._feed_text(event.text))
-            else:
-                out.append(event)
-        return merge_reasoning(merge_text(out))
-
     def finish(self) -> list[Event]:
         held, self._held = self._held, ""
         out = self._content(held)
