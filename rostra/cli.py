@@ -48,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--reasoning-field", choices=["reasoning_content", "reasoning", "both"],
                        default="reasoning_content",
                        help="message field(s) the thinking goes to (default: reasoning_content)")
+    serve.add_argument("--data-dir", help="where the Responses API store lives (default: env ROSTRA_DATA_DIR, "
+                                          "else a per-user data directory)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser
 
@@ -64,7 +66,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     max_model_len=args.max_model_len, parallel=args.parallel, threads=args.threads,
                     host=args.host, port=args.port, log_level=args.log_level,
                     tool_call_parser=args.tool_call_parser, reasoning_parser=args.reasoning_parser,
-                    reasoning_field=args.reasoning_field)
+                    reasoning_field=args.reasoning_field, data_dir=args.data_dir)
 
 
 def build_engine(settings: Settings):
@@ -89,6 +91,7 @@ def serve(settings: Settings) -> None:
     import uvicorn
 
     from rostra.server.app import create_app
+    from rostra.store import default_data_dir, open_store
 
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # the engine's internal tokenize calls
@@ -96,7 +99,8 @@ def serve(settings: Settings) -> None:
     names = settings.served_model_name or [engine.model.id]
     app = create_app(engine, names, api_keys=settings.api_keys, chat_template=settings.chat_template_source(),
                      tool_call_parser=settings.tool_call_parser, reasoning_parser=settings.reasoning_parser,
-                     reasoning_field=settings.reasoning_field)
+                     reasoning_field=settings.reasoning_field,
+                     store=open_store(Path(settings.data_dir) if settings.data_dir else default_data_dir()))
     print(f"rostra {__version__}: serving {names[0]} ({settings.engine}) on http://{settings.host}:{settings.port}/v1",
           file=sys.stderr, flush=True)
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, timeout_graceful_shutdown=5)

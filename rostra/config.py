@@ -24,6 +24,7 @@ class Settings:
     tool_call_parser: str | None = None  # None: the format the chat template speaks, else `json`
     reasoning_parser: str | None = None  # None: no thinking is separated from the answer
     reasoning_field: str = "reasoning_content"  # or "reasoning", or "both"
+    data_dir: str | None = None  # the Responses store; None: env ROSTRA_DATA_DIR, else a per-user directory
 
     def chat_template_source(self) -> str | None:
         if self.chat_template is None:

@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -21,13 +22,16 @@ def free_port() -> int:
 
 
 class RunningServer:
-    def __init__(self, args: list[str], startup_timeout: float = 120):
+    def __init__(self, args: list[str], startup_timeout: float = 120, data_dir: str | None = None):
         self.port = free_port()
+        # Each server keeps its Responses store in its own directory (or the one given, to restart on it).
+        self.data_dir = data_dir or tempfile.mkdtemp(prefix="rostra-data-")
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"rostra-test-{self.port}.log"
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "rostra.cli", "serve", *args, "--port", str(self.port), "--log-level", "warning"],
+            [sys.executable, "-m", "rostra.cli", "serve", *args, "--port", str(self.port), "--log-level", "warning",
+             "--data-dir", self.data_dir],
             stdout=self._log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + startup_timeout
         while time.monotonic() < deadline:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -21,10 +22,14 @@ from rostra.parsing.tools import detect_tool_parser, tool_parser_class
 from rostra.prompt.chat_template import ChatTemplate
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.protocol.completions import CompletionRequest
+from rostra.protocol.responses import CreateResponseRequest
 from rostra.server.middleware import ApiKeyMiddleware, RequestIdMiddleware
 from rostra.server.sse import EventStreamResponse, until_disconnected
 from rostra.serving.chat import ChatService
 from rostra.serving.completions import CompletionService
+from rostra.serving.responses import ResponsesService
+from rostra.store import default_data_dir, open_store
+from rostra.store.base import ResponseStore
 
 log = logging.getLogger("rostra.server")
 CLIENT_CLOSED = 499  # nginx's code for "the client went away first"
@@ -59,7 +64,8 @@ async def parse_body(request: Request, model: type[BaseModel]) -> BaseModel:
 
 def create_app(engine: Engine, served_names: list[str], api_keys: list[str] | None = None,
                chat_template: str | None = None, tool_call_parser: str | None = None,
-               reasoning_parser: str | None = None, reasoning_field: str = "reasoning_content") -> FastAPI:
+               reasoning_parser: str | None = None, reasoning_field: str = "reasoning_content",
+               store: ResponseStore | None = None) -> FastAPI:
     template = ChatTemplate(chat_template or engine.chat_template, engine.bos_token, engine.eos_token)
     parser_name = tool_call_parser or detect_tool_parser(template.source)
     log.info("tool-call parser: %s", parser_name)
@@ -67,13 +73,25 @@ def create_app(engine: Engine, served_names: list[str], api_keys: list[str] | No
     chat = ChatService(engine, template, served_names, tool_parser_class(parser_name),
                        reasoning_parser_class(reasoning_parser) if reasoning_parser else None, fields)
     completions = CompletionService(engine, served_names)
+    store = store or open_store(default_data_dir())
+    responses = ResponsesService(chat, store)
     started = int(time.time())
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):
+        await store.open()
+        interrupted = await store.mark_interrupted()
+        if interrupted:
+            log.warning("%d background response(s) were running when the server stopped: marked failed", interrupted)
         await engine.start()
         yield
+        for run in list(responses.live.values()):
+            if run.task:
+                run.task.cancel()
+        await asyncio.gather(*(run.task for run in list(responses.live.values()) if run.task),
+                             return_exceptions=True)
         await engine.close()
+        await store.close()
 
     app = FastAPI(title="rostra", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
 
@@ -137,6 +155,37 @@ def create_app(engine: Engine, served_names: list[str], api_keys: list[str] | No
     async def create_completion(request: Request):
         body = await parse_body(request, CompletionRequest)
         return await respond(request, completions, await completions.prepare(body), body.stream)
+
+    @app.post("/v1/responses")
+    async def create_response(request: Request):
+        body = await parse_body(request, CreateResponseRequest)
+        result = await responses.create(body)
+        if isinstance(result, dict):
+            return JSONResponse(result)
+        return EventStreamResponse(result, responses_api=True)
+
+    @app.get("/v1/responses/{response_id}")
+    async def retrieve_response(response_id: str, stream: bool = False, starting_after: int | None = None):
+        if stream:
+            await responses.retrieve(response_id)  # 404 before the stream starts
+            return EventStreamResponse(responses.follow(response_id, starting_after), responses_api=True)
+        return await responses.retrieve(response_id)
+
+    @app.post("/v1/responses/{response_id}/cancel")
+    async def cancel_response(response_id: str):
+        return await responses.cancel(response_id)
+
+    @app.delete("/v1/responses/{response_id}")
+    async def delete_response(response_id: str):
+        return await responses.delete(response_id)
+
+    @app.get("/v1/responses/{response_id}/input_items")
+    async def list_input_items(response_id: str, after: str | None = None, limit: int = 20, order: str = "desc"):
+        if not 1 <= limit <= 100:
+            raise InvalidRequest("limit must be between 1 and 100", param="limit")
+        if order not in ("asc", "desc"):
+            raise InvalidRequest("order must be 'asc' or 'desc'", param="order")
+        return await responses.input_items(response_id, after, limit, order)
 
     app.add_middleware(ApiKeyMiddleware, api_keys=api_keys or [])
     app.add_middleware(RequestIdMiddleware)

@@ -20,29 +20,34 @@ from rostra.errors import APIError, ServerError
 log = logging.getLogger("rostra.sse")
 
 
-def sse_data(payload: dict | str) -> bytes:
+def sse_data(payload: dict | str, named: bool = False) -> bytes:
+    """One SSE frame; `named` adds the `event:` line the Responses API sends (its event type)."""
     text = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-    return f"data: {text}\n\n".encode()
+    name = f"event: {payload['type']}\n" if named and isinstance(payload, dict) and "type" in payload else ""
+    return f"{name}data: {text}\n\n".encode()
 
 
-async def _sse_frames(objects: AsyncIterator[dict]) -> AsyncIterator[bytes]:
-    """Objects -> SSE frames, then [DONE]. An error after the headers went out is sent in-band."""
+async def _sse_frames(objects: AsyncIterator[dict], responses_api: bool = False) -> AsyncIterator[bytes]:
+    """Objects -> SSE frames, then [DONE] (Chat/Completions; the Responses API names its events
+    and sends no [DONE]). An error after the headers went out is sent in-band."""
     try:
         async for obj in objects:
-            yield sse_data(obj)
+            yield sse_data(obj, named=responses_api)
     except APIError as exc:
         yield sse_data(exc.body())
     except Exception as exc:  # the status line is already sent: report in-band, keep serving
         log.exception("stream failed")
         yield sse_data(ServerError(f"internal error: {type(exc).__name__}").body())
-    yield sse_data("[DONE]")
+    if not responses_api:
+        yield sse_data("[DONE]")
 
 
 class EventStreamResponse(Response):
     media_type = "text/event-stream"
 
-    def __init__(self, objects: AsyncIterator[dict]):
+    def __init__(self, objects: AsyncIterator[dict], responses_api: bool = False):
         self.status_code = 200
+        self.responses_api = responses_api
         self.background = None
         # No content-length: the body is a stream.
         self.raw_headers = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"),
@@ -50,7 +55,7 @@ class EventStreamResponse(Response):
         self._objects = objects
 
     async def __call__(self, scope, receive, send) -> None:
-        frames = _sse_frames(self._objects)
+        frames = _sse_frames(self._objects, self.responses_api)
 
         async def stream() -> None:
             await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})

@@ -1,0 +1,153 @@
+"""Semantic events -> Responses API stream events, and the response object they build.
+
+One `ResponseBuilder` per response: every semantic event becomes the OpenAI event sequence
+(output_item.added, content_part.added, deltas, the .done events) with increasing
+sequence numbers, and the same calls keep `response["output"]` up to date. A non-streamed
+response is this builder's final object, so it is the fold of the very events a stream sends.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any
+
+from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, ToolCallEnd, ToolCallStart
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(16)}"
+
+
+class ResponseBuilder:
+    def __init__(self, response: dict[str, Any]):
+        self.response = response
+        self.sequence = 0
+        self._open: dict[str, Any] | None = None  # the output item being written
+        self._text = ""  # its text so far (message or reasoning)
+
+    # -- the envelope ------------------------------------------------------------------------
+    def event(self, kind: str, **fields: Any) -> dict[str, Any]:
+        event = {"type": kind, "sequence_number": self.sequence, **fields}
+        self.sequence += 1
+        return event
+
+    def lifecycle(self, kind: str) -> dict[str, Any]:
+        """response.created / in_progress / completed / incomplete / failed / cancelled... with a snapshot."""
+        return self.event(kind, response=_snapshot(self.response))
+
+    # -- semantic events -----------------------------------------------------------------------
+    def add(self, event: Event) -> list[dict[str, Any]]:
+        if isinstance(event, Text):
+            return self._write("message", event.text) if event.text else []
+        if isinstance(event, Reasoning):
+            return self._write("reasoning", event.text) if event.text else []
+        if isinstance(event, ToolCallStart):
+            out = self._close()
+            item = {"id": new_id("fc"), "type": "function_call", "call_id": event.id, "name": event.name,
+                    "arguments": "", "status": "in_progress"}
+            return out + self._open_item(item)
+        if isinstance(event, ToolCallArgs) and self._open:
+            self._open["arguments"] += event.text
+            return [self.event("response.function_call_arguments.delta", item_id=self._open["id"],
+                               output_index=self._index(), delta=event.text)]
+        if isinstance(event, ToolCallEnd):
+            return self._close()
+        if isinstance(event, Finish):
+            return self._close()
+        return []
+
+    def finish(self, reason: str, usage: dict[str, Any]) -> dict[str, Any]:
+        """The final status, usage and terminal event (after the Finish event was added)."""
+        response = self.response
+        response["usage"] = usage
+        if reason == "length":
+            response["status"] = "incomplete"
+            response["incomplete_details"] = {"reason": "max_output_tokens"}
+            return self.lifecycle("response.incomplete")
+        response["status"] = "completed"
+        response["completed_at"] = int(time.time())
+        return self.lifecycle("response.completed")
+
+    def fail(self, message: str, code: str = "server_error") -> dict[str, Any]:
+        self._close()
+        self.response["status"] = "failed"
+        self.response["error"] = {"code": code, "message": message}
+        return self.lifecycle("response.failed")
+
+    # -- output items --------------------------------------------------------------------------
+    def _index(self) -> int:
+        return len(self.response["output"]) - 1
+
+    def _open_item(self, item: dict[str, Any]) -> list[dict[str, Any]]:
+        self.response["output"].append(item)
+        self._open, self._text = item, ""
+        events = [self.event("response.output_item.added", output_index=self._index(), item=_snapshot(item))]
+        part = _empty_part(item["type"])
+        if part is not None:
+            events.append(self.event("response.content_part.added", item_id=item["id"], output_index=self._index(),
+                                     content_index=0, part=part))
+        return events
+
+    def _write(self, kind: str, text: str) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        if self._open is None or self._open["type"] != kind:
+            out += self._close()
+            if kind == "message":
+                item = {"id": new_id("msg"), "type": "message", "role": "assistant", "status": "in_progress",
+                        "content": []}
+            else:
+                item = {"id": new_id("rs"), "type": "reasoning", "summary": [], "content": [],
+                        "status": "in_progress"}
+            out += self._open_item(item)
+        self._text += text
+        if kind == "message":
+            out.append(self.event("response.output_text.delta", item_id=self._open["id"],
+                                  output_index=self._index(), content_index=0, delta=text, logprobs=[]))
+        else:
+            out.append(self.event("response.reasoning_text.delta", item_id=self._open["id"],
+                                  output_index=self._index(), content_index=0, delta=text))
+        return out
+
+    def _close(self) -> list[dict[str, Any]]:
+        item, self._open = self._open, None
+        if item is None:
+            return []
+        index, item_id, out = self._index(), item["id"], []
+        if item["type"] == "message":
+            part = {"type": "output_text", "text": self._text, "annotations": [], "logprobs": []}
+            item["content"] = [part]
+            out += [self.event("response.output_text.done", item_id=item_id, output_index=index, content_index=0,
+                               text=self._text, logprobs=[]),
+                    self.event("response.content_part.done", item_id=item_id, output_index=index,
+                               content_index=0, part=part)]
+        elif item["type"] == "reasoning":
+            part = {"type": "reasoning_text", "text": self._text}
+            item["content"] = [part]
+            out += [self.event("response.reasoning_text.done", item_id=item_id, output_index=index,
+                               content_index=0, text=self._text),
+                    self.event("response.content_part.done", item_id=item_id, output_index=index,
+                               content_index=0, part=part)]
+        elif item["type"] == "function_call":
+            out.append(self.event("response.function_call_arguments.done", item_id=item_id, output_index=index,
+                                  name=item["name"], arguments=item["arguments"]))
+        item["status"] = "completed"
+        out.append(self.event("response.output_item.done", output_index=index, item=_snapshot(item)))
+        return out
+
+
+def _empty_part(item_type: str) -> dict[str, Any] | None:
+    if item_type == "message":
+        return {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+    if item_type == "reasoning":
+        return {"type": "reasoning_text", "text": ""}
+    return None
+
+
+def _snapshot(value: Any) -> Any:
+    """A copy of the state as it is now (later events must not change an event already sent)."""
+    if isinstance(value, dict):
+        return {key: _snapshot(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_snapshot(item) for item in value]
+    return value

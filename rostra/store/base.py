@@ -1,0 +1,76 @@
+"""The storage interface for the Responses API (`store: true`, `GET /v1/responses/{id}`, ...).
+
+A store keeps three things per response: the response object itself (replaced whole on every
+update), its input items in the order they were given, and the log of streaming events, so a
+client can re-attach to a stream with `starting_after`. All values are plain JSON dicts/lists;
+the store never interprets them beyond the few fields named below.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+# The error object written into responses that were running when the process died.
+INTERRUPTED_ERROR = {
+    "code": "server_error",
+    "message": "the server restarted while this response was running",
+}
+# Statuses that mean "still running"; after a restart nothing can be running any more.
+RUNNING_STATUSES = ("queued", "in_progress")
+
+
+class StoreError(Exception):
+    """A store operation failed: unknown id where one is required, duplicate id, bad database."""
+
+
+class ResponseStore(ABC):
+    """Durable storage of response objects, their input items and their streaming events."""
+
+    @abstractmethod
+    async def open(self) -> None:
+        """Open (and create or migrate) the underlying storage. Call once before anything else."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Flush and release the storage. The store cannot be used afterwards."""
+
+    @abstractmethod
+    async def create(self, response: dict, input_items: list[dict]) -> None:
+        """Store a new response (`id`, `created_at`, `status` are read from it) and its input
+        items in order (each has an `id`). Raises StoreError if the id already exists."""
+
+    @abstractmethod
+    async def update(self, response: dict) -> None:
+        """Replace the stored response object with the same `id`. Raises StoreError if unknown."""
+
+    @abstractmethod
+    async def get(self, response_id: str) -> dict | None:
+        """The stored response object, or None."""
+
+    @abstractmethod
+    async def delete(self, response_id: str) -> bool:
+        """Delete a response with its input items and events; False if it was unknown."""
+
+    @abstractmethod
+    async def input_items(self, response_id: str, *, after: str | None = None, limit: int = 20,
+                          order: str = "desc") -> tuple[list[dict], bool]:
+        """One page of a response's input items, as OpenAI's list endpoint pages them.
+
+        `order` "asc" is the order they were given in, "desc" the reverse. The page starts after
+        the item whose id is `after` (in that order) and holds at most `limit` items. Returns
+        (items, has_more). Raises StoreError for an unknown response or an unknown `after`.
+        """
+
+    @abstractmethod
+    async def append_event(self, response_id: str, event: dict) -> None:
+        """Append a streaming event (it has a `sequence_number`) to the response's event log.
+        Raises StoreError for an unknown response or a repeated sequence number."""
+
+    @abstractmethod
+    async def events(self, response_id: str, starting_after: int | None = None) -> list[dict]:
+        """The logged events with sequence_number > starting_after (all if None), in order."""
+
+    @abstractmethod
+    async def mark_interrupted(self) -> int:
+        """At start-up: mark every "queued"/"in_progress" response as "failed" with
+        INTERRUPTED_ERROR as its `error`. Returns how many were marked."""

@@ -1,0 +1,301 @@
+"""The Responses API store on SQLite.
+
+One connection, used only from one dedicated worker thread: every blocking sqlite call runs
+there via `loop.run_in_executor`, so the event loop never blocks on disk and access to the
+connection is serialised without locks. The connection is in autocommit mode
+(`isolation_level=None`); multi-statement writes open their own explicit transactions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sqlite3
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from rostra.store.base import (
+    INTERRUPTED_ERROR,
+    RUNNING_STATUSES,
+    ResponseStore,
+    StoreError,
+)
+
+T = TypeVar("T")
+
+# Schema migrations, applied in order. The database's `PRAGMA user_version` is the number of
+# migrations already applied. Append new scripts; never edit one that has shipped.
+MIGRATIONS: list[str] = [
+    # 1: the initial schema.
+    """
+    CREATE TABLE responses (
+        id TEXT PRIMARY KEY,
+        created_at INTEGER,
+        status TEXT,
+        body TEXT
+    );
+    CREATE INDEX responses_status ON responses(status);
+    CREATE TABLE input_items (
+        response_id TEXT REFERENCES responses(id) ON DELETE CASCADE,
+        position INTEGER,
+        item_id TEXT,
+        body TEXT,
+        PRIMARY KEY (response_id, position)
+    );
+    CREATE TABLE events (
+        response_id TEXT REFERENCES responses(id) ON DELETE CASCADE,
+        sequence_number INTEGER,
+        body TEXT,
+        PRIMARY KEY (response_id, sequence_number)
+    );
+    """,
+]
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _statements(script: str) -> Iterator[str]:
+    """Split a script into single statements. `executescript` would commit any open transaction
+    first, so migrations run statement by statement inside our own transaction instead;
+    `sqlite3.complete_statement` keeps semicolons inside e.g. triggers or strings intact."""
+    buffer = ""
+    for piece in script.split(";"):
+        buffer += piece + ";"
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip(" \t\r\n;"):
+                yield buffer
+            buffer = ""
+    if buffer.strip(" \t\r\n;"):
+        raise StoreError(f"incomplete SQL statement in migration: {buffer!r}")
+
+
+@contextlib.contextmanager
+def _transaction(conn: sqlite3.Connection, mode: str = "IMMEDIATE") -> Iterator[None]:
+    """BEGIN ... COMMIT, or ROLLBACK if the block raises. IMMEDIATE takes the write lock up
+    front, so a concurrent writer (another process) waits for busy_timeout instead of failing
+    half-way through."""
+    conn.execute(f"BEGIN {mode}")
+    try:
+        yield
+    except BaseException:
+        # Some errors (e.g. disk full) already rolled the transaction back themselves.
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+class SqliteResponseStore(ResponseStore):
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._conn: sqlite3.Connection | None = None
+        self._executor: ThreadPoolExecutor | None = None
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run `fn(conn, *args)` on the worker thread."""
+        if self._executor is None or self._conn is None:
+            raise StoreError("the response store is not open")
+        conn = self._conn
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, conn, *args)
+
+    async def open(self) -> None:
+        if self._executor is not None:
+            raise StoreError("the response store is already open")
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rostra-store")
+        try:
+            self._conn = await asyncio.get_running_loop().run_in_executor(self._executor, self._connect)
+        except BaseException:
+            self._executor.shutdown(wait=False)
+            self._executor = None
+            raise
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        try:
+            # Wait for another process's write lock instead of failing at once.
+            conn.execute("PRAGMA busy_timeout = 5000")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StoreError(f"could not put {self.path} in WAL mode (got {mode!r})")
+            # NORMAL is durable across application crashes in WAL mode; only an OS crash or
+            # power loss can lose the last commits.
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            self._migrate(conn)
+        except sqlite3.Error as exc:
+            conn.close()
+            raise StoreError(f"cannot open response store {self.path}: {exc}") from exc
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @staticmethod
+    def _migrate(conn: sqlite3.Connection) -> None:
+        # The version is read inside the write transaction, so two processes starting together
+        # cannot both apply the same migration. PRAGMA user_version is transactional.
+        with _transaction(conn):
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > len(MIGRATIONS):
+                raise StoreError(f"the response store has schema version {version}, newer than "
+                                 f"this rostra knows ({len(MIGRATIONS)})")
+            for number in range(version + 1, len(MIGRATIONS) + 1):
+                for statement in _statements(MIGRATIONS[number - 1]):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {number}")
+
+    async def close(self) -> None:
+        if self._executor is None:
+            return
+        executor, conn = self._executor, self._conn
+        self._executor = self._conn = None
+        try:
+            if conn is not None:
+                await asyncio.get_running_loop().run_in_executor(executor, self._close_sync, conn)
+        finally:
+            executor.shutdown(wait=True)
+
+    @staticmethod
+    def _close_sync(conn: sqlite3.Connection) -> None:
+        try:
+            # Fold the WAL back into the main file so it is self-contained when we are gone.
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            conn.close()
+
+    # -- responses --------------------------------------------------------------------------
+
+    async def create(self, response: dict, input_items: list[dict]) -> None:
+        await self._run(self._create_sync, response, input_items)
+
+    @staticmethod
+    def _create_sync(conn: sqlite3.Connection, response: dict, input_items: list[dict]) -> None:
+        try:
+            with _transaction(conn):
+                conn.execute(
+                    "INSERT INTO responses (id, created_at, status, body) VALUES (?, ?, ?, ?)",
+                    (response["id"], response.get("created_at"), response.get("status"), _dumps(response)))
+                conn.executemany(
+                    "INSERT INTO input_items (response_id, position, item_id, body) VALUES (?, ?, ?, ?)",
+                    [(response["id"], position, item.get("id"), _dumps(item))
+                     for position, item in enumerate(input_items)])
+        except sqlite3.IntegrityError as exc:
+            raise StoreError(f"response {response['id']!r} already exists") from exc
+
+    async def update(self, response: dict) -> None:
+        await self._run(self._update_sync, response)
+
+    @staticmethod
+    def _update_sync(conn: sqlite3.Connection, response: dict) -> None:
+        cursor = conn.execute(
+            "UPDATE responses SET created_at = ?, status = ?, body = ? WHERE id = ?",
+            (response.get("created_at"), response.get("status"), _dumps(response), response["id"]))
+        if cursor.rowcount == 0:
+            raise StoreError(f"no response {response['id']!r} to update")
+
+    async def get(self, response_id: str) -> dict | None:
+        return await self._run(self._get_sync, response_id)
+
+    @staticmethod
+    def _get_sync(conn: sqlite3.Connection, response_id: str) -> dict | None:
+        row = conn.execute("SELECT body FROM responses WHERE id = ?", (response_id,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    async def delete(self, response_id: str) -> bool:
+        return await self._run(self._delete_sync, response_id)
+
+    @staticmethod
+    def _delete_sync(conn: sqlite3.Connection, response_id: str) -> bool:
+        # Input items and events go with it: ON DELETE CASCADE (foreign_keys is ON).
+        return conn.execute("DELETE FROM responses WHERE id = ?", (response_id,)).rowcount > 0
+
+    # -- input items ------------------------------------------------------------------------
+
+    async def input_items(self, response_id: str, *, after: str | None = None, limit: int = 20,
+                          order: str = "desc") -> tuple[list[dict], bool]:
+        if order not in ("asc", "desc"):
+            raise ValueError(f"order must be 'asc' or 'desc', not {order!r}")
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, not {limit}")
+        return await self._run(self._input_items_sync, response_id, after, limit, order)
+
+    @staticmethod
+    def _input_items_sync(conn: sqlite3.Connection, response_id: str, after: str | None,
+                          limit: int, order: str) -> tuple[list[dict], bool]:
+        # A read transaction, so the cursor lookup and the page see the same snapshot.
+        with _transaction(conn, "DEFERRED"):
+            if conn.execute("SELECT 1 FROM responses WHERE id = ?", (response_id,)).fetchone() is None:
+                raise StoreError(f"no response {response_id!r}")
+            # Positions are 0..n-1 in the order given; "after" is a position bound in the
+            # direction of `order`. The operator and direction come from fixed strings only.
+            compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")
+            bound: int | None = None
+            if after is not None:
+                row = conn.execute(
+                    "SELECT position FROM input_items WHERE response_id = ? AND item_id = ? "
+                    "ORDER BY position LIMIT 1", (response_id, after)).fetchone()
+                if row is None:
+                    raise StoreError(f"no input item {after!r} in response {response_id!r}")
+                bound = row[0]
+            where = "response_id = ?" + ("" if bound is None else f" AND position {compare} ?")
+            params: tuple = (response_id,) if bound is None else (response_id, bound)
+            # One extra row tells whether there is another page.
+            rows = conn.execute(
+                f"SELECT body FROM input_items WHERE {where} ORDER BY position {direction} LIMIT ?",
+                (*params, limit + 1)).fetchall()
+        return [json.loads(body) for (body,) in rows[:limit]], len(rows) > limit
+
+    # -- events -----------------------------------------------------------------------------
+
+    async def append_event(self, response_id: str, event: dict) -> None:
+        await self._run(self._append_event_sync, response_id, event)
+
+    @staticmethod
+    def _append_event_sync(conn: sqlite3.Connection, response_id: str, event: dict) -> None:
+        try:
+            conn.execute("INSERT INTO events (response_id, sequence_number, body) VALUES (?, ?, ?)",
+                         (response_id, event["sequence_number"], _dumps(event)))
+        except sqlite3.IntegrityError as exc:
+            # Either the foreign key (unknown response) or the primary key (repeated number).
+            raise StoreError(f"cannot log event {event['sequence_number']} for response "
+                             f"{response_id!r}: {exc}") from exc
+
+    async def events(self, response_id: str, starting_after: int | None = None) -> list[dict]:
+        return await self._run(self._events_sync, response_id, starting_after)
+
+    @staticmethod
+    def _events_sync(conn: sqlite3.Connection, response_id: str, starting_after: int | None) -> list[dict]:
+        if starting_after is None:
+            rows = conn.execute("SELECT body FROM events WHERE response_id = ? ORDER BY sequence_number",
+                                (response_id,)).fetchall()
+        else:
+            rows = conn.execute("SELECT body FROM events WHERE response_id = ? AND sequence_number > ? "
+                                "ORDER BY sequence_number", (response_id, starting_after)).fetchall()
+        return [json.loads(body) for (body,) in rows]
+
+    # -- start-up recovery ------------------------------------------------------------------
+
+    async def mark_interrupted(self) -> int:
+        return await self._run(self._mark_interrupted_sync)
+
+    @staticmethod
+    def _mark_interrupted_sync(conn: sqlite3.Connection) -> int:
+        placeholders = ", ".join("?" for _ in RUNNING_STATUSES)
+        with _transaction(conn):
+            rows = conn.execute(f"SELECT id, body FROM responses WHERE status IN ({placeholders})",
+                                RUNNING_STATUSES).fetchall()
+            for response_id, body in rows:
+                response = json.loads(body)
+                response["status"] = "failed"
+                response["error"] = dict(INTERRUPTED_ERROR)
+                conn.execute("UPDATE responses SET status = ?, body = ? WHERE id = ?",
+                             ("failed", _dumps(response), response_id))
+        return len(rows)
