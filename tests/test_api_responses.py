@@ -199,3 +199,14 @@ def test_store_survives_a_restart(tmp_path):
         assert interrupted.status == "failed" and interrupted.error.code == "server_error"
     finally:
         server.stop()
+
+
+def test_include_output_logprobs(scripted_server):
+    body = {"model": MODEL, "input": "count to ten", "include": ["message.output_text.logprobs"], "top_logprobs": 1}
+    raw = check_response(httpx.post(f"{scripted_server.base_url}/v1/responses", json=body).json())
+    part = raw["output"][0]["content"][0]
+    assert len(part["logprobs"]) == raw["usage"]["output_tokens"]
+    assert "".join(bytes(t["bytes"]).decode() for t in part["logprobs"]) == part["text"]
+    events = raw_stream(scripted_server.base_url, body)
+    streamed = [t for e in events if e["type"] == "response.output_text.delta" for t in e["logprobs"]]
+    assert streamed == part["logprobs"]

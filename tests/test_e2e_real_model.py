@@ -211,3 +211,23 @@ def test_constrained_json_is_the_answer_not_the_thinking(real_reasoning_server):
     free = post(real_reasoning_server.base_url, "/v1/chat/completions", {
         "model": MODEL, "messages": [{"role": "user", "content": "Name a city."}], "max_tokens": 8}).json()
     assert free["choices"][0]["message"]["reasoning_content"]  # unconstrained: never closed, all thinking
+
+
+def test_responses_api_with_the_embedded_model(client):
+    # Room to finish: the SDK's stream helper wants response.completed (not response.incomplete).
+    created = client.responses.create(model=MODEL, input="Say hello.", max_output_tokens=200, temperature=0)
+    assert created.status == "completed" and created.output_text
+    with client.responses.stream(model=MODEL, input="Say hello.", max_output_tokens=200, temperature=0) as stream:
+        for _ in stream:
+            pass
+        final = stream.get_final_response()
+    assert final.output_text == created.output_text
+    assert client.responses.retrieve(created.id).output_text == created.output_text
+    assert [item.type for item in client.responses.input_items.list(created.id).data] == ["message"]
+    follow_up = client.responses.create(model=MODEL, input="And again.", previous_response_id=created.id,
+                                        max_output_tokens=8)
+    assert follow_up.usage.input_tokens > created.usage.input_tokens  # the first turn is in the prompt
+    background = client.responses.create(model=MODEL, input="Tell me a long story.", background=True,
+                                         max_output_tokens=400)
+    assert client.responses.cancel(background.id).status in ("cancelled", "completed", "incomplete")
+    client.responses.delete(created.id)

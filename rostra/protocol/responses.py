@@ -38,5 +38,6 @@ class CreateResponseRequest(BaseModel):
     stream: bool = False
     background: bool = False
     include: list[str] | None = None
+    top_logprobs: Annotated[int, Field(ge=0, le=20)] | None = None
     user: str | None = None
     truncation: Literal["auto", "disabled"] | None = None

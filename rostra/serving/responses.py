@@ -28,6 +28,7 @@ from rostra.serving.responses_render import ResponseBuilder, new_id
 from rostra.store.base import ResponseStore, StoreError
 
 MAX_HISTORY = 100  # previous_response_id links followed at most
+LOGPROBS = "message.output_text.logprobs"  # the `include` value asking for output logprobs
 
 
 @dataclass
@@ -323,6 +324,9 @@ def chat_request(request: CreateResponseRequest, items: list[dict]) -> ChatCompl
             body[target] = getattr(request, source)
     if request.reasoning and request.reasoning.effort:
         body["reasoning_effort"] = request.reasoning.effort
+    if LOGPROBS in (request.include or []):
+        body["logprobs"] = True
+        body["top_logprobs"] = request.top_logprobs or 0
     try:
         return ChatCompletionRequest.model_validate(body)
     except ValidationError as exc:

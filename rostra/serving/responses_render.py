@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, ToolCallEnd, ToolCallStart
+from rostra.serving.chat import logprobs_content
 
 
 def new_id(prefix: str) -> str:
@@ -25,6 +26,7 @@ class ResponseBuilder:
         self.sequence = 0
         self._open: dict[str, Any] | None = None  # the output item being written
         self._text = ""  # its text so far (message or reasoning)
+        self._logprobs: list[dict] = []  # its tokens' logprobs so far (messages, when asked for)
 
     # -- the envelope ------------------------------------------------------------------------
     def event(self, kind: str, **fields: Any) -> dict[str, Any]:
@@ -39,7 +41,11 @@ class ResponseBuilder:
     # -- semantic events -----------------------------------------------------------------------
     def add(self, event: Event) -> list[dict[str, Any]]:
         if isinstance(event, Text):
-            return self._write("message", event.text) if event.text else []
+            logprobs = logprobs_content(event.logprobs)
+            if not event.text:
+                self._logprobs += logprobs if self._open and self._open["type"] == "message" else []
+                return []
+            return self._write("message", event.text, logprobs)
         if isinstance(event, Reasoning):
             return self._write("reasoning", event.text) if event.text else []
         if isinstance(event, ToolCallStart):
@@ -81,7 +87,7 @@ class ResponseBuilder:
 
     def _open_item(self, item: dict[str, Any]) -> list[dict[str, Any]]:
         self.response["output"].append(item)
-        self._open, self._text = item, ""
+        self._open, self._text, self._logprobs = item, "", []
         events = [self.event("response.output_item.added", output_index=self._index(), item=_snapshot(item))]
         part = _empty_part(item["type"])
         if part is not None:
@@ -89,7 +95,7 @@ class ResponseBuilder:
                                      content_index=0, part=part))
         return events
 
-    def _write(self, kind: str, text: str) -> list[dict[str, Any]]:
+    def _write(self, kind: str, text: str, logprobs: list[dict] | None = None) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         if self._open is None or self._open["type"] != kind:
             out += self._close()
@@ -102,8 +108,9 @@ class ResponseBuilder:
             out += self._open_item(item)
         self._text += text
         if kind == "message":
+            self._logprobs += logprobs or []
             out.append(self.event("response.output_text.delta", item_id=self._open["id"],
-                                  output_index=self._index(), content_index=0, delta=text, logprobs=[]))
+                                  output_index=self._index(), content_index=0, delta=text, logprobs=logprobs or []))
         else:
             out.append(self.event("response.reasoning_text.delta", item_id=self._open["id"],
                                   output_index=self._index(), content_index=0, delta=text))
@@ -115,10 +122,10 @@ class ResponseBuilder:
             return []
         index, item_id, out = self._index(), item["id"], []
         if item["type"] == "message":
-            part = {"type": "output_text", "text": self._text, "annotations": [], "logprobs": []}
+            part = {"type": "output_text", "text": self._text, "annotations": [], "logprobs": self._logprobs}
             item["content"] = [part]
             out += [self.event("response.output_text.done", item_id=item_id, output_index=index, content_index=0,
-                               text=self._text, logprobs=[]),
+                               text=self._text, logprobs=self._logprobs),
                     self.event("response.content_part.done", item_id=item_id, output_index=index,
                                content_index=0, part=part)]
         elif item["type"] == "reasoning":
