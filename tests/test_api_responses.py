@@ -7,7 +7,8 @@ from functools import lru_cache
 import httpx
 import pytest
 from openai import NotFoundError, OpenAI
-from openai.types.responses import Response
+from openai.types.responses import Response, ResponseStreamEvent
+from pydantic import TypeAdapter
 
 from servers import DATA, RunningServer
 from spec import validate
@@ -15,6 +16,7 @@ from test_api_tools import TOOLS as CHAT_TOOLS
 
 MODEL = "scripted"
 TOOLS = [{"type": "function", **tool["function"]} for tool in CHAT_TOOLS]
+STREAM_EVENT = TypeAdapter(ResponseStreamEvent)
 
 
 @lru_cache(maxsize=1)
@@ -48,6 +50,7 @@ def raw_stream(base_url: str, body: dict, path: str = "/v1/responses", method: s
                 event = json.loads(line[len("data: "):])
                 assert event["type"] == name
                 validate(event_schemas()[event["type"]], event)
+                STREAM_EVENT.validate_python(event, strict=True)
                 events.append(event)
     numbers = [e["sequence_number"] for e in events]
     assert numbers == sorted(numbers) and len(set(numbers)) == len(numbers)
