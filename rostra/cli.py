@@ -32,7 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--served-model-name", nargs="+", default=[],
                        help="name(s) the API accepts for the model (default: the model file's name)")
     serve.add_argument("--api-key", action="append", default=[],
-                       help="require this Bearer key on /v1/* (repeatable; also env ROSTRA_API_KEY)")
+                       help="require this Bearer key on every route but /health and /version (repeatable; "
+                            "also env ROSTRA_API_KEY, comma-separated)")
+    serve.add_argument("--api-key-file", help="a file of API keys, one per line")
     serve.add_argument("--chat-template", help="a Jinja chat template, as a file or inline "
                                                "(default: the model's own)")
     serve.add_argument("--max-model-len", type=int, help="context length (default: the model's)")
@@ -50,6 +52,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="message field(s) the thinking goes to (default: reasoning_content)")
     serve.add_argument("--data-dir", help="where the Responses API store lives (default: env ROSTRA_DATA_DIR, "
                                           "else a per-user data directory)")
+    serve.add_argument("--max-concurrency", type=int, help="generation requests served at once (default: no limit)")
+    serve.add_argument("--max-queue", type=int, default=64,
+                       help="requests waiting for a slot beyond --max-concurrency; more get 429 (default 64)")
+    serve.add_argument("--max-body-bytes", type=int, default=16 * 1024 * 1024,
+                       help="largest request body accepted; larger gets 413 (default 16 MiB)")
+    serve.add_argument("--allowed-origins", nargs="+", default=[], help="CORS: allowed origins (default: CORS off)")
+    serve.add_argument("--allowed-methods", nargs="+", default=["GET", "POST", "DELETE", "OPTIONS"])
+    serve.add_argument("--allowed-headers", nargs="+", default=["*"])
+    serve.add_argument("--allow-credentials", action="store_true")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser
 
@@ -59,14 +70,19 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         raise SystemExit(f"--tool-call-parser: unknown {args.tool_call_parser!r}; "
                          f"choose from {', '.join(tool_parser_names())}")
     keys = list(args.api_key)
-    if os.environ.get("ROSTRA_API_KEY"):
-        keys.append(os.environ["ROSTRA_API_KEY"])
+    keys += [key.strip() for key in os.environ.get("ROSTRA_API_KEY", "").split(",") if key.strip()]
+    if args.api_key_file:
+        keys += [line.strip() for line in Path(args.api_key_file).read_text().splitlines() if line.strip()]
     return Settings(model=args.model, engine=args.engine, script=args.script, tokenizer=args.tokenizer,
                     served_model_name=args.served_model_name, api_keys=keys, chat_template=args.chat_template,
                     max_model_len=args.max_model_len, parallel=args.parallel, threads=args.threads,
                     host=args.host, port=args.port, log_level=args.log_level,
                     tool_call_parser=args.tool_call_parser, reasoning_parser=args.reasoning_parser,
-                    reasoning_field=args.reasoning_field, data_dir=args.data_dir)
+                    reasoning_field=args.reasoning_field, data_dir=args.data_dir,
+                    max_concurrency=args.max_concurrency, max_queue=args.max_queue,
+                    max_body_bytes=args.max_body_bytes, allowed_origins=args.allowed_origins,
+                    allowed_methods=args.allowed_methods, allowed_headers=args.allowed_headers,
+                    allow_credentials=args.allow_credentials)
 
 
 def build_engine(settings: Settings):
@@ -97,10 +113,8 @@ def serve(settings: Settings) -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)  # the engine's internal tokenize calls
     engine = build_engine(settings)
     names = settings.served_model_name or [engine.model.id]
-    app = create_app(engine, names, api_keys=settings.api_keys, chat_template=settings.chat_template_source(),
-                     tool_call_parser=settings.tool_call_parser, reasoning_parser=settings.reasoning_parser,
-                     reasoning_field=settings.reasoning_field,
-                     store=open_store(Path(settings.data_dir) if settings.data_dir else default_data_dir()))
+    store = open_store(Path(settings.data_dir) if settings.data_dir else default_data_dir())
+    app = create_app(engine, settings, store)
     print(f"rostra {__version__}: serving {names[0]} ({settings.engine}) on http://{settings.host}:{settings.port}/v1",
           file=sys.stderr, flush=True)
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, timeout_graceful_shutdown=5)

@@ -25,6 +25,13 @@ class Settings:
     reasoning_parser: str | None = None  # None: no thinking is separated from the answer
     reasoning_field: str = "reasoning_content"  # or "reasoning", or "both"
     data_dir: str | None = None  # the Responses store; None: env ROSTRA_DATA_DIR, else a per-user directory
+    max_concurrency: int | None = None  # generation requests at once; None: no limit
+    max_queue: int = 64  # waiting for a slot beyond that; more get a 429
+    max_body_bytes: int = 16 * 1024 * 1024
+    allowed_origins: list[str] = field(default_factory=list)  # CORS, off when empty
+    allowed_methods: list[str] = field(default_factory=lambda: ["GET", "POST", "DELETE", "OPTIONS"])
+    allowed_headers: list[str] = field(default_factory=lambda: ["*"])
+    allow_credentials: bool = False
 
     def chat_template_source(self) -> str | None:
         if self.chat_template is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 class APIError(Exception):
     status_code = 500
     error_type = "server_error"
+    headers: dict[str, str] = {}
 
     def __init__(self, message: str, param: str | None = None, code: str | None = None):
         super().__init__(message)
@@ -43,6 +44,15 @@ class NotFound(APIError):
 class PayloadTooLarge(APIError):
     status_code = 413
     error_type = "invalid_request_error"
+
+
+class TooManyRequests(APIError):
+    status_code = 429
+    error_type = "rate_limit_error"
+
+    def __init__(self, message: str, retry_after: int = 1):
+        super().__init__(message, code="server_busy")
+        self.headers = {"Retry-After": str(retry_after)}
 
 
 class ServerError(APIError):

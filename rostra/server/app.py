@@ -9,6 +9,7 @@ import time
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ValidationError
@@ -23,12 +24,16 @@ from rostra.prompt.chat_template import ChatTemplate
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.protocol.completions import CompletionRequest
 from rostra.protocol.responses import CreateResponseRequest
-from rostra.server.middleware import ApiKeyMiddleware, RequestIdMiddleware
+from rostra.config import Settings
+from rostra.prompt.messages import template_messages
+from rostra.protocol.tokenize import DetokenizeRequest, TokenizeRequest
+from rostra.server.admission import Admission
+from rostra.server.middleware import ApiKeyMiddleware, BodySizeLimitMiddleware, RequestIdMiddleware
+from rostra.serving.validation import check_model
 from rostra.server.sse import EventStreamResponse, until_disconnected
 from rostra.serving.chat import ChatService
 from rostra.serving.completions import CompletionService
 from rostra.serving.responses import ResponsesService
-from rostra.store import default_data_dir, open_store
 from rostra.store.base import ResponseStore
 
 log = logging.getLogger("rostra.server")
@@ -62,19 +67,20 @@ async def parse_body(request: Request, model: type[BaseModel]) -> BaseModel:
         raise InvalidRequest(f"{param or 'body'}: {first['msg']}", param=param) from exc
 
 
-def create_app(engine: Engine, served_names: list[str], api_keys: list[str] | None = None,
-               chat_template: str | None = None, tool_call_parser: str | None = None,
-               reasoning_parser: str | None = None, reasoning_field: str = "reasoning_content",
-               store: ResponseStore | None = None) -> FastAPI:
-    template = ChatTemplate(chat_template or engine.chat_template, engine.bos_token, engine.eos_token)
-    parser_name = tool_call_parser or detect_tool_parser(template.source)
+def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> FastAPI:
+    served_names = settings.served_model_name or [engine.model.id]
+    template = ChatTemplate(settings.chat_template_source() or engine.chat_template, engine.bos_token,
+                            engine.eos_token)
+    parser_name = settings.tool_call_parser or detect_tool_parser(template.source)
     log.info("tool-call parser: %s", parser_name)
-    fields = ("reasoning_content", "reasoning") if reasoning_field == "both" else (reasoning_field,)
+    field = settings.reasoning_field
+    fields = ("reasoning_content", "reasoning") if field == "both" else (field,)
+    reasoning = settings.reasoning_parser
     chat = ChatService(engine, template, served_names, tool_parser_class(parser_name),
-                       reasoning_parser_class(reasoning_parser) if reasoning_parser else None, fields)
+                       reasoning_parser_class(reasoning) if reasoning else None, fields)
     completions = CompletionService(engine, served_names)
-    store = store or open_store(default_data_dir())
     responses = ResponsesService(chat, store)
+    admission = Admission(settings.max_concurrency, settings.max_queue)
     started = int(time.time())
 
     @asynccontextmanager
@@ -97,7 +103,7 @@ def create_app(engine: Engine, served_names: list[str], api_keys: list[str] | No
 
     @app.exception_handler(APIError)
     async def api_error(_: Request, exc: APIError):
-        return JSONResponse(exc.body(), status_code=exc.status_code)
+        return JSONResponse(exc.body(), status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException):
@@ -140,26 +146,60 @@ def create_app(engine: Engine, served_names: list[str], api_keys: list[str] | No
             raise NotFound(f"The model '{model_id}' does not exist", param="model", code="model_not_found")
         return model_card(model_id)
 
-    async def respond(request: Request, service, job, stream: bool):
-        if stream:
-            return EventStreamResponse(service.stream(job))
-        result = await until_disconnected(request, service.complete(job))
+    async def respond(request: Request, service, body) -> Response:
+        """Prepare and run a generation within an admission slot (held to the end of a stream)."""
+        await admission.acquire()
+        try:
+            job = await service.prepare(body)
+            if body.stream:
+                return EventStreamResponse(admission.hold_while(service.stream(job)))
+        except BaseException:
+            admission.release()
+            raise
+        try:
+            result = await until_disconnected(request, service.complete(job))
+        finally:
+            admission.release()
         return Response(status_code=CLIENT_CLOSED) if result is None else JSONResponse(result)
 
     @app.post("/v1/chat/completions")
     async def create_chat_completion(request: Request):
-        body = await parse_body(request, ChatCompletionRequest)
-        return await respond(request, chat, await chat.prepare(body), body.stream)
+        return await respond(request, chat, await parse_body(request, ChatCompletionRequest))
 
     @app.post("/v1/completions")
     async def create_completion(request: Request):
-        body = await parse_body(request, CompletionRequest)
-        return await respond(request, completions, await completions.prepare(body), body.stream)
+        return await respond(request, completions, await parse_body(request, CompletionRequest))
+
+    @app.post("/tokenize")
+    async def tokenize(request: Request):
+        body = await parse_body(request, TokenizeRequest)
+        check_model(body.model, served_names) if body.model else None
+        if body.messages is not None:
+            chat_body = ChatCompletionRequest.model_validate(
+                {"model": served_names[0], "messages": body.messages,
+                 "add_generation_prompt": body.add_generation_prompt})
+            text = await asyncio.to_thread(template.render, template_messages(chat_body.messages),
+                                           add_generation_prompt=body.add_generation_prompt)
+            tokens = await engine.tokenize(text, add_special=False)
+        elif body.prompt is not None:
+            tokens = await engine.tokenize(body.prompt, add_special=body.add_special_tokens)
+        else:
+            raise InvalidRequest("give a prompt or messages", param="prompt")
+        return {"count": len(tokens), "max_model_len": engine.model.context_length, "tokens": tokens}
+
+    @app.post("/detokenize")
+    async def detokenize(request: Request):
+        body = await parse_body(request, DetokenizeRequest)
+        check_model(body.model, served_names) if body.model else None
+        if any(not 0 <= t < engine.vocab_size for t in body.tokens):
+            raise InvalidRequest("token id outside the vocabulary", param="tokens")
+        return {"prompt": await engine.detokenize(body.tokens)}
 
     @app.post("/v1/responses")
     async def create_response(request: Request):
         body = await parse_body(request, CreateResponseRequest)
-        result = await responses.create(body)
+        async with admission.slot():  # background runs go on after this request, outside the limit
+            result = await responses.create(body)
         if isinstance(result, dict):
             return JSONResponse(result)
         return EventStreamResponse(result, responses_api=True)
@@ -187,6 +227,11 @@ def create_app(engine: Engine, served_names: list[str], api_keys: list[str] | No
             raise InvalidRequest("order must be 'asc' or 'desc'", param="order")
         return await responses.input_items(response_id, after, limit, order)
 
-    app.add_middleware(ApiKeyMiddleware, api_keys=api_keys or [])
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(ApiKeyMiddleware, api_keys=settings.api_keys)
+    if settings.allowed_origins:  # CORS is off unless asked for
+        app.add_middleware(CORSMiddleware, allow_origins=settings.allowed_origins,
+                           allow_methods=settings.allowed_methods, allow_headers=settings.allowed_headers,
+                           allow_credentials=settings.allow_credentials)
     app.add_middleware(RequestIdMiddleware)
     return app

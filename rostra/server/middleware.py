@@ -6,7 +6,7 @@ import hmac
 import json
 import uuid
 
-from rostra.errors import Unauthorized
+from rostra.errors import PayloadTooLarge, Unauthorized
 
 
 class RequestIdMiddleware:
@@ -31,8 +31,12 @@ class RequestIdMiddleware:
         await self.app(scope, receive, send_with_id)
 
 
+# Routes that answer without a key: probes need them, and they reveal nothing about the model's use.
+PUBLIC_PATHS = frozenset({"/health", "/version"})
+
+
 class ApiKeyMiddleware:
-    """Bearer auth on the API routes (/v1/*); keys are compared in constant time."""
+    """Bearer auth on every route but the public ones; keys are compared in constant time."""
 
     def __init__(self, app, api_keys: list[str]):
         self.app = app
@@ -48,12 +52,43 @@ class ApiKeyMiddleware:
         return any(matches)
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "http" and self.keys and scope["path"].startswith("/v1") and not self._authorized(scope):
-            error = Unauthorized()
-            body = json.dumps(error.body()).encode()
-            await send({"type": "http.response.start", "status": error.status_code,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"www-authenticate", b"Bearer")]})
-            await send({"type": "http.response.body", "body": body})
-            return
+        if (scope["type"] == "http" and self.keys and scope["path"] not in PUBLIC_PATHS
+                and scope["method"] != "OPTIONS" and not self._authorized(scope)):
+            return await _send_error(send, Unauthorized())
         await self.app(scope, receive, send)
+
+
+class BodySizeLimitMiddleware:
+    """Request bodies above the limit are refused with 413, whether or not they declare a length."""
+
+    def __init__(self, app, max_bytes: int):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            return await _send_error(send, self._error())
+        received = 0
+
+        async def counting_receive():
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.max_bytes:
+                raise self._error()  # surfaces where the route reads its body: a 413 envelope
+            return message
+
+        await self.app(scope, counting_receive, send)
+
+    def _error(self) -> PayloadTooLarge:
+        return PayloadTooLarge(f"request body larger than {self.max_bytes} bytes")
+
+
+async def _send_error(send, error) -> None:
+    body = json.dumps(error.body()).encode()
+    await send({"type": "http.response.start", "status": error.status_code,
+                "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,53 @@
+"""Admission control: at most `max_running` generation requests at once and `max_waiting` in line;
+beyond that a 429 with Retry-After, at once, rather than an unbounded queue."""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import asynccontextmanager
+from typing import AsyncIterator
+
+from rostra.errors import TooManyRequests
+
+
+class Admission:
+    def __init__(self, max_running: int | None, max_waiting: int):
+        self.max_running = max_running
+        self.max_waiting = max_waiting
+        self.running = 0
+        self.waiting = 0
+        self._slots = asyncio.Semaphore(max_running) if max_running else None
+
+    async def acquire(self) -> None:
+        if self._slots is not None:
+            if self._slots.locked() and self.waiting >= self.max_waiting:
+                raise TooManyRequests(f"the server is at capacity ({self.running} running, {self.waiting} waiting); "
+                                      "retry shortly")
+            self.waiting += 1
+            try:
+                await self._slots.acquire()
+            finally:
+                self.waiting -= 1
+        self.running += 1
+
+    def release(self) -> None:
+        self.running -= 1
+        if self._slots is not None:
+            self._slots.release()
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        await self.acquire()
+        try:
+            yield
+        finally:
+            self.release()
+
+    async def hold_while(self, stream: AsyncIterator[dict]) -> AsyncIterator[dict]:
+        """A stream that keeps its (already acquired) slot until it ends or is closed."""
+        try:
+            async for item in stream:
+                yield item
+        finally:
+            self.release()
+            await stream.aclose()

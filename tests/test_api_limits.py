@@ -1,0 +1,91 @@
+"""Admission limits, body size, auth on every route, CORS, /tokenize and /detokenize."""
+
+import threading
+import time
+
+import httpx
+import pytest
+
+from servers import DATA, RunningServer
+from wire import check_error
+
+KEY = "limits-key"
+AUTH = {"authorization": f"Bearer {KEY}"}
+MODEL = "scripted"
+
+
+@pytest.fixture(scope="module")
+def server():
+    server = RunningServer(["--engine", "scripted", "--script", str(DATA / "script.jsonl"), "--api-key", KEY,
+                            "--max-concurrency", "1", "--max-queue", "0", "--max-body-bytes", "100000",
+                            "--allowed-origins", "http://app.example"])
+    yield server
+    server.stop()
+
+
+def chat(base, content, **kwargs):
+    return httpx.post(f"{base}/v1/chat/completions", headers=AUTH, timeout=30,
+                      json={"model": MODEL, "messages": [{"role": "user", "content": content}]}, **kwargs)
+
+
+def test_over_capacity_is_429_with_retry_after(server):
+    holding = threading.Thread(target=chat, args=(server.base_url, "slow story"))
+    holding.start()
+    time.sleep(0.5)  # the slow story holds the only slot for ~3 s
+    refused = chat(server.base_url, "say hello")
+    check_error(refused, 429)
+    assert refused.headers["retry-after"] == "1"
+    holding.join()
+    assert chat(server.base_url, "say hello").status_code == 200  # the slot is free again
+
+
+def test_body_too_large_is_413(server):
+    huge = {"model": MODEL, "messages": [{"role": "user", "content": "x" * 200_000}]}
+    check_error(httpx.post(f"{server.base_url}/v1/chat/completions", json=huge, headers=AUTH), 413)
+
+    def chunks():  # no content-length: counted as it arrives
+        yield b'{"model": "scripted", "messages": [{"role": "user", "content": "'
+        for _ in range(30):
+            yield b"y" * 10_000
+        yield b'"}]}'
+
+    check_error(httpx.post(f"{server.base_url}/v1/chat/completions", content=chunks(),
+                           headers={**AUTH, "content-type": "application/json"}), 413)
+    assert chat(server.base_url, "say hello").status_code == 200
+
+
+@pytest.mark.parametrize("method,path", [("GET", "/v1/models"), ("POST", "/v1/chat/completions"),
+                                         ("POST", "/v1/completions"), ("POST", "/v1/responses"),
+                                         ("GET", "/v1/responses/resp_x"), ("POST", "/tokenize"),
+                                         ("POST", "/detokenize")])
+def test_every_route_but_the_public_ones_needs_the_key(server, method, path):
+    check_error(httpx.request(method, f"{server.base_url}{path}", json={}), 401)
+
+
+def test_public_routes(server):
+    assert httpx.get(f"{server.base_url}/health").status_code == 200
+    assert httpx.get(f"{server.base_url}/version").status_code == 200
+
+
+def test_cors(server):
+    preflight = httpx.options(f"{server.base_url}/v1/chat/completions", headers={
+        "origin": "http://app.example", "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization, content-type"})
+    assert preflight.status_code == 200
+    assert preflight.headers["access-control-allow-origin"] == "http://app.example"
+    other = httpx.options(f"{server.base_url}/v1/chat/completions", headers={
+        "origin": "http://evil.example", "access-control-request-method": "POST"})
+    assert other.headers.get("access-control-allow-origin") != "http://evil.example"
+
+
+def test_tokenize_detokenize(server):
+    tokens = httpx.post(f"{server.base_url}/tokenize", headers=AUTH,
+                        json={"model": MODEL, "prompt": "Hello there"}).json()
+    assert tokens["count"] == len(tokens["tokens"]) > 0 and tokens["max_model_len"] > 0
+    text = httpx.post(f"{server.base_url}/detokenize", headers=AUTH, json={"model": MODEL, "tokens": tokens["tokens"]})
+    assert text.json() == {"prompt": "Hello there"}
+    chat_tokens = httpx.post(f"{server.base_url}/tokenize", headers=AUTH, json={
+        "model": MODEL, "messages": [{"role": "user", "content": "Hello there"}]}).json()
+    assert chat_tokens["count"] > tokens["count"]  # the chat template's markup
+    check_error(httpx.post(f"{server.base_url}/detokenize", headers=AUTH, json={"tokens": [10**9]}), 400, "tokens")
+    check_error(httpx.post(f"{server.base_url}/tokenize", headers=AUTH, json={"model": "nope", "prompt": "x"}), 404)
