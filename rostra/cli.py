@@ -61,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--allowed-methods", nargs="+", default=["GET", "POST", "DELETE", "OPTIONS"])
     serve.add_argument("--allowed-headers", nargs="+", default=["*"])
     serve.add_argument("--allow-credentials", action="store_true")
+    serve.add_argument("--public-metrics", action="store_true",
+                       help="serve /metrics without an API key (default: it needs one when keys are set)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser
 
@@ -82,7 +84,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     max_concurrency=args.max_concurrency, max_queue=args.max_queue,
                     max_body_bytes=args.max_body_bytes, allowed_origins=args.allowed_origins,
                     allowed_methods=args.allowed_methods, allowed_headers=args.allowed_headers,
-                    allow_credentials=args.allow_credentials)
+                    allow_credentials=args.allow_credentials, public_metrics=args.public_metrics)
 
 
 def build_engine(settings: Settings):

@@ -32,6 +32,7 @@ class Settings:
     allowed_methods: list[str] = field(default_factory=lambda: ["GET", "POST", "DELETE", "OPTIONS"])
     allowed_headers: list[str] = field(default_factory=lambda: ["*"])
     allow_credentials: bool = False
+    public_metrics: bool = False  # /metrics without an API key
 
     def chat_template_source(self) -> str | None:
         if self.chat_template is None:

@@ -89,3 +89,22 @@ def test_tokenize_detokenize(server):
     assert chat_tokens["count"] > tokens["count"]  # the chat template's markup
     check_error(httpx.post(f"{server.base_url}/detokenize", headers=AUTH, json={"tokens": [10**9]}), 400, "tokens")
     check_error(httpx.post(f"{server.base_url}/tokenize", headers=AUTH, json={"model": "nope", "prompt": "x"}), 404)
+
+
+def test_metrics(server):
+    check_error(httpx.get(f"{server.base_url}/metrics"), 401)  # not public unless --public-metrics
+    assert chat(server.base_url, "count to ten").status_code == 200
+    text = httpx.get(f"{server.base_url}/metrics", headers=AUTH).text
+
+    def value(line_start: str) -> float:
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(line_start))
+
+    assert value('vllm:prompt_tokens_total{model_name="scripted"}') > 0
+    assert value('vllm:generation_tokens_total{model_name="scripted"}') >= 10
+    assert value('vllm:time_to_first_token_seconds_count{model_name="scripted"}') >= 1
+    assert value('vllm:e2e_request_latency_seconds_count{model_name="scripted"}') >= 1
+    assert value('vllm:request_success_total{finished_reason="stop",model_name="scripted"}') >= 1
+    assert value('rostra_http_requests_total{method="POST",route="/v1/chat/completions",status="200"}') >= 1
+    assert value('rostra_http_requests_total{method="POST",route="/v1/chat/completions",status="429"}') >= 1
+    assert 'vllm:num_requests_running{model_name="scripted"}' in text
+    assert 'rostra_engine_running_generations{model_name="scripted"} 0.0' in text

@@ -28,7 +28,9 @@ from rostra.config import Settings
 from rostra.prompt.messages import template_messages
 from rostra.protocol.tokenize import DetokenizeRequest, TokenizeRequest
 from rostra.server.admission import Admission
-from rostra.server.middleware import ApiKeyMiddleware, BodySizeLimitMiddleware, RequestIdMiddleware
+from rostra.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from rostra.server.metrics import HttpMetricsMiddleware, Metrics
+from rostra.server.middleware import PUBLIC_PATHS, ApiKeyMiddleware, BodySizeLimitMiddleware, RequestIdMiddleware
 from rostra.serving.validation import check_model
 from rostra.server.sse import EventStreamResponse, until_disconnected
 from rostra.serving.chat import ChatService
@@ -81,6 +83,8 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
     completions = CompletionService(engine, served_names)
     responses = ResponsesService(chat, store)
     admission = Admission(settings.max_concurrency, settings.max_queue)
+    metrics = Metrics(served_names[0], engine.running_requests, getattr(engine, "parallel", 1), admission)
+    chat.on_finished = completions.on_finished = metrics.observe_job
     started = int(time.time())
 
     @asynccontextmanager
@@ -131,6 +135,10 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
     async def health():
         # running: generations holding engine capacity (a disconnected client's drop within ~1 s).
         return {"status": "ok", "running": engine.running_requests()}
+
+    @app.get("/metrics")
+    async def prometheus_metrics():
+        return Response(metrics.exposition(), media_type=METRICS_CONTENT_TYPE)
 
     @app.get("/version")
     async def version():
@@ -227,8 +235,10 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
             raise InvalidRequest("order must be 'asc' or 'desc'", param="order")
         return await responses.input_items(response_id, after, limit, order)
 
+    app.add_middleware(HttpMetricsMiddleware, metrics=metrics)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
-    app.add_middleware(ApiKeyMiddleware, api_keys=settings.api_keys)
+    public = PUBLIC_PATHS | ({"/metrics"} if settings.public_metrics else set())
+    app.add_middleware(ApiKeyMiddleware, api_keys=settings.api_keys, public_paths=public)
     if settings.allowed_origins:  # CORS is off unless asked for
         app.add_middleware(CORSMiddleware, allow_origins=settings.allowed_origins,
                            allow_methods=settings.allowed_methods, allow_headers=settings.allowed_headers,

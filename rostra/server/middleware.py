@@ -38,9 +38,10 @@ PUBLIC_PATHS = frozenset({"/health", "/version"})
 class ApiKeyMiddleware:
     """Bearer auth on every route but the public ones; keys are compared in constant time."""
 
-    def __init__(self, app, api_keys: list[str]):
+    def __init__(self, app, api_keys: list[str], public_paths: frozenset[str] = PUBLIC_PATHS):
         self.app = app
         self.keys = [key.encode() for key in api_keys]
+        self.public_paths = public_paths
 
     def _authorized(self, scope) -> bool:
         header = dict(scope["headers"]).get(b"authorization", b"")
@@ -52,7 +53,7 @@ class ApiKeyMiddleware:
         return any(matches)
 
     async def __call__(self, scope, receive, send):
-        if (scope["type"] == "http" and self.keys and scope["path"] not in PUBLIC_PATHS
+        if (scope["type"] == "http" and self.keys and scope["path"] not in self.public_paths
                 and scope["method"] != "OPTIONS" and not self._authorized(scope)):
             return await _send_error(send, Unauthorized())
         await self.app(scope, receive, send)

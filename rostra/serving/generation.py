@@ -9,7 +9,7 @@ import dataclasses
 import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Sequence
+from typing import Any, AsyncIterator, Callable, Sequence
 
 from rostra import __version__
 from rostra.engines.base import Engine, EngineError, Prompt, SamplingParams
@@ -240,12 +240,23 @@ class GenerationService:
 
     renderer: type
     fold: type
+    # Called once a job's generations are over (metrics): the job and its choices' finish reasons.
+    on_finished: Callable[[Job, list[str]], None] | None = None
 
     def __init__(self, engine: Engine):
         self.engine = engine
 
-    def events(self, job: Job) -> AsyncIterator[tuple[int, Event]]:
-        return run_choices(self.engine, job.id, job.runs, job.stats)
+    async def events(self, job: Job) -> AsyncIterator[tuple[int, Event]]:
+        reasons: list[str] = []
+        try:
+            async with aclosing(run_choices(self.engine, job.id, job.runs, job.stats)) as events:
+                async for index, event in events:
+                    if isinstance(event, Finish):
+                        reasons.append(event.reason)
+                    yield index, event
+        finally:
+            if self.on_finished is not None:
+                self.on_finished(job, reasons or ["abort"])
 
     async def stream(self, job: Job) -> AsyncIterator[dict]:
         renderer = self.renderer(job)
