@@ -21,6 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve", help="serve a model over the OpenAI API",
         description="Serve a model over the OpenAI API (Chat Completions, Completions, Models).")
+    parser.serve_parser = serve  # type: ignore[attr-defined]  # for --config defaults
     serve.add_argument("model", nargs="?", help="a GGUF file (default: the embedded SmolLM2-135M-Instruct)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
@@ -63,6 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--allow-credentials", action="store_true")
     serve.add_argument("--public-metrics", action="store_true",
                        help="serve /metrics without an API key (default: it needs one when keys are set)")
+    serve.add_argument("--request-timeout", type=float,
+                       help="seconds a generation request may take; then 504 (or an in-band error in a stream)")
+    serve.add_argument("--log-requests", action="store_true", help="log prompts (user data: off by default)")
+    serve.add_argument("--log-outputs", action="store_true", help="log outputs (user data: off by default)")
+    serve.add_argument("--shutdown-grace", type=float, default=10.0,
+                       help="on SIGTERM, seconds running requests get to finish (default 10)")
+    serve.add_argument("--config", help="a YAML file of settings: the flags' names as keys (flags win)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser
 
@@ -84,7 +92,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     max_concurrency=args.max_concurrency, max_queue=args.max_queue,
                     max_body_bytes=args.max_body_bytes, allowed_origins=args.allowed_origins,
                     allowed_methods=args.allowed_methods, allowed_headers=args.allowed_headers,
-                    allow_credentials=args.allow_credentials, public_metrics=args.public_metrics)
+                    allow_credentials=args.allow_credentials, public_metrics=args.public_metrics,
+                    request_timeout=args.request_timeout, log_requests=args.log_requests,
+                    log_outputs=args.log_outputs, shutdown_grace=args.shutdown_grace)
 
 
 def build_engine(settings: Settings):
@@ -119,11 +129,35 @@ def serve(settings: Settings) -> None:
     app = create_app(engine, settings, store)
     print(f"rostra {__version__}: serving {names[0]} ({settings.engine}) on http://{settings.host}:{settings.port}/v1",
           file=sys.stderr, flush=True)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, timeout_graceful_shutdown=5)
+    # On SIGTERM uvicorn stops accepting, lets running requests (streams too) finish for the grace
+    # period, then the app's shutdown cancels what is left and closes the engine and the store.
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level,
+                timeout_graceful_shutdown=settings.shutdown_grace)
+
+
+def apply_config_file(parser: argparse.ArgumentParser, argv: list[str] | None) -> None:
+    """`--config FILE`: its settings become the defaults of `serve`, so flags given still win."""
+    args, _ = parser.parse_known_args(argv)
+    if getattr(args, "config", None) is None:
+        return
+    import yaml
+
+    values = yaml.safe_load(Path(args.config).read_text()) or {}
+    if not isinstance(values, dict):
+        raise SystemExit(f"--config {args.config}: expected a mapping of settings")
+    serve = parser.serve_parser
+    known = {action.dest for action in serve._actions}
+    defaults = {key.replace("-", "_"): value for key, value in values.items()}
+    unknown = sorted(set(defaults) - known)
+    if unknown:
+        raise SystemExit(f"--config {args.config}: unknown settings {', '.join(unknown)}")
+    serve.set_defaults(**defaults)
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    apply_config_file(parser, argv)
+    args = parser.parse_args(argv)
     if args.command == "serve":
         serve(settings_from_args(args))
 

@@ -33,6 +33,10 @@ class Settings:
     allowed_headers: list[str] = field(default_factory=lambda: ["*"])
     allow_credentials: bool = False
     public_metrics: bool = False  # /metrics without an API key
+    request_timeout: float | None = None  # seconds per generation request; None: no limit
+    log_requests: bool = False  # prompts in the log (user data: off by default)
+    log_outputs: bool = False  # outputs in the log (user data: off by default)
+    shutdown_grace: float = 10.0  # seconds running streams get to finish on SIGTERM
 
     def chat_template_source(self) -> str | None:
         if self.chat_template is None:

@@ -55,6 +55,11 @@ class TooManyRequests(APIError):
         self.headers = {"Retry-After": str(retry_after)}
 
 
+class RequestTimeout(APIError):
+    status_code = 504
+    error_type = "timeout_error"
+
+
 class ServerError(APIError):
     status_code = 500
     error_type = "server_error"

@@ -22,7 +22,8 @@ def free_port() -> int:
 
 
 class RunningServer:
-    def __init__(self, args: list[str], startup_timeout: float = 120, data_dir: str | None = None):
+    def __init__(self, args: list[str], startup_timeout: float = 120, data_dir: str | None = None,
+                 log_level: str = "warning"):
         self.port = free_port()
         # Each server keeps its Responses store in its own directory (or the one given, to restart on it).
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="rostra-data-")
@@ -30,7 +31,7 @@ class RunningServer:
         self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"rostra-test-{self.port}.log"
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "rostra.cli", "serve", *args, "--port", str(self.port), "--log-level", "warning",
+            [sys.executable, "-m", "rostra.cli", "serve", *args, "--port", str(self.port), "--log-level", log_level,
              "--data-dir", self.data_dir],
             stdout=self._log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + startup_timeout

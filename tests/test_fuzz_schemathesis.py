@@ -31,7 +31,7 @@ from conftest import SCRIPTED_MODEL  # noqa: E402
 from spec import SPEC_PATH, _nullable_as_null  # noqa: E402
 
 OPERATIONS = ["createChatCompletion", "createCompletion", "createResponse"]
-EXAMPLES = int(os.environ.get("ROSTRA_FUZZ_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("ROSTRA_FUZZ_EXAMPLES", "50"))
 SEED = os.environ.get("ROSTRA_FUZZ_SEED")
 REQUEST_TIMEOUT = 30
 
@@ -93,10 +93,10 @@ def _settings(max_examples: int):
 @pytest.mark.parametrize("operation_id", OPERATIONS)
 def test_fuzz_spec_operation(scripted_server, operation_id, mode):
     operation = _schema().find_operation_by_id(operation_id)
-    # Positive bodies: a quarter as generated, a quarter with the served model, half tidied as well.
+    # Hypothesis favours the first choice. Positive bodies: a quarter as generated, a quarter with the served model, half tidied as well.
     # Negative bodies: as generated, or with the served model.
-    treatments = (st.sampled_from([UNTOUCHED, SERVED_MODEL, TIDIED, TIDIED]) if mode.is_positive
-                  else st.sampled_from([UNTOUCHED, SERVED_MODEL]))
+    treatments = (st.sampled_from([TIDIED, SERVED_MODEL, TIDIED, UNTOUCHED]) if mode.is_positive
+                  else st.sampled_from([SERVED_MODEL, UNTOUCHED]))
     failures: dict[str, str] = {}
     session = requests.Session()
     seen = {"cases": 0, "statuses": {}, "streams": 0}

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import re
 import time
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
@@ -17,7 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rostra import __version__
 from rostra.engines.base import Engine
-from rostra.errors import APIError, InvalidRequest, NotFound
+from rostra.errors import APIError, InvalidRequest, NotFound, RequestTimeout
 from rostra.parsing.reasoning import reasoning_parser_class
 from rostra.parsing.tools import detect_tool_parser, tool_parser_class
 from rostra.prompt.chat_template import ChatTemplate
@@ -30,7 +30,13 @@ from rostra.protocol.tokenize import DetokenizeRequest, TokenizeRequest
 from rostra.server.admission import Admission
 from rostra.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from rostra.server.metrics import HttpMetricsMiddleware, Metrics
-from rostra.server.middleware import PUBLIC_PATHS, ApiKeyMiddleware, BodySizeLimitMiddleware, RequestIdMiddleware
+from rostra.server.middleware import (
+    PUBLIC_PATHS,
+    AccessLogMiddleware,
+    ApiKeyMiddleware,
+    BodySizeLimitMiddleware,
+    RequestIdMiddleware,
+)
 from rostra.serving.validation import check_model
 from rostra.server.sse import EventStreamResponse, until_disconnected
 from rostra.serving.chat import ChatService
@@ -159,16 +165,43 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
         await admission.acquire()
         try:
             job = await service.prepare(body)
+            request.state.job = job  # for the access log
+            if settings.log_requests:
+                log.info("request %s prompt: %r", job.id, job.runs[0].prompt.last_message_text)
             if body.stream:
-                return EventStreamResponse(admission.hold_while(service.stream(job)))
+                return EventStreamResponse(admission.hold_while(within(service.stream(job), deadline())))
         except BaseException:
             admission.release()
             raise
         try:
-            result = await until_disconnected(request, service.complete(job))
+            async with asyncio.timeout(settings.request_timeout):
+                result = await until_disconnected(request, service.complete(job))
+        except TimeoutError:
+            raise RequestTimeout(f"the request took longer than {settings.request_timeout} s") from None
         finally:
             admission.release()
+        if settings.log_outputs and result:
+            log.info("request %s output: %r", job.id, result["choices"])
         return Response(status_code=CLIENT_CLOSED) if result is None else JSONResponse(result)
+
+    def deadline() -> float | None:
+        timeout = settings.request_timeout
+        return asyncio.get_running_loop().time() + timeout if timeout else None
+
+    async def within(stream, until: float | None):
+        """The stream, ended with an in-band timeout error past the deadline."""
+        async with aclosing(stream):
+            while True:
+                try:
+                    async with asyncio.timeout_at(until):
+                        item = await anext(stream)
+                except StopAsyncIteration:
+                    return
+                except TimeoutError:
+                    raise RequestTimeout(f"the request took longer than {settings.request_timeout} s") from None
+                if settings.log_outputs:
+                    log.info("stream chunk: %s", item)
+                yield item
 
     @app.post("/v1/chat/completions")
     async def create_chat_completion(request: Request):
@@ -243,5 +276,6 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
         app.add_middleware(CORSMiddleware, allow_origins=settings.allowed_origins,
                            allow_methods=settings.allowed_methods, allow_headers=settings.allowed_headers,
                            allow_credentials=settings.allow_credentials)
+    app.add_middleware(AccessLogMiddleware)
     app.add_middleware(RequestIdMiddleware)
     return app

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hmac
 import json
+import logging
+import time
 import uuid
 
 from rostra.errors import PayloadTooLarge, Unauthorized
@@ -93,3 +95,39 @@ async def _send_error(send, error) -> None:
     await send({"type": "http.response.start", "status": error.status_code,
                 "headers": [(b"content-type", b"application/json")]})
     await send({"type": "http.response.body", "body": body})
+
+
+access_log = logging.getLogger("rostra.requests")
+
+
+class AccessLogMiddleware:
+    """One structured (JSON) line per request: id, route, status, latency, and for generations the
+    model, token counts and time to first token (the route leaves its job in scope["state"])."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        started, status = time.monotonic(), 500
+
+        async def recording_send(message):
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, recording_send)
+        finally:
+            state = scope.get("state", {})
+            record = {"request_id": state.get("request_id"), "method": scope["method"],
+                      "route": getattr(scope.get("route"), "path", scope["path"]), "status": status,
+                      "ms": round((time.monotonic() - started) * 1000, 1)}
+            job = state.get("job")
+            if job is not None:
+                record.update(model=job.model, id=job.id, **job.stats.usage())
+                if job.stats.first_token is not None:
+                    record["ttft_ms"] = round((job.stats.first_token - job.stats.started) * 1000, 1)
+            access_log.info(json.dumps(record))
