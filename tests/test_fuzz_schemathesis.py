@@ -19,7 +19,7 @@ from functools import lru_cache
 import pytest
 import requests
 
-schemathesis = pytest.importorskip("schemathesis")
+import schemathesis  # noqa: E402  (a test dependency: pyproject's [test] extra)
 
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
@@ -93,8 +93,8 @@ def _settings(max_examples: int):
 @pytest.mark.parametrize("operation_id", OPERATIONS)
 def test_fuzz_spec_operation(scripted_server, operation_id, mode):
     operation = _schema().find_operation_by_id(operation_id)
-    # Hypothesis favours the first choice. Positive bodies: a quarter as generated, a quarter with the served model, half tidied as well.
-    # Negative bodies: as generated, or with the served model.
+    # Positive bodies: a quarter as generated, a quarter with the served model, half tidied as well; negative
+    # ones: as generated or with the served model. The favoured choice goes first, as Hypothesis leans to it.
     treatments = (st.sampled_from([TIDIED, SERVED_MODEL, TIDIED, UNTOUCHED]) if mode.is_positive
                   else st.sampled_from([SERVED_MODEL, UNTOUCHED]))
     failures: dict[str, str] = {}
