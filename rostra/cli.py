@@ -36,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="require this Bearer key on every route but /health and /version (repeatable; "
                             "also env ROSTRA_API_KEY, comma-separated)")
     serve.add_argument("--api-key-file", help="a file of API keys, one per line")
+    serve.add_argument("--admin-key", action="append", default=[],
+                       help="Bearer key for /admin/* routes (store maintenance; also env ROSTRA_ADMIN_KEY); "
+                            "without one they are closed")
     serve.add_argument("--chat-template", help="a Jinja chat template, as a file or inline "
                                                "(default: the model's own)")
     serve.add_argument("--max-model-len", type=int, help="context length (default: the model's)")
@@ -75,15 +78,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _keys(given: list[str], env: str) -> list[str]:
+    """Keys from the flag, plus those in the environment variable (comma-separated)."""
+    return [*given, *(key.strip() for key in os.environ.get(env, "").split(",") if key.strip())]
+
+
 def settings_from_args(args: argparse.Namespace) -> Settings:
     if args.tool_call_parser and args.tool_call_parser not in tool_parser_names():
         raise SystemExit(f"--tool-call-parser: unknown {args.tool_call_parser!r}; "
                          f"choose from {', '.join(tool_parser_names())}")
-    keys = list(args.api_key)
-    keys += [key.strip() for key in os.environ.get("ROSTRA_API_KEY", "").split(",") if key.strip()]
+    keys = _keys(args.api_key, "ROSTRA_API_KEY")
     if args.api_key_file:
         keys += [line.strip() for line in Path(args.api_key_file).read_text().splitlines() if line.strip()]
-    return Settings(model=args.model, engine=args.engine, script=args.script, tokenizer=args.tokenizer,
+    admin_keys = _keys(args.admin_key, "ROSTRA_ADMIN_KEY")
+    return Settings(model=args.model, admin_keys=admin_keys, engine=args.engine, script=args.script,
+                    tokenizer=args.tokenizer,
                     served_model_name=args.served_model_name, api_keys=keys, chat_template=args.chat_template,
                     max_model_len=args.max_model_len, parallel=args.parallel, threads=args.threads,
                     host=args.host, port=args.port, log_level=args.log_level,

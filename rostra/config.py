@@ -14,6 +14,7 @@ class Settings:
     tokenizer: str | None = None  # scripted engine: GGUF or tokenizer.json (default: the embedded model's)
     served_model_name: list[str] = field(default_factory=list)
     api_keys: list[str] = field(default_factory=list)
+    admin_keys: list[str] = field(default_factory=list)  # for /admin/* (store maintenance); none: no admin
     chat_template: str | None = None  # a file path or the template itself
     max_model_len: int | None = None
     parallel: int = 4

@@ -17,6 +17,7 @@ MODEL = "scripted"
 @pytest.fixture(scope="module")
 def server():
     server = RunningServer(["--engine", "scripted", "--script", str(DATA / "script.jsonl"), "--api-key", KEY,
+                            "--admin-key", "admin-key",
                             "--max-concurrency", "1", "--max-queue", "0", "--max-body-bytes", "100000",
                             "--allowed-origins", "http://app.example"])
     yield server
@@ -108,3 +109,16 @@ def test_metrics(server):
     assert value('rostra_http_requests_total{method="POST",route="/v1/chat/completions",status="429"}') >= 1
     assert 'vllm:num_requests_running{model_name="scripted"}' in text
     assert 'rostra_engine_running_generations{model_name="scripted"} 0.0' in text
+
+
+def test_admin_routes_need_the_admin_key(server, scripted_server):
+    check_error(httpx.delete(f"{server.base_url}/admin/responses?older_than_days=0", headers=AUTH), 401)
+    created = httpx.post(f"{server.base_url}/v1/responses", headers=AUTH,
+                         json={"model": MODEL, "input": "say hello"}).json()
+    time.sleep(1.1)  # created_at has one-second resolution
+    purged = httpx.delete(f"{server.base_url}/admin/responses?older_than_days=0",
+                          headers={"authorization": "Bearer admin-key"})
+    assert purged.status_code == 200 and purged.json()["deleted"] >= 1
+    check_error(httpx.get(f"{server.base_url}/v1/responses/{created['id']}", headers=AUTH), 404)
+    # A server without an admin key has no admin routes at all.
+    check_error(httpx.delete(f"{scripted_server.base_url}/admin/responses?older_than_days=0"), 401)

@@ -268,10 +268,19 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
             raise InvalidRequest("order must be 'asc' or 'desc'", param="order")
         return await responses.input_items(response_id, after, limit, order)
 
+    @app.delete("/admin/responses")
+    async def purge_responses(older_than_days: float):
+        """Store maintenance: drop finished responses older than N days."""
+        if older_than_days < 0:
+            raise InvalidRequest("older_than_days must not be negative", param="older_than_days")
+        deleted = await store.delete_finished_before(int(time.time() - older_than_days * 86400))
+        return {"object": "purge", "deleted": deleted}
+
     app.add_middleware(HttpMetricsMiddleware, metrics=metrics)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
     public = PUBLIC_PATHS | ({"/metrics"} if settings.public_metrics else set())
-    app.add_middleware(ApiKeyMiddleware, api_keys=settings.api_keys, public_paths=public)
+    app.add_middleware(ApiKeyMiddleware, api_keys=settings.api_keys, public_paths=public,
+                       admin_keys=settings.admin_keys)
     if settings.allowed_origins:  # CORS is off unless asked for
         app.add_middleware(CORSMiddleware, allow_origins=settings.allowed_origins,
                            allow_methods=settings.allowed_methods, allow_headers=settings.allowed_headers,

@@ -40,24 +40,31 @@ PUBLIC_PATHS = frozenset({"/health", "/version"})
 class ApiKeyMiddleware:
     """Bearer auth on every route but the public ones; keys are compared in constant time."""
 
-    def __init__(self, app, api_keys: list[str], public_paths: frozenset[str] = PUBLIC_PATHS):
+    def __init__(self, app, api_keys: list[str], public_paths: frozenset[str] = PUBLIC_PATHS,
+                 admin_keys: list[str] | None = None):
         self.app = app
         self.keys = [key.encode() for key in api_keys]
+        self.admin_keys = [key.encode() for key in admin_keys or []]
         self.public_paths = public_paths
 
-    def _authorized(self, scope) -> bool:
+    @staticmethod
+    def _authorized(scope, keys: list[bytes]) -> bool:
         header = dict(scope["headers"]).get(b"authorization", b"")
         scheme, _, token = header.partition(b" ")
         if scheme.lower() != b"bearer":
             return False
         # Compare with every key, without stopping early, so timing tells nothing.
-        matches = [hmac.compare_digest(token.strip(), key) for key in self.keys]
+        matches = [hmac.compare_digest(token.strip(), key) for key in keys]
         return any(matches)
 
     async def __call__(self, scope, receive, send):
-        if (scope["type"] == "http" and self.keys and scope["path"] not in self.public_paths
-                and scope["method"] != "OPTIONS" and not self._authorized(scope)):
-            return await _send_error(send, Unauthorized())
+        if scope["type"] == "http" and scope["method"] != "OPTIONS":
+            path = scope["path"]
+            if path.startswith("/admin"):  # admin routes: only the admin key, and only when one is set
+                if not (self.admin_keys and self._authorized(scope, self.admin_keys)):
+                    return await _send_error(send, Unauthorized("an admin key is required"))
+            elif self.keys and path not in self.public_paths and not self._authorized(scope, self.keys):
+                return await _send_error(send, Unauthorized())
         await self.app(scope, receive, send)
 
 

@@ -52,6 +52,11 @@ class ResponseStore(ABC):
         """Delete a response with its input items and events; False if it was unknown."""
 
     @abstractmethod
+    async def delete_finished_before(self, created_before: int) -> int:
+        """Store maintenance: delete every finished response created before this Unix time
+        (running ones are kept); returns how many."""
+
+    @abstractmethod
     async def input_items(self, response_id: str, *, after: str | None = None, limit: int = 20,
                           order: str = "desc") -> tuple[list[dict], bool]:
         """One page of a response's input items, as OpenAI's list endpoint pages them.

@@ -217,6 +217,16 @@ class SqliteResponseStore(ResponseStore):
         # Input items and events go with it: ON DELETE CASCADE (foreign_keys is ON).
         return conn.execute("DELETE FROM responses WHERE id = ?", (response_id,)).rowcount > 0
 
+    async def delete_finished_before(self, created_before: int) -> int:
+        return await self._run(self._delete_finished_before_sync, created_before)
+
+    @staticmethod
+    def _delete_finished_before_sync(conn: sqlite3.Connection, created_before: int) -> int:
+        placeholders = ", ".join("?" for _ in RUNNING_STATUSES)
+        with _transaction(conn):
+            return conn.execute(f"DELETE FROM responses WHERE created_at < ? AND status NOT IN ({placeholders})",
+                                (created_before, *RUNNING_STATUSES)).rowcount
+
     # -- input items ------------------------------------------------------------------------
 
     async def input_items(self, response_id: str, *, after: str | None = None, limit: int = 20,
