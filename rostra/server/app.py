@@ -29,7 +29,7 @@ from rostra.prompt.messages import template_messages
 from rostra.protocol.tokenize import DetokenizeRequest, TokenizeRequest
 from rostra.server.admission import Admission
 from rostra.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
-from rostra.server.metrics import HttpMetricsMiddleware, Metrics
+from rostra.server.metrics import Metrics
 from rostra.server.middleware import (
     PUBLIC_PATHS,
     AccessLogMiddleware,
@@ -276,7 +276,6 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
         deleted = await store.delete_finished_before(int(time.time() - older_than_days * 86400))
         return {"object": "purge", "deleted": deleted}
 
-    app.add_middleware(HttpMetricsMiddleware, metrics=metrics)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
     public = PUBLIC_PATHS | ({"/metrics"} if settings.public_metrics else set())
     app.add_middleware(ApiKeyMiddleware, api_keys=settings.api_keys, public_paths=public,
@@ -285,6 +284,6 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
         app.add_middleware(CORSMiddleware, allow_origins=settings.allowed_origins,
                            allow_methods=settings.allowed_methods, allow_headers=settings.allowed_headers,
                            allow_credentials=settings.allow_credentials)
-    app.add_middleware(AccessLogMiddleware)
+    app.add_middleware(AccessLogMiddleware, metrics=metrics)
     app.add_middleware(RequestIdMiddleware)
     return app

@@ -109,10 +109,12 @@ access_log = logging.getLogger("rostra.requests")
 
 class AccessLogMiddleware:
     """One structured (JSON) line per request: id, route, status, latency, and for generations the
-    model, token counts and time to first token (the route leaves its job in scope["state"])."""
+    model, token counts and time to first token (the route leaves its job in scope["state"]);
+    and the request counted in the metrics by its route template (bounded label values)."""
 
-    def __init__(self, app):
+    def __init__(self, app, metrics=None):
         self.app = app
+        self.metrics = metrics
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -129,8 +131,11 @@ class AccessLogMiddleware:
             await self.app(scope, receive, recording_send)
         finally:
             state = scope.get("state", {})
+            route = getattr(scope.get("route"), "path", None)
+            if self.metrics is not None:
+                self.metrics.http_requests.labels(route or "unmatched", scope["method"], str(status)).inc()
             record = {"request_id": state.get("request_id"), "method": scope["method"],
-                      "route": getattr(scope.get("route"), "path", scope["path"]), "status": status,
+                      "route": route or scope["path"], "status": status,
                       "ms": round((time.monotonic() - started) * 1000, 1)}
             job = state.get("job")
             if job is not None:
