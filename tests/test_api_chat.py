@@ -175,3 +175,10 @@ def test_request_id_echoed_or_generated(scripted_server):
     with httpx.stream("POST", f"{scripted_server.base_url}/v1/chat/completions",
                       json=chat(scripted_server, "say hello", stream=True), headers={"x-request-id": "s-1"}) as r:
         assert r.headers["x-request-id"] == "s-1"
+
+
+def test_null_means_not_given(scripted_server):
+    request = chat(scripted_server, "say hello", stream=None, n=None, stop=None, temperature=None, logprobs=None,
+                   stream_options=None, max_tokens=None)
+    body = check("chat", post(scripted_server.base_url, "/v1/chat/completions", request).json())
+    assert body["choices"][0]["message"]["content"] == "Hello! How can I help you today?"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 MAX_N = 128
 MAX_STOP_STRINGS = 16
@@ -18,11 +18,20 @@ class StreamOptions(BaseModel):
     continuous_usage_stats: bool = False
 
 
+def drop_nulls(data: Any) -> Any:
+    """A top-level null means "not given" (as OpenAI reads it): the field keeps its default."""
+    if isinstance(data, dict):
+        return {key: value for key, value in data.items() if value is not None}
+    return data
+
+
 class SamplingFields(BaseModel):
     """OpenAI sampling parameters plus the common extensions (top_k, min_p, repetition_penalty,
     stop_token_ids, ignore_eos) that vLLM and llama.cpp servers accept."""
 
     model_config = ConfigDict(extra="ignore", strict=True)
+
+    _nulls_are_defaults = model_validator(mode="before")(drop_nulls)
 
     model: str
     n: Annotated[int, Field(ge=1, le=MAX_N)] = 1

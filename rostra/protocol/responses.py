@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from rostra.protocol.common import drop_nulls
 
 
 class TextOptions(BaseModel):
@@ -20,6 +22,8 @@ class ReasoningOptions(BaseModel):
 
 class CreateResponseRequest(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)
+
+    _nulls_are_defaults = model_validator(mode="before")(drop_nulls)
 
     model: str
     input: str | list[dict[str, Any]]
