@@ -93,27 +93,42 @@ def check_context(prompt_tokens: int, max_tokens: int | None, context_length: in
     return max_tokens
 
 
+async def choice_events(engine: Engine, request_id: str, run: ChoiceRun) -> AsyncIterator[Event]:
+    """One choice: engine outputs through its pipeline. Closing it early aborts the generation."""
+    if run.prefix:
+        yield Text(run.prefix)
+    reason = "stop"
+    try:
+        async with aclosing(engine.generate(f"{request_id}-{run.index}", run.prompt, run.params)) as outputs:
+            async for output in outputs:
+                for event in run.pipeline.feed(output):
+                    yield event
+                reason = output.finish_reason or reason
+                if run.pipeline.stopped:
+                    break  # a stop string or stop token: closing the generation aborts it
+    except EngineError as exc:
+        raise ServerError(f"the engine failed: {exc}") from exc
+    for event in run.pipeline.finish(reason):
+        yield event
+
+
 async def run_choices(engine: Engine, request_id: str, runs: Sequence[ChoiceRun],
                       stats: RequestStats) -> AsyncIterator[tuple[int, Event]]:
     """All choices' events, merged as they come. Leaving early aborts every generation."""
+    if len(runs) == 1:  # the common case: no tasks, no queue, one hop less per token
+        async with aclosing(choice_events(engine, request_id, runs[0])) as events:
+            async for event in events:
+                stats.observe(event)
+                yield runs[0].index, event
+        return
     queue: asyncio.Queue = asyncio.Queue()
     done = object()
 
     async def drive(run: ChoiceRun) -> None:
         try:
-            if run.prefix:
-                queue.put_nowait((run.index, Text(run.prefix)))
-            reason = "stop"
-            generation = engine.generate(f"{request_id}-{run.index}", run.prompt, run.params)
-            async with aclosing(generation) as outputs:
-                async for output in outputs:
-                    for event in run.pipeline.feed(output):
-                        queue.put_nowait((run.index, event))
-                    reason = output.finish_reason or reason
-                    if run.pipeline.stopped:
-                        break  # a stop string or stop token: closing the generation aborts it
-            for event in run.pipeline.finish(reason):
-                queue.put_nowait((run.index, event))
+            async with aclosing(choice_events(engine, request_id, run)) as events:
+                async for event in events:
+                    queue.put_nowait((run.index, event))
         except Exception as exc:  # handed to the consumer, which raises it
             queue.put_nowait((run.index, exc))
         finally:
@@ -127,8 +142,6 @@ async def run_choices(engine: Engine, request_id: str, runs: Sequence[ChoiceRun]
             if item is done:
                 remaining -= 1
             elif isinstance(item, Exception):
-                if isinstance(item, EngineError):
-                    raise ServerError(f"the engine failed: {item}") from item
                 raise item
             else:
                 stats.observe(item)
