@@ -82,6 +82,7 @@ class Engine(abc.ABC):
     bos_token: str = ""
     eos_token: str = ""
     vocab_size: int = 0
+    parallel: int = 1  # sequences the engine runs at once (llama.cpp slots)
     # Whether json_schema/grammar constraints are enforced while sampling (from the first token on).
     enforces_constraints: bool = False
 

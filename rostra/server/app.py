@@ -89,7 +89,7 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
     completions = CompletionService(engine, served_names)
     responses = ResponsesService(chat, store)
     admission = Admission(settings.max_concurrency, settings.max_queue)
-    metrics = Metrics(served_names[0], engine.running_requests, getattr(engine, "parallel", 1), admission)
+    metrics = Metrics(served_names[0], engine.running_requests, engine.parallel, admission)
     chat.on_finished = completions.on_finished = metrics.observe_job
     started = int(time.time())
 
@@ -101,11 +101,7 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
             log.warning("%d background response(s) were running when the server stopped: marked failed", interrupted)
         await engine.start()
         yield
-        for run in list(responses.live.values()):
-            if run.task:
-                run.task.cancel()
-        await asyncio.gather(*(run.task for run in list(responses.live.values()) if run.task),
-                             return_exceptions=True)
+        await responses.cancel_running()
         await engine.close()
         await store.close()
 

@@ -157,6 +157,13 @@ class ResponsesService:
         await asyncio.gather(live.task, return_exceptions=True)
         return await self.retrieve(response_id)
 
+    async def cancel_running(self) -> None:
+        """At shutdown: background responses still running end as cancelled, and are stored so."""
+        tasks = [run.task for run in list(self.live.values()) if run.task]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     async def delete(self, response_id: str) -> dict:
         live = self.live.get(response_id)
         if live and live.task:
