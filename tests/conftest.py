@@ -7,61 +7,37 @@ SCRIPTED_MODEL = "scripted"
 API_KEY = "test-key-123"
 
 
-@pytest.fixture(scope="session")
-def scripted_server():
-    server = RunningServer(["--engine", "scripted", "--script", str(DATA / "script.jsonl"),
-                            "--max-model-len", "2048"])
-    yield server
-    server.stop()
+def server_fixture(*args: str, doc: str = ""):
+    """A session-wide `rostra serve` with these arguments, stopped at the end of the session."""
+
+    @pytest.fixture(scope="session")
+    def fixture():
+        server = RunningServer(list(args))
+        yield server
+        server.stop()
+
+    fixture.__doc__ = doc
+    return fixture
 
 
-@pytest.fixture(scope="session")
-def auth_server():
-    server = RunningServer(["--engine", "scripted", "--script", str(DATA / "script.jsonl"), "--api-key", API_KEY])
-    yield server
-    server.stop()
+def scripted(script: str, *flags: str) -> tuple[str, ...]:
+    return ("--engine", "scripted", "--script", str(DATA / script), *flags)
 
 
-@pytest.fixture(scope="session")
-def real_server():
-    """The embedded model on llama.cpp, as `rostra serve` starts it with no arguments."""
-    server = RunningServer(["--parallel", "4", "--max-model-len", "2048"])
-    yield server
-    server.stop()
+scripted_server = server_fixture(*scripted("script.jsonl", "--max-model-len", "2048"))
+auth_server = server_fixture(*scripted("script.jsonl", "--api-key", API_KEY))
+tools_server = server_fixture(*scripted("tools.jsonl", "--tool-call-parser", "hermes"))
+reasoning_server = server_fixture(*scripted("reasoning.jsonl", "--reasoning-parser", "qwen3", "--tool-call-parser",
+                                            "hermes", "--reasoning-field", "both"))
+harmony_server = server_fixture(*scripted("harmony.jsonl", "--reasoning-parser", "gpt_oss",
+                                          "--reasoning-field", "both"))
+real_server = server_fixture("--parallel", "4", "--max-model-len", "2048",
+                             doc="The embedded model on llama.cpp, as `rostra serve` starts it with no MODEL.")
+real_reasoning_server = server_fixture("--parallel", "2", "--max-model-len", "2048", "--reasoning-parser",
+                                       "deepseek_r1",
+                                       doc="The embedded model as if it were DeepSeek-R1 (thinking opened implicitly).")
 
 
 @pytest.fixture
 def scripted_client(scripted_server) -> OpenAI:
     return OpenAI(base_url=f"{scripted_server.base_url}/v1", api_key="unused", max_retries=0)
-
-
-@pytest.fixture(scope="session")
-def tools_server():
-    server = RunningServer(["--engine", "scripted", "--script", str(DATA / "tools.jsonl"),
-                            "--tool-call-parser", "hermes"])
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="session")
-def reasoning_server():
-    server = RunningServer(["--engine", "scripted", "--script", str(DATA / "reasoning.jsonl"),
-                            "--reasoning-parser", "qwen3", "--tool-call-parser", "hermes", "--reasoning-field", "both"])
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="session")
-def real_reasoning_server():
-    """The embedded model as if it were DeepSeek-R1 (whose outputs open thinking implicitly)."""
-    server = RunningServer(["--parallel", "2", "--max-model-len", "2048", "--reasoning-parser", "deepseek_r1"])
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="session")
-def harmony_server():
-    server = RunningServer(["--engine", "scripted", "--script", str(DATA / "harmony.jsonl"),
-                            "--reasoning-parser", "gpt_oss", "--reasoning-field", "both"])
-    yield server
-    server.stop()
