@@ -1,11 +1,10 @@
 """gpt-oss harmony parser, data-driven: each case whole, one character at a time and under random
 splits (markers split in every position); the streamed result equals the non-streamed one."""
 
-import json
 import random
 
 import pytest
-from toolparse import splits
+from toolparse import fold_tool_calls, splits
 
 from rostra.parsing.events import (
     Reasoning,
@@ -70,21 +69,8 @@ def run(pieces, prompt="", enabled=True):
     events += parser.finish()
     reasoning = "".join(e.text for e in events if isinstance(e, Reasoning))
     answer = "".join(e.text for e in events if isinstance(e, Text))
-    names, args, ids, ended = {}, {}, [], []
-    for event in events:
-        if isinstance(event, ToolCallStart):
-            assert event.index == len(names), "indexes count 0, 1, 2..."
-            names[event.index] = event.name
-            args[event.index] = ""
-            ids.append(event.id)
-        elif isinstance(event, ToolCallArgs):
-            assert event.index in names and event.index not in ended
-            args[event.index] += event.text
-        elif isinstance(event, ToolCallEnd):
-            ended.append(event.index)
-    assert sorted(ended) == sorted(names), "every call ends"
-    assert len(set(ids)) == len(ids) and all(i.startswith("call_") for i in ids)
-    calls = [(names[i], json.loads(args[i])) for i in sorted(names)]
+    calls, ids = fold_tool_calls(events)
+    assert all(i.startswith("call_") for i in ids)
     return reasoning, answer, calls
 
 

@@ -41,6 +41,12 @@ def run_parser(parser_name: str, pieces: list[str], tools=TOOLS) -> Result:
         events += parser.feed([Text(piece)])
     events += parser.finish()
     content = "".join(e.text for e in events if isinstance(e, Text))
+    calls, ids = fold_tool_calls(events)
+    return Result(content, calls, ids)
+
+
+def fold_tool_calls(events) -> tuple[list[tuple[str, dict]], list[str]]:
+    """The calls a client assembles from the events, checking the tool-call event contract."""
     names: dict[int, str] = {}
     args: dict[int, str] = {}
     ids: list[str] = []
@@ -59,7 +65,7 @@ def run_parser(parser_name: str, pieces: list[str], tools=TOOLS) -> Result:
             ended.append(event.index)
     assert sorted(ended) == sorted(names), "every call ends"
     assert len(set(ids)) == len(ids), "ids are unique"
-    return Result(content, [(names[i], json.loads(args[i])) for i in sorted(names)], ids)
+    return [(names[i], json.loads(args[i])) for i in sorted(names)], ids
 
 
 def splits(text: str, rng: random.Random) -> list[str]:
