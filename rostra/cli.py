@@ -25,11 +25,25 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("model", nargs="?", help="a GGUF file (default: the embedded SmolLM2-135M-Instruct)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
-    serve.add_argument("--engine", choices=["llamacpp", "scripted"], default="llamacpp",
-                       help="llamacpp (GGUF, default) or scripted (deterministic, from --script)")
+    serve.add_argument("--engine", choices=["llamacpp", "scripted", "remote"], default="llamacpp",
+                       help="llamacpp (GGUF, default), scripted (deterministic, from --script) or remote "
+                            "(a gateway in front of --upstream servers)")
     serve.add_argument("--script", help="scripted engine: JSONL file of {\"match\", \"output\"} lines")
-    serve.add_argument("--tokenizer", help="scripted engine: GGUF or tokenizer.json to tokenize with "
-                                           "(default: the embedded model's)")
+    serve.add_argument("--tokenizer", help="scripted engine, raw upstreams: a GGUF, tokenizer.json or checkpoint "
+                                           "directory to tokenize with (scripted default: the embedded model's)")
+    gateway = serve.add_argument_group("remote engine (gateway)")
+    gateway.add_argument("--upstream", action="append", default=[], metavar="URL[,OPTION...]",
+                         help="an OpenAI-compatible base URL, e.g. http://127.0.0.1:8001/v1 (repeatable); options: "
+                              "mode=passthrough|raw, api_key_env=NAME (the variable holding its key), model=ID "
+                              "(declare its models instead of asking GET /models)")
+    gateway.add_argument("--upstream-api-key", help="Bearer key for every upstream (also env ROSTRA_UPSTREAM_API_KEY; "
+                                                    "prefer the environment: flags show in `ps`)")
+    gateway.add_argument("--upstream-retries", type=int, default=2,
+                         help="retries on connection errors, 5xx and 429, each on another upstream if any (default 2)")
+    gateway.add_argument("--upstream-timeout", type=float, default=600.0,
+                         help="seconds an upstream may take to answer (default 600)")
+    gateway.add_argument("--health-check-interval", type=float, default=5.0,
+                         help="seconds between upstream health checks (GET /models; default 5)")
     serve.add_argument("--served-model-name", nargs="+", default=[],
                        help="name(s) the API accepts for the model (default: the model file's name)")
     serve.add_argument("--api-key", action="append", default=[],
@@ -103,13 +117,19 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     allowed_methods=args.allowed_methods, allowed_headers=args.allowed_headers,
                     allow_credentials=args.allow_credentials, public_metrics=args.public_metrics,
                     request_timeout=args.request_timeout, log_requests=args.log_requests,
-                    log_outputs=args.log_outputs, shutdown_grace=args.shutdown_grace)
+                    log_outputs=args.log_outputs, shutdown_grace=args.shutdown_grace,
+                    upstreams=args.upstream,
+                    upstream_api_key=args.upstream_api_key or os.environ.get("ROSTRA_UPSTREAM_API_KEY"),
+                    upstream_retries=args.upstream_retries, upstream_timeout=args.upstream_timeout,
+                    health_check_interval=args.health_check_interval)
 
 
 def build_engine(settings: Settings):
     from rostra.embedded import EMBEDDED_MODEL_NAME, embedded_model_path
     from rostra.engines import load_engine
 
+    if settings.engine == "remote":
+        return build_gateway(settings)
     if settings.engine == "scripted":
         if settings.model:
             raise SystemExit("the scripted engine takes no MODEL; use --script (and --tokenizer)")
@@ -122,6 +142,23 @@ def build_engine(settings: Settings):
     name = settings.served_model_name[0] if settings.served_model_name else default_name
     return load_engine("llamacpp", model_path=path, model_name=name, max_model_len=settings.max_model_len,
                        parallel=settings.parallel, threads=settings.threads)
+
+
+def build_gateway(settings: Settings):
+    from rostra.engines import load_engine
+    from rostra.engines.remote import parse_upstream
+
+    if settings.model:
+        raise SystemExit("the remote engine takes no MODEL: the upstreams' models are served (see --upstream)")
+    if not settings.upstreams:
+        raise SystemExit("the remote engine needs at least one --upstream URL")
+    try:
+        upstreams = [parse_upstream(spec, settings.upstream_api_key) for spec in settings.upstreams]
+        return load_engine("remote", upstreams=upstreams, tokenizer_path=settings.tokenizer,
+                           max_model_len=settings.max_model_len, retries=settings.upstream_retries,
+                           health_interval=settings.health_check_interval, timeout=settings.upstream_timeout)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
 
 
 def serve(settings: Settings) -> None:

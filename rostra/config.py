@@ -38,6 +38,12 @@ class Settings:
     log_requests: bool = False  # prompts in the log (user data: off by default)
     log_outputs: bool = False  # outputs in the log (user data: off by default)
     shutdown_grace: float = 10.0  # seconds running streams get to finish on SIGTERM
+    # The remote engine (gateway): upstream specs (URL[,mode=raw][,api_key_env=NAME][,model=ID]).
+    upstreams: list[str] = field(default_factory=list)
+    upstream_api_key: str | None = field(default=None, repr=False)  # never printed
+    upstream_retries: int = 2
+    upstream_timeout: float = 600.0
+    health_check_interval: float = 5.0
 
     def chat_template_source(self) -> str | None:
         if self.chat_template is None:

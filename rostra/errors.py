@@ -68,3 +68,20 @@ class ServerError(APIError):
 class ServiceUnavailable(APIError):
     status_code = 503
     error_type = "server_error"
+
+
+class BadGateway(APIError):
+    """An upstream failed (5xx, a broken connection, a malformed answer) after the retries."""
+
+    status_code = 502
+    error_type = "server_error"
+
+
+class UpstreamRejected(APIError):
+    """An upstream's own 4xx answer, relayed with its status and error fields."""
+
+    def __init__(self, status_code: int, message: str, error_type: str | None = None, param: str | None = None,
+                 code: str | None = None):
+        super().__init__(message, param, code)
+        self.status_code = status_code
+        self.error_type = error_type or ("rate_limit_error" if status_code == 429 else "invalid_request_error")

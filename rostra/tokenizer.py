@@ -6,6 +6,8 @@ The scripted engine uses these to cut its scripted text into real tokens; any en
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -118,3 +120,42 @@ def end_of_generation_ids(metadata: dict[str, Any]) -> set[int]:
     ids = {metadata.get(f"tokenizer.ggml.{key}_token_id") for key in ("eos", "eot", "eom")}
     ids |= {i for i, piece in enumerate(tokens) if piece in _END_MARKERS and types[i] == _CONTROL}
     return {i for i in ids if i is not None and 0 <= i < len(tokens)}
+
+
+@dataclass(frozen=True)
+class LocalTokenizer:
+    """A tokenizer with what the chat template needs: for engines with no model of their own."""
+
+    tokenizer: TextTokenizer
+    chat_template: str | None
+    bos_token: str
+    eos_token: str
+
+
+def load_local_tokenizer(path: str | Path) -> LocalTokenizer:
+    """From a GGUF file (its vocabulary and template), a tokenizer.json (with the
+    tokenizer_config.json beside it, if any) or a checkpoint directory holding both."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "tokenizer.json"
+    if path.suffix == ".json":
+        config = path.with_name("tokenizer_config.json")
+        settings = json.loads(config.read_text()) if config.is_file() else {}
+        template = settings.get("chat_template")
+        jinja = path.with_name("chat_template.jinja")  # where newer checkpoints keep it
+        if template is None and jinja.is_file():
+            template = jinja.read_text(encoding="utf-8")
+        return LocalTokenizer(tokenizer_from_json(path), template, _token_content(settings.get("bos_token")),
+                              _token_content(settings.get("eos_token")))
+    metadata = read_gguf_metadata(path)
+    tokens = metadata["tokenizer.ggml.tokens"]
+    return LocalTokenizer(tokenizer_from_gguf(path, metadata), metadata.get("tokenizer.chat_template"),
+                          tokens[metadata.get("tokenizer.ggml.bos_token_id", 0)],
+                          tokens[metadata.get("tokenizer.ggml.eos_token_id", 0)])
+
+
+def _token_content(token: object) -> str:
+    """tokenizer_config.json writes a special token as a string or as {"content": ...}."""
+    if isinstance(token, dict):
+        return str(token.get("content", ""))
+    return token or ""

@@ -23,8 +23,8 @@ def free_port() -> int:
 
 class RunningServer:
     def __init__(self, args: list[str], startup_timeout: float = 120, data_dir: str | None = None,
-                 log_level: str = "warning"):
-        self.port = free_port()
+                 log_level: str = "warning", env: dict[str, str] | None = None, port: int | None = None):
+        self.port = port or free_port()
         # Each server keeps its Responses store in its own directory (or the one given, to restart on it).
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="rostra-data-")
         self.base_url = f"http://127.0.0.1:{self.port}"
@@ -33,7 +33,7 @@ class RunningServer:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "rostra.cli", "serve", *args, "--port", str(self.port), "--log-level", log_level,
              "--data-dir", self.data_dir],
-            stdout=self._log, stderr=subprocess.STDOUT)
+            stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
         deadline = time.monotonic() + startup_timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -46,6 +46,15 @@ class RunningServer:
             time.sleep(0.2)
         self.stop()
         raise RuntimeError("rostra serve did not become healthy in time")
+
+    @property
+    def v1(self) -> str:
+        return f"{self.base_url}/v1"
+
+    def kill(self) -> None:
+        """SIGKILL: the process dies mid-whatever, as a crashed upstream does."""
+        self.process.kill()
+        self.process.wait(timeout=15)
 
     def stop(self) -> None:
         if self.process.poll() is None:

@@ -18,4 +18,8 @@ def load_engine(name: str, **options) -> Engine:
         from rostra.engines.scripted import ScriptedEngine
 
         return ScriptedEngine(**options)
-    raise ValueError(f"unknown engine {name!r} (choose llamacpp or scripted)")
+    if name == "remote":
+        from rostra.engines.remote import RemoteEngine
+
+        return RemoteEngine(**options)
+    raise ValueError(f"unknown engine {name!r} (choose llamacpp, scripted or remote)")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Literal
+from typing import AsyncIterator, Literal, Protocol
 
 FinishReason = Literal["stop", "length"]
 
@@ -40,6 +40,7 @@ class Prompt:
     # What the scripted engine matches on: the last message of a chat (or a completion prompt).
     last_message_text: str = ""
     last_message_role: str | None = None
+    model: str = ""  # the model the request names (a gateway routes by it)
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,9 @@ class EngineOutput:
 
     tokens: tuple[TokenStep, ...] = ()
     finish_reason: FinishReason | None = None
+    # The engine's own count of the tokens generated so far, when it knows better than the
+    # steps it reported (a remote upstream streams text pieces, then its usage).
+    completion_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,14 @@ class ModelInfo:
     id: str
     context_length: int
     owned_by: str = "rostra"
+
+
+class RelayedStream(Protocol):
+    """An upstream's stream of chunks (OpenAI JSON objects); closing it early aborts it."""
+
+    def events(self) -> AsyncIterator[dict]: ...
+
+    async def aclose(self) -> None: ...
 
 
 class EngineError(RuntimeError):
@@ -114,3 +126,25 @@ class Engine(abc.ABC):
     def running_requests(self) -> int:
         """How many generations hold engine capacity right now (for health and tests)."""
         return 0
+
+    # A gateway serves several models, some of them relayed whole to an upstream; an engine
+    # with its own model serves that one, under the names it is given.
+
+    def models(self) -> list[ModelInfo]:
+        return [self.model]
+
+    def model_info(self, name: str) -> ModelInfo:
+        return self.model
+
+    def relays(self, model: str) -> bool:
+        """True: requests for `model` go to an upstream whole (rostra renders its stream)."""
+        return False
+
+    async def relay(self, model: str, api: str, body: dict) -> RelayedStream:
+        """Send a streamed Chat Completions ("chat/completions") or Completions ("completions")
+        request upstream; returns once its status is 2xx (else raises APIError)."""
+        raise NotImplementedError
+
+    def health(self) -> dict:
+        """Extra facts for /health (a gateway's upstreams)."""
+        return {}

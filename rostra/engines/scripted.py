@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import AsyncIterator
 
 from rostra.engines.base import Engine, EngineOutput, ModelInfo, Prompt, SamplingParams, TokenStep, TopLogprob
-from rostra.gguf_metadata import read_gguf_metadata
-from rostra.tokenizer import TextTokenizer, tokenizer_from_gguf, tokenizer_from_json
+from rostra.tokenizer import TextTokenizer, load_local_tokenizer
 
 
 class ScriptError(ValueError):
@@ -68,23 +67,10 @@ class ScriptedEngine(Engine):
     def __init__(self, script_path: str | Path | None, tokenizer_path: str | Path, model_name: str = "scripted",
                  max_model_len: int | None = None):
         self.script = load_script(script_path) if script_path else []
-        tokenizer_path = Path(tokenizer_path)
-        if tokenizer_path.suffix == ".json":
-            self.tokenizer: TextTokenizer = tokenizer_from_json(tokenizer_path)
-            config = tokenizer_path.with_name("tokenizer_config.json")
-            settings = json.loads(config.read_text()) if config.is_file() else {}
-            self.chat_template = settings.get("chat_template")
-            self.bos_token = _content(settings.get("bos_token"))
-            self.eos_token = _content(settings.get("eos_token"))
-            trained = 8192
-        else:
-            metadata = read_gguf_metadata(tokenizer_path)
-            self.tokenizer = tokenizer_from_gguf(tokenizer_path, metadata)
-            self.chat_template = metadata.get("tokenizer.chat_template")
-            tokens = metadata["tokenizer.ggml.tokens"]
-            self.bos_token = tokens[metadata.get("tokenizer.ggml.bos_token_id", 0)]
-            self.eos_token = tokens[metadata.get("tokenizer.ggml.eos_token_id", 0)]
-            trained = 8192
+        local = load_local_tokenizer(tokenizer_path)
+        self.tokenizer: TextTokenizer = local.tokenizer
+        self.chat_template, self.bos_token, self.eos_token = local.chat_template, local.bos_token, local.eos_token
+        trained = 8192
         self.model = ModelInfo(id=model_name, context_length=max_model_len or trained)
         self.vocab_size = self.tokenizer.vocab_size
         self._running: dict[str, asyncio.Event] = {}
@@ -134,8 +120,3 @@ class ScriptedEngine(Engine):
         tops = (TopLogprob(token_id, data, 0.0),) if top_logprobs > 0 else ()
         return TokenStep(token_id, data, 0.0, tops)
 
-
-def _content(token: object) -> str:
-    if isinstance(token, dict):
-        return str(token.get("content", ""))
-    return token or ""

@@ -56,6 +56,8 @@ class ChoicePipeline:
             if self._with_logprobs and not self._decoder.stopped:
                 self._pending_logprobs.append(token)
         self.completion_tokens += fed
+        if output.completion_tokens is not None:
+            self.completion_tokens = output.completion_tokens
         events = self._parse("".join(text))
         self._count_reasoning(fed, thinking_before)
         return events

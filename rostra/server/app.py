@@ -76,7 +76,10 @@ async def parse_body(request: Request, model: type[BaseModel]) -> BaseModel:
 
 
 def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> FastAPI:
-    served_names = settings.served_model_name or [engine.model.id]
+    def served_names() -> list[str]:
+        """The names the API accepts: those given, else the engine's (a gateway's change as upstreams come and go)."""
+        return settings.served_model_name or [model.id for model in engine.models()]
+
     template = ChatTemplate(settings.chat_template_source() or engine.chat_template, engine.bos_token,
                             engine.eos_token)
     parser_name = settings.tool_call_parser or detect_tool_parser(template.source)
@@ -89,7 +92,7 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
     completions = CompletionService(engine, served_names)
     responses = ResponsesService(chat, store)
     admission = Admission(settings.max_concurrency, settings.max_queue)
-    metrics = Metrics(served_names[0], engine.running_requests, engine.parallel, admission)
+    metrics = Metrics((settings.served_model_name or [engine.model.id])[0], engine.running_requests, engine.parallel, admission)
     chat.on_finished = completions.on_finished = metrics.observe_job
     started = int(time.time())
 
@@ -130,13 +133,14 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
         return JSONResponse(APIError(f"internal error: {type(exc).__name__}").body(), status_code=500)
 
     def model_card(name: str) -> dict:
-        return {"id": name, "object": "model", "created": started, "owned_by": engine.model.owned_by,
-                "max_model_len": engine.model.context_length}
+        info = engine.model_info(name)
+        return {"id": name, "object": "model", "created": started, "owned_by": info.owned_by,
+                "max_model_len": info.context_length}
 
     @app.get("/health")
     async def health():
         # running: generations holding engine capacity (a disconnected client's drop within ~1 s).
-        return {"status": "ok", "running": engine.running_requests()}
+        return {"status": "ok", "running": engine.running_requests(), **engine.health()}
 
     @app.get("/metrics")
     async def prometheus_metrics():
@@ -148,11 +152,11 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
 
     @app.get("/v1/models")
     async def list_models():
-        return {"object": "list", "data": [model_card(name) for name in served_names]}
+        return {"object": "list", "data": [model_card(name) for name in served_names()]}
 
     @app.get("/v1/models/{model_id:path}")
     async def retrieve_model(model_id: str):
-        if model_id not in served_names:
+        if model_id not in served_names():
             raise NotFound(f"The model '{model_id}' does not exist", param="model", code="model_not_found")
         return model_card(model_id)
 
@@ -210,10 +214,10 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
     @app.post("/tokenize")
     async def tokenize(request: Request):
         body = await parse_body(request, TokenizeRequest)
-        check_model(body.model, served_names) if body.model else None
+        check_model(body.model, served_names()) if body.model else None
         if body.messages is not None:
             chat_body = ChatCompletionRequest.model_validate(
-                {"model": served_names[0], "messages": body.messages,
+                {"model": served_names()[0], "messages": body.messages,
                  "add_generation_prompt": body.add_generation_prompt})
             text = await asyncio.to_thread(template.render, template_messages(chat_body.messages),
                                            add_generation_prompt=body.add_generation_prompt)
@@ -227,7 +231,7 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
     @app.post("/detokenize")
     async def detokenize(request: Request):
         body = await parse_body(request, DetokenizeRequest)
-        check_model(body.model, served_names) if body.model else None
+        check_model(body.model, served_names()) if body.model else None
         if any(not 0 <= t < engine.vocab_size for t in body.tokens):
             raise InvalidRequest("token id outside the vocabulary", param="tokens")
         return {"prompt": await engine.detokenize(body.tokens)}

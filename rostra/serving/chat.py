@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import dataclass, field
+from typing import Callable
 
 from rostra.engines.base import Engine, Prompt, TokenStep
 from rostra.errors import InvalidRequest
@@ -28,6 +29,7 @@ from rostra.serving.generation import (
     sampling_params,
     token_text,
 )
+from rostra.serving.relay import relay_job
 from rostra.serving.tools import ToolPlan, plan_tools
 from rostra.serving.validation import check_logit_bias, check_model, check_stop_token_ids
 
@@ -135,7 +137,7 @@ class ChatService(GenerationService):
     renderer = ChatChunkRenderer
     fold = ChatFold
 
-    def __init__(self, engine: Engine, template: ChatTemplate, served_names: list[str],
+    def __init__(self, engine: Engine, template: ChatTemplate, served_names: Callable[[], list[str]],
                  tool_parser: type[ToolParser], reasoning_parser: type[ReasoningParser] | None = None,
                  reasoning_fields: tuple[str, ...] = ("reasoning_content",)):
         super().__init__(engine)
@@ -146,7 +148,12 @@ class ChatService(GenerationService):
         self.reasoning_fields = reasoning_fields
 
     async def prepare(self, request: ChatCompletionRequest) -> Job:
-        check_model(request.model, self.served_names)
+        check_model(request.model, self.served_names())
+        if self.engine.relays(request.model):
+            last = request.messages[-1]
+            return await relay_job(self.engine, request, "chat/completions", "chatcmpl", request.n,
+                                   message_text(last, len(request.messages) - 1),
+                                   self.reasoning_fields if request.include_reasoning else ())
         plan = plan_tools(request.tools, request.tool_choice, request.parallel_tool_calls, self.tool_parser)
         constraint = _constraint(request, plan)
         engine = self.engine
@@ -160,7 +167,8 @@ class ChatService(GenerationService):
         token_ids = await engine.tokenize(text, add_special=False)
         max_tokens = request.max_completion_tokens or request.max_tokens
         param = "max_completion_tokens" if request.max_completion_tokens else "max_tokens"
-        max_tokens = check_context(len(token_ids), max_tokens, engine.model.context_length, "messages", param)
+        context_length = engine.model_info(request.model).context_length
+        max_tokens = check_context(len(token_ids), max_tokens, context_length, "messages", param)
         check_logit_bias(request.logit_bias, engine.vocab_size)
         check_stop_token_ids(request.stop_token_ids, engine.vocab_size)
         if request.top_logprobs is not None and not request.logprobs:
@@ -168,7 +176,7 @@ class ChatService(GenerationService):
         top_logprobs = (request.top_logprobs or 0) if request.logprobs else None
         params = sampling_params(request, max_tokens, top_logprobs, constraint)
         last = request.messages[-1]
-        prompt = Prompt(token_ids, message_text(last, len(request.messages) - 1), last.role)
+        prompt = Prompt(token_ids, message_text(last, len(request.messages) - 1), last.role, request.model)
         # vLLM's chat `echo`: the continued assistant message is repeated in front of the answer.
         prefix = prompt.last_message_text if request.echo and last.role == "assistant" else ""
         # A constraint the engine enforces from the first token leaves no room to think: the whole

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from typing import Callable
 
 from rostra.engines.base import Engine, Prompt, TokenStep
 from rostra.errors import InvalidRequest
@@ -23,6 +24,7 @@ from rostra.serving.generation import (
     sampling_params,
     token_text,
 )
+from rostra.serving.relay import relay_job
 from rostra.serving.validation import check_logit_bias, check_model, check_stop_token_ids
 
 
@@ -110,12 +112,16 @@ class CompletionService(GenerationService):
     renderer = CompletionChunkRenderer
     fold = CompletionFold
 
-    def __init__(self, engine: Engine, served_names: list[str]):
+    def __init__(self, engine: Engine, served_names: Callable[[], list[str]]):
         super().__init__(engine)
         self.served_names = served_names
 
     async def prepare(self, request: CompletionRequest) -> Job:
-        check_model(request.model, self.served_names)
+        check_model(request.model, self.served_names())
+        if self.engine.relays(request.model):
+            prompts = _prompts(request.prompt)
+            first = prompts[0] if prompts and isinstance(prompts[0], str) else ""
+            return await relay_job(self.engine, request, "completions", "cmpl", len(prompts) * request.n, first)
         if request.suffix:
             raise InvalidRequest("suffix (fill-in-the-middle) is not supported", param="suffix")
         if request.best_of is not None and request.best_of != request.n:
@@ -139,13 +145,14 @@ class CompletionService(GenerationService):
             if not token_ids:
                 raise InvalidRequest("prompt must not be empty", param="prompt")
             stats.prompt_tokens += len(token_ids)
-            max_tokens = check_context(len(token_ids), request.max_tokens, engine.model.context_length,
+            max_tokens = check_context(len(token_ids), request.max_tokens,
+                                       engine.model_info(request.model).context_length,
                                        "prompt", "max_tokens")
             params = sampling_params(request, max_tokens, request.logprobs, constraint)
             for n in range(request.n):
                 pipeline = ChoicePipeline(Decoder(request.stop_strings(), request.stop_token_ids or ()),
                                           with_logprobs=request.logprobs is not None)
-                runs.append(ChoiceRun(prompt_index * request.n + n, Prompt(token_ids, text, None),
+                runs.append(ChoiceRun(prompt_index * request.n + n, Prompt(token_ids, text, None, request.model),
                                       params_for_choice(params, n), pipeline,
                                       prefix=text if request.echo else ""))
         return Job(request, f"cmpl-{uuid.uuid4().hex}", request.model, runs, stats)

@@ -26,8 +26,9 @@ SYSTEM_FINGERPRINT = f"fp_rostra_{__version__}"
 class ChoiceRun:
     index: int
     prompt: Prompt
-    params: SamplingParams
-    pipeline: ChoicePipeline
+    # None when a gateway relays the choice: the upstream samples and parses it.
+    params: SamplingParams | None = None
+    pipeline: ChoicePipeline | None = None
     prefix: str = ""  # echoed text that comes before the generated text
 
 
@@ -200,6 +201,8 @@ class Job:
     created: int = field(default_factory=lambda: int(time.time()))
     # Chat: the message field(s) the thinking goes to; empty: it is left out of the response.
     reasoning_fields: tuple[str, ...] = ()
+    # Where the events come from when not from the engine's generations (a relayed upstream stream).
+    source: Callable[[], AsyncIterator[tuple[int, Event]]] | None = None
 
     def envelope(self, object_name: str, choices: list[dict]) -> dict:
         """The fields every response and chunk of this job repeats."""
@@ -262,7 +265,8 @@ class GenerationService:
     async def events(self, job: Job) -> AsyncIterator[tuple[int, Event]]:
         reasons: list[str] = []
         try:
-            async with aclosing(run_choices(self.engine, job.id, job.runs, job.stats)) as events:
+            source = job.source() if job.source else run_choices(self.engine, job.id, job.runs, job.stats)
+            async with aclosing(source) as events:
                 async for index, event in events:
                     if isinstance(event, Finish):
                         reasons.append(event.reason)

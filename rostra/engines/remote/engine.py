@@ -1,0 +1,143 @@
+"""rostra as a gateway: the models of remote OpenAI-compatible servers behind one API.
+
+Pass-through upstreams get the Chat/Completions request as it came (always streamed; rostra
+renders the stream or folds it, so stream and non-stream agree). Raw upstreams are asked for
+the plain completion of a prompt rendered and tokenized here, and their text goes through
+rostra's own reasoning and tool parsers like a local engine's tokens: correct tool calling
+in front of servers whose own parsing is broken. Either way the Responses API, its store and
+the metrics are rostra's, so an upstream needs to speak only Chat Completions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import AsyncIterator
+
+from rostra.engines.base import Engine, EngineOutput, ModelInfo, Prompt, SamplingParams
+from rostra.engines.remote.pool import UpstreamPool, UpstreamResponse
+from rostra.engines.remote.upstream import UpstreamConfig
+from rostra.errors import InvalidRequest
+from rostra.protocol.logprobs import completion_steps
+from rostra.tokenizer import TextTokenizer, load_local_tokenizer
+
+log = logging.getLogger("rostra.gateway")
+
+
+class RemoteEngine(Engine):
+    def __init__(self, upstreams: list[UpstreamConfig], tokenizer_path: str | Path | None = None,
+                 max_model_len: int | None = None, retries: int = 2, health_interval: float = 5.0,
+                 timeout: float = 600.0):
+        if not upstreams:
+            raise ValueError("the remote engine needs at least one --upstream")
+        if any(config.mode == "raw" for config in upstreams) and tokenizer_path is None:
+            raise ValueError("raw upstreams need --tokenizer (the model's GGUF, tokenizer.json or checkpoint "
+                             "directory): rostra renders and tokenizes their prompts")
+        self.pool = UpstreamPool(upstreams, retries=retries, health_interval=health_interval, timeout=timeout)
+        self.max_model_len = max_model_len
+        self.model = ModelInfo("gateway", max_model_len or 0, owned_by="rostra")
+        self.tokenizer: TextTokenizer | None = None
+        if tokenizer_path is not None:
+            local = load_local_tokenizer(tokenizer_path)
+            self.tokenizer = local.tokenizer
+            self.chat_template, self.bos_token, self.eos_token = local.chat_template, local.bos_token, local.eos_token
+            self.vocab_size = local.tokenizer.vocab_size
+        self._streams: dict[str, UpstreamResponse] = {}
+
+    async def start(self) -> None:
+        await self.pool.start()
+        for upstream in self.pool.upstreams:
+            state = upstream.state()
+            log.info("upstream %s (%s): %s", state["url"], state["mode"],
+                     ", ".join(state["models"]) if state["models"] else f"unreachable ({state['last_error']})")
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    # -- models -----------------------------------------------------------------------------
+
+    def models(self) -> list[ModelInfo]:
+        return [self.model_info(name) for name in sorted(self.pool.models())]
+
+    def model_info(self, name: str) -> ModelInfo:
+        info = self.pool.models().get(name) or ModelInfo(name, 0)
+        context = self.max_model_len or info.context_length
+        return ModelInfo(name, context, info.owned_by)
+
+    def relays(self, model: str) -> bool:
+        upstreams = self.pool.upstreams_for(model)
+        return not upstreams or upstreams[0].config.mode == "passthrough"
+
+    async def relay(self, model: str, api: str, body: dict) -> UpstreamResponse:
+        return await self.pool.post(model, f"/{api}", body)
+
+    def running_requests(self) -> int:
+        return sum(upstream.outstanding for upstream in self.pool.upstreams)
+
+    def health(self) -> dict:
+        return {"upstreams": [upstream.state() for upstream in self.pool.upstreams]}
+
+    # -- raw mode: rostra's prompt, the upstream's plain completion -------------------------
+
+    def _tokenizer(self) -> TextTokenizer:
+        if self.tokenizer is None:
+            raise InvalidRequest("this gateway has no tokenizer (start it with --tokenizer)")
+        return self.tokenizer
+
+    async def tokenize(self, text: str, add_special: bool) -> list[int]:
+        return await asyncio.to_thread(self._tokenizer().encode, text)
+
+    async def detokenize(self, token_ids: list[int]) -> str:
+        return self._tokenizer().decode(token_ids)
+
+    def token_bytes(self, token_id: int) -> bytes:
+        return self.tokenizer.token_bytes(token_id) if self.tokenizer else b""
+
+    async def abort(self, request_id: str) -> None:
+        stream = self._streams.get(request_id)
+        if stream is not None:
+            await stream.aclose()
+
+    async def generate(self, request_id: str, prompt: Prompt, params: SamplingParams) -> AsyncIterator[EngineOutput]:
+        stream = await self.pool.post(prompt.model, "/completions", completion_body(prompt, params))
+        self._streams[request_id] = stream
+        try:
+            async for chunk in stream.events():
+                usage = chunk.get("usage")
+                for choice in chunk.get("choices") or ():
+                    steps = completion_steps(choice.get("text") or "", choice.get("logprobs"))
+                    reason = choice.get("finish_reason")
+                    if steps or reason:
+                        yield EngineOutput(steps, "length" if reason == "length" else "stop" if reason else None)
+                if usage:
+                    yield EngineOutput(completion_tokens=int(usage.get("completion_tokens") or 0))
+        finally:
+            self._streams.pop(request_id, None)
+            await stream.aclose()
+
+
+def completion_body(prompt: Prompt, params: SamplingParams) -> dict:
+    """A Completions request for the rendered prompt's token ids (exact: no second BOS, no
+    re-tokenization upstream). Stop strings stay here: rostra's decoder holds them back."""
+    body: dict = {"model": prompt.model, "prompt": prompt.token_ids, "max_tokens": params.max_tokens,
+                  "temperature": params.temperature, "top_p": params.top_p, "stream": True,
+                  "stream_options": {"include_usage": True}}
+    if params.seed is not None:
+        body["seed"] = params.seed
+    if params.presence_penalty:
+        body["presence_penalty"] = params.presence_penalty
+    if params.frequency_penalty:
+        body["frequency_penalty"] = params.frequency_penalty
+    if params.logit_bias:
+        body["logit_bias"] = {str(token): bias for token, bias in params.logit_bias.items()}
+    if params.top_logprobs is not None:
+        body["logprobs"] = params.top_logprobs
+    # vLLM's and llama.cpp's extensions, sent only when asked for (OpenAI itself refuses them).
+    for name, value, off in (("top_k", params.top_k, 0), ("min_p", params.min_p, 0.0),
+                             ("repetition_penalty", params.repetition_penalty, 1.0),
+                             ("ignore_eos", params.ignore_eos, False)):
+        if value != off:
+            body[name] = value
+    return body
+

@@ -1,0 +1,223 @@
+"""The upstreams behind a gateway: one pooled HTTP client, least-outstanding choice among
+those that serve a model, retries with backoff, ejection of failing upstreams and health
+checks that bring them back.
+
+Retried: connection failures, 5xx and 429 (honouring a short Retry-After), each time on
+another upstream when there is one. Never retried: 4xx (the request itself is wrong; the
+upstream's error is relayed), and anything once the upstream's answer has started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+from typing import AsyncIterator
+
+import httpx
+
+from rostra.engines.base import ModelInfo
+from rostra.engines.remote.upstream import Upstream, UpstreamConfig
+from rostra.errors import APIError, BadGateway, ServiceUnavailable, UpstreamRejected
+
+log = logging.getLogger("rostra.gateway")
+
+MAX_RETRY_AFTER = 2.0  # seconds: a longer Retry-After is the client's to honour, not ours
+
+
+class UpstreamResponse:
+    """An upstream's answer whose status was 2xx; iterate its SSE objects, then close it."""
+
+    def __init__(self, upstream: Upstream, response: httpx.Response):
+        self.upstream = upstream
+        self.response = response
+        self._closed = False
+
+    async def events(self) -> AsyncIterator[dict]:
+        """The `data:` objects of the stream, up to [DONE]. An in-band error becomes an APIError."""
+        try:
+            async for line in self.response.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    return
+                try:
+                    obj = json.loads(data)
+                except json.JSONDecodeError as exc:
+                    raise BadGateway(f"the upstream sent malformed JSON in its stream: {exc}") from exc
+                if isinstance(obj, dict) and "error" in obj and "choices" not in obj:
+                    raise _relayed_error(200, obj, self.upstream)
+                yield obj
+        except httpx.HTTPError as exc:
+            self.upstream.failed(f"{type(exc).__name__}: {exc}")
+            raise BadGateway(f"the upstream's stream broke off: {type(exc).__name__}") from exc
+
+    async def aclose(self) -> None:
+        """Closing early drops the connection: the upstream sees the client gone and aborts."""
+        if not self._closed:
+            self._closed = True
+            self.upstream.outstanding -= 1
+            await self.response.aclose()
+
+
+class UpstreamPool:
+    def __init__(self, configs: list[UpstreamConfig], retries: int = 2, backoff: float = 0.1,
+                 eject_after: int = 2, health_interval: float = 5.0, timeout: float = 600.0,
+                 connect_timeout: float = 5.0):
+        self.upstreams = [Upstream(config, eject_after) for config in configs]
+        self.retries = retries
+        self.backoff = backoff
+        self.health_interval = health_interval
+        self.client = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, connect=connect_timeout),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256, keepalive_expiry=30))
+        self._health_task: asyncio.Task | None = None
+        self._turn = 0  # rotates ties, so equal upstreams share the load
+
+    async def start(self) -> None:
+        await self.check_all()
+        self._health_task = asyncio.create_task(self._health_loop())
+
+    async def close(self) -> None:
+        if self._health_task:
+            self._health_task.cancel()
+            await asyncio.gather(self._health_task, return_exceptions=True)
+        await self.client.aclose()
+
+    # -- models and health ------------------------------------------------------------------
+
+    def models(self) -> dict[str, ModelInfo]:
+        """Every model some upstream serves (ejected ones included: they may come back)."""
+        known: dict[str, ModelInfo] = {}
+        for upstream in self.upstreams:
+            for name, info in upstream.models.items():
+                known.setdefault(name, info)
+        return known
+
+    def upstreams_for(self, model: str) -> list[Upstream]:
+        return [upstream for upstream in self.upstreams if upstream.serves(model)]
+
+    async def check_all(self) -> None:
+        await asyncio.gather(*(self.check(upstream) for upstream in self.upstreams))
+
+    async def check(self, upstream: Upstream) -> None:
+        """GET /models: alive or not, and (unless declared) which models it serves."""
+        try:
+            response = await self.client.get(f"{upstream.url}/models", headers=_auth(upstream), timeout=5.0)
+            response.raise_for_status()
+            listed = {entry["id"]: _model_info(entry) for entry in response.json()["data"]}
+        except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+            if not upstream.ejected:
+                log.warning("upstream %s failed its health check: %s", upstream.config.display_url, exc)
+            upstream.failed(f"health check: {type(exc).__name__}")
+            upstream.ejected = True  # a failed health check ejects at once
+        else:
+            declared = upstream.config.models
+            upstream.models = {name: listed.get(name, ModelInfo(name, 0)) for name in declared} if declared else listed
+            if upstream.ejected:
+                log.info("upstream %s is back", upstream.config.display_url)
+            upstream.succeeded()
+        upstream.checked()
+
+    async def _health_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.health_interval)
+            await self.check_all()
+
+    # -- requests ---------------------------------------------------------------------------
+
+    def pick(self, model: str, tried: set[Upstream]) -> Upstream | None:
+        """The least busy healthy upstream serving `model` not tried yet; ejected ones only
+        when no healthy one is left (trying beats failing outright)."""
+        serving = [upstream for upstream in self.upstreams_for(model) if upstream not in tried]
+        if not serving:
+            return None
+        healthy = [upstream for upstream in serving if not upstream.ejected] or serving
+        self._turn += 1
+        rotated = healthy[self._turn % len(healthy):] + healthy[:self._turn % len(healthy)]
+        return min(rotated, key=lambda upstream: upstream.outstanding)
+
+    async def post(self, model: str, path: str, body: dict) -> UpstreamResponse:
+        """POST a streamed request to an upstream serving `model`; the answer once its status is 2xx."""
+        tried: set[Upstream] = set()
+        error: APIError = ServiceUnavailable(f"no upstream serves the model '{model}' right now")
+        for attempt in range(self.retries + 1):
+            upstream = self.pick(model, tried) or self.pick(model, set())
+            if upstream is None:
+                break
+            if attempt:
+                await asyncio.sleep(self.backoff * 2 ** (attempt - 1) * (0.5 + random.random()))
+            tried.add(upstream)
+            upstream.outstanding += 1
+            try:
+                request = self.client.build_request("POST", f"{upstream.url}{path}", json=body,
+                                                    headers=_auth(upstream))
+                response = await self.client.send(request, stream=True)
+            except httpx.ReadTimeout as exc:  # it may be working on it: trying elsewhere doubles the load
+                upstream.outstanding -= 1
+                raise BadGateway("the upstream did not answer in time") from exc
+            except httpx.TransportError as exc:
+                upstream.outstanding -= 1
+                upstream.failed(f"{type(exc).__name__}: {exc}")
+                log.warning("upstream %s: %s (attempt %d)", upstream.config.display_url, type(exc).__name__,
+                            attempt + 1)
+                error = ServiceUnavailable(f"the upstream for '{model}' could not be reached")
+                continue
+            if response.status_code < 400:
+                upstream.succeeded()
+                return UpstreamResponse(upstream, response)
+            content = await response.aread()
+            await response.aclose()
+            upstream.outstanding -= 1
+            error = _relayed_error(response.status_code, _json_or_none(content), upstream)
+            if response.status_code == 429:
+                await asyncio.sleep(min(_retry_after(response), MAX_RETRY_AFTER))
+            elif response.status_code >= 500:
+                upstream.failed(f"HTTP {response.status_code}")
+            else:
+                raise error
+        raise error
+
+
+def _auth(upstream: Upstream) -> dict[str, str]:
+    return {"Authorization": f"Bearer {upstream.config.api_key}"} if upstream.config.api_key else {}
+
+
+def _model_info(entry: dict) -> ModelInfo:
+    # vLLM and rostra say max_model_len; others say nothing (0: unknown).
+    return ModelInfo(entry["id"], int(entry.get("max_model_len") or 0), str(entry.get("owned_by") or "upstream"))
+
+
+def _json_or_none(content: bytes):
+    try:
+        return json.loads(content)
+    except ValueError:
+        return None
+
+
+def _retry_after(response: httpx.Response) -> float:
+    try:
+        return float(response.headers.get("retry-after", "0.5"))
+    except ValueError:
+        return 0.5
+
+
+def _relayed_error(status: int, body, upstream: Upstream) -> APIError:
+    """The upstream's error in OpenAI's envelope. Its 4xx are the client's to see (status and
+    fields kept); 401/403 mean the gateway's own credentials are wrong, and 5xx are the
+    upstream's failure: both are a 502 to the client."""
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, str):
+        error = {"message": error}
+    if not isinstance(error, dict):
+        error = {"message": str(body)[:500] if body is not None else f"HTTP {status}"}
+    message = str(error.get("message") or f"HTTP {status}")
+    if status in (401, 403):
+        return BadGateway(f"the upstream {upstream.config.display_url} refused rostra's credentials (HTTP {status})")
+    if 400 <= status < 500:
+        param, code = error.get("param"), error.get("code")
+        return UpstreamRejected(status, message, error.get("type"), str(param) if param is not None else None,
+                                str(code) if code is not None else None)
+    return BadGateway(f"the upstream failed: {message}")

@@ -1,0 +1,123 @@
+"""Pass-through: an upstream's Chat/Completions stream as rostra's semantic events.
+
+The request goes upstream as the client wrote it (always streamed, usage asked for); each
+chunk becomes the events a local engine's pipeline would have made, so the same renderers
+stream it, the same fold answers non-streamed requests and the Responses API is built on it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import AsyncIterator
+
+from rostra.engines.base import Engine, Prompt, RelayedStream
+from rostra.errors import BadGateway
+from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, ToolCallEnd, ToolCallStart
+from rostra.protocol.logprobs import chat_step, completion_steps
+from rostra.serving.generation import ChoiceRun, Job, RequestStats
+
+FINISH_REASONS = {"stop", "length", "tool_calls", "content_filter"}
+
+
+async def relay_job(engine: Engine, request, api: str, id_prefix: str, choices: int, last_text: str,
+                    reasoning_fields: tuple[str, ...] = ()) -> Job:
+    """Open the upstream stream now (its 4xx are the client's error, before any byte is sent)."""
+    body = request.model_dump(mode="json", exclude_unset=True)
+    body.update(stream=True, stream_options={"include_usage": True})
+    upstream = await engine.relay(request.model, api, body)
+    chunk_events = ChatChunkEvents() if api == "chat/completions" else CompletionChunkEvents()
+    runs = [ChoiceRun(index, Prompt([], last_text, model=request.model)) for index in range(choices)]
+    stats = RequestStats()
+    job = Job(request, f"{id_prefix}-{uuid.uuid4().hex}", request.model, runs, stats,
+              reasoning_fields=reasoning_fields)
+    job.source = lambda: relayed_events(upstream, chunk_events, stats, range(choices))
+    return job
+
+
+async def relayed_events(upstream: RelayedStream, chunk_events, stats: RequestStats,
+                         indices: range) -> AsyncIterator[tuple[int, Event]]:
+    finished: set[int] = set()
+    try:
+        async for chunk in upstream.events():
+            usage = chunk.get("usage")
+            if usage:
+                stats.prompt_tokens = int(usage.get("prompt_tokens") or 0)
+                stats.completion_tokens = int(usage.get("completion_tokens") or 0)
+                reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
+                if reasoning is not None:
+                    stats.reasoning_tokens = int(reasoning)
+            for choice in chunk.get("choices") or ():
+                index = choice.get("index", 0)
+                if index not in indices:
+                    raise BadGateway(f"the upstream sent a choice index {index} that was not asked for")
+                for event in chunk_events.events(index, choice):
+                    finished.add(index) if isinstance(event, Finish) else None
+                    stats.observe(event)
+                    yield index, event
+    finally:
+        await upstream.aclose()
+    for index in indices:  # a stream that ended without saying why: it stopped
+        if index not in finished:
+            for event in chunk_events.finish(index, "stop"):
+                stats.observe(event)
+                yield index, event
+
+
+class ChatChunkEvents:
+    """chat.completion.chunk choices -> events; tool calls are announced once, then their
+    argument pieces, and closed when the choice finishes."""
+
+    def __init__(self):
+        self.open_calls: dict[int, list[int]] = {}
+
+    def events(self, index: int, choice: dict) -> list[Event]:
+        delta = choice.get("delta") or {}
+        events: list[Event] = []
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if reasoning:
+            events.append(Reasoning(reasoning))
+        content = delta.get("content")
+        logprobs = (choice.get("logprobs") or {}).get("content") or ()
+        if content or logprobs:
+            events.append(Text(content or "", tuple(chat_step(entry) for entry in logprobs)))
+        for call in delta.get("tool_calls") or ():
+            events += self._tool_call(index, call)
+        reason = choice.get("finish_reason")
+        if reason:
+            events += self.finish(index, reason)
+        return events
+
+    def _tool_call(self, index: int, call: dict) -> list[Event]:
+        number = call.get("index", 0)
+        function = call.get("function") or {}
+        calls = self.open_calls.setdefault(index, [])
+        events: list[Event] = []
+        if number not in calls:
+            calls.append(number)
+            events.append(ToolCallStart(number, call.get("id") or f"call_{uuid.uuid4().hex[:24]}",
+                                        function.get("name") or ""))
+        if function.get("arguments"):
+            events.append(ToolCallArgs(number, function["arguments"]))
+        return events
+
+    def finish(self, index: int, reason: str) -> list[Event]:
+        ends: list[Event] = [ToolCallEnd(number) for number in self.open_calls.pop(index, [])]
+        return ends + [Finish(reason if reason in FINISH_REASONS else "stop", 0)]
+
+
+class CompletionChunkEvents:
+    """text_completion choices -> events (legacy logprobs become token steps)."""
+
+    def events(self, index: int, choice: dict) -> list[Event]:
+        events: list[Event] = []
+        text = choice.get("text") or ""
+        if text:
+            steps = completion_steps(text, choice.get("logprobs"))
+            events.append(Text(text, steps if choice.get("logprobs") else ()))
+        if choice.get("finish_reason"):
+            events += self.finish(index, choice["finish_reason"])
+        return events
+
+    def finish(self, index: int, reason: str) -> list[Event]:
+        return [Finish(reason if reason in FINISH_REASONS else "stop", 0)]
+
