@@ -65,14 +65,15 @@ class UpstreamResponse:
 class UpstreamPool:
     def __init__(self, configs: list[UpstreamConfig], retries: int = 2, backoff: float = 0.1,
                  eject_after: int = 2, health_interval: float = 5.0, timeout: float = 600.0,
-                 connect_timeout: float = 5.0):
+                 connect_timeout: float = 5.0, transport: httpx.AsyncBaseTransport | None = None):
         self.upstreams = [Upstream(config, eject_after) for config in configs]
         self.retries = retries
         self.backoff = backoff
         self.health_interval = health_interval
         self.client = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout, connect=connect_timeout),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256, keepalive_expiry=30))
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256, keepalive_expiry=30),
+            transport=transport)
         self._health_task: asyncio.Task | None = None
         self._turn = 0  # rotates ties, so equal upstreams share the load
 
