@@ -152,6 +152,8 @@ def build_gateway(settings: Settings):
         raise SystemExit("the remote engine takes no MODEL: the upstreams' models are served (see --upstream)")
     if not settings.upstreams:
         raise SystemExit("the remote engine needs at least one --upstream URL")
+    if settings.served_model_name:
+        raise SystemExit("the remote engine serves the upstreams' model names (declare them with ,model=ID)")
     try:
         upstreams = [parse_upstream(spec, settings.upstream_api_key) for spec in settings.upstreams]
         return load_engine("remote", upstreams=upstreams, tokenizer_path=settings.tokenizer,

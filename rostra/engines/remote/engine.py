@@ -51,6 +51,11 @@ class RemoteEngine(Engine):
             state = upstream.state()
             log.info("upstream %s (%s): %s", state["url"], state["mode"],
                      ", ".join(state["models"]) if state["models"] else f"unreachable ({state['last_error']})")
+            if upstream.config.mode == "raw" and not self.max_model_len:
+                for name in state["models"]:
+                    if not self.model_info(name).context_length:
+                        log.warning("raw upstream %s does not say %s's context length: give --max-model-len",
+                                    state["url"], name)
 
     async def close(self) -> None:
         await self.pool.close()
