@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection, Sequence
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
@@ -92,16 +92,26 @@ def gguf_token_bytes(metadata: dict[str, Any]) -> list[bytes]:
     """The bytes each token of a GGUF vocabulary stands for (byte-level BPE or SentencePiece)."""
     tokens: list[str] = metadata["tokenizer.ggml.tokens"]
     types: list[int] = metadata.get("tokenizer.ggml.token_type", [1] * len(tokens))
-    if metadata.get("tokenizer.ggml.model") == "gpt2":
+    literal = {i for i, kind in enumerate(types) if kind in (_CONTROL, _USER_DEFINED)}
+    return vocab_token_bytes(tokens, metadata.get("tokenizer.ggml.model") == "gpt2", literal)
+
+
+def vocab_token_bytes(pieces: Sequence[str], byte_level: bool, literal_ids: Collection[int] = ()) -> list[bytes]:
+    """The bytes each vocabulary piece stands for, index by index.
+
+    Byte-level BPE spells each byte as a printable character (map it back); pieces in
+    `literal_ids` (control and added tokens, stored as plain text) are their own UTF-8.
+    SentencePiece: "▁" is a space and "<0xAB>" is one raw byte.
+    """
+    if byte_level:
         alphabet = _byte_level_alphabet()
         return [
-            piece.encode() if types[i] in (_CONTROL, _USER_DEFINED) or any(c not in alphabet for c in piece)
+            piece.encode() if i in literal_ids or any(c not in alphabet for c in piece)
             else bytes(alphabet[c] for c in piece)
-            for i, piece in enumerate(tokens)
+            for i, piece in enumerate(pieces)
         ]
-    # SentencePiece: "▁" is a space, "<0xAB>" is one raw byte.
     out = []
-    for piece in tokens:
+    for piece in pieces:
         if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
             out.append(bytes([int(piece[3:5], 16)]))
         else:
@@ -110,15 +120,15 @@ def gguf_token_bytes(metadata: dict[str, Any]) -> list[bytes]:
 
 
 # Control tokens that llama.cpp also treats as end of generation (beyond the eos/eot/eom ids).
-_END_MARKERS = {"<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<end_of_turn>",
-                "<|end_of_text|>", "</s>", "<EOT>", "_<EOT>", "<｜end▁of▁sentence｜>", "<|return|>"}
+END_MARKERS = {"<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<end_of_turn>",
+               "<|end_of_text|>", "</s>", "<EOT>", "_<EOT>", "<｜end▁of▁sentence｜>", "<|return|>"}
 
 
 def end_of_generation_ids(metadata: dict[str, Any]) -> set[int]:
     tokens: list[str] = metadata["tokenizer.ggml.tokens"]
     types: list[int] = metadata.get("tokenizer.ggml.token_type", [1] * len(tokens))
     ids = {metadata.get(f"tokenizer.ggml.{key}_token_id") for key in ("eos", "eot", "eom")}
-    ids |= {i for i, piece in enumerate(tokens) if piece in _END_MARKERS and types[i] == _CONTROL}
+    ids |= {i for i, piece in enumerate(tokens) if piece in END_MARKERS and types[i] == _CONTROL}
     return {i for i in ids if i is not None and 0 <= i < len(tokens)}
 
 
