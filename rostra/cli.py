@@ -25,9 +25,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("model", nargs="?", help="a GGUF file (default: the embedded SmolLM2-135M-Instruct)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
-    serve.add_argument("--engine", choices=["llamacpp", "scripted", "remote"], default="llamacpp",
-                       help="llamacpp (GGUF, default), scripted (deterministic, from --script) or remote "
-                            "(a gateway in front of --upstream servers)")
+    serve.add_argument("--engine", choices=["llamacpp", "scripted", "remote", "vllm"], default="llamacpp",
+                       help="llamacpp (GGUF, default), scripted (deterministic, from --script), remote "
+                            "(a gateway in front of --upstream servers) or vllm (GPU; MODEL is a Hugging Face "
+                            "model id or directory; pip install 'rostra[vllm]')")
     serve.add_argument("--script", help="scripted engine: JSONL file of {\"match\", \"output\"} lines")
     serve.add_argument("--tokenizer", help="scripted engine, raw upstreams: a GGUF, tokenizer.json or checkpoint "
                                            "directory to tokenize with (scripted default: the embedded model's)")
@@ -58,6 +59,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-model-len", type=int, help="context length (default: the model's)")
     serve.add_argument("--parallel", type=int, default=4, help="concurrent sequences in the engine (default: 4)")
     serve.add_argument("--threads", type=int, help="CPU threads for the engine (default: llama.cpp's choice)")
+    serve.add_argument("--dtype", choices=["auto", "bfloat16", "float16", "float32"], default="auto",
+                       help="data type of the model's weights and activations, for engines that choose one "
+                            "(default: auto, the model's own)")
+    vllm = serve.add_argument_group("vllm engine")
+    vllm.add_argument("--tensor-parallel-size", type=int, default=1, help="GPUs each layer is split across (default 1)")
+    vllm.add_argument("--pipeline-parallel-size", type=int, default=1,
+                      help="GPUs or nodes the layers are split across (default 1)")
+    vllm.add_argument("--gpu-memory-utilization", type=float,
+                      help="fraction of each GPU's memory for weights and KV cache (default: vLLM's)")
+    vllm.add_argument("--vllm-arg", action="append", default=[], metavar="KEY=VALUE",
+                      help="any other vLLM engine argument, VALUE read as YAML, e.g. max_num_seqs=256 or "
+                           "distributed_executor_backend=ray (repeatable)")
     serve.add_argument("--tool-call-parser", metavar="NAME",
                        help="tool-call format: " + ", ".join(tool_parser_names()) +
                             " (default: the one the chat template speaks, else the lenient json parser)")
@@ -121,7 +134,10 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     upstreams=args.upstream,
                     upstream_api_key=args.upstream_api_key or os.environ.get("ROSTRA_UPSTREAM_API_KEY"),
                     upstream_retries=args.upstream_retries, upstream_timeout=args.upstream_timeout,
-                    health_check_interval=args.health_check_interval)
+                    health_check_interval=args.health_check_interval,
+                    dtype=args.dtype, tensor_parallel_size=args.tensor_parallel_size,
+                    pipeline_parallel_size=args.pipeline_parallel_size,
+                    gpu_memory_utilization=args.gpu_memory_utilization, vllm_args=args.vllm_arg)
 
 
 def build_engine(settings: Settings):
@@ -130,6 +146,8 @@ def build_engine(settings: Settings):
 
     if settings.engine == "remote":
         return build_gateway(settings)
+    if settings.engine == "vllm":
+        return build_vllm(settings)
     if settings.engine == "scripted":
         if settings.model:
             raise SystemExit("the scripted engine takes no MODEL; use --script (and --tokenizer)")
@@ -161,6 +179,22 @@ def build_gateway(settings: Settings):
                            health_interval=settings.health_check_interval, timeout=settings.upstream_timeout)
     except ValueError as exc:
         raise SystemExit(str(exc)) from None
+
+
+def build_vllm(settings: Settings):
+    from rostra.engines import load_engine
+
+    if not settings.model:
+        raise SystemExit("the vllm engine needs a MODEL: a Hugging Face model id or a model directory")
+    name = settings.served_model_name[0] if settings.served_model_name else settings.model.rstrip("/")
+    try:
+        return load_engine("vllm", model=settings.model, model_name=name, max_model_len=settings.max_model_len,
+                           tensor_parallel_size=settings.tensor_parallel_size,
+                           pipeline_parallel_size=settings.pipeline_parallel_size,
+                           gpu_memory_utilization=settings.gpu_memory_utilization, dtype=settings.dtype,
+                           engine_args=settings.vllm_args)
+    except (ImportError, ValueError) as exc:  # vLLM missing, or a --vllm-arg it does not know
+        raise SystemExit(f"rostra: {exc}") from exc
 
 
 def serve(settings: Settings) -> None:

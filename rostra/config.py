@@ -44,6 +44,12 @@ class Settings:
     upstream_retries: int = 2
     upstream_timeout: float = 600.0
     health_check_interval: float = 5.0
+    # The vllm engine (dtype: any engine that chooses a weight type)
+    dtype: str = "auto"  # auto, bfloat16, float16 or float32
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    gpu_memory_utilization: float | None = None  # None: vLLM's default
+    vllm_args: list[str] = field(default_factory=list)  # KEY=VALUE, any other AsyncEngineArgs setting
 
     def chat_template_source(self) -> str | None:
         if self.chat_template is None:

@@ -22,4 +22,8 @@ def load_engine(name: str, **options) -> Engine:
         from rostra.engines.remote import RemoteEngine
 
         return RemoteEngine(**options)
-    raise ValueError(f"unknown engine {name!r} (choose llamacpp, scripted or remote)")
+    if name == "vllm":
+        from rostra.engines.vllm import VllmEngine  # imports vLLM itself only when built
+
+        return VllmEngine(**options)
+    raise ValueError(f"unknown engine {name!r} (choose llamacpp, scripted, remote or vllm)")

@@ -1,0 +1,340 @@
+"""vLLM engine: GPU serving, tensor and pipeline parallelism, multi-node through vLLM's Ray support.
+
+Written against the public API of vLLM 0.33.0 (the version `rostra[vllm]` pins), read from
+that release's sources; it has not been run here (no GPU, no vLLM on the build machine):
+`AsyncEngineArgs`, `AsyncLLMEngine` (vLLM's V1 `AsyncLLM`) `.from_engine_args`,
+`.generate(prompt, sampling_params, request_id)` (an async generator of `RequestOutput`),
+`.abort(request_id)`, `.shutdown()`, `.get_tokenizer()`, `TokensPrompt`, and `SamplingParams`
+with `output_kind=RequestOutputKind.DELTA` and `structured_outputs=StructuredOutputsParams(...)`
+(`guided_decoding=GuidedDecodingParams(...)` where an older vLLM lacks the former).
+
+vLLM is an optional dependency imported only inside the class below, so this module imports
+without it and its pure mappings (rostra's parameters to vLLM's, vLLM's outputs to token steps)
+are tested in CI.
+
+vLLM gets token ids and returns token ids (`detokenize=False`): detokenizing, stop strings and
+parsing happen once, in rostra's pipeline, as for every engine. Token bytes come from the
+vocabulary, so the decoder's UTF-8 reassembly is exact.
+
+Why the model loads in the constructor and not in `start()`: rostra builds its chat template
+from `chat_template`, `bos_token` and `eos_token` when it creates the app, before `start()`,
+and with vLLM those come from the tokenizer vLLM loads with its engine. `rostra serve` builds
+the engine before any event loop runs, which is the construction vLLM supports for its async
+engine (its output handler attaches to the running loop at the first request), so no loop is
+ever blocked by the load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import logging
+import re
+import time
+from contextlib import aclosing
+from typing import Any, AsyncIterator, Callable, Collection, Sequence
+
+import yaml
+
+from rostra.engines.base import (
+    Engine,
+    EngineError,
+    EngineOutput,
+    FinishReason,
+    ModelInfo,
+    Prompt,
+    SamplingParams,
+    TokenStep,
+    TopLogprob,
+)
+from rostra.tokenizer import END_MARKERS, vocab_token_bytes
+
+log = logging.getLogger("rostra.engine.vllm")
+
+MISSING_VLLM = "the vllm engine needs vLLM, which is not installed: pip install 'rostra[vllm]' (on a CUDA machine)"
+# Shorter texts are tokenized on the loop: a thread hop costs more than encoding them.
+_INLINE_CHARS = 4096
+
+
+class VllmEngine(Engine):
+    enforces_constraints = True
+
+    def __init__(self, model: str, model_name: str, max_model_len: int | None = None,
+                 tensor_parallel_size: int = 1, pipeline_parallel_size: int = 1,
+                 gpu_memory_utilization: float | None = None, dtype: str = "auto",
+                 engine_args: Sequence[str] = ()):
+        try:
+            from vllm import AsyncEngineArgs, AsyncLLMEngine
+        except ImportError as exc:
+            raise ImportError(MISSING_VLLM) from exc
+        kwargs = engine_arg_kwargs(model, max_model_len=max_model_len, tensor_parallel_size=tensor_parallel_size,
+                                   pipeline_parallel_size=pipeline_parallel_size,
+                                   gpu_memory_utilization=gpu_memory_utilization, dtype=dtype,
+                                   extra=parse_engine_args(engine_args))
+        known = {f.name for f in dataclasses.fields(AsyncEngineArgs)}
+        unknown = sorted(set(kwargs) - known)
+        if unknown:
+            raise ValueError(f"--vllm-arg: vLLM's engine has no argument {', '.join(unknown)}")
+        log.info("loading %s with vLLM (tensor parallel %d, pipeline parallel %d)...", model,
+                 tensor_parallel_size, pipeline_parallel_size)
+        started = time.monotonic()
+        self._llm: Any = AsyncLLMEngine.from_engine_args(AsyncEngineArgs(**kwargs))
+        log.info("vLLM engine ready in %.1f s", time.monotonic() - started)
+
+        self._tokenizer = _resolved(self._llm.get_tokenizer())
+        self.model = ModelInfo(id=model_name, context_length=self._llm.model_config.max_model_len)
+        self.parallel = self._llm.vllm_config.scheduler_config.max_num_seqs
+        self.chat_template = _chat_template(self._tokenizer)
+        self.bos_token = _token_text(self._tokenizer, self._tokenizer.bos_token_id)
+        self.eos_token = _token_text(self._tokenizer, self._tokenizer.eos_token_id)
+        self._vocab_bytes = _vocabulary_of(self._tokenizer)
+        self.vocab_size = len(self._vocab_bytes)
+        self._running: set[str] = set()
+        self._aborting: set[str] = set()
+
+    async def close(self) -> None:
+        llm, self._llm = self._llm, None
+        if llm is not None:
+            await asyncio.to_thread(llm.shutdown)  # joins vLLM's engine processes
+
+    async def tokenize(self, text: str, add_special: bool) -> list[int]:
+        encode = self._tokenizer.encode
+        if len(text) < _INLINE_CHARS:
+            return list(encode(text, add_special_tokens=add_special))
+        return list(await asyncio.to_thread(encode, text, add_special_tokens=add_special))
+
+    async def detokenize(self, token_ids: list[int]) -> str:
+        decode = self._tokenizer.decode
+        if len(token_ids) < _INLINE_CHARS // 4:
+            return decode(token_ids, skip_special_tokens=False)
+        return await asyncio.to_thread(decode, token_ids, skip_special_tokens=False)
+
+    def token_bytes(self, token_id: int) -> bytes:
+        return self._vocab_bytes[token_id] if 0 <= token_id < len(self._vocab_bytes) else b""
+
+    def running_requests(self) -> int:
+        return len(self._running)
+
+    async def abort(self, request_id: str) -> None:
+        if request_id in self._running and self._llm is not None:
+            self._aborting.add(request_id)
+            await self._llm.abort(request_id)  # vLLM ends the stream with an "abort" output
+
+    async def generate(self, request_id: str, prompt: Prompt, params: SamplingParams) -> AsyncIterator[EngineOutput]:
+        from vllm import TokensPrompt
+
+        if self._llm is None:
+            raise EngineError("the vLLM engine is closed")
+        sampling = _vllm_sampling_params(params)
+        top_n = params.top_logprobs or 0
+        self._running.add(request_id)
+        try:
+            # Closing this generator early closes vLLM's, which aborts the request in vLLM.
+            stream = self._llm.generate(TokensPrompt(prompt_token_ids=list(prompt.token_ids)), sampling, request_id)
+            async with aclosing(stream):
+                async for request_output in stream:
+                    completion = request_output.outputs[0]
+                    if completion.finish_reason == "abort":
+                        if request_id in self._aborting:
+                            return  # our own abort(): the iterator just ends
+                        raise EngineError("vLLM aborted the request")
+                    yield engine_output(completion.token_ids, completion.logprobs, completion.finish_reason,
+                                        completion.stop_reason, top_n, self.token_bytes)
+        except EngineError:
+            raise
+        except Exception as exc:  # vLLM's EngineGenerateError carries its cause
+            cause = exc.__cause__ or exc
+            raise EngineError(f"vLLM failed: {type(cause).__name__}: {cause}") from exc
+        finally:
+            self._running.discard(request_id)
+            self._aborting.discard(request_id)
+
+
+def _resolved(value: Any) -> Any:
+    """vLLM's `get_tokenizer()` is plain in 0.33 and was a coroutine in older releases."""
+    return asyncio.run(value) if inspect.iscoroutine(value) else value
+
+
+def _chat_template(tokenizer: Any) -> str | None:
+    try:
+        return tokenizer.get_chat_template(None)
+    except (ValueError, AttributeError, NotImplementedError):  # transformers raises ValueError for none
+        return None
+
+
+def _token_text(tokenizer: Any, token_id: int | None) -> str:
+    if token_id is None:
+        return ""
+    return tokenizer.convert_ids_to_tokens([token_id])[0] or ""
+
+
+def _vocabulary_of(tokenizer: Any) -> list[bytes]:
+    size = tokenizer.max_token_id + 1
+    pieces = tokenizer.convert_ids_to_tokens(list(range(size)))
+    literal = set(tokenizer.get_added_vocab().values()) | set(tokenizer.all_special_ids)
+    return vocabulary_bytes(pieces, literal, tokenizer.eos_token_id)
+
+
+# Pure mappings, tested without vLLM.
+
+def vocabulary_bytes(pieces: Sequence[str | bytes | None], literal_ids: Collection[int],
+                     eos_token_id: int | None) -> list[bytes]:
+    """Each token id's bytes, from the tokenizer's pieces (`convert_ids_to_tokens`).
+
+    Added and special tokens (`literal_ids`) are their own text, as the parsers must see tool-call
+    and reasoning markers; end-of-generation tokens are silent (they end the output). Tokenizers
+    that return raw bytes for pieces (tiktoken-style) are taken at their word; a gap in the ids
+    (None) is empty.
+    """
+    texts = [piece if isinstance(piece, str) else "" for piece in pieces]
+    table = vocab_token_bytes(texts, is_byte_level(texts), literal_ids)
+    for token_id, piece in enumerate(pieces):
+        if isinstance(piece, bytes):
+            table[token_id] = piece
+    silent = {i for i in literal_ids if 0 <= i < len(texts) and texts[i] in END_MARKERS}
+    if eos_token_id is not None:
+        silent.add(eos_token_id)
+    for token_id in silent:
+        if 0 <= token_id < len(table):
+            table[token_id] = b""
+    return table
+
+
+def is_byte_level(pieces: Sequence[str]) -> bool:
+    """GPT-2 byte-level vocabularies spell a leading space "Ġ", SentencePiece ones "▁"."""
+    return sum(p.startswith("\u0120") for p in pieces) > sum(p.startswith("\u2581") for p in pieces)
+
+
+def parse_engine_args(items: Sequence[str]) -> dict[str, Any]:
+    """`--vllm-arg KEY=VALUE` items as AsyncEngineArgs keywords; VALUE reads as YAML (8, 0.5, true, ray)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise ValueError(f"--vllm-arg {item!r}: expected KEY=VALUE, e.g. max_num_seqs=256")
+        out[key] = yaml.safe_load(value) if value.strip() else ""
+    return out
+
+
+def engine_arg_kwargs(model: str, *, max_model_len: int | None, tensor_parallel_size: int,
+                      pipeline_parallel_size: int, gpu_memory_utilization: float | None, dtype: str,
+                      extra: dict[str, Any]) -> dict[str, Any]:
+    """AsyncEngineArgs keywords: rostra's flags, then `--vllm-arg` extras (which may not repeat a flag)."""
+    kwargs: dict[str, Any] = {"model": model, "dtype": dtype, "tensor_parallel_size": tensor_parallel_size,
+                              "pipeline_parallel_size": pipeline_parallel_size}
+    if max_model_len is not None:
+        kwargs["max_model_len"] = max_model_len
+    if gpu_memory_utilization is not None:
+        kwargs["gpu_memory_utilization"] = gpu_memory_utilization
+    repeated = sorted(set(kwargs) & set(extra))
+    if repeated:
+        flags = ", ".join("--" + name.replace("_", "-") for name in repeated)
+        raise ValueError(f"--vllm-arg: set {flags} with its own flag")
+    return {**kwargs, **extra}
+
+
+def sampling_kwargs(params: SamplingParams) -> dict[str, Any]:
+    """vLLM SamplingParams keywords for rostra's parameters (less output_kind and constraints)."""
+    return {
+        "n": 1,  # rostra runs each choice as its own generation (seed + index)
+        "max_tokens": params.max_tokens,
+        "temperature": params.temperature,  # 0: vLLM samples greedily
+        "top_p": params.top_p,
+        # -1 is "off" in every vLLM release; 0.33 also takes 0, releases before 0.8 only -1.
+        "top_k": params.top_k if params.top_k > 0 else -1,
+        "min_p": params.min_p,
+        "seed": params.seed,
+        "presence_penalty": params.presence_penalty,
+        "frequency_penalty": params.frequency_penalty,
+        "repetition_penalty": params.repetition_penalty,
+        "logit_bias": dict(params.logit_bias) or None,
+        # vLLM always returns the sampled token's logprob beside the top `logprobs` (0: that alone).
+        "logprobs": params.top_logprobs,
+        "ignore_eos": params.ignore_eos,
+        "detokenize": False,  # rostra detokenizes; vLLM's text would be computed for nothing
+    }
+
+
+# `regex_grammar` (rostra.guided.constraints) writes a guided_regex as this llguidance grammar.
+_REGEX_GRAMMAR = re.compile(r"%llguidance \{\}\nstart: /(.*)/", re.DOTALL)
+
+
+def structured_output_spec(params: SamplingParams) -> dict[str, Any] | None:
+    """StructuredOutputsParams keywords for the request's constraint, or None.
+
+    A JSON schema is `json`. A whole-output regex (which rostra carries as an llguidance
+    grammar) goes back to `regex`, which every vLLM structured-output backend takes. Other
+    grammars are `grammar`: GBNF (choices, guided_grammar) is EBNF that xgrammar, vLLM's default
+    backend, reads; a hand-written `%llguidance` grammar fails xgrammar's validation and vLLM's
+    default "auto" backend then hands it to llguidance.
+    """
+    if params.json_schema is not None:
+        return {"json": params.json_schema}
+    if params.grammar is None:
+        return None
+    match = _REGEX_GRAMMAR.fullmatch(params.grammar)
+    if match:
+        # Undo the grammar's escaping of "/" (a regex delimiter in llguidance's syntax, plain in a regex).
+        return {"regex": re.sub(r"(?<!\\)\\/", "/", match.group(1))}
+    return {"grammar": params.grammar}
+
+
+def _vllm_sampling_params(params: SamplingParams) -> Any:
+    from vllm import SamplingParams as VllmSamplingParams
+    from vllm.sampling_params import RequestOutputKind
+
+    kwargs = sampling_kwargs(params)
+    spec = structured_output_spec(params)
+    if spec is not None:
+        try:
+            from vllm.sampling_params import StructuredOutputsParams
+            kwargs["structured_outputs"] = StructuredOutputsParams(**spec)
+        except ImportError:  # vLLM before structured_outputs
+            from vllm.sampling_params import GuidedDecodingParams
+            kwargs["guided_decoding"] = GuidedDecodingParams(**spec)
+    # DELTA: each output carries only the tokens (and logprobs) sampled since the last one.
+    return VllmSamplingParams(output_kind=RequestOutputKind.DELTA, **kwargs)
+
+
+def engine_output(token_ids: Sequence[int], logprobs: Sequence[dict[int, Any]] | None, finish_reason: str | None,
+                  stop_reason: int | str | None, top_n: int, token_bytes: Callable[[int], bytes]) -> EngineOutput:
+    """One vLLM delta (a CompletionOutput's fields) as rostra's EngineOutput.
+
+    `logprobs` holds one dict per position, token id to a Logprob (`.logprob`, `.rank`): the
+    top `top_n` plus the sampled token. vLLM keeps the token it stopped on (EOS or one of the
+    model's generation-config stop ids) as the last token: it is made silent, as the end
+    tokens of the vocabulary are.
+    """
+    ids = list(token_ids)
+    positions = list(logprobs)[max(0, len(logprobs) - len(ids)):] if logprobs is not None and ids else []
+    steps = [_step(token_id, positions[i] if i < len(positions) else None, top_n, token_bytes)
+             for i, token_id in enumerate(ids)]
+    reason = _finish_reason(finish_reason)
+    # stop_reason: None after EOS, the token id after a stop token, a string after a stop string
+    # or a repetition stop (rostra sets neither), where the last token is real text.
+    if reason == "stop" and steps and not isinstance(stop_reason, str):
+        steps[-1] = dataclasses.replace(steps[-1], token_bytes=b"")
+    return EngineOutput(tokens=tuple(steps), finish_reason=reason)
+
+
+def _step(token_id: int, position: dict[int, Any] | None, top_n: int, token_bytes: Callable[[int], bytes]) -> TokenStep:
+    data = token_bytes(token_id)
+    if position is None:
+        return TokenStep(token_id, data)
+    sampled = position.get(token_id)
+    ranked = sorted(position.items(), key=lambda item: (item[1].rank if item[1].rank is not None else float("inf"),
+                                                        -item[1].logprob))
+    tops = tuple(TopLogprob(top_id, token_bytes(top_id), entry.logprob) for top_id, entry in ranked[:top_n])
+    return TokenStep(token_id, data, sampled.logprob if sampled is not None else None, tops)
+
+
+def _finish_reason(reason: str | None) -> FinishReason | None:
+    if reason is None:
+        return None
+    if reason == "length":
+        return "length"
+    if reason in ("stop", "repetition"):
+        return "stop"
+    raise EngineError(f"vLLM ended the request: {reason}")
