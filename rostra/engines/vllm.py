@@ -214,7 +214,7 @@ def parse_engine_args(items: Sequence[str]) -> dict[str, Any]:
         key = key.strip().replace("-", "_")
         if not sep or not key:
             raise ValueError(f"--vllm-arg {item!r}: expected KEY=VALUE, e.g. max_num_seqs=256")
-        out[key] = yaml.safe_load(value) if value.strip() else ""
+        out[key] = yaml.safe_load(value)
     return out
 
 
@@ -308,7 +308,8 @@ def engine_output(token_ids: Sequence[int], logprobs: Sequence[dict[int, Any]] |
     tokens of the vocabulary are.
     """
     ids = list(token_ids)
-    positions = list(logprobs)[max(0, len(logprobs) - len(ids)):] if logprobs is not None and ids else []
+    # Aligned from the end: with no new tokens vLLM's own slice (logprobs[-0:]) is the whole list.
+    positions = list(logprobs)[max(0, len(logprobs) - len(ids)):] if logprobs is not None else []
     steps = [_step(token_id, positions[i] if i < len(positions) else None, top_n, token_bytes)
              for i, token_id in enumerate(ids)]
     reason = _finish_reason(finish_reason)

@@ -1,0 +1,457 @@
+"""The vLLM engine adapter.
+
+Two parts. The adapter's own logic (parameter mapping, output conversion, vocabulary bytes, the
+CLI without vLLM) runs everywhere, CI included. The real-engine tests need vLLM, a CUDA GPU and
+a small local model in env ROSTRA_VLLM_TEST_MODEL (e.g. a Qwen2.5-0.5B-Instruct directory);
+without them they are skipped, and the skip says which is missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from contextlib import aclosing
+from types import SimpleNamespace
+
+import jsonschema
+import pytest
+
+from rostra.config import Settings
+from rostra.engines.base import EngineError, Prompt, SamplingParams
+from rostra.engines.vllm import (
+    MISSING_VLLM,
+    engine_arg_kwargs,
+    engine_output,
+    is_byte_level,
+    parse_engine_args,
+    sampling_kwargs,
+    structured_output_spec,
+    vocabulary_bytes,
+)
+from rostra.guided.constraints import choice_grammar, regex_grammar
+
+VLLM_INSTALLED = importlib.util.find_spec("vllm") is not None
+TEST_MODEL = os.environ.get("ROSTRA_VLLM_TEST_MODEL")
+
+
+# Parameters: rostra's SamplingParams to vLLM's keywords
+
+def test_default_parameters_map_to_vllms_off_values():
+    kwargs = sampling_kwargs(SamplingParams(max_tokens=32))
+    assert kwargs == {
+        "n": 1, "max_tokens": 32, "temperature": 1.0, "top_p": 1.0, "top_k": -1, "min_p": 0.0, "seed": None,
+        "presence_penalty": 0.0, "frequency_penalty": 0.0, "repetition_penalty": 1.0, "logit_bias": None,
+        "logprobs": None, "ignore_eos": False, "detokenize": False,
+    }
+
+
+def test_every_parameter_is_passed_on():
+    params = SamplingParams(max_tokens=5, temperature=0.0, top_p=0.9, top_k=40, min_p=0.05, seed=7,
+                            presence_penalty=0.5, frequency_penalty=-0.5, repetition_penalty=1.1,
+                            logit_bias={42: -100.0, 7: 2.5}, top_logprobs=3, ignore_eos=True)
+    kwargs = sampling_kwargs(params)
+    assert (kwargs["temperature"], kwargs["top_p"], kwargs["top_k"], kwargs["min_p"], kwargs["seed"]) == \
+        (0.0, 0.9, 40, 0.05, 7)
+    assert (kwargs["presence_penalty"], kwargs["frequency_penalty"], kwargs["repetition_penalty"]) == (0.5, -0.5, 1.1)
+    assert kwargs["logit_bias"] == {42: -100.0, 7: 2.5}
+    assert kwargs["logprobs"] == 3 and kwargs["ignore_eos"] is True
+
+
+def test_top_logprobs_zero_still_asks_for_the_sampled_tokens_logprob():
+    assert sampling_kwargs(SamplingParams(max_tokens=1, top_logprobs=0))["logprobs"] == 0
+
+
+def test_no_constraint_no_structured_output():
+    assert structured_output_spec(SamplingParams(max_tokens=1)) is None
+
+
+def test_json_schema_is_vllms_json():
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    assert structured_output_spec(SamplingParams(max_tokens=1, json_schema=schema)) == {"json": schema}
+
+
+def test_gbnf_grammar_is_vllms_grammar():
+    grammar = choice_grammar(["yes", "no"])
+    assert structured_output_spec(SamplingParams(max_tokens=1, grammar=grammar)) == {"grammar": grammar}
+
+
+def test_hand_written_llguidance_grammar_stays_a_grammar():
+    grammar = '%llguidance {}\nstart: "a" number\nnumber: /[0-9]+/'
+    assert structured_output_spec(SamplingParams(max_tokens=1, grammar=grammar)) == {"grammar": grammar}
+
+
+@pytest.mark.parametrize("pattern, matching, not_matching", [
+    (r"\d{3}-\d{4}", "555-1234", "5551234"),
+    (r"(yes|no)", "no", "maybe"),
+    ("a/b", "a/b", "ab"),  # "/" is escaped in the llguidance grammar, plain again in the regex
+    (r"a\/b", "a/b", "a\\/b"),
+    ("x\ny", "x\ny", "xy"),  # a newline becomes the regex escape \n
+    (r"[A-Z][a-z]+ \w+", "Hello world", "hello world"),
+])
+def test_guided_regex_goes_back_to_vllms_regex(pattern, matching, not_matching):
+    spec = structured_output_spec(SamplingParams(max_tokens=1, grammar=regex_grammar(pattern)))
+    assert list(spec) == ["regex"]
+    assert re.fullmatch(spec["regex"], matching) and not re.fullmatch(spec["regex"], not_matching)
+
+
+def test_guided_regex_comes_back_unescaped():
+    # vLLM's regex backends need not accept "\/", the llguidance grammar's escape of a "/".
+    for pattern in ["a/b", r"\d+/\d+", r"[^/]+"]:
+        assert structured_output_spec(SamplingParams(max_tokens=1, grammar=regex_grammar(pattern))) == \
+            {"regex": pattern}
+
+
+# Outputs: a vLLM delta (token ids, logprob dicts, finish) to rostra's EngineOutput
+
+def _lp(logprob: float, rank: int | None) -> SimpleNamespace:
+    return SimpleNamespace(logprob=logprob, rank=rank, decoded_token=None)
+
+
+def _bytes(token_id: int) -> bytes:
+    return {0: b""}.get(token_id, f"<{token_id}>".encode())
+
+
+def test_tokens_without_logprobs():
+    output = engine_output([5, 6], None, None, None, 0, _bytes)
+    assert [(s.token_id, s.token_bytes, s.logprob, s.top_logprobs) for s in output.tokens] == \
+        [(5, b"<5>", None, ()), (6, b"<6>", None, ())]
+    assert output.finish_reason is None
+
+
+def test_logprobs_and_top_logprobs_by_rank():
+    # The sampled token 9 ranks 4th: it has its logprob but is not among the top 2.
+    position = {9: _lp(-2.5, 4), 3: _lp(-0.2, 1), 4: _lp(-1.0, 2)}
+    step = engine_output([9], [position], None, None, 2, _bytes).tokens[0]
+    assert step.logprob == -2.5
+    assert [(t.token_id, t.token_bytes, t.logprob) for t in step.top_logprobs] == [(3, b"<3>", -0.2), (4, b"<4>", -1.0)]
+
+
+def test_sampled_token_in_the_top_appears_once():
+    position = {3: _lp(-0.2, 1), 4: _lp(-1.0, 2)}
+    step = engine_output([3], [position], None, None, 2, _bytes).tokens[0]
+    assert step.logprob == -0.2 and [t.token_id for t in step.top_logprobs] == [3, 4]
+
+
+def test_top_logprobs_zero_keeps_only_the_sampled_logprob():
+    step = engine_output([4], [{4: _lp(-0.7, 2)}], None, None, 0, _bytes).tokens[0]
+    assert step.logprob == -0.7 and step.top_logprobs == ()
+
+
+def test_missing_ranks_order_by_logprob():
+    position = {1: _lp(-3.0, None), 2: _lp(-0.1, None), 3: _lp(-1.0, None)}
+    step = engine_output([1], [position], None, None, 2, _bytes).tokens[0]
+    assert [t.token_id for t in step.top_logprobs] == [2, 3]
+
+
+def test_logprobs_align_with_the_delta_from_the_end():
+    positions = [{1: _lp(-1.0, 1)}, {2: _lp(-2.0, 1)}, {3: _lp(-3.0, 1)}]
+    output = engine_output([2, 3], positions, None, None, 1, _bytes)
+    assert [(s.token_id, s.logprob) for s in output.tokens] == [(2, -2.0), (3, -3.0)]
+
+
+def test_a_delta_without_tokens_has_no_steps_whatever_the_logprobs():
+    # vLLM slices logprobs[-len(token_ids):], which is the whole list when a delta has no tokens.
+    output = engine_output([], [{1: _lp(-1.0, 1)}], "length", None, 1, _bytes)
+    assert output.tokens == () and output.finish_reason == "length"
+
+
+def test_length_keeps_the_last_token():
+    output = engine_output([5, 6], None, "length", None, 0, _bytes)
+    assert output.finish_reason == "length" and output.tokens[-1].token_bytes == b"<6>"
+
+
+@pytest.mark.parametrize("stop_reason", [None, 6])  # EOS, or a generation-config stop token id
+def test_the_token_vllm_stopped_on_is_silent(stop_reason):
+    output = engine_output([5, 6], [{5: _lp(-0.1, 1)}, {6: _lp(-0.3, 1)}], "stop", stop_reason, 1, _bytes)
+    assert output.finish_reason == "stop"
+    assert [s.token_bytes for s in output.tokens] == [b"<5>", b""]
+    assert output.tokens[-1].logprob == -0.3  # still counted and scored
+
+
+def test_a_stop_string_leaves_the_last_token_as_text():
+    output = engine_output([5, 6], None, "stop", "halt", 0, _bytes)
+    assert [s.token_bytes for s in output.tokens] == [b"<5>", b"<6>"]
+
+
+@pytest.mark.parametrize("reason", ["error", "something-new"])
+def test_failed_requests_raise(reason):
+    with pytest.raises(EngineError, match=reason):
+        engine_output([], None, reason, None, 0, _bytes)
+
+
+# Vocabulary: the bytes each token id stands for
+
+def test_byte_level_vocabulary_round_trips_text():
+    from rostra.embedded import embedded_model_path
+    from rostra.gguf_metadata import read_gguf_metadata
+    from rostra.tokenizer import tokenizer_from_gguf
+
+    metadata = read_gguf_metadata(embedded_model_path())
+    pieces = metadata["tokenizer.ggml.tokens"]
+    control = {i for i, kind in enumerate(metadata["tokenizer.ggml.token_type"]) if kind == 3}
+    eos = metadata["tokenizer.ggml.eos_token_id"]
+    table = vocabulary_bytes(pieces, control, eos)
+    text = "Héllo wörld 🙂\n\tdone <tool_call>"
+    ids = tokenizer_from_gguf(embedded_model_path(), metadata).encode(text)
+    assert b"".join(table[i] for i in ids) == text.encode()
+    assert table[pieces.index("<|im_start|>")] == b"<|im_start|>"  # markers stay visible to parsers
+    assert table[eos] == b"" and table[pieces.index("<|endoftext|>")] == b""
+
+
+def test_sentencepiece_vocabulary():
+    pieces = ["<unk>", "<s>", "<eos>", "\u2581Hello", "<0x0A>", "\u2581w", "ö", "rld", "<0xF0>", "<0x9F>", "<0x99>",
+              "<0x82>", "<start_of_turn>", "<end_of_turn>", "\u2581the", "\u2581a"]
+    table = vocabulary_bytes(pieces, {0, 1, 2, 12, 13}, 2)
+    assert b"".join(table[i] for i in [3, 5, 6, 7, 4]) == " Hello wörld\n".encode()
+    assert b"".join(table[i] for i in [8, 9, 10, 11]).decode() == "🙂"
+    assert table[2] == b"" and table[13] == b""  # the eos id (Gemma's "<eos>") and an end-of-turn marker
+    assert table[12] == b"<start_of_turn>"
+
+
+def test_raw_byte_pieces_and_gaps():
+    table = vocabulary_bytes(["\u0120a", b"\xe2\x82", None, "\u0120b"], set(), None)
+    assert table == [b" a", b"\xe2\x82", b"", b" b"]
+
+
+def test_byte_level_detection():
+    assert is_byte_level(["\u0120the", "\u0120a", "x", "\u2581odd"])
+    assert not is_byte_level(["\u2581the", "\u2581a", "x", "\u0120odd"])
+
+
+# Engine arguments
+
+def test_vllm_args_read_as_yaml_values():
+    assert parse_engine_args(["max_num_seqs=256", "enforce-eager=true", "distributed_executor_backend=ray",
+                              "swap_space=0.5", "hf_overrides={rope_theta: 1000000}"]) == {
+        "max_num_seqs": 256, "enforce_eager": True, "distributed_executor_backend": "ray", "swap_space": 0.5,
+        "hf_overrides": {"rope_theta": 1000000}}
+
+
+def test_vllm_arg_without_a_value_is_refused():
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        parse_engine_args(["enforce_eager"])
+
+
+def test_engine_arguments_from_flags():
+    kwargs = engine_arg_kwargs("org/model", max_model_len=None, tensor_parallel_size=2, pipeline_parallel_size=3,
+                               gpu_memory_utilization=None, dtype="bfloat16", extra={"max_num_seqs": 64})
+    assert kwargs == {"model": "org/model", "dtype": "bfloat16", "tensor_parallel_size": 2,
+                      "pipeline_parallel_size": 3, "max_num_seqs": 64}
+    kwargs = engine_arg_kwargs("m", max_model_len=4096, tensor_parallel_size=1, pipeline_parallel_size=1,
+                               gpu_memory_utilization=0.5, dtype="auto", extra={})
+    assert kwargs["max_model_len"] == 4096 and kwargs["gpu_memory_utilization"] == 0.5
+
+
+def test_a_vllm_arg_may_not_repeat_a_flag():
+    with pytest.raises(ValueError, match="--tensor-parallel-size"):
+        engine_arg_kwargs("m", max_model_len=None, tensor_parallel_size=1, pipeline_parallel_size=1,
+                          gpu_memory_utilization=None, dtype="auto", extra={"tensor_parallel_size": 4})
+
+
+# Without vLLM installed
+
+def test_engines_and_the_adapter_import_without_vllm():
+    # sys.modules["vllm"] = None makes `import vllm` fail in that process, installed or not.
+    code = "import rostra.engines, rostra.engines.vllm, rostra.cli; print('ok')"
+    result = subprocess.run([sys.executable, "-c", "import sys; sys.modules['vllm'] = None\n" + code],
+                            capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_serve_help_lists_the_vllm_engine():
+    result = subprocess.run([sys.executable, "-m", "rostra.cli", "serve", "--help"], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0
+    assert "vllm" in result.stdout and "--tensor-parallel-size" in result.stdout and "--vllm-arg" in result.stdout
+
+
+def test_building_the_vllm_engine_without_vllm_says_how_to_install(monkeypatch):
+    from rostra.cli import build_engine
+
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    with pytest.raises(SystemExit) as exited:
+        build_engine(Settings(engine="vllm", model="Qwen/Qwen2.5-0.5B-Instruct"))
+    assert "pip install 'rostra[vllm]'" in str(exited.value.code) and MISSING_VLLM in str(exited.value.code)
+
+
+def test_the_vllm_engine_needs_a_model():
+    from rostra.cli import build_engine
+
+    with pytest.raises(SystemExit, match="needs a MODEL"):
+        build_engine(Settings(engine="vllm"))
+
+
+@pytest.mark.skipif(VLLM_INSTALLED, reason="vLLM is installed: this checks the message when it is not")
+def test_serve_engine_vllm_without_vllm_exits_with_a_clear_message():
+    result = subprocess.run([sys.executable, "-m", "rostra.cli", "serve", "--engine", "vllm", "org/model"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "pip install 'rostra[vllm]'" in result.stderr and "Traceback" not in result.stderr
+
+
+# The real engine (vLLM, a CUDA GPU and ROSTRA_VLLM_TEST_MODEL)
+
+def _real_engine_missing() -> str | None:
+    if not VLLM_INSTALLED:
+        return "vLLM is not installed (pip install 'rostra[vllm]' on a CUDA machine)"
+    try:
+        import torch
+    except ImportError:
+        return "torch is not importable"
+    if not torch.cuda.is_available():
+        return "no CUDA GPU"
+    if not TEST_MODEL:
+        return "set ROSTRA_VLLM_TEST_MODEL to a small local model directory (e.g. Qwen2.5-0.5B-Instruct)"
+    return None
+
+
+real = pytest.mark.skipif(_real_engine_missing() is not None, reason=f"real vLLM engine: {_real_engine_missing()}")
+
+
+@pytest.fixture(scope="module")
+def loop():
+    # One loop for every real-engine test: vLLM's output handler lives on the loop of the first request.
+    loop = asyncio.new_event_loop()
+    yield loop
+    loop.close()
+
+
+@pytest.fixture(scope="module")
+def engine(loop):
+    from rostra.engines.vllm import VllmEngine
+
+    engine = VllmEngine(model=TEST_MODEL, model_name="test", max_model_len=2048, gpu_memory_utilization=0.35)
+    loop.run_until_complete(engine.start())
+    yield engine
+    loop.run_until_complete(engine.close())
+
+
+def _collect(loop, engine, request_id, prompt_ids, params, stop_after=None):
+    async def run():
+        outputs = []
+        async with aclosing(engine.generate(request_id, Prompt(prompt_ids), params)) as stream:
+            async for output in stream:
+                outputs.append(output)
+                if stop_after is not None and len(outputs) >= stop_after:
+                    break
+        return outputs
+
+    return loop.run_until_complete(run())
+
+
+def _prompt(loop, engine, text="The capital of France is"):
+    return loop.run_until_complete(engine.tokenize(text, add_special=True))
+
+
+@real
+def test_real_engine_describes_its_model(engine):
+    assert engine.model.context_length == 2048 and engine.vocab_size > 1000 and engine.parallel >= 1
+    assert engine.enforces_constraints and isinstance(engine.chat_template, str) and engine.eos_token
+
+
+@real
+def test_real_tokenize_detokenize_and_token_bytes(loop, engine):
+    text = "Héllo wörld 🙂, 1234!"
+    ids = loop.run_until_complete(engine.tokenize(text, add_special=False))
+    assert loop.run_until_complete(engine.detokenize(ids)) == text
+    assert b"".join(engine.token_bytes(i) for i in ids).decode() == text
+
+
+@real
+def test_real_greedy_generation_is_deterministic_and_streams_deltas(loop, engine):
+    prompt = _prompt(loop, engine)
+    params = SamplingParams(max_tokens=12, temperature=0.0, ignore_eos=True)
+    first = _collect(loop, engine, "greedy-1", prompt, params)
+    second = _collect(loop, engine, "greedy-2", prompt, params)
+    ids = [s.token_id for o in first for s in o.tokens]
+    assert ids == [s.token_id for o in second for s in o.tokens] and len(ids) == 12
+    assert len(first) > 1 and all(o.tokens for o in first)  # one delta per step, not one final blob
+    assert [o.finish_reason for o in first] == [None] * (len(first) - 1) + ["length"]
+    assert b"".join(s.token_bytes for o in first for s in o.tokens).decode(errors="replace").strip()
+    assert engine.running_requests() == 0
+
+
+@real
+def test_real_abort_and_early_close_end_the_generation(loop, engine):
+    prompt = _prompt(loop, engine)
+    params = SamplingParams(max_tokens=1500, temperature=0.0, ignore_eos=True)
+
+    async def abort_after_first():
+        got = 0
+        async with aclosing(engine.generate("to-abort", Prompt(prompt), params)) as stream:
+            async for output in stream:
+                if not got:
+                    await engine.abort("to-abort")
+                got += len(output.tokens)
+        return got
+
+    tokens = loop.run_until_complete(asyncio.wait_for(abort_after_first(), 60))
+    assert 0 < tokens < 1500 and engine.running_requests() == 0
+    assert len(_collect(loop, engine, "to-close", prompt, params, stop_after=2)) == 2
+    assert engine.running_requests() == 0
+
+
+@real
+def test_real_logprobs(loop, engine):
+    outputs = _collect(loop, engine, "logprobs", _prompt(loop, engine),
+                       SamplingParams(max_tokens=6, temperature=0.0, top_logprobs=3))
+    steps = [s for o in outputs for s in o.tokens]
+    assert steps
+    for step in steps:
+        assert step.logprob is not None and step.logprob <= 0 and len(step.top_logprobs) == 3
+        values = [t.logprob for t in step.top_logprobs]
+        assert values == sorted(values, reverse=True)
+        assert step.top_logprobs[0].token_id == step.token_id  # greedy: the sampled token is the best
+
+
+@real
+def test_real_json_schema_is_enforced(loop, engine):
+    schema = {"type": "object", "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
+              "required": ["city", "population"], "additionalProperties": False}
+    outputs = _collect(loop, engine, "json", _prompt(loop, engine, "Describe Paris."),
+                       SamplingParams(max_tokens=80, temperature=0.7, seed=3, json_schema=schema))
+    assert outputs[-1].finish_reason == "stop"
+    text = b"".join(s.token_bytes for o in outputs for s in o.tokens).decode()
+    jsonschema.validate(json.loads(text), schema)
+
+
+@real
+def test_real_guided_regex(loop, engine):
+    outputs = _collect(loop, engine, "regex", _prompt(loop, engine, "A phone number:"),
+                       SamplingParams(max_tokens=20, temperature=0.8, seed=1, grammar=regex_grammar(r"\d{3}-\d{4}")))
+    text = b"".join(s.token_bytes for o in outputs for s in o.tokens).decode()
+    assert re.fullmatch(r"\d{3}-\d{4}", text), text
+
+
+@real
+def test_real_serve_with_the_openai_sdk():
+    from openai import OpenAI
+
+    from servers import RunningServer
+
+    server = RunningServer(["--engine", "vllm", TEST_MODEL, "--served-model-name", "small", "--max-model-len", "2048",
+                            "--gpu-memory-utilization", "0.35"], startup_timeout=900)
+    try:
+        client = OpenAI(base_url=f"{server.base_url}/v1", api_key="unused", max_retries=0)
+        assert [m.id for m in client.models.list()] == ["small"]
+        messages = [{"role": "user", "content": "Say hello in one short sentence."}]
+        whole = client.chat.completions.create(model="small", messages=messages, max_tokens=24, temperature=0,
+                                               logprobs=True, top_logprobs=2)
+        choice = whole.choices[0]
+        assert choice.message.content.strip() and choice.finish_reason in ("stop", "length")
+        assert all(len(t.top_logprobs) == 2 for t in choice.logprobs.content)
+        streamed = "".join(chunk.choices[0].delta.content or "" for chunk in client.chat.completions.create(
+            model="small", messages=messages, max_tokens=24, temperature=0, stream=True) if chunk.choices)
+        assert streamed == choice.message.content
+        structured = client.chat.completions.create(
+            model="small", messages=[{"role": "user", "content": "Give me a number."}], max_tokens=40,
+            response_format={"type": "json_schema", "json_schema": {"name": "n", "schema": {
+                "type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}}})
+        assert isinstance(json.loads(structured.choices[0].message.content)["n"], int)
+    finally:
+        server.stop()
