@@ -253,6 +253,186 @@ def test_a_vllm_arg_may_not_repeat_a_flag():
                           gpu_memory_utilization=None, dtype="auto", extra={"tensor_parallel_size": 4})
 
 
+# The adapter's glue over a stand-in for vLLM's API (the members the adapter uses, as 0.33.0 has them)
+
+class _StandInTokenizer:
+    pieces = ["<unk>", "<s>", "</s>", "\u0120hi", "\u0120there", "!"]
+    eos_token_id, bos_token_id, max_token_id, all_special_ids = 2, 1, 5, [0, 1, 2]
+
+    def convert_ids_to_tokens(self, ids):
+        return [self.pieces[i] for i in ids]
+
+    def get_added_vocab(self):
+        return {"<s>": 1, "</s>": 2}
+
+    def get_chat_template(self, chat_template):
+        return "{% for m in messages %}{{ m.content }}{% endfor %}"
+
+    def encode(self, text, add_special_tokens):
+        return [1] * add_special_tokens + [3 + ["hi", "there", "!"].index(w) for w in text.split()]
+
+    def decode(self, ids, skip_special_tokens):
+        return "|".join(self.pieces[i] for i in ids)
+
+
+class _StandInLLM:
+    """Yields DELTA outputs: two tokens a step, then `finish` on the last, like AsyncLLM.generate."""
+
+    last: "_StandInLLM"
+    finish, stop_reason, fail, steps = "stop", None, None, [[3, 4], [5, 2]]
+
+    def __init__(self, engine_args):
+        self.engine_args, self.requests, self.aborted, self.closed = engine_args, [], [], []
+        self.model_config = SimpleNamespace(max_model_len=512)
+        self.vllm_config = SimpleNamespace(scheduler_config=SimpleNamespace(max_num_seqs=128))
+        _StandInLLM.last = self
+
+    @classmethod
+    def from_engine_args(cls, engine_args):
+        return cls(engine_args)
+
+    def get_tokenizer(self):
+        return _StandInTokenizer()
+
+    async def generate(self, prompt, sampling_params, request_id):
+        self.requests.append((prompt, sampling_params, request_id))
+        try:
+            if self.fail:
+                raise RuntimeError("engine core died") from self.fail
+            for number, ids in enumerate(self.steps):
+                await asyncio.sleep(0)
+                if request_id in self.aborted:
+                    yield SimpleNamespace(outputs=[SimpleNamespace(token_ids=[], logprobs=None, finish_reason="abort",
+                                                                   stop_reason=None)])
+                    return
+                last = number == len(self.steps) - 1
+                yield SimpleNamespace(outputs=[SimpleNamespace(
+                    token_ids=ids, logprobs=None, finish_reason=self.finish if last else None,
+                    stop_reason=self.stop_reason if last else None)])
+        finally:
+            self.closed.append(request_id)
+
+    async def abort(self, request_id):
+        self.aborted.append(request_id)
+
+    def shutdown(self):
+        self.closed.append("shutdown")
+
+
+@pytest.fixture
+def stand_in_vllm(monkeypatch):
+    import dataclasses
+    import enum
+    import types
+
+    @dataclasses.dataclass
+    class AsyncEngineArgs:
+        model: str
+        dtype: str = "auto"
+        tensor_parallel_size: int = 1
+        pipeline_parallel_size: int = 1
+        max_model_len: int | None = None
+        gpu_memory_utilization: float = 0.9
+        max_num_seqs: int | None = None
+
+    vllm = types.ModuleType("vllm")
+    vllm.AsyncEngineArgs, vllm.AsyncLLMEngine = AsyncEngineArgs, _StandInLLM
+    vllm.SamplingParams = lambda **kwargs: SimpleNamespace(**kwargs)
+    vllm.TokensPrompt = lambda **kwargs: dict(kwargs)
+    sampling = types.ModuleType("vllm.sampling_params")
+    sampling.RequestOutputKind = enum.Enum("RequestOutputKind", "CUMULATIVE DELTA FINAL_ONLY")
+    sampling.StructuredOutputsParams = lambda **kwargs: ("structured", kwargs)
+    monkeypatch.setitem(sys.modules, "vllm", vllm)
+    monkeypatch.setitem(sys.modules, "vllm.sampling_params", sampling)
+    monkeypatch.setattr(_StandInLLM, "fail", None)
+    return sampling
+
+
+def _stand_in_engine(**options):
+    from rostra.engines.vllm import VllmEngine
+
+    return VllmEngine(model="org/model", model_name="served", **options)
+
+
+def _run_stand_in(engine, params, request_id="r-0", abort_after=None, close_after=None):
+    async def run():
+        outputs = []
+        async with aclosing(engine.generate(request_id, Prompt([1, 3]), params)) as stream:
+            async for output in stream:
+                outputs.append(output)
+                if abort_after == len(outputs):
+                    await engine.abort(request_id)
+                if close_after == len(outputs):
+                    break
+        return outputs
+
+    return asyncio.run(run())
+
+
+def test_stand_in_engine_describes_the_model(stand_in_vllm):
+    engine = _stand_in_engine(tensor_parallel_size=2, engine_args=["max_num_seqs=64"])
+    assert _StandInLLM.last.engine_args.tensor_parallel_size == 2 and _StandInLLM.last.engine_args.max_num_seqs == 64
+    assert (engine.model.id, engine.model.context_length, engine.parallel, engine.vocab_size) == ("served", 512, 128, 6)
+    assert (engine.bos_token, engine.eos_token) == ("<s>", "</s>") and "messages" in engine.chat_template
+    assert [engine.token_bytes(i) for i in range(6)] == [b"<unk>", b"<s>", b"", b" hi", b" there", b"!"]
+    assert asyncio.run(engine.tokenize("hi there", add_special=True)) == [1, 3, 4]
+    asyncio.run(engine.close())
+    assert _StandInLLM.last.closed == ["shutdown"]
+
+
+def test_stand_in_unknown_engine_argument_is_refused_before_loading(stand_in_vllm):
+    with pytest.raises(ValueError, match="no argument not_a_setting"):
+        _stand_in_engine(engine_args=["not_a_setting=1"])
+
+
+def test_stand_in_generation_streams_deltas_and_silences_the_stop_token(stand_in_vllm):
+    engine = _stand_in_engine()
+    schema = {"type": "object"}
+    outputs = _run_stand_in(engine, SamplingParams(max_tokens=9, temperature=0.0, json_schema=schema))
+    assert [[s.token_id for s in o.tokens] for o in outputs] == [[3, 4], [5, 2]]
+    assert b"".join(s.token_bytes for o in outputs for s in o.tokens) == b" hi there!"
+    assert [o.finish_reason for o in outputs] == [None, "stop"]
+    prompt, params, request_id = _StandInLLM.last.requests[0]
+    assert prompt == {"prompt_token_ids": [1, 3]} and request_id == "r-0"
+    assert params.output_kind == stand_in_vllm.RequestOutputKind.DELTA and params.detokenize is False
+    assert params.structured_outputs == ("structured", {"json": schema}) and params.max_tokens == 9
+    assert engine.running_requests() == 0
+
+
+def test_stand_in_older_vllm_gets_guided_decoding(stand_in_vllm, monkeypatch):
+    monkeypatch.delattr(stand_in_vllm, "StructuredOutputsParams")
+    stand_in_vllm.GuidedDecodingParams = lambda **kwargs: ("guided", kwargs)
+    _run_stand_in(_stand_in_engine(), SamplingParams(max_tokens=4, grammar=regex_grammar("[0-9]+")))
+    params = _StandInLLM.last.requests[0][1]
+    assert params.guided_decoding == ("guided", {"regex": "[0-9]+"}) and not hasattr(params, "structured_outputs")
+
+
+def test_stand_in_abort_ends_the_stream_quietly(stand_in_vllm):
+    engine = _stand_in_engine()
+    outputs = _run_stand_in(engine, SamplingParams(max_tokens=9), abort_after=1)
+    assert len(outputs) == 1 and _StandInLLM.last.aborted == ["r-0"] and engine.running_requests() == 0
+
+
+def test_stand_in_closing_early_closes_vllms_stream(stand_in_vllm):
+    engine = _stand_in_engine()
+    assert len(_run_stand_in(engine, SamplingParams(max_tokens=9), close_after=1)) == 1
+    assert _StandInLLM.last.closed == ["r-0"] and engine.running_requests() == 0  # vLLM aborts on close
+
+
+def test_stand_in_abort_vllm_did_not_get_from_us_is_an_error(stand_in_vllm, monkeypatch):
+    monkeypatch.setattr(_StandInLLM, "finish", "abort")
+    with pytest.raises(EngineError, match="aborted"):
+        _run_stand_in(_stand_in_engine(), SamplingParams(max_tokens=9))
+
+
+def test_stand_in_engine_failure_is_an_engine_error_with_the_cause(stand_in_vllm, monkeypatch):
+    monkeypatch.setattr(_StandInLLM, "fail", ValueError("CUDA out of memory"))
+    engine = _stand_in_engine()
+    with pytest.raises(EngineError, match="CUDA out of memory"):
+        _run_stand_in(engine, SamplingParams(max_tokens=9))
+    assert engine.running_requests() == 0
+
+
 # Without vLLM installed
 
 def test_engines_and_the_adapter_import_without_vllm():
