@@ -126,10 +126,10 @@ class VllmEngine(Engine):
 
         if self._llm is None:
             raise EngineError("the vLLM engine is closed")
-        sampling = _vllm_sampling_params(params)
         top_n = params.top_logprobs or 0
         self._running.add(request_id)
         try:
+            sampling = _vllm_sampling_params(params)  # vLLM validates here too (ValueError)
             # Closing this generator early closes vLLM's, which aborts the request in vLLM.
             stream = self._llm.generate(TokensPrompt(prompt_token_ids=list(prompt.token_ids)), sampling, request_id)
             async with aclosing(stream):
