@@ -36,13 +36,17 @@ class UpstreamResponse:
 
     async def events(self) -> AsyncIterator[dict]:
         """The `data:` objects of the stream, up to [DONE]. An in-band error becomes an APIError."""
+        done = False
         try:
+            # Read on past [DONE] to the body's end: a response read to its end returns its
+            # connection to the pool, one closed early costs a new connection next time.
             async for line in self.response.aiter_lines():
-                if not line.startswith("data:"):
+                if done or not line.startswith("data:"):
                     continue
                 data = line[5:].strip()
                 if data == "[DONE]":
-                    return
+                    done = True
+                    continue
                 try:
                     obj = json.loads(data)
                 except json.JSONDecodeError as exc:
