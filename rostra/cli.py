@@ -22,11 +22,13 @@ def build_parser() -> argparse.ArgumentParser:
         "serve", help="serve a model over the OpenAI API",
         description="Serve a model over the OpenAI API (Chat Completions, Completions, Models).")
     parser.serve_parser = serve  # type: ignore[attr-defined]  # for --config defaults
-    serve.add_argument("model", nargs="?", help="a GGUF file (default: the embedded SmolLM2-135M-Instruct)")
+    serve.add_argument("model", nargs="?", help="a GGUF file (default: the embedded SmolLM2-135M-Instruct); "
+                                                "transformers engine: a checkpoint directory or hub id")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
-    serve.add_argument("--engine", choices=["llamacpp", "scripted"], default="llamacpp",
-                       help="llamacpp (GGUF, default) or scripted (deterministic, from --script)")
+    serve.add_argument("--engine", choices=["llamacpp", "scripted", "transformers"], default="llamacpp",
+                       help="llamacpp (GGUF, default), scripted (deterministic, from --script) or transformers "
+                            "(PyTorch; pip install 'rostra[transformers]')")
     serve.add_argument("--script", help="scripted engine: JSONL file of {\"match\", \"output\"} lines")
     serve.add_argument("--tokenizer", help="scripted engine: GGUF or tokenizer.json to tokenize with "
                                            "(default: the embedded model's)")
@@ -44,6 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-model-len", type=int, help="context length (default: the model's)")
     serve.add_argument("--parallel", type=int, default=4, help="concurrent sequences in the engine (default: 4)")
     serve.add_argument("--threads", type=int, help="CPU threads for the engine (default: llama.cpp's choice)")
+    serve.add_argument("--dtype", choices=["auto", "bfloat16", "float16", "float32"], default="auto",
+                       help="transformers engine: weight dtype (default auto: bfloat16 on CUDA, float32 on CPU)")
+    serve.add_argument("--device", default="auto",
+                       help="transformers engine: torch device, e.g. cpu, cuda, cuda:1 (default auto: CUDA if present)")
     serve.add_argument("--tool-call-parser", metavar="NAME",
                        help="tool-call format: " + ", ".join(tool_parser_names()) +
                             " (default: the one the chat template speaks, else the lenient json parser)")
@@ -95,6 +101,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     tokenizer=args.tokenizer,
                     served_model_name=args.served_model_name, api_keys=keys, chat_template=args.chat_template,
                     max_model_len=args.max_model_len, parallel=args.parallel, threads=args.threads,
+                    dtype=args.dtype, device=args.device,
                     host=args.host, port=args.port, log_level=args.log_level,
                     tool_call_parser=args.tool_call_parser, reasoning_parser=args.reasoning_parser,
                     reasoning_field=args.reasoning_field, data_dir=args.data_dir,
@@ -117,6 +124,13 @@ def build_engine(settings: Settings):
         return load_engine("scripted", script_path=settings.script,
                            tokenizer_path=settings.tokenizer or embedded_model_path(),
                            model_name=name, max_model_len=settings.max_model_len)
+    if settings.engine == "transformers":
+        if not settings.model:
+            raise SystemExit("the transformers engine needs MODEL: a checkpoint directory or a Hugging Face Hub id")
+        return load_engine("transformers", model=settings.model,
+                           model_name=settings.served_model_name[0] if settings.served_model_name else None,
+                           max_model_len=settings.max_model_len, parallel=settings.parallel, dtype=settings.dtype,
+                           device=settings.device, threads=settings.threads)
     path = Path(settings.model) if settings.model else embedded_model_path()
     default_name = EMBEDDED_MODEL_NAME if not settings.model else path.stem
     name = settings.served_model_name[0] if settings.served_model_name else default_name

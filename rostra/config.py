@@ -8,7 +8,7 @@ from pathlib import Path
 
 @dataclass
 class Settings:
-    model: str | None = None  # a GGUF path; None: the embedded model
+    model: str | None = None  # a GGUF path (transformers: a checkpoint dir or hub id); None: the embedded model
     engine: str = "llamacpp"
     script: str | None = None  # scripted engine: the JSONL script
     tokenizer: str | None = None  # scripted engine: GGUF or tokenizer.json (default: the embedded model's)
@@ -19,6 +19,8 @@ class Settings:
     max_model_len: int | None = None
     parallel: int = 4
     threads: int | None = None
+    dtype: str = "auto"  # transformers engine: auto, bfloat16, float16 or float32
+    device: str = "auto"  # transformers engine: a torch device; auto: CUDA when present, else CPU
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "info"

@@ -18,4 +18,8 @@ def load_engine(name: str, **options) -> Engine:
         from rostra.engines.scripted import ScriptedEngine
 
         return ScriptedEngine(**options)
-    raise ValueError(f"unknown engine {name!r} (choose llamacpp or scripted)")
+    if name == "transformers":
+        from rostra.engines.transformers import TransformersEngine
+
+        return TransformersEngine(**options)
+    raise ValueError(f"unknown engine {name!r} (choose llamacpp, transformers or scripted)")
