@@ -81,7 +81,7 @@ class TransformersEngine(Engine):
         self._usable_vocab = len(self.tokenizer)
         self._token_bytes = token_bytes_table(self.tokenizer, silent_ids=self.eos_ids)
         self.parallel = max(1, parallel)
-        self._hf_model = None
+        self.hf_model = None
         self._decoder: BatchDecoder | None = None
         self._constraints: ConstraintCompiler | None = None
         self._running: dict[str, Sequence] = {}
@@ -99,7 +99,7 @@ class TransformersEngine(Engine):
         if not stackable_cache(model.config) and self.parallel > 1:
             log.warning("%s has sliding-window or other special cache layers: one sequence at a time", self.source)
             self.parallel = 1
-        self._hf_model = model
+        self.hf_model = model
         self._constraints = ConstraintCompiler(self.tokenizer, self.vocab_size, sorted(self.eos_ids))
         self._decoder = BatchDecoder(model, self.parallel, self.eos_ids, self.token_bytes)
         self._decoder.start()
@@ -109,7 +109,7 @@ class TransformersEngine(Engine):
             sequence.cancelled.set()
         if self._decoder is not None:
             await asyncio.to_thread(self._decoder.stop)
-        self._decoder = self._hf_model = None
+        self._decoder = self.hf_model = None
 
     async def tokenize(self, text: str, add_special: bool) -> list[int]:
         return await asyncio.to_thread(self.tokenizer.encode, text, add_special_tokens=add_special)
@@ -122,6 +122,10 @@ class TransformersEngine(Engine):
 
     def running_requests(self) -> int:
         return len(self._running)
+
+    def batch_size(self) -> int:
+        """Sequences in the decode batch right now (requests still waiting for a row not counted)."""
+        return self._decoder.running() if self._decoder is not None else 0
 
     async def abort(self, request_id: str) -> None:
         sequence = self._running.get(request_id)

@@ -4,7 +4,9 @@ transformers can read a GGUF file itself, dequantizing it to full-precision weig
 then keeps a `quantization_config` that marks the model as "GGUF-loaded"; saving that as is
 gives a checkpoint other tools refuse. So the config is rebuilt without it and the weights
 are copied into a fresh model before `save_pretrained`. The tests and the transformers
-benchmark use this on the embedded SmolLM2-135M (no Hugging Face Hub here).
+benchmark use this on the embedded SmolLM2-135M (no Hugging Face Hub here). Reading the GGUF
+needs the `gguf` and `accelerate` packages (in the `test` extra); it takes ~30 s on 2 cores,
+most of it in the GGUF reader, hence the cache.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ def checkpoint_from_gguf(gguf_path: str | Path, out_dir: str | Path) -> Path:
     marker = out_dir / _DONE_MARKER
     if marker.is_file() and marker.read_text() == str(gguf_path.resolve()):
         return out_dir
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     loaded = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
@@ -30,8 +33,10 @@ def checkpoint_from_gguf(gguf_path: str | Path, out_dir: str | Path) -> Path:
     config = loaded.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
-    model = type(loaded)(config)
-    model.load_state_dict(loaded.state_dict())
+    with torch.device("meta"):  # no random initialization: every weight is assigned just below
+        model = type(loaded)(config)
+    model.load_state_dict(loaded.state_dict(), assign=True)
+    model.tie_weights()
     model.generation_config = loaded.generation_config
     # Build next to the target and move into place, so a crash never leaves half a checkpoint.
     out_dir.parent.mkdir(parents=True, exist_ok=True)
