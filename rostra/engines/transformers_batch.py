@@ -21,6 +21,7 @@ a model with sliding-window or other cache layers runs one sequence at a time.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import queue
 import threading
@@ -68,6 +69,9 @@ def _left_pad(tensor: torch.Tensor, amount: int, dim: int) -> torch.Tensor:
 class BatchDecoder:
     def __init__(self, model: Any, max_batch: int, eos_ids: set[int], token_bytes: Callable[[int], bytes]):
         self.model = model
+        # Most causal LMs can compute the lm head for the last position only; older ones cannot.
+        self._last_logits_only = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(
+            model.forward).parameters else {}
         self.max_batch = max_batch
         self.eos_ids = eos_ids
         self.token_bytes = token_bytes
@@ -106,9 +110,12 @@ class BatchDecoder:
                     for row in self._rows:
                         row.deliver(exc)
                     self._reset()
+        shutting_down = RuntimeError("the engine is shutting down")
         for row in self._rows:
-            row.deliver(RuntimeError("the engine is shutting down"))
+            row.deliver(shutting_down)
         self._reset()
+        while not self._pending.empty():  # requests that never got a row must not wait forever
+            self._pending.get_nowait().deliver(shutting_down)
 
     def _admit_pending(self) -> None:
         while len(self._rows) < self.max_batch:
@@ -131,8 +138,9 @@ class BatchDecoder:
             return
         cache = DynamicCache(config=self.model.config)
         input_ids = torch.tensor([sequence.prompt_ids], dtype=torch.long, device=self.model.device)
-        # logits_to_keep=1: only the last position's logits (the lm head over a whole prompt is costly).
-        logits = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True, logits_to_keep=1).logits
+        # Only the last position's logits are needed; the lm head over a whole prompt is costly.
+        logits = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True,
+                            **self._last_logits_only).logits
         if self._sample(sequence, logits[0, -1]):
             self._join(sequence, cache)
 
