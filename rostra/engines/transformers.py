@@ -76,9 +76,10 @@ class TransformersEngine(Engine):
         except OSError:  # a checkpoint without generation_config.json
             generation_config = None
         self.eos_ids = _eos_ids(self.tokenizer, generation_config)
-        # The logits are as wide as the model's embedding, which may be padded past the tokenizer.
-        self.vocab_size = max(text_config.vocab_size, len(self.tokenizer))
-        self._usable_vocab = len(self.tokenizer)
+        # Token ids are logit indices: as many as the model's output layer, which may be padded past
+        # the tokenizer's vocabulary; the padding ids are never sampled.
+        self.vocab_size = text_config.vocab_size
+        self._usable_vocab = min(len(self.tokenizer), self.vocab_size)
         self._token_bytes = token_bytes_table(self.tokenizer, silent_ids=self.eos_ids)
         self.parallel = max(1, parallel)
         self.hf_model = None
