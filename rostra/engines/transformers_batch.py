@@ -166,7 +166,10 @@ class BatchDecoder:
         input_ids = torch.tensor([[row.next_input] for row in self._rows], dtype=torch.long, device=device)
         positions = self._mask.sum(dim=1, keepdim=True)  # real tokens so far: the new token's position
         self._mask = torch.cat([self._mask, self._mask.new_ones((len(self._rows), 1))], dim=1)
-        logits = self.model(input_ids=input_ids, attention_mask=self._mask, position_ids=positions,
+        # With no padding anywhere (one row, say) the mask says nothing: leaving it out lets attention
+        # take its plain causal path, a few percent faster per step on CPU.
+        mask = None if bool(self._mask.all()) else self._mask
+        logits = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
                             past_key_values=self._cache, use_cache=True).logits[:, -1]
         keep = [index for index, row in enumerate(self._rows) if self._sample(row, logits[index])]
         if len(keep) < len(self._rows):
