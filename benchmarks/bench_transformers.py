@@ -8,8 +8,7 @@ lives in its own virtual environment (see benchmarks/README.md); --reference-bin
 
 - rostra: `rostra serve --engine transformers CHECKPOINT --parallel 4` (its own batched loop);
 - tf-serve: `transformers serve CHECKPOINT` (default: no continuous batching);
-- tf-serve-cb (only with --servers): the same with `--continuous-batching` (transformers'
-  paged-attention batching).
+- tf-serve-cb: the same with `--continuous-batching` (transformers' paged-attention batching).
 
 Requests are streamed chat completions at temperature 0 with a fixed max_tokens. `transformers
 serve` rejects `ignore_eos`, so no server gets it: greedy decoding of one checkpoint gives every
@@ -143,8 +142,7 @@ def main() -> None:
                                                         "converted into .cache/smollm2-hf)")
     parser.add_argument("--reference-bin", default="transformers",
                         help="the `transformers` command of a venv with transformers[serving] installed")
-    # tf-serve-cb is left out by default: on CPU it runs at ~1 tok/s, so one round takes ~10 minutes.
-    parser.add_argument("--servers", nargs="+", choices=SERVERS, default=["rostra", "tf-serve"])
+    parser.add_argument("--servers", nargs="+", choices=SERVERS, default=list(SERVERS))
     parser.add_argument("--max-tokens", type=int, default=64, help="tokens generated per request")
     parser.add_argument("--requests-per-level", type=int, help="requests per level (default: max(4, 2 x concurrency))")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4])
