@@ -109,18 +109,21 @@ async def wait_ready(client: httpx.AsyncClient, process: subprocess.Popen, timeo
     raise RuntimeError("server did not become ready in time")
 
 
-async def one_request(client: httpx.AsyncClient, model: str, request_id: int, max_tokens: int) -> tuple[int, float, int]:
-    """Stream one chat completion; return (generated tokens, seconds to the first content, prompt tokens)."""
+async def one_request(client: httpx.AsyncClient, model: str, request_id: int, max_tokens: int,
+                      ignore_eos: bool = True) -> tuple[int, float, int]:
+    """Stream one chat completion; return (generated tokens, seconds to the first content, prompt tokens).
+    `ignore_eos=False` leaves the field out, for servers that reject it (`transformers serve`)."""
     body = {
         "model": model,
         "messages": [{"role": "user", "content": PROMPT.format(i=request_id)}],
         "max_tokens": max_tokens,
         "temperature": 0,
         "seed": 1234,
-        "ignore_eos": True,  # always generate max_tokens, whatever the model would say
         "stream": True,
         "stream_options": {"include_usage": True},
     }
+    if ignore_eos:
+        body["ignore_eos"] = True  # always generate max_tokens, whatever the model would say
     sent = time.perf_counter()
     ttft = None
     chunks = 0
@@ -145,14 +148,14 @@ async def one_request(client: httpx.AsyncClient, model: str, request_id: int, ma
 
 
 async def run_level(client: httpx.AsyncClient, model: str, ids: Iterator[int], concurrency: int, requests: int,
-                    max_tokens: int) -> Level:
+                    max_tokens: int, ignore_eos: bool = True) -> Level:
     """`requests` requests, at most `concurrency` in flight at once; throughput over the level's wall time."""
     pending = iter(range(requests))
     results: list[tuple[int, float, int]] = []
 
     async def worker() -> None:
         for _ in pending:  # workers share one iterator, so each request runs once
-            results.append(await one_request(client, model, next(ids), max_tokens))
+            results.append(await one_request(client, model, next(ids), max_tokens, ignore_eos))
 
     started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))

@@ -22,13 +22,16 @@ def build_parser() -> argparse.ArgumentParser:
         "serve", help="serve a model over the OpenAI API",
         description="Serve a model over the OpenAI API (Chat Completions, Completions, Models).")
     parser.serve_parser = serve  # type: ignore[attr-defined]  # for --config defaults
-    serve.add_argument("model", nargs="?", help="a GGUF file (default: the embedded SmolLM2-135M-Instruct)")
+    serve.add_argument("model", nargs="?", help="a GGUF file (default: the embedded SmolLM2-135M-Instruct); "
+                                                "transformers engine: a checkpoint directory or hub id")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
-    serve.add_argument("--engine", choices=["llamacpp", "scripted", "remote", "vllm"], default="llamacpp",
-                       help="llamacpp (GGUF, default), scripted (deterministic, from --script), remote "
-                            "(a gateway in front of --upstream servers) or vllm (GPU; MODEL is a Hugging Face "
-                            "model id or directory; pip install 'rostra[vllm]')")
+    serve.add_argument("--engine", choices=["llamacpp", "scripted", "transformers", "vllm", "remote"],
+                       default="llamacpp",
+                       help="llamacpp (GGUF, default), scripted (deterministic, from --script), transformers "
+                            "(PyTorch; pip install 'rostra[transformers]'), vllm (GPU; MODEL is a Hugging Face "
+                            "model id or directory; pip install 'rostra[vllm]') or remote (a gateway in front of "
+                            "--upstream servers)")
     serve.add_argument("--script", help="scripted engine: JSONL file of {\"match\", \"output\"} lines")
     serve.add_argument("--tokenizer", help="scripted engine, raw upstreams: a GGUF, tokenizer.json or checkpoint "
                                            "directory to tokenize with (scripted default: the embedded model's)")
@@ -60,8 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--parallel", type=int, default=4, help="concurrent sequences in the engine (default: 4)")
     serve.add_argument("--threads", type=int, help="CPU threads for the engine (default: llama.cpp's choice)")
     serve.add_argument("--dtype", choices=["auto", "bfloat16", "float16", "float32"], default="auto",
-                       help="data type of the model's weights and activations, for engines that choose one "
-                            "(default: auto, the model's own)")
+                       help="transformers and vllm engines: weight dtype (default auto: bfloat16 on CUDA, "
+                            "float32 on CPU for transformers; the model's own for vllm)")
+    serve.add_argument("--device", default="auto",
+                       help="transformers engine: torch device, e.g. cpu, cuda, cuda:1 (default auto: CUDA if present)")
     vllm = serve.add_argument_group("vllm engine")
     vllm.add_argument("--tensor-parallel-size", type=int, default=1, help="GPUs each layer is split across (default 1)")
     vllm.add_argument("--pipeline-parallel-size", type=int, default=1,
@@ -122,6 +127,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     tokenizer=args.tokenizer,
                     served_model_name=args.served_model_name, api_keys=keys, chat_template=args.chat_template,
                     max_model_len=args.max_model_len, parallel=args.parallel, threads=args.threads,
+                    dtype=args.dtype, device=args.device,
                     host=args.host, port=args.port, log_level=args.log_level,
                     tool_call_parser=args.tool_call_parser, reasoning_parser=args.reasoning_parser,
                     reasoning_field=args.reasoning_field, data_dir=args.data_dir,
@@ -135,7 +141,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     upstream_api_key=args.upstream_api_key or os.environ.get("ROSTRA_UPSTREAM_API_KEY"),
                     upstream_retries=args.upstream_retries, upstream_timeout=args.upstream_timeout,
                     health_check_interval=args.health_check_interval,
-                    dtype=args.dtype, tensor_parallel_size=args.tensor_parallel_size,
+                    tensor_parallel_size=args.tensor_parallel_size,
                     pipeline_parallel_size=args.pipeline_parallel_size,
                     gpu_memory_utilization=args.gpu_memory_utilization, vllm_args=args.vllm_arg)
 
@@ -155,6 +161,13 @@ def build_engine(settings: Settings):
         return load_engine("scripted", script_path=settings.script,
                            tokenizer_path=settings.tokenizer or embedded_model_path(),
                            model_name=name, max_model_len=settings.max_model_len)
+    if settings.engine == "transformers":
+        if not settings.model:
+            raise SystemExit("the transformers engine needs MODEL: a checkpoint directory or a Hugging Face Hub id")
+        return load_engine("transformers", model=settings.model,
+                           model_name=settings.served_model_name[0] if settings.served_model_name else None,
+                           max_model_len=settings.max_model_len, parallel=settings.parallel, dtype=settings.dtype,
+                           device=settings.device, threads=settings.threads)
     path = Path(settings.model) if settings.model else embedded_model_path()
     default_name = EMBEDDED_MODEL_NAME if not settings.model else path.stem
     name = settings.served_model_name[0] if settings.served_model_name else default_name

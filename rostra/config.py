@@ -8,7 +8,7 @@ from pathlib import Path
 
 @dataclass
 class Settings:
-    model: str | None = None  # a GGUF path; None: the embedded model
+    model: str | None = None  # a GGUF path (transformers: a checkpoint dir or hub id); None: the embedded model
     engine: str = "llamacpp"
     script: str | None = None  # scripted engine: the JSONL script
     tokenizer: str | None = None  # scripted engine: GGUF or tokenizer.json (default: the embedded model's)
@@ -19,6 +19,8 @@ class Settings:
     max_model_len: int | None = None
     parallel: int = 4
     threads: int | None = None
+    dtype: str = "auto"  # transformers and vllm engines: auto, bfloat16, float16 or float32
+    device: str = "auto"  # transformers engine: a torch device; auto: CUDA when present, else CPU
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "info"
@@ -44,8 +46,7 @@ class Settings:
     upstream_retries: int = 2
     upstream_timeout: float = 600.0
     health_check_interval: float = 5.0
-    # The vllm engine (dtype: any engine that chooses a weight type)
-    dtype: str = "auto"  # auto, bfloat16, float16 or float32
+    # The vllm engine
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     gpu_memory_utilization: float | None = None  # None: vLLM's default

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 from openai import OpenAI
 
@@ -41,3 +43,21 @@ real_reasoning_server = server_fixture("--parallel", "2", "--max-model-len", "20
 @pytest.fixture
 def scripted_client(scripted_server) -> OpenAI:
     return OpenAI(base_url=f"{scripted_server.base_url}/v1", api_key="unused", max_retries=0)
+
+
+@pytest.fixture(scope="session")
+def transformers_checkpoint() -> Path:
+    """The embedded GGUF as a transformers checkpoint, converted once into the git-ignored .cache/."""
+    from rostra.embedded import embedded_model_path
+    from rostra.engines.transformers_checkpoint import checkpoint_from_gguf
+
+    return checkpoint_from_gguf(embedded_model_path(), Path(__file__).resolve().parents[1] / ".cache" / "smollm2-hf")
+
+
+@pytest.fixture(scope="session")
+def transformers_server(transformers_checkpoint):
+    """`rostra serve --engine transformers` on that checkpoint."""
+    server = RunningServer(["--engine", "transformers", str(transformers_checkpoint), "--served-model-name",
+                            "smollm2-hf", "--parallel", "4", "--max-model-len", "2048"])
+    yield server
+    server.stop()

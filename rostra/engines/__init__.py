@@ -18,6 +18,10 @@ def load_engine(name: str, **options) -> Engine:
         from rostra.engines.scripted import ScriptedEngine
 
         return ScriptedEngine(**options)
+    if name == "transformers":
+        from rostra.engines.transformers import TransformersEngine
+
+        return TransformersEngine(**options)
     if name == "remote":
         from rostra.engines.remote import RemoteEngine
 
@@ -26,4 +30,4 @@ def load_engine(name: str, **options) -> Engine:
         from rostra.engines.vllm import VllmEngine  # imports vLLM itself only when built
 
         return VllmEngine(**options)
-    raise ValueError(f"unknown engine {name!r} (choose llamacpp, scripted, remote or vllm)")
+    raise ValueError(f"unknown engine {name!r} (choose llamacpp, scripted, transformers, vllm or remote)")

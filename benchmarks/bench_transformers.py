@@ -1,0 +1,208 @@
+"""Serving benchmark: rostra's transformers engine against `transformers serve`, same checkpoint.
+
+    python benchmarks/bench_transformers.py --reference-bin /work/venv-tfserve/bin/transformers
+
+`transformers serve` needs `transformers[serving]`, which must not change rostra's pins, so it
+lives in its own virtual environment (see benchmarks/README.md); --reference-bin points at its
+`transformers` command. Servers measured, one at a time, alternating round by round:
+
+- rostra: `rostra serve --engine transformers CHECKPOINT --parallel 4` (its own batched loop);
+- tf-serve: `transformers serve CHECKPOINT` (default: no continuous batching);
+- tf-serve-cb: the same with `--continuous-batching` (transformers' paged-attention batching).
+
+Requests are streamed chat completions at temperature 0 with a fixed max_tokens. `transformers
+serve` rejects `ignore_eos`, so no server gets it: greedy decoding of one checkpoint gives every
+server the same text, hence the same number of tokens (checked: a level whose token count differs
+from rostra's is flagged). Reuses bench_serving.py's request driver and report helpers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import itertools
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_serving import (  # noqa: E402  (the sibling module, importable once the folder is on the path)
+    Level,
+    free_port,
+    machine_info,
+    median_of_rounds,
+    rostra_version,
+    rounds_table,
+    run_level,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = Path(__file__).parent / "results" / "transformers.md"
+SERVERS = ("rostra", "tf-serve", "tf-serve-cb")
+
+
+def server_command(kind: str, args: argparse.Namespace, port: int, data_dir: str) -> list[str]:
+    if kind == "rostra":
+        return [sys.executable, "-m", "rostra.cli", "serve", "--engine", "transformers", str(args.checkpoint),
+                "--served-model-name", str(args.checkpoint), "--parallel", str(args.parallel),
+                "--max-model-len", "2048", "--dtype", "float32", "--device", "cpu", "--port", str(port),
+                "--log-level", "warning", "--data-dir", data_dir]
+    command = [args.reference_bin, "serve", str(args.checkpoint), "--host", "127.0.0.1", "--port", str(port),
+               "--device", "cpu", "--dtype", "float32"]
+    return command + (["--continuous-batching"] if kind == "tf-serve-cb" else [])
+
+
+async def wait_healthy(client: httpx.AsyncClient, process: subprocess.Popen, timeout: float = 300) -> None:
+    # Only /health: `transformers serve`'s /v1/models scans the Hub cache and fails without one.
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with code {process.returncode}")
+        try:
+            if (await client.get("/health")).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        await asyncio.sleep(0.5)
+    raise RuntimeError("server did not become ready in time")
+
+
+async def bench_server(kind: str, args: argparse.Namespace) -> tuple[dict[int, Level], float]:
+    """Every level on one freshly started server; also the 1-minute load average before it started."""
+    port = free_port()
+    load = os.getloadavg()[0]
+    log = tempfile.NamedTemporaryFile(prefix=f"bench-{kind}-", suffix=".log", delete=False)
+    with tempfile.TemporaryDirectory(prefix="bench-data-") as data_dir:
+        process = subprocess.Popen(server_command(kind, args, port, data_dir), stdout=log, stderr=subprocess.STDOUT)
+        levels: dict[int, Level] = {}
+        model = str(args.checkpoint)  # both servers answer to the path they were given
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=600) as client:
+                await wait_healthy(client, process)
+                ids = itertools.count()  # the same prompt sequence for every server
+                print(f"[{kind}] ready on port {port}; warming up", flush=True)
+                await run_level(client, model, ids, 2, 2, args.max_tokens, ignore_eos=False)
+                for concurrency in args.concurrency:
+                    requests = args.requests_per_level or max(4, 2 * concurrency)
+                    level = await run_level(client, model, ids, concurrency, requests, args.max_tokens,
+                                            ignore_eos=False)
+                    print(f"[{kind}] c={concurrency}: {level.tokens_per_s:.1f} tok/s ({level.tokens} tokens), "
+                          f"TTFT mean {level.ttft_mean_ms:.0f} ms, p50 {level.ttft_p50_ms:.0f} ms", flush=True)
+                    levels[concurrency] = level
+        except Exception:
+            print(f"[{kind}] failed; server exit code {process.poll()}; log tail ({log.name}):\n"
+                  + Path(log.name).read_text()[-3000:], file=sys.stderr)
+            raise
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            log.close()
+    os.unlink(log.name)
+    return levels, load
+
+
+def table(results: dict[str, list[dict[int, Level]]]) -> str:
+    references = [kind for kind in results if kind != "rostra"]
+    header = ["concurrency", "rostra tok/s", *(f"{k} tok/s | rostra / {k}" for k in references),
+              "rostra TTFT mean ms", *(f"{k} TTFT mean ms" for k in references)]
+    rows = ["| " + " | ".join(header) + " |", "|" + "---:|" * (3 + 3 * len(references))]
+    for c in results["rostra"][0]:
+        tps, ttft, _ = median_of_rounds(results["rostra"], c)
+        cells = [str(c), f"{tps:.1f}"]
+        ttfts = [f"{ttft:.0f}"]
+        for kind in references:
+            ref_tps, ref_ttft, _ = median_of_rounds(results[kind], c)
+            cells += [f"{ref_tps:.1f}", f"{tps / ref_tps:.2f}x"]
+            ttfts.append(f"{ref_ttft:.0f}")
+        rows.append("| " + " | ".join(cells + ttfts) + " |")
+    return "\n".join(rows)
+
+
+def token_mismatches(results: dict[str, list[dict[int, Level]]]) -> list[str]:
+    """Levels that generated a different number of tokens than rostra's (different work done)."""
+    expected = {c: lv.tokens for c, lv in results["rostra"][0].items()}
+    return [f"{kind} round {n} c={c}: {lv.tokens} tokens, rostra {expected[c]}"
+            for kind, rounds in results.items() for n, levels in enumerate(rounds, 1)
+            for c, lv in levels.items() if lv.tokens != expected[c]]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--checkpoint", type=Path, help="checkpoint directory (default: the embedded SmolLM2-135M, "
+                                                        "converted into .cache/smollm2-hf)")
+    parser.add_argument("--reference-bin", default="transformers",
+                        help="the `transformers` command of a venv with transformers[serving] installed")
+    parser.add_argument("--servers", nargs="+", choices=SERVERS, default=list(SERVERS))
+    parser.add_argument("--max-tokens", type=int, default=64, help="tokens generated per request")
+    parser.add_argument("--requests-per-level", type=int, help="requests per level (default: max(4, 2 x concurrency))")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--rounds", type=int, default=3, help="runs of every level per server; medians reported")
+    parser.add_argument("--parallel", type=int, default=4, help="rostra's batch size")
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    if "rostra" not in args.servers:
+        parser.error("--servers must include rostra (the ratios are rostra / reference)")
+    if args.checkpoint is None:
+        from rostra.embedded import embedded_model_path
+        from rostra.engines.transformers_checkpoint import checkpoint_from_gguf
+
+        args.checkpoint = checkpoint_from_gguf(embedded_model_path(), ROOT / ".cache" / "smollm2-hf")
+    args.checkpoint = args.checkpoint.resolve()
+
+    started = datetime.datetime.now().astimezone()
+    version = rostra_version()
+    results: dict[str, list[dict[int, Level]]] = {kind: [] for kind in args.servers}
+    loads: list[str] = []
+    for n in range(args.rounds):  # servers alternate round by round: load from elsewhere hits all of them
+        for kind in results:
+            print(f"--- round {n + 1}/{args.rounds}: {kind}", flush=True)
+            levels, load = asyncio.run(bench_server(kind, args))
+            results[kind].append(levels)
+            loads.append(f"{kind} round {n + 1}: {load:.2f}")
+    result = table(results)
+    mismatches = token_mismatches(results)
+    print("\n" + result)
+    command = " ".join(["python benchmarks/bench_transformers.py", *sys.argv[1:]])
+    per_level = ", ".join(f"c={c}: {level.requests}" for c, level in results["rostra"][0].items())
+    report = f"""# Serving benchmark: rostra's transformers engine vs `transformers serve`
+
+- date: {started:%Y-%m-%d %H:%M %Z}
+- machine: {machine_info()}
+- rostra commit: {version}
+- checkpoint: `{args.checkpoint.name}` (SmolLM2-135M-Instruct dequantized from the embedded Q4_1 GGUF), float32 on CPU
+- {args.max_tokens} max tokens per request (streamed chat completions, temperature 0, no `ignore_eos`)
+- requests per level: {per_level}; {args.rounds} rounds, servers alternating, medians reported
+- rostra: batch of {args.parallel}; torch's default threads for every server
+- command: `{command}`
+
+tok/s: generated tokens / wall time of the level (higher is better; ratio = rostra / reference).
+TTFT: request sent to first content received (lower is better).
+
+{result}
+
+Token counts that differ from rostra's (different work): {"; ".join(mismatches) if mismatches else "none"}.
+
+1-minute load average before each server started (2 cores; above ~0 means other work shared the CPU):
+{"; ".join(loads)}.
+
+## Every round
+
+{rounds_table(results)}
+"""
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(report)
+    print(f"\nwritten to {args.output}")
+
+
+if __name__ == "__main__":
+    main()

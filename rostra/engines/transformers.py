@@ -1,0 +1,171 @@
+"""transformers engine: a checkpoint directory or Hugging Face Hub id, run with PyTorch.
+
+The model, its tokenizer and its chat template come from the checkpoint (AutoModelForCausalLM,
+AutoTokenizer). Generation runs in one worker thread that batches concurrent requests
+(transformers_batch.py) and samples each with its own parameters (transformers_sampling.py);
+grammar and JSON-schema constraints are llguidance token masks (transformers_constraints.py).
+Tokenization runs in threads too, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+from typing import AsyncIterator
+
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+
+from rostra.engines.base import Engine, EngineError, EngineOutput, ModelInfo, Prompt, SamplingParams
+from rostra.engines.transformers_batch import BatchDecoder, Sequence, stackable_cache
+from rostra.engines.transformers_constraints import ConstraintCompiler, ConstraintError
+from rostra.engines.transformers_sampling import RequestSampler
+from rostra.engines.transformers_tokens import token_bytes_table
+
+log = logging.getLogger("rostra.engine.transformers")
+
+DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+_ABORTED = object()
+
+
+def pick_device(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def pick_dtype(dtype: str, device: torch.device) -> torch.dtype:
+    if dtype == "auto":  # bf16 halves memory and is fast on GPUs; on CPU fp32 is the fast, exact path
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    return DTYPES[dtype]
+
+
+def _eos_ids(tokenizer, generation_config: GenerationConfig | None) -> set[int]:
+    ids: set[int] = set()
+    configured = generation_config.eos_token_id if generation_config is not None else None
+    ids.update(configured if isinstance(configured, list) else [configured] if configured is not None else [])
+    if tokenizer.eos_token_id is not None:
+        ids.add(tokenizer.eos_token_id)
+    return ids
+
+
+class TransformersEngine(Engine):
+    enforces_constraints = True  # JSON schema, GBNF and llguidance grammars: all through llguidance
+
+    def __init__(self, model: str, model_name: str | None = None, max_model_len: int | None = None,
+                 parallel: int = 4, dtype: str = "auto", device: str = "auto", threads: int | None = None):
+        self.source = model  # a local directory or a hub id: from_pretrained takes either
+        self.device = pick_device(device)
+        self.dtype = pick_dtype(dtype, self.device)
+        self.threads = threads
+        # The tokenizer and config are light: loaded here, since the server reads the chat
+        # template and context length before start(). The weights load in start().
+        self.tokenizer = AutoTokenizer.from_pretrained(model)
+        self.config = AutoConfig.from_pretrained(model)
+        text_config = self.config.get_text_config()
+        trained = getattr(text_config, "max_position_embeddings", None) or 4096
+        name = model_name or (Path(model).name if Path(model).exists() else model)
+        self.model = ModelInfo(id=name, context_length=min(max_model_len or trained, trained))
+        self.chat_template = self.tokenizer.chat_template
+        self.bos_token = self.tokenizer.bos_token or ""
+        self.eos_token = self.tokenizer.eos_token or ""
+        try:
+            generation_config = GenerationConfig.from_pretrained(model)
+        except OSError:  # a checkpoint without generation_config.json
+            generation_config = None
+        self.eos_ids = _eos_ids(self.tokenizer, generation_config)
+        # Token ids are logit indices: as many as the model's output layer, which may be padded past
+        # the tokenizer's vocabulary; the padding ids are never sampled.
+        self.vocab_size = text_config.vocab_size
+        self._usable_vocab = min(len(self.tokenizer), self.vocab_size)
+        self._token_bytes = token_bytes_table(self.tokenizer, silent_ids=self.eos_ids)
+        self.parallel = max(1, parallel)
+        self.hf_model = None
+        self._decoder: BatchDecoder | None = None
+        self._constraints: ConstraintCompiler | None = None
+        self._running: dict[str, Sequence] = {}
+
+    async def start(self) -> None:
+        started = time.monotonic()
+        await asyncio.to_thread(self._load)
+        log.info("loaded %s on %s (%s) in %.1f s, %d sequences per batch", self.source, self.device,
+                 str(self.dtype).removeprefix("torch."), time.monotonic() - started, self.parallel)
+
+    def _load(self) -> None:
+        if self.threads:
+            torch.set_num_threads(self.threads)
+        model = AutoModelForCausalLM.from_pretrained(self.source, dtype=self.dtype).to(self.device).eval()
+        if not stackable_cache(model.config) and self.parallel > 1:
+            log.warning("%s has sliding-window or other special cache layers: one sequence at a time", self.source)
+            self.parallel = 1
+        self.hf_model = model
+        self._constraints = ConstraintCompiler(self.tokenizer, self.vocab_size, sorted(self.eos_ids))
+        self._decoder = BatchDecoder(model, self.parallel, self.eos_ids, self.token_bytes)
+        self._decoder.start()
+
+    async def close(self) -> None:
+        for sequence in self._running.values():
+            sequence.cancelled.set()
+        if self._decoder is not None:
+            await asyncio.to_thread(self._decoder.stop)
+        self._decoder = self.hf_model = None
+
+    async def tokenize(self, text: str, add_special: bool) -> list[int]:
+        return await asyncio.to_thread(self.tokenizer.encode, text, add_special_tokens=add_special)
+
+    async def detokenize(self, token_ids: list[int]) -> str:
+        return await asyncio.to_thread(self.tokenizer.decode, token_ids)
+
+    def token_bytes(self, token_id: int) -> bytes:
+        return self._token_bytes[token_id] if 0 <= token_id < len(self._token_bytes) else b""
+
+    def running_requests(self) -> int:
+        return len(self._running)
+
+    def batch_size(self) -> int:
+        """Sequences in the decode batch right now (requests still waiting for a row not counted)."""
+        return self._decoder.running() if self._decoder is not None else 0
+
+    async def abort(self, request_id: str) -> None:
+        sequence = self._running.get(request_id)
+        if sequence is not None:
+            sequence.cancelled.set()
+            sequence.deliver(_ABORTED)  # type: ignore[arg-type]  # ends the consumer's wait now
+
+    async def generate(self, request_id: str, prompt: Prompt, params: SamplingParams) -> AsyncIterator[EngineOutput]:
+        if self._decoder is None or self._constraints is None:
+            raise EngineError("engine not started")
+        loop = asyncio.get_running_loop()
+        outputs: asyncio.Queue = asyncio.Queue()
+        try:
+            # Compiling a schema or grammar can take a while: off the loop.
+            constraint = await asyncio.to_thread(self._constraints.for_params, params)
+        except ConstraintError as exc:
+            raise EngineError(f"cannot enforce the constraint: {exc}") from exc
+        sampler = RequestSampler(params, prompt.token_ids, self.vocab_size, self._usable_vocab,
+                                 sorted(self.eos_ids), constraint, self.device)
+
+        def deliver(item) -> None:  # called from the worker thread (and from abort, on the loop)
+            try:
+                loop.call_soon_threadsafe(outputs.put_nowait, item)
+            except RuntimeError:  # the event loop is gone: nobody listens any more
+                sequence.cancelled.set()
+
+        sequence = Sequence(request_id, list(prompt.token_ids), params.max_tokens, sampler, deliver)
+        self._running[request_id] = sequence
+        self._decoder.submit(sequence)
+        try:
+            while True:
+                item = await outputs.get()
+                if item is _ABORTED:
+                    return
+                if isinstance(item, BaseException):
+                    raise EngineError(f"transformers failed: {item}") from item
+                yield item
+                if item.finish_reason:
+                    return
+        finally:
+            sequence.cancelled.set()  # closing the iterator early aborts the generation
+            self._running.pop(request_id, None)

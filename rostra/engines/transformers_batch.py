@@ -1,0 +1,231 @@
+"""The transformers engine's decode loop: one worker thread, one dynamic batch.
+
+Why not transformers' own continuous batching (`model.init_continuous_batching()`)? It runs on
+CPU and streams, but its sampling is configured once per manager: one `do_sample` and one seed
+for everyone, per-request temperature/top-k/top-p only, and no per-request logits processors.
+rostra needs per-request seeds, penalties, logit bias, min-p, top-N logprobs and a grammar mask
+per request, so this loop samples each sequence itself (transformers_sampling.py).
+
+How the batch works: a new request is prefilled alone (batch of 1, its own KV cache), its first
+token sampled, and its cache then joins the running batch between two decode steps. The batch
+cache is left-padded: every layer's keys/values are [batch, heads, length, dim] with shorter
+sequences padded at the front, an attention mask that hides the padding, and position ids that
+count only real tokens, so each row computes what it would compute alone. A finished or
+aborted row is dropped between steps (and columns that became padding for every row are cut).
+Each decode step is one forward pass for all rows: on CPU the weights are read once per step
+for the whole batch, which is where batching pays (see benchmarks/README.md).
+
+Only plain growing caches (DynamicLayer, full attention) can be padded and stacked like this;
+a model with sliding-window or other cache layers runs one sequence at a time.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
+
+from rostra.engines.base import EngineOutput, TokenStep, TopLogprob
+from rostra.engines.transformers_sampling import RequestSampler
+
+log = logging.getLogger("rostra.engine.transformers")
+
+
+@dataclass
+class Sequence:
+    request_id: str
+    prompt_ids: list[int]
+    max_tokens: int
+    sampler: RequestSampler
+    # Hands an output (or the exception that ended the request) to the request's consumer; thread-safe.
+    deliver: Callable[[EngineOutput | BaseException], None]
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    generated: int = 0
+    next_input: int = -1  # the last sampled token: fed to the model at the next decode step
+
+
+def stackable_cache(config: Any) -> bool:
+    """Whether this model's KV cache is plain full-attention layers that can be padded and stacked."""
+    layers = DynamicCache(config=config).layers
+    return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
+
+
+def _left_pad(tensor: torch.Tensor, amount: int, dim: int) -> torch.Tensor:
+    if amount == 0:
+        return tensor
+    shape = list(tensor.shape)
+    shape[dim] = amount
+    return torch.cat([tensor.new_zeros(shape), tensor], dim=dim)
+
+
+class BatchDecoder:
+    def __init__(self, model: Any, max_batch: int, eos_ids: set[int], token_bytes: Callable[[int], bytes]):
+        self.model = model
+        # Most causal LMs can compute the lm head for the last position only; older ones cannot.
+        self._last_logits_only = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(
+            model.forward).parameters else {}
+        self.max_batch = max_batch
+        self.eos_ids = eos_ids
+        self.token_bytes = token_bytes
+        self._pending: queue.Queue[Sequence] = queue.Queue()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        # The batch, owned by the worker thread: rows in cache order, cache, padding mask [rows, length].
+        self._rows: list[Sequence] = []
+        self._cache: DynamicCache | None = None
+        self._mask: torch.Tensor | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="transformers-decode", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Blocks until the worker has left its loop (the current step finishes first)."""
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def submit(self, sequence: Sequence) -> None:
+        self._pending.put(sequence)
+
+    # ------------------------------------------------------------------ worker thread only
+
+    def _run(self) -> None:
+        with torch.inference_mode():
+            while not self._stopping.is_set():
+                try:
+                    self._admit_pending()
+                    if self._rows:
+                        self._decode_step()
+                except Exception as exc:  # a failed step fails every request in it, not the engine
+                    log.exception("decode step failed")
+                    for row in self._rows:
+                        row.deliver(exc)
+                    self._reset()
+        shutting_down = RuntimeError("the engine is shutting down")
+        for row in self._rows:
+            row.deliver(shutting_down)
+        self._reset()
+        while not self._pending.empty():  # requests that never got a row must not wait forever
+            self._pending.get_nowait().deliver(shutting_down)
+
+    def _admit_pending(self) -> None:
+        while len(self._rows) < self.max_batch:
+            try:
+                # Idle: wait (briefly, to notice `stop`); busy: take only what is already there.
+                sequence = self._pending.get(timeout=0.2) if not self._rows else self._pending.get_nowait()
+            except queue.Empty:
+                return
+            if sequence.cancelled.is_set():
+                continue
+            try:
+                self._prefill(sequence)
+            except Exception as exc:
+                log.exception("prefill failed for %s", sequence.request_id)
+                sequence.deliver(exc)
+
+    def _prefill(self, sequence: Sequence) -> None:
+        if sequence.max_tokens <= 0:
+            sequence.deliver(EngineOutput(finish_reason="length"))
+            return
+        cache = DynamicCache(config=self.model.config)
+        input_ids = torch.tensor([sequence.prompt_ids], dtype=torch.long, device=self.model.device)
+        # Only the last position's logits are needed; the lm head over a whole prompt is costly.
+        logits = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True,
+                            **self._last_logits_only).logits
+        if self._sample(sequence, logits[0, -1]):
+            self._join(sequence, cache)
+
+    def _join(self, sequence: Sequence, cache: DynamicCache) -> None:
+        length = len(sequence.prompt_ids)
+        mask = torch.ones((1, length), dtype=torch.long, device=self.model.device)
+        if self._cache is None or self._mask is None:
+            self._rows, self._cache, self._mask = [sequence], cache, mask
+            return
+        width = max(self._mask.shape[1], length)
+        old_pad, new_pad = width - self._mask.shape[1], width - length
+        for batch_layer, new_layer in zip(self._cache.layers, cache.layers):
+            batch_layer.keys = torch.cat([_left_pad(batch_layer.keys, old_pad, -2),
+                                          _left_pad(new_layer.keys, new_pad, -2)])
+            batch_layer.values = torch.cat([_left_pad(batch_layer.values, old_pad, -2),
+                                            _left_pad(new_layer.values, new_pad, -2)])
+        self._mask = torch.cat([_left_pad(self._mask, old_pad, 1), _left_pad(mask, new_pad, 1)])
+        self._rows.append(sequence)
+
+    def _decode_step(self) -> None:
+        assert self._cache is not None and self._mask is not None
+        device = self.model.device
+        input_ids = torch.tensor([[row.next_input] for row in self._rows], dtype=torch.long, device=device)
+        positions = self._mask.sum(dim=1, keepdim=True)  # real tokens so far: the new token's position
+        self._mask = torch.cat([self._mask, self._mask.new_ones((len(self._rows), 1))], dim=1)
+        # With no padding anywhere (one row, say) the mask says nothing: leaving it out lets attention
+        # take its plain causal path, a few percent faster per step on CPU.
+        mask = None if bool(self._mask.all()) else self._mask
+        logits = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
+                            past_key_values=self._cache, use_cache=True).logits[:, -1]
+        keep = [index for index, row in enumerate(self._rows) if self._sample(row, logits[index])]
+        if len(keep) < len(self._rows):
+            self._keep_rows(keep)
+
+    def _sample(self, row: Sequence, logits: torch.Tensor) -> bool:
+        """Sample, deliver, and tell whether the row goes on. A failure ends this row only."""
+        if row.cancelled.is_set():
+            return False
+        try:
+            return self._sample_unguarded(row, logits)
+        except Exception as exc:
+            log.exception("sampling failed for %s", row.request_id)
+            row.deliver(exc)
+            return False
+
+    def _sample_unguarded(self, row: Sequence, logits: torch.Tensor) -> bool:
+        sampler = row.sampler
+        if sampler.constraint is not None and sampler.constraint.finished:
+            row.deliver(EngineOutput(finish_reason="stop"))
+            return False
+        sampled = sampler.sample(logits)
+        if sampled.token_id in self.eos_ids and not sampler.params.ignore_eos:
+            row.deliver(EngineOutput(finish_reason="stop"))  # the end token itself is not output
+            return False
+        sampler.accept(sampled.token_id)
+        row.generated += 1
+        row.next_input = sampled.token_id
+        if row.generated >= row.max_tokens:
+            reason = "length"
+        elif sampler.constraint is not None and sampler.constraint.finished:
+            reason = "stop"  # the grammar is complete: only the end token could follow
+        else:
+            reason = None
+        step = TokenStep(sampled.token_id, self.token_bytes(sampled.token_id), sampled.logprob,
+                         tuple(TopLogprob(i, self.token_bytes(i), lp) for i, lp in sampled.top))
+        row.deliver(EngineOutput((step,), reason))
+        return reason is None
+
+    def _keep_rows(self, keep: list[int]) -> None:
+        if not keep:
+            self._reset()
+            return
+        assert self._cache is not None and self._mask is not None
+        index = torch.tensor(keep, dtype=torch.long, device=self._mask.device)
+        mask = self._mask.index_select(0, index)
+        # Columns that are padding in every remaining row carry nothing: cut them.
+        start = int(torch.nonzero(mask.sum(dim=0))[0])
+        for layer in self._cache.layers:
+            layer.keys = layer.keys.index_select(0, index)[:, :, start:]
+            layer.values = layer.values.index_select(0, index)[:, :, start:]
+        self._mask = mask[:, start:]
+        self._rows = [self._rows[i] for i in keep]
+
+    def _reset(self) -> None:
+        self._rows, self._cache, self._mask = [], None, None
+
+    def running(self) -> int:
+        return len(self._rows)
