@@ -46,7 +46,7 @@ def test_greedy_equals_transformers_generate(engine):
     ids = chat_ids(engine, QUESTIONS[2])
     outputs = asyncio.run(collect(engine, "greedy", ids, GREEDY))
     with torch.inference_mode():
-        reference = engine.hf_model.generate(torch.tensor([ids]), max_new_tokens=10, do_sample=False)[0, len(ids):]
+        reference = engine.hf_model.generate(torch.tensor([ids], device=engine.device), max_new_tokens=10, do_sample=False)[0, len(ids):]
     reference = [t for t in reference.tolist() if t not in engine.eos_ids]
     assert tokens_of(outputs) == reference
     assert outputs[-1].finish_reason == ("length" if len(reference) == 10 else "stop")
@@ -88,7 +88,7 @@ def test_logprobs_are_the_models(engine):
         assert step.logprob == pytest.approx(tops[0]) and step.logprob <= 0
         assert step.top_logprobs[0].token_bytes == step.token_bytes
     with torch.inference_mode():
-        first = torch.log_softmax(engine.hf_model(torch.tensor([ids])).logits[0, -1].float(), dim=-1)
+        first = torch.log_softmax(engine.hf_model(torch.tensor([ids], device=engine.device)).logits[0, -1].float(), dim=-1)
     assert outputs[0].tokens[0].logprob == pytest.approx(float(first.max()), abs=1e-4)
 
 
