@@ -169,9 +169,15 @@ def main() -> None:
             levels, load = asyncio.run(bench_server(kind, args))
             results[kind].append(levels)
             loads.append(f"{kind} round {n + 1}: {load:.2f}")
+        # Written after every round, so a run cut short (a machine busy for too long) keeps what it measured.
+        write_report(args, results, loads, started, version, rounds_done=n + 1)
+    print("\n" + table(results) + f"\n\nwritten to {args.output}")
+
+
+def write_report(args: argparse.Namespace, results: dict[str, list[dict[int, Level]]], loads: list[str],
+                 started: datetime.datetime, version: str, rounds_done: int) -> None:
     result = table(results)
     mismatches = token_mismatches(results)
-    print("\n" + result)
     command = " ".join(["python benchmarks/bench_transformers.py", *sys.argv[1:]])
     per_level = ", ".join(f"c={c}: {level.requests}" for c, level in results["rostra"][0].items())
     report = f"""# Serving benchmark: rostra's transformers engine vs `transformers serve`
@@ -181,7 +187,7 @@ def main() -> None:
 - rostra commit: {version}
 - checkpoint: `{args.checkpoint.name}` (SmolLM2-135M-Instruct dequantized from the embedded Q4_1 GGUF), float32 on CPU
 - {args.max_tokens} max tokens per request (streamed chat completions, temperature 0, no `ignore_eos`)
-- requests per level: {per_level}; {args.rounds} rounds, servers alternating, medians reported
+- requests per level: {per_level}; {rounds_done} of {args.rounds} rounds done, servers alternating, medians reported
 - rostra: batch of {args.parallel}; torch's default threads for every server
 - command: `{command}`
 
@@ -201,7 +207,6 @@ Token counts that differ from rostra's (different work): {"; ".join(mismatches) 
 """
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(report)
-    print(f"\nwritten to {args.output}")
 
 
 if __name__ == "__main__":

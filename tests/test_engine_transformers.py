@@ -173,6 +173,7 @@ def test_json_schema_constraint(engine):
 
 @pytest.mark.parametrize("grammar, pattern", [
     (choice_grammar(["yes", "no"]), r"yes|no"),  # GBNF
+    ('root ::= "n=" num\nnum ::= [1-9] [0-9]?', r"n=[1-9][0-9]?"),  # GBNF with rules
     (regex_grammar(r"[0-9]{3}-[a-z]{2,5}/ok"), r"[0-9]{3}-[a-z]{2,5}/ok"),  # llguidance's own format
 ])
 def test_grammar_constraints(engine, grammar, pattern):
@@ -222,3 +223,11 @@ def test_truncations_and_penalties_on_a_known_distribution():
     repeated = sampler(temperature=0, repetition_penalty=2.0, top_logprobs=4)  # prompt [0] counts as seen
     out = dict(repeated.sample(torch.tensor([2.0, 2.0, -1.0, -1.0])).top)
     assert out[1] - out[0] == pytest.approx(1.0)  # 2.0 / 2
+
+
+def test_cli_needs_a_model_for_the_transformers_engine():
+    from rostra.cli import build_engine
+    from rostra.config import Settings
+
+    with pytest.raises(SystemExit, match="checkpoint directory"):
+        build_engine(Settings(engine="transformers"))

@@ -8,7 +8,7 @@ from rostra.engines.transformers_tokens import token_bytes_table
 
 
 def sentencepiece_style_tokenizer() -> PreTrainedTokenizerFast:
-    vocab = {"<unk>": 0, "</s>": 1, "\u2581": 2, "\u2581a": 3, "b": 4, "<0xC3>": 5, "<0xA9>": 6}
+    vocab = {"<unk>": 0, "</s>": 1, "\u2581": 2, "\u2581a": 3, "b": 4, "<0xC3>": 5, "<0xA9>": 6, "a": 7}
     backend = Tokenizer(models.BPE(vocab=vocab, merges=[("\u2581", "a")], unk_token="<unk>", byte_fallback=True))
     backend.pre_tokenizer = pre_tokenizers.Metaspace()
     backend.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),

@@ -1,10 +1,14 @@
 """The transformers engine's decode loop: one worker thread, one dynamic batch.
 
 Why not transformers' own continuous batching (`model.init_continuous_batching()`)? It runs on
-CPU and streams, but its sampling is configured once per manager: one `do_sample` and one seed
-for everyone, per-request temperature/top-k/top-p only, and no per-request logits processors.
-rostra needs per-request seeds, penalties, logit bias, min-p, top-N logprobs and a grammar mask
-per request, so this loop samples each sequence itself (transformers_sampling.py).
+CPU, streams and cancels, and is as fast as this loop here (`transformers serve
+--continuous-batching` and rostra measure within a few percent of each other, benchmarks/README.md),
+but its sampling is configured once per manager: one `do_sample` and one seed for everyone,
+temperature/top-k/top-p at most per request, only the sampled token's logprob, and no
+per-request logits processors. rostra needs per-request seeds, penalties, logit bias, min-p,
+top-N logprobs and a grammar mask per request, so this loop samples each sequence itself
+(transformers_sampling.py). What it gives up: paged attention and batched prefill (a new
+request's prefill pauses the batch's decoding for its duration).
 
 How the batch works: a new request is prefilled alone (batch of 1, its own KV cache), its first
 token sampled, and its cache then joins the running batch between two decode steps. The batch
