@@ -3,6 +3,7 @@
 import asyncio
 import json
 import re
+import time
 
 import jsonschema
 import pytest
@@ -130,6 +131,9 @@ def test_concurrent_requests_are_batched_and_match_their_solo_runs(engine):
     solo, together, widest = asyncio.run(run())
     assert together == solo
     assert widest > 1  # they shared decode steps
+    deadline = time.monotonic() + 5  # finished rows leave the batch at the worker's next step
+    while engine.batch_size() and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert engine.running_requests() == 0 and engine.batch_size() == 0
 
 
