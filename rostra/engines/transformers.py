@@ -23,6 +23,7 @@ from rostra.engines.transformers_batch import BatchDecoder, Sequence, stackable_
 from rostra.engines.transformers_constraints import ConstraintCompiler, ConstraintError
 from rostra.engines.transformers_sampling import RequestSampler
 from rostra.engines.transformers_tokens import token_bytes_table
+from rostra.tokenizer import END_MARKERS
 
 log = logging.getLogger("rostra.engine.transformers")
 
@@ -48,6 +49,10 @@ def _eos_ids(tokenizer, generation_config: GenerationConfig | None) -> set[int]:
     ids.update(configured if isinstance(configured, list) else [configured] if configured is not None else [])
     if tokenizer.eos_token_id is not None:
         ids.add(tokenizer.eos_token_id)
+    # Special tokens that end a turn in every chat format (as llama.cpp also stops at them), so a
+    # checkpoint whose configs name only one of its end tokens still stops at the others.
+    ids.update(token_id for token_id, token in tokenizer.added_tokens_decoder.items()
+               if token.special and token.content in END_MARKERS)
     return ids
 
 
