@@ -30,7 +30,7 @@ from pathlib import Path
 import httpx
 
 # Siblings in benchmarks/ (the script's own directory is on sys.path).
-from bench_serving import free_port, machine_info, rostra_version
+from bench_serving import free_port, machine_info, rostra_version, stop_process
 from fast_upstream import MODEL, PIECES, TEXT
 from load_client import Load, Target, build_request, latencies, run, sustained_in_process
 
@@ -49,13 +49,7 @@ class Server:
     log: Path
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process, grace=20)
 
 
 def start(name: str, command: list[str], port: int, workdir: Path, cpus: set[int] | None,

@@ -197,12 +197,7 @@ async def bench_server(kind: str, args: argparse.Namespace) -> dict[int, Level]:
               + Path(log.name).read_text()[-3000:], file=sys.stderr)
         raise
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
         log.close()
     os.unlink(log.name)
     return levels
@@ -322,6 +317,17 @@ TTFT: request sent to first content received (lower is better; ratio = rostra / 
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(report)
     print(f"\nwritten to {args.output}")
+
+
+def stop_process(process: subprocess.Popen, grace: float = 30) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within `grace` seconds."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ from bench_serving import (  # noqa: E402  (the sibling module, importable once 
     rostra_version,
     rounds_table,
     run_level,
+    stop_process,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,12 +101,7 @@ async def bench_server(kind: str, args: argparse.Namespace) -> tuple[dict[int, L
                   + Path(log.name).read_text()[-3000:], file=sys.stderr)
             raise
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_process(process)
             log.close()
     os.unlink(log.name)
     return levels, load
