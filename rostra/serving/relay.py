@@ -51,7 +51,8 @@ async def relayed_events(upstream: RelayedStream, chunk_events, stats: RequestSt
                 if index not in indices:
                     raise BadGateway(f"the upstream sent a choice index {index} that was not asked for")
                 for event in chunk_events.events(index, choice):
-                    finished.add(index) if isinstance(event, Finish) else None
+                    if isinstance(event, Finish):
+                        finished.add(index)
                     stats.observe(event)
                     yield index, event
     finally:
