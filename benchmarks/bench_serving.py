@@ -164,34 +164,41 @@ async def run_level(client: httpx.AsyncClient, model: str, ids: Iterator[int], c
                  statistics.mean(r[2] for r in results))
 
 
+async def measure_levels(client: httpx.AsyncClient, model: str, kind: str, args: argparse.Namespace,
+                         ignore_eos: bool = True) -> dict[int, Level]:
+    """A warm-up, then every level of `args.concurrency` on one server."""
+    # Every request gets its own number, so no prompt exactly repeats an earlier one (the servers
+    # still reuse the shared prefix from their prompt cache, as in real use); every server gets
+    # the same sequence of prompts.
+    ids = itertools.count()
+    # Warm-up: first requests pay for allocations and cache faults that steady serving does not.
+    await run_level(client, model, ids, 2, 2, args.max_tokens, ignore_eos=ignore_eos)
+    levels: dict[int, Level] = {}
+    for concurrency in args.concurrency:
+        requests = args.requests_per_level or max(4, 2 * concurrency)
+        level = await run_level(client, model, ids, concurrency, requests, args.max_tokens, ignore_eos=ignore_eos)
+        expected = requests * args.max_tokens
+        if ignore_eos and level.tokens != expected:  # without ignore_eos a model may stop early
+            print(f"[{kind}] warning: {level.tokens} tokens generated, expected {expected}", flush=True)
+        print(f"[{kind}] c={concurrency}: {level.tokens_per_s:.1f} tok/s ({level.tokens} tokens), "
+              f"TTFT mean {level.ttft_mean_ms:.0f} ms, p50 {level.ttft_p50_ms:.0f} ms, "
+              f"{level.prompt_tokens:.0f} prompt tokens", flush=True)
+        levels[concurrency] = level
+    return levels
+
+
 async def bench_server(kind: str, args: argparse.Namespace) -> dict[int, Level]:
     port = free_port()
     log = tempfile.NamedTemporaryFile(prefix=f"bench-{kind}-", suffix=".log", delete=False)
     process = subprocess.Popen(server_command(kind, args, port), stdout=log, stderr=subprocess.STDOUT)
-    levels: dict[int, Level] = {}
     # One connection per request, no keep-alive: llama.cpp's HTTP server may close an idle kept-alive
     # connection just as the client reuses it ("Server disconnected"). A local connect costs well under 1 ms.
     limits = httpx.Limits(max_connections=max(args.concurrency) + 4, max_keepalive_connections=0)
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=600, limits=limits) as client:
             model = await wait_ready(client, process)
-            # Every request gets its own number, so no prompt exactly repeats an earlier one (the servers
-            # still reuse the shared prefix from their prompt cache, as in real use); both servers get
-            # the same sequence of prompts.
-            ids = itertools.count()
             print(f"[{kind}] ready on port {port}, model {model!r}; warming up", flush=True)
-            # Warm-up: first requests pay for allocations and cache faults that steady serving does not.
-            await run_level(client, model, ids, 2, 2, args.max_tokens)
-            for concurrency in args.concurrency:
-                requests = args.requests_per_level or max(4, 2 * concurrency)
-                level = await run_level(client, model, ids, concurrency, requests, args.max_tokens)
-                expected = requests * args.max_tokens
-                if level.tokens != expected:
-                    print(f"[{kind}] warning: {level.tokens} tokens generated, expected {expected}", flush=True)
-                print(f"[{kind}] c={concurrency}: {level.tokens_per_s:.1f} tok/s, "
-                      f"TTFT mean {level.ttft_mean_ms:.0f} ms, p50 {level.ttft_p50_ms:.0f} ms, "
-                      f"{level.prompt_tokens:.0f} prompt tokens", flush=True)
-                levels[concurrency] = level
+            levels = await measure_levels(client, model, kind, args)
     except Exception:
         print(f"[{kind}] failed; server exit code {process.poll()}; log tail ({log.name}):\n"
               + Path(log.name).read_text()[-3000:], file=sys.stderr)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
-import itertools
 import os
 import subprocess
 import sys
@@ -39,7 +38,7 @@ from bench_serving import (  # noqa: E402  (the sibling module, importable once 
     median_of_rounds,
     rostra_version,
     rounds_table,
-    run_level,
+    measure_levels,
     stop_process,
 )
 
@@ -81,21 +80,13 @@ async def bench_server(kind: str, args: argparse.Namespace) -> tuple[dict[int, L
     log = tempfile.NamedTemporaryFile(prefix=f"bench-{kind}-", suffix=".log", delete=False)
     with tempfile.TemporaryDirectory(prefix="bench-data-") as data_dir:
         process = subprocess.Popen(server_command(kind, args, port, data_dir), stdout=log, stderr=subprocess.STDOUT)
-        levels: dict[int, Level] = {}
         model = str(args.checkpoint)  # both servers answer to the path they were given
         try:
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=600) as client:
                 await wait_healthy(client, process)
-                ids = itertools.count()  # the same prompt sequence for every server
                 print(f"[{kind}] ready on port {port}; warming up", flush=True)
-                await run_level(client, model, ids, 2, 2, args.max_tokens, ignore_eos=False)
-                for concurrency in args.concurrency:
-                    requests = args.requests_per_level or max(4, 2 * concurrency)
-                    level = await run_level(client, model, ids, concurrency, requests, args.max_tokens,
-                                            ignore_eos=False)
-                    print(f"[{kind}] c={concurrency}: {level.tokens_per_s:.1f} tok/s ({level.tokens} tokens), "
-                          f"TTFT mean {level.ttft_mean_ms:.0f} ms, p50 {level.ttft_p50_ms:.0f} ms", flush=True)
-                    levels[concurrency] = level
+                # `transformers serve` refuses ignore_eos (422): greedy decoding gives every server the same text.
+                levels = await measure_levels(client, model, kind, args, ignore_eos=False)
         except Exception:
             print(f"[{kind}] failed; server exit code {process.poll()}; log tail ({log.name}):\n"
                   + Path(log.name).read_text()[-3000:], file=sys.stderr)
