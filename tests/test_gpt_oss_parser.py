@@ -4,7 +4,7 @@ splits (markers split in every position); the streamed result equals the non-str
 import random
 
 import pytest
-from toolparse import fold_tool_calls, splits
+from toolparse import fold_tool_calls, run_reasoning_parser, splits
 
 from rostra.parsing.events import (
     Reasoning,
@@ -62,13 +62,7 @@ CASES = [
 
 
 def run(pieces, prompt="", enabled=True):
-    parser = GptOssReasoningParser(prompt, enabled)
-    events = []
-    for piece in pieces:
-        events += parser.feed([Text(piece)])
-    events += parser.finish()
-    reasoning = "".join(e.text for e in events if isinstance(e, Reasoning))
-    answer = "".join(e.text for e in events if isinstance(e, Text))
+    reasoning, answer, events = run_reasoning_parser(GptOssReasoningParser(prompt, enabled), pieces)
     calls, ids = fold_tool_calls(events)
     assert all(i.startswith("call_") for i in ids)
     return reasoning, answer, calls

@@ -5,9 +5,8 @@ import random
 
 import pytest
 
-from rostra.parsing.events import Reasoning, Text
 from rostra.parsing.reasoning import reasoning_parser_class
-from toolparse import splits
+from toolparse import run_reasoning_parser, splits
 
 # (parser, prompt tail, enabled, output, expected reasoning, expected answer)
 CASES = [
@@ -33,13 +32,7 @@ CASES = [
 
 
 def run(name, prompt, enabled, pieces):
-    parser = reasoning_parser_class(name)(prompt, enabled)
-    events = []
-    for piece in pieces:
-        events += parser.feed([Text(piece)])
-    events += parser.finish()
-    reasoning = "".join(e.text for e in events if isinstance(e, Reasoning))
-    answer = "".join(e.text for e in events if isinstance(e, Text))
+    reasoning, answer, _ = run_reasoning_parser(reasoning_parser_class(name)(prompt, enabled), pieces)
     return reasoning, answer
 
 

@@ -7,7 +7,7 @@ import json
 import random
 from dataclasses import dataclass, field
 
-from rostra.parsing.events import Text, ToolCallArgs, ToolCallEnd, ToolCallStart
+from rostra.parsing.events import Reasoning, Text, ToolCallArgs, ToolCallEnd, ToolCallStart
 from rostra.parsing.tools import tool_parser_class
 from rostra.parsing.tools.base import ToolSpec
 
@@ -43,6 +43,17 @@ def run_parser(parser_name: str, pieces: list[str], tools=TOOLS) -> Result:
     content = "".join(e.text for e in events if isinstance(e, Text))
     calls, ids = fold_tool_calls(events)
     return Result(content, calls, ids)
+
+
+def run_reasoning_parser(parser, pieces: list[str]) -> tuple[str, str, list]:
+    """Feed a reasoning parser the output in pieces: (thinking, answer, all events)."""
+    events = []
+    for piece in pieces:
+        events += parser.feed([Text(piece)])
+    events += parser.finish()
+    reasoning = "".join(e.text for e in events if isinstance(e, Reasoning))
+    answer = "".join(e.text for e in events if isinstance(e, Text))
+    return reasoning, answer, events
 
 
 def fold_tool_calls(events) -> tuple[list[tuple[str, dict]], list[str]]:
