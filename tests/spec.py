@@ -1,4 +1,4 @@
-"""Validation against OpenAI's OpenAPI spec (../shared/spec/openapi.json) and the SDK's types.
+"""Validation against OpenAI's OpenAPI spec (tests/spec/openapi.json, vendored) and the SDK's types.
 
 The spec is OAS 3.1 but still writes `nullable: true`; it is read here as "or null".
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-SPEC_PATH = Path(__file__).resolve().parents[2] / "shared" / "spec" / "openapi.json"
+SPEC_PATH = Path(__file__).resolve().parent / "spec" / "openapi.json"
 SPEC_URI = "urn:openai-openapi"
 
 

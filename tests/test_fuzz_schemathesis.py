@@ -1,6 +1,6 @@
 """Fuzz the server with Schemathesis against OpenAI's spec: never a 5xx, and every documented answer conforms.
 
-Requests are generated from ../shared/spec/openapi.json for createChatCompletion, createCompletion and
+Requests are generated from tests/spec/openapi.json for createChatCompletion, createCompletion and
 createResponse: valid ones (positive) and ones that break the spec on purpose (negative). Most positive
 bodies get `model: "scripted"` so that they reach the engine instead of stopping at the 404 for an unknown
 model. Every answer must not be a server error; a non-streaming answer whose status the spec documents

@@ -70,14 +70,6 @@ def test_tojson_keeps_unicode_and_tools():
     assert template.render([], tools=[{"name": "météo"}]) == '[{"name": "météo"}]'
 
 
-def test_readme_test_command_is_what_ci_runs():
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]
-    ci = [line for line in (root / ".ci" / "run").read_text().splitlines() if line.startswith("python3 -m venv")]
-    assert len(ci) == 1 and ci[0] in (root / "README.md").read_text()
-
-
 def test_end_of_generation_ids(metadata):
     from rostra.tokenizer import end_of_generation_ids
 

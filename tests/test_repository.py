@@ -1,0 +1,37 @@
+"""The checkout is self-sufficient: CI and users run it as a fresh clone with nothing beside it."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_readme_test_command_is_what_ci_runs():
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.startswith("python3 -m venv")]
+    assert len(ci) == 1 and ci[0] in (ROOT / "README.md").read_text()
+
+
+def test_ci_runs_in_a_fresh_clone_without_siblings():
+    script = (ROOT / ".ci" / "run").read_text()
+    assert "mktemp -d" in script and "git clone" in script
+
+
+def test_no_tracked_file_reads_outside_the_checkout():
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    offenders = []
+    for name in tracked:
+        if name == "tests/test_repository.py" or not (name.endswith((".py", ".toml")) or name.startswith(".ci/")):
+            continue
+        text = (ROOT / name).read_text(errors="replace")
+        if "../shared" in text or "parents[2]" in text:
+            offenders.append(name)
+    assert offenders == [], f"these read outside the checkout: {offenders}"
+
+
+def test_vendored_spec_carries_its_licence_and_source():
+    spec_dir = ROOT / "tests" / "spec"
+    assert (spec_dir / "openapi.json").stat().st_size > 1_000_000
+    assert "MIT License" in (spec_dir / "LICENSE").read_text()
+    assert "github.com/openai/openai-openapi" in (spec_dir / "SOURCE.md").read_text()
