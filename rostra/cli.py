@@ -88,6 +88,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="message field(s) the thinking goes to (default: reasoning_content)")
     serve.add_argument("--data-dir", help="where the Responses API store lives (default: env ROSTRA_DATA_DIR, "
                                           "else a per-user data directory)")
+    serve.add_argument("--store", metavar="URL",
+                       help="the Responses API store: postgres://user:password@host:5432/db (shared by replicas) "
+                            "or sqlite:///path/file.sqlite3 (default: env ROSTRA_STORE, else SQLite in --data-dir; "
+                            "prefer the environment for a password: flags show in `ps`)")
+    serve.add_argument("--lease-seconds", type=float, default=10.0,
+                       help="a background response whose replica stops renewing its lease this long is marked "
+                            "failed by another replica (default 10)")
     serve.add_argument("--max-concurrency", type=int, help="generation requests served at once (default: no limit)")
     serve.add_argument("--max-queue", type=int, default=64,
                        help="requests waiting for a slot beyond --max-concurrency; more get 429 (default 64)")
@@ -131,6 +138,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     host=args.host, port=args.port, log_level=args.log_level,
                     tool_call_parser=args.tool_call_parser, reasoning_parser=args.reasoning_parser,
                     reasoning_field=args.reasoning_field, data_dir=args.data_dir,
+                    store=args.store or os.environ.get("ROSTRA_STORE") or None, lease_seconds=args.lease_seconds,
                     max_concurrency=args.max_concurrency, max_queue=args.max_queue,
                     max_body_bytes=args.max_body_bytes, allowed_origins=args.allowed_origins,
                     allowed_methods=args.allowed_methods, allowed_headers=args.allowed_headers,
@@ -214,13 +222,16 @@ def serve(settings: Settings) -> None:
     import uvicorn
 
     from rostra.server.app import create_app
-    from rostra.store import default_data_dir, open_store
+    from rostra.store import StoreError, default_data_dir, open_store
 
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # the engine's internal tokenize calls
     engine = build_engine(settings)
     names = settings.served_model_name or [engine.model.id]
-    store = open_store(Path(settings.data_dir) if settings.data_dir else default_data_dir())
+    try:
+        store = open_store(Path(settings.data_dir) if settings.data_dir else default_data_dir(), settings.store)
+    except StoreError as exc:
+        raise SystemExit(f"rostra: --store: {exc}") from exc
     app = create_app(engine, settings, store)
     print(f"rostra {__version__}: serving {names[0]} ({settings.engine}) on http://{settings.host}:{settings.port}/v1",
           file=sys.stderr, flush=True)

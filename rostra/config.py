@@ -28,6 +28,8 @@ class Settings:
     reasoning_parser: str | None = None  # None: no thinking is separated from the answer
     reasoning_field: str = "reasoning_content"  # or "reasoning", or "both"
     data_dir: str | None = None  # the Responses store; None: env ROSTRA_DATA_DIR, else a per-user directory
+    store: str | None = None  # a store URL (postgres://... shared by replicas); None: SQLite in data_dir
+    lease_seconds: float = 10.0  # a replica that stops renewing its lease this long is taken for dead
     max_concurrency: int | None = None  # generation requests at once; None: no limit
     max_queue: int = 64  # waiting for a slot beyond that; more get a 429
     max_body_bytes: int = 16 * 1024 * 1024

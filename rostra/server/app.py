@@ -90,7 +90,7 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
     chat = ChatService(engine, template, served_names, tool_parser_class(parser_name),
                        reasoning_parser_class(reasoning) if reasoning else None, fields)
     completions = CompletionService(engine, served_names)
-    responses = ResponsesService(chat, store)
+    responses = ResponsesService(chat, store, lease_seconds=settings.lease_seconds)
     admission = Admission(settings.max_concurrency, settings.max_queue)
     metrics = Metrics((settings.served_model_name or [engine.model.id])[0], engine.running_requests, engine.parallel, admission)
     chat.on_finished = completions.on_finished = metrics.observe_job
@@ -99,12 +99,10 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
     @asynccontextmanager
     async def lifespan(_: FastAPI):
         await store.open()
-        interrupted = await store.mark_interrupted()
-        if interrupted:
-            log.warning("%d background response(s) were running when the server stopped: marked failed", interrupted)
+        await responses.start()  # recovery, then lease keeping (several replicas may share the store)
         await engine.start()
         yield
-        await responses.cancel_running()
+        await responses.stop()
         await engine.close()
         await store.close()
 

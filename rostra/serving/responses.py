@@ -5,12 +5,21 @@ conversation of `previous_response_id` -> messages; flat function tools -> chat 
 text.format -> response_format) and prepared by the ChatService, so tool parsing, reasoning
 parsing and constraints are the same for every model and engine. Its semantic events are
 rendered by a ResponseBuilder; the response object is kept in the store (SQLite by default).
+
+Several replicas may share one store (PostgreSQL). Each stored response that runs here is leased
+to this replica (`owner`) and the lease is renewed every `tick` seconds; the same tick reads the
+cancel requests other replicas recorded, and fails the responses of replicas whose leases expired.
+A replica that does not run a response follows it through the store (`Watch`), not memory.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import os
+import secrets
+import socket
 import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -25,10 +34,19 @@ from rostra.protocol.responses import CreateResponseRequest
 from rostra.serving.chat import ChatService
 from rostra.serving.generation import Job
 from rostra.serving.responses_render import ResponseBuilder, new_id
-from rostra.store.base import ResponseStore, StoreError
+from rostra.store.base import RUNNING_STATUSES, ResponseStore, StoreError
 
+log = logging.getLogger("rostra.responses")
 MAX_HISTORY = 100  # previous_response_id links followed at most
 LOGPROBS = "message.output_text.logprobs"  # the `include` value asking for output logprobs
+# The events that end a response's stream (a cancelled one ends with its status, not an event).
+TERMINAL_EVENTS = {"response.completed", "response.failed", "response.incomplete"}
+FOLLOW_WAIT = 1.0  # seconds a follower waits for a notification before looking at the status
+
+
+def replica_id() -> str:
+    """This process's name as a lease owner: readable in the database, unique across restarts."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
 @dataclass
@@ -39,6 +57,7 @@ class LiveRun:
     events: list[dict] = field(default_factory=list)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     done: bool = False
+    finishing: bool = False  # in its final store update: no longer to be cancelled
 
     def publish(self, event: dict) -> None:
         self.events.append(event)
@@ -47,10 +66,58 @@ class LiveRun:
 
 
 class ResponsesService:
-    def __init__(self, chat: ChatService, store: ResponseStore):
+    def __init__(self, chat: ChatService, store: ResponseStore, *, lease_seconds: float = 10.0):
         self.chat = chat
         self.store = store
-        self.live: dict[str, LiveRun] = {}
+        self.live: dict[str, LiveRun] = {}  # background responses running here
+        self.streaming: set[str] = set()  # stored foreground streams running here (leased too)
+        self.owner = replica_id()
+        self.lease_seconds = lease_seconds
+        self.tick = min(1.0, lease_seconds / 4)  # several renewals fit in one lease
+        self._keeper: asyncio.Task | None = None
+
+    # -- leases ----------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """After the store is open: recover what a previous run left, then keep leases."""
+        if self.store.shared:  # other replicas may be running theirs: only expired leases are dead
+            failed = await self.store.fail_expired_leases()
+        else:  # this process owns the store: whatever was running, stopped with the last process
+            failed = await self.store.mark_interrupted()
+        if failed:
+            log.warning("%d stored response(s) were running on a server that stopped: marked failed",
+                        failed if isinstance(failed, int) else len(failed))
+        self._keeper = asyncio.create_task(self._keep_leases())
+
+    async def stop(self) -> None:
+        """At shutdown, before the store closes: running background responses end as cancelled."""
+        await self.cancel_running()
+        if self._keeper is not None:
+            self._keeper.cancel()
+            await asyncio.gather(self._keeper, return_exceptions=True)
+
+    async def _keep_leases(self) -> None:
+        while True:
+            await asyncio.sleep(self.tick)
+            try:
+                await self._renew_and_sweep()
+            except Exception:  # a database hiccup must not end lease keeping for good
+                log.exception("renewing leases failed; trying again in %.1f s", self.tick)
+
+    async def _renew_and_sweep(self) -> None:
+        running = [*self.live, *self.streaming]
+        held = await self.store.renew_leases(self.owner, running, self.lease_seconds)
+        for response_id in running:
+            live = self.live.get(response_id)
+            if live is None or live.task is None or live.finishing:
+                continue
+            if response_id not in held:
+                log.warning("response %s is no longer this server's to run (deleted, or failed after its "
+                            "lease expired): stopping it", response_id)
+            if response_id not in held or held[response_id]:  # lost, or a cancel was asked elsewhere
+                live.task.cancel()
+        failed = await self.store.fail_expired_leases()
+        if failed:
+            log.warning("marked failed, their server's lease expired: %s", ", ".join(failed))
 
     # -- create ----------------------------------------------------------------------------
     async def create(self, request: CreateResponseRequest) -> dict | AsyncIterator[dict]:
@@ -62,7 +129,7 @@ class ResponsesService:
         builder = ResponseBuilder(base_response(request))
         if request.background:
             builder.response["status"] = "queued"
-            await self.store.create(builder.response, items)
+            await self.store.create(builder.response, items, owner=self.owner, lease_seconds=self.lease_seconds)
             live = self.live[builder.response["id"]] = LiveRun()
             live.task = asyncio.create_task(self._run_in_background(job, builder, live))
             return self.follow(builder.response["id"], None) if request.stream else dict(builder.response)
@@ -76,8 +143,10 @@ class ResponsesService:
         return builder.response
 
     async def _stream(self, job: Job, builder: ResponseBuilder, items: list[dict], store: bool) -> AsyncIterator[dict]:
+        response_id = builder.response["id"]
         if store:
-            await self.store.create(builder.response, items)
+            await self.store.create(builder.response, items, owner=self.owner, lease_seconds=self.lease_seconds)
+            self.streaming.add(response_id)
         try:
             async with aclosing(self._events(job, builder)) as events:
                 async for event in events:
@@ -88,7 +157,8 @@ class ResponsesService:
             if store:
                 if builder.response["status"] == "in_progress":  # the client left mid-stream
                     builder.response["status"] = "cancelled"
-                await self.store.update(builder.response)
+                self.streaming.discard(response_id)
+                await self.store.finish(builder.response, self.owner)
 
     async def _run_in_background(self, job: Job, builder: ResponseBuilder, live: LiveRun) -> None:
         response_id = builder.response["id"]
@@ -99,11 +169,19 @@ class ResponsesService:
                     live.publish(event)
         except asyncio.CancelledError:
             builder.response["status"] = "cancelled"
+        except StoreError as exc:  # deleted, or failed by another replica: nothing left to write to
+            log.warning("background response %s stopped: %s", response_id, exc)
         finally:
-            await asyncio.shield(self.store.update(builder.response))
-            live.done = True
-            live.publish({"type": "_end"})
-            self.live.pop(response_id, None)
+            live.finishing = True
+            try:
+                if not await asyncio.shield(self.store.finish(builder.response, self.owner)):
+                    log.info("response %s was deleted or failed elsewhere before it ended here", response_id)
+            except Exception:
+                log.exception("could not store the end of response %s", response_id)
+            finally:  # followers here end even if this task is cancelled once more meanwhile
+                live.done = True
+                live.publish({"type": "_end"})
+                self.live.pop(response_id, None)
 
     async def _events(self, job: Job, builder: ResponseBuilder) -> AsyncIterator[dict]:
         yield builder.lifecycle("response.created")
@@ -133,11 +211,15 @@ class ResponsesService:
         """Stored events after `starting_after`, then live ones until the response ends."""
         await self.retrieve(response_id)
         live = self.live.get(response_id)
+        if live is None:  # finished, or running on another replica: the store has it all
+            async for event in self._follow_store(response_id, starting_after):
+                yield event
+            return
         last = -1 if starting_after is None else starting_after
         for event in await self.store.events(response_id, last):
             last = event["sequence_number"]
             yield event
-        while live is not None and not live.done:
+        while not live.done:
             waiting = live.changed
             for event in list(live.events):
                 if event["type"] != "_end" and event["sequence_number"] > last:
@@ -147,14 +229,48 @@ class ResponsesService:
                 break
             await waiting.wait()
 
+    async def _follow_store(self, response_id: str, starting_after: int | None) -> AsyncIterator[dict]:
+        """The logged events after `starting_after`, read by sequence number (so never repeated
+        nor reordered) each time the store says there may be more, until the response ends."""
+        last = -1 if starting_after is None else starting_after
+        with self.store.watch(response_id) as watch:  # opened before the first read: no wake-up lost
+            while True:
+                events = await self.store.events(response_id, last)
+                for event in events:
+                    last = event["sequence_number"]
+                    yield event
+                if events and events[-1]["type"] in TERMINAL_EVENTS:
+                    return
+                if not events and not await self._running(response_id):
+                    for event in await self.store.events(response_id, last):  # logged before it ended
+                        last = event["sequence_number"]
+                        yield event
+                    return
+                await watch.wait(FOLLOW_WAIT)
+
+    async def _running(self, response_id: str) -> bool:
+        response = await self.store.get(response_id)
+        return response is not None and response["status"] in RUNNING_STATUSES
+
     async def cancel(self, response_id: str) -> dict:
         response = await self.retrieve(response_id)
         live = self.live.get(response_id)
-        if live is None or live.task is None:
-            raise InvalidRequest(f"Response '{response_id}' is not a running background response "
-                                 f"(status: {response['status']}); it cannot be cancelled.", param="response_id")
-        live.task.cancel()
-        await asyncio.gather(live.task, return_exceptions=True)
+        if live is not None and live.task is not None:
+            live.task.cancel()
+            await asyncio.gather(live.task, return_exceptions=True)
+            return await self.retrieve(response_id)
+        if response.get("background") and await self.store.request_cancel(response_id):
+            return await self._until_ended(response_id)  # its replica reads the request within a tick
+        raise InvalidRequest(f"Response '{response_id}' is not a running background response "
+                             f"(status: {response['status']}); it cannot be cancelled.", param="response_id")
+
+    async def _until_ended(self, response_id: str) -> dict:
+        """The response once it has stopped running on whichever replica runs it. If that replica
+        died, its lease expires and a sweep fails the response: bounded by about two leases."""
+        deadline = asyncio.get_running_loop().time() + 2 * self.lease_seconds + 2 * self.tick
+        with self.store.watch(response_id) as watch:
+            while await self._running(response_id) and asyncio.get_running_loop().time() < deadline:
+                await watch.wait(self.tick)
         return await self.retrieve(response_id)
 
     async def cancel_running(self) -> None:

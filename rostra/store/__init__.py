@@ -11,6 +11,8 @@ from rostra.store.sqlite import SqliteResponseStore
 
 __all__ = ["ResponseStore", "SqliteResponseStore", "StoreError", "default_data_dir", "open_store"]
 
+POSTGRES_SCHEMES = ("postgres://", "postgresql://")
+
 STORE_FILENAME = "responses.sqlite3"
 
 
@@ -32,6 +34,17 @@ def default_data_dir() -> Path:
     return Path.home() / ".local" / "share" / "rostra"
 
 
-def open_store(data_dir: Path) -> SqliteResponseStore:
-    """A store on `data_dir/responses.sqlite3`. Not opened yet: the caller awaits `open()`."""
-    return SqliteResponseStore(Path(data_dir) / STORE_FILENAME)
+def open_store(data_dir: Path, url: str | None = None) -> ResponseStore:
+    """The store `url` names (`postgres://...` or `postgresql://...`: PostgreSQL, shared by
+    replicas; `sqlite:///path/file.sqlite3`: that SQLite file), else SQLite on
+    `data_dir/responses.sqlite3`. Not opened yet: the caller awaits `open()`."""
+    if url is None:
+        return SqliteResponseStore(Path(data_dir) / STORE_FILENAME)
+    if url.startswith(POSTGRES_SCHEMES):
+        from rostra.store.postgres import PostgresResponseStore  # asyncpg only where it is used
+
+        return PostgresResponseStore(url)
+    if url.startswith("sqlite:///"):
+        return SqliteResponseStore(Path(url.removeprefix("sqlite://")))
+    raise StoreError(f"unknown store {url!r}: give postgres://user:password@host/database or "
+                     "sqlite:///path/to/file.sqlite3")

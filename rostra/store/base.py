@@ -4,10 +4,16 @@ A store keeps three things per response: the response object itself (replaced wh
 update), its input items in the order they were given, and the log of streaming events, so a
 client can re-attach to a stream with `starting_after`. All values are plain JSON dicts/lists;
 the store never interprets them beyond the few fields named below.
+
+Several rostra processes (replicas) may share one store. A running response then belongs to the
+replica that runs it: that replica holds a lease on it (`owner`, renewed every few seconds). Any
+replica may ask for it to be cancelled (a flag the owner reads when it renews), and any replica
+marks it failed once the lease has expired, i.e. when the owner died without finishing it.
 """
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
 
 # The error object written into responses that were running when the process died.
@@ -15,8 +21,46 @@ INTERRUPTED_ERROR = {
     "code": "server_error",
     "message": "the server restarted while this response was running",
 }
+# The error object written into responses whose runner (another replica) stopped renewing its lease.
+LEASE_EXPIRED_ERROR = {
+    "code": "server_error",
+    "message": "the server running this response stopped (its lease expired)",
+}
 # Statuses that mean "still running"; after a restart nothing can be running any more.
 RUNNING_STATUSES = ("queued", "in_progress")
+
+
+def failed_copy(response: dict, error: dict) -> dict:
+    """The response object as stored once its runner is gone: failed, with `error`."""
+    return {**response, "status": "failed", "error": dict(error)}
+
+
+def failed_event(response: dict, sequence_number: int) -> dict:
+    """The terminal event a store appends when it fails a response whose runner is gone, so a
+    follower's stream ends the way a failure in the runner would have ended it."""
+    return {"type": "response.failed", "sequence_number": sequence_number, "response": response}
+
+
+class Watch:
+    """Wakes a follower when a response may have new events or a new status. This one cannot be
+    notified: `wait` sleeps a little and the follower looks again."""
+
+    def __init__(self, poll_interval: float):
+        self.poll_interval = poll_interval
+
+    async def wait(self, timeout: float) -> bool:
+        """Wait for a change, at most `timeout` s. True if notified of one, False if it only waited."""
+        await asyncio.sleep(min(timeout, self.poll_interval))
+        return False
+
+    def close(self) -> None:
+        """Stop watching (a notifying store forgets the waiter)."""
+
+    def __enter__(self) -> "Watch":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
 
 class StoreError(Exception):
@@ -25,6 +69,12 @@ class StoreError(Exception):
 
 class ResponseStore(ABC):
     """Durable storage of response objects, their input items and their streaming events."""
+
+    # True where several processes may use the store at once (so start-up must not fail what
+    # another live replica is running); False for a store that one process owns.
+    shared: bool = False
+    # How long a follower sleeps between looks for new events when the store cannot notify it.
+    poll_interval: float = 0.1
 
     @abstractmethod
     async def open(self) -> None:
@@ -35,13 +85,21 @@ class ResponseStore(ABC):
         """Flush and release the storage. The store cannot be used afterwards."""
 
     @abstractmethod
-    async def create(self, response: dict, input_items: list[dict]) -> None:
+    async def create(self, response: dict, input_items: list[dict], *, owner: str | None = None,
+                     lease_seconds: float | None = None) -> None:
         """Store a new response (`id`, `created_at`, `status` are read from it) and its input
-        items in order (each has an `id`). Raises StoreError if the id already exists."""
+        items in order (each has an `id`). With `owner`, that replica holds a lease on it for
+        `lease_seconds`. Raises StoreError if the id already exists."""
 
     @abstractmethod
     async def update(self, response: dict) -> None:
         """Replace the stored response object with the same `id`. Raises StoreError if unknown."""
+
+    @abstractmethod
+    async def finish(self, response: dict, owner: str) -> bool:
+        """The owner's last update of a response it ran: replace the stored object and drop the
+        lease, but only while `owner` still holds it and it is still running. False (nothing
+        written) if the response was deleted, or failed by another replica after the lease expired."""
 
     @abstractmethod
     async def get(self, response_id: str) -> dict | None:
@@ -74,6 +132,28 @@ class ResponseStore(ABC):
     @abstractmethod
     async def events(self, response_id: str, starting_after: int | None = None) -> list[dict]:
         """The logged events with sequence_number > starting_after (all if None), in order."""
+
+    def watch(self, response_id: str) -> "Watch":
+        """A watch on one response's events, for a follower on any replica: open it before
+        reading the events, then `wait()` between reads. This default polls."""
+        return Watch(self.poll_interval)
+
+    # -- leases: several replicas on one store ----------------------------------------------------
+
+    @abstractmethod
+    async def renew_leases(self, owner: str, response_ids: list[str], lease_seconds: float) -> dict[str, bool]:
+        """Extend `owner`'s leases on these running responses. Returns {id: cancel requested} for
+        those it still holds; an id left out is no longer the owner's to run (finished, deleted,
+        or failed by another replica) and its runner should stop."""
+
+    @abstractmethod
+    async def request_cancel(self, response_id: str) -> bool:
+        """Flag a running response for cancellation by its owner; False if it is not running."""
+
+    @abstractmethod
+    async def fail_expired_leases(self) -> list[str]:
+        """Mark every running response whose lease has expired as failed (LEASE_EXPIRED_ERROR),
+        and append a `response.failed` event after its last one. Returns their ids."""
 
     @abstractmethod
     async def mark_interrupted(self) -> int:

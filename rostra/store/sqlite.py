@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,9 +20,12 @@ from typing import Any, TypeVar
 
 from rostra.store.base import (
     INTERRUPTED_ERROR,
+    LEASE_EXPIRED_ERROR,
     RUNNING_STATUSES,
     ResponseStore,
     StoreError,
+    failed_copy,
+    failed_event,
 )
 
 T = TypeVar("T")
@@ -52,7 +56,14 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (response_id, sequence_number)
     );
     """,
+    # 2: leases of running responses (the replica that runs one, until when) and cancel requests.
+    """
+    ALTER TABLE responses ADD COLUMN owner TEXT;
+    ALTER TABLE responses ADD COLUMN lease_until REAL;
+    ALTER TABLE responses ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
+_RUNNING = "status IN (" + ", ".join(f"'{status}'" for status in RUNNING_STATUSES) + ")"
 
 
 def _dumps(value: Any) -> str:
@@ -173,16 +184,20 @@ class SqliteResponseStore(ResponseStore):
 
     # -- responses --------------------------------------------------------------------------
 
-    async def create(self, response: dict, input_items: list[dict]) -> None:
-        await self._run(self._create_sync, response, input_items)
+    async def create(self, response: dict, input_items: list[dict], *, owner: str | None = None,
+                     lease_seconds: float | None = None) -> None:
+        lease_until = None if owner is None or lease_seconds is None else time.time() + lease_seconds
+        await self._run(self._create_sync, response, input_items, owner, lease_until)
 
     @staticmethod
-    def _create_sync(conn: sqlite3.Connection, response: dict, input_items: list[dict]) -> None:
+    def _create_sync(conn: sqlite3.Connection, response: dict, input_items: list[dict], owner: str | None,
+                     lease_until: float | None) -> None:
         try:
             with _transaction(conn):
                 conn.execute(
-                    "INSERT INTO responses (id, created_at, status, body) VALUES (?, ?, ?, ?)",
-                    (response["id"], response.get("created_at"), response.get("status"), _dumps(response)))
+                    "INSERT INTO responses (id, created_at, status, body, owner, lease_until) VALUES (?, ?, ?, ?, ?, ?)",
+                    (response["id"], response.get("created_at"), response.get("status"), _dumps(response),
+                     owner, lease_until))
                 conn.executemany(
                     "INSERT INTO input_items (response_id, position, item_id, body) VALUES (?, ?, ?, ?)",
                     [(response["id"], position, item.get("id"), _dumps(item))
@@ -200,6 +215,17 @@ class SqliteResponseStore(ResponseStore):
             (response.get("created_at"), response.get("status"), _dumps(response), response["id"]))
         if cursor.rowcount == 0:
             raise StoreError(f"no response {response['id']!r} to update")
+
+    async def finish(self, response: dict, owner: str) -> bool:
+        return await self._run(self._finish_sync, response, owner)
+
+    @staticmethod
+    def _finish_sync(conn: sqlite3.Connection, response: dict, owner: str) -> bool:
+        cursor = conn.execute(
+            "UPDATE responses SET status = ?, body = ?, owner = NULL, lease_until = NULL "
+            f"WHERE id = ? AND owner = ? AND {_RUNNING}",
+            (response.get("status"), _dumps(response), response["id"], owner))
+        return cursor.rowcount > 0
 
     async def get(self, response_id: str) -> dict | None:
         return await self._run(self._get_sync, response_id)
@@ -291,21 +317,54 @@ class SqliteResponseStore(ResponseStore):
                                 "ORDER BY sequence_number", (response_id, starting_after)).fetchall()
         return [json.loads(body) for (body,) in rows]
 
-    # -- start-up recovery ------------------------------------------------------------------
+    # -- leases and recovery -----------------------------------------------------------------
 
-    async def mark_interrupted(self) -> int:
-        return await self._run(self._mark_interrupted_sync)
+    async def renew_leases(self, owner: str, response_ids: list[str], lease_seconds: float) -> dict[str, bool]:
+        if not response_ids:
+            return {}
+        return await self._run(self._renew_leases_sync, owner, list(response_ids), time.time() + lease_seconds)
 
     @staticmethod
-    def _mark_interrupted_sync(conn: sqlite3.Connection) -> int:
-        placeholders = ", ".join("?" for _ in RUNNING_STATUSES)
+    def _renew_leases_sync(conn: sqlite3.Connection, owner: str, response_ids: list[str],
+                           lease_until: float) -> dict[str, bool]:
+        held: dict[str, bool] = {}
         with _transaction(conn):
-            rows = conn.execute(f"SELECT id, body FROM responses WHERE status IN ({placeholders})",
-                                RUNNING_STATUSES).fetchall()
+            for response_id in response_ids:
+                row = conn.execute(
+                    f"UPDATE responses SET lease_until = ? WHERE id = ? AND owner = ? AND {_RUNNING} "
+                    "RETURNING cancel_requested", (lease_until, response_id, owner)).fetchone()
+                if row is not None:
+                    held[response_id] = bool(row[0])
+        return held
+
+    async def request_cancel(self, response_id: str) -> bool:
+        return await self._run(self._request_cancel_sync, response_id)
+
+    @staticmethod
+    def _request_cancel_sync(conn: sqlite3.Connection, response_id: str) -> bool:
+        return conn.execute(f"UPDATE responses SET cancel_requested = 1 WHERE id = ? AND {_RUNNING}",
+                            (response_id,)).rowcount > 0
+
+    async def fail_expired_leases(self) -> list[str]:
+        return await self._run(self._fail_running_sync, "lease_until < ?", (time.time(),), LEASE_EXPIRED_ERROR)
+
+    async def mark_interrupted(self) -> int:
+        return len(await self._run(self._fail_running_sync, "1", (), INTERRUPTED_ERROR))
+
+    @staticmethod
+    def _fail_running_sync(conn: sqlite3.Connection, condition: str, params: tuple, error: dict) -> list[str]:
+        """Fail the running responses that match `condition` (a fixed SQL string), each with a
+        terminal `response.failed` event after its last one, in one transaction."""
+        with _transaction(conn):
+            rows = conn.execute(f"SELECT id, body FROM responses WHERE {_RUNNING} AND {condition}",
+                                params).fetchall()
             for response_id, body in rows:
-                response = json.loads(body)
-                response["status"] = "failed"
-                response["error"] = dict(INTERRUPTED_ERROR)
-                conn.execute("UPDATE responses SET status = ?, body = ? WHERE id = ?",
-                             ("failed", _dumps(response), response_id))
-        return len(rows)
+                response = failed_copy(json.loads(body), error)
+                last = conn.execute("SELECT MAX(sequence_number) FROM events WHERE response_id = ?",
+                                    (response_id,)).fetchone()[0]
+                number = 0 if last is None else last + 1
+                conn.execute("UPDATE responses SET status = ?, body = ?, owner = NULL, lease_until = NULL "
+                             "WHERE id = ?", ("failed", _dumps(response), response_id))
+                conn.execute("INSERT INTO events (response_id, sequence_number, body) VALUES (?, ?, ?)",
+                             (response_id, number, _dumps(failed_event(response, number))))
+        return [response_id for response_id, _ in rows]

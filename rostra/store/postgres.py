@@ -1,0 +1,315 @@
+"""The Responses API store on PostgreSQL (asyncpg), which several rostra replicas can share.
+
+Queries go through a connection pool. One more connection LISTENs: every event appended and every
+response finished or failed is NOTIFYed on CHANNEL with the response id as payload, in the same
+transaction as the write, so a follower on any replica wakes as soon as the row is visible.
+Lease times come from the database's clock, so replicas whose clocks disagree still agree on
+when a lease has expired.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+import asyncpg
+
+from rostra.store.base import (
+    INTERRUPTED_ERROR,
+    LEASE_EXPIRED_ERROR,
+    RUNNING_STATUSES,
+    ResponseStore,
+    StoreError,
+    Watch,
+    failed_copy,
+    failed_event,
+)
+
+log = logging.getLogger("rostra.store")
+CHANNEL = "rostra_responses"
+NOW = "extract(epoch from clock_timestamp())"  # seconds, on the database server's clock
+_RUNNING = "status IN (" + ", ".join(f"'{status}'" for status in RUNNING_STATUSES) + ")"
+# Any constant: serialises migrations when several replicas start together.
+MIGRATION_LOCK = 0x726F73747261
+
+# Schema migrations, applied in order; rostra_schema.version is how many were applied. Append new
+# scripts, never edit one that has shipped. The bodies are TEXT, not JSONB: stored exactly as given.
+MIGRATIONS: list[str] = [
+    # 1: the initial schema, leases included (the same columns as SQLite's migrations 1 and 2).
+    """
+    CREATE TABLE rostra_responses (
+        id TEXT PRIMARY KEY,
+        created_at BIGINT,
+        status TEXT,
+        body TEXT NOT NULL,
+        owner TEXT,
+        lease_until DOUBLE PRECISION,
+        cancel_requested BOOLEAN NOT NULL DEFAULT FALSE
+    );
+    CREATE INDEX rostra_responses_running ON rostra_responses (lease_until)
+        WHERE status IN ('queued', 'in_progress');
+    CREATE INDEX rostra_responses_created ON rostra_responses (created_at);
+    CREATE TABLE rostra_input_items (
+        response_id TEXT NOT NULL REFERENCES rostra_responses(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        item_id TEXT,
+        body TEXT NOT NULL,
+        PRIMARY KEY (response_id, position)
+    );
+    CREATE TABLE rostra_events (
+        response_id TEXT NOT NULL REFERENCES rostra_responses(id) ON DELETE CASCADE,
+        sequence_number INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (response_id, sequence_number)
+    );
+    """,
+]
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class _NotifiedWatch(Watch):
+    """A watch woken by the store's LISTEN connection; it still times out, in case that
+    connection was lost."""
+
+    def __init__(self, store: "PostgresResponseStore", response_id: str):
+        super().__init__(store.poll_interval)
+        self._store, self._response_id = store, response_id
+        self._changed = asyncio.Event()
+        store._watches.setdefault(response_id, set()).add(self._changed)
+
+    async def wait(self, timeout: float) -> bool:
+        try:
+            async with asyncio.timeout(timeout):
+                await self._changed.wait()
+        except TimeoutError:
+            return False
+        self._changed.clear()
+        return True
+
+    def close(self) -> None:
+        waiting = self._store._watches.get(self._response_id)
+        if waiting is not None:
+            waiting.discard(self._changed)
+            if not waiting:
+                del self._store._watches[self._response_id]
+
+
+class PostgresResponseStore(ResponseStore):
+    shared = True
+    poll_interval = 1.0  # only a fallback: notifications wake followers at once
+
+    def __init__(self, dsn: str, *, pool_size: int = 10):
+        self.dsn = dsn
+        self.pool_size = pool_size
+        self._pool: asyncpg.Pool | None = None
+        self._listener: asyncpg.Connection | None = None
+        self._watches: dict[str, set[asyncio.Event]] = {}
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        if self._pool is None:
+            raise StoreError("the response store is not open")
+        return self._pool
+
+    async def open(self) -> None:
+        if self._pool is not None:
+            raise StoreError("the response store is already open")
+        try:
+            pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=self.pool_size)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise StoreError(f"cannot connect to the response store at {_redacted(self.dsn)}: {exc}") from exc
+        try:
+            async with pool.acquire() as conn:
+                await _migrate(conn)
+            self._listener = await asyncpg.connect(self.dsn)
+            await self._listener.add_listener(CHANNEL, self._notified)
+        except BaseException:
+            await pool.close()
+            raise
+        self._pool = pool
+
+    async def close(self) -> None:
+        pool, listener = self._pool, self._listener
+        self._pool = self._listener = None
+        if listener is not None:
+            await listener.close()
+        if pool is not None:
+            await pool.close()
+
+    def _notified(self, _conn: Any, _pid: int, _channel: str, response_id: str) -> None:
+        for changed in self._watches.get(response_id, ()):
+            changed.set()
+
+    def watch(self, response_id: str) -> Watch:
+        return _NotifiedWatch(self, response_id)
+
+    # -- responses --------------------------------------------------------------------------
+
+    async def create(self, response: dict, input_items: list[dict], *, owner: str | None = None,
+                     lease_seconds: float | None = None) -> None:
+        lease = None if owner is None else lease_seconds
+        async with self.pool.acquire() as conn, conn.transaction():
+            try:
+                await conn.execute(
+                    "INSERT INTO rostra_responses (id, created_at, status, body, owner, lease_until) "
+                    f"VALUES ($1, $2, $3, $4, $5, {NOW} + $6::float8)",
+                    response["id"], response.get("created_at"), response.get("status"), _dumps(response),
+                    owner, lease)
+            except asyncpg.UniqueViolationError as exc:
+                raise StoreError(f"response {response['id']!r} already exists") from exc
+            await conn.executemany(
+                "INSERT INTO rostra_input_items (response_id, position, item_id, body) VALUES ($1, $2, $3, $4)",
+                [(response["id"], position, item.get("id"), _dumps(item)) for position, item in enumerate(input_items)])
+
+    async def update(self, response: dict) -> None:
+        done = await self.pool.execute(
+            "WITH changed AS (UPDATE rostra_responses SET created_at = $1, status = $2, body = $3 WHERE id = $4 "
+            f"RETURNING id) SELECT pg_notify('{CHANNEL}', id) FROM changed",
+            response.get("created_at"), response.get("status"), _dumps(response), response["id"])
+        if done == "SELECT 0":
+            raise StoreError(f"no response {response['id']!r} to update")
+
+    async def finish(self, response: dict, owner: str) -> bool:
+        done = await self.pool.execute(
+            "WITH changed AS (UPDATE rostra_responses SET status = $1, body = $2, owner = NULL, lease_until = NULL "
+            f"WHERE id = $3 AND owner = $4 AND {_RUNNING} RETURNING id) "
+            f"SELECT pg_notify('{CHANNEL}', id) FROM changed",
+            response.get("status"), _dumps(response), response["id"], owner)
+        return done != "SELECT 0"
+
+    async def get(self, response_id: str) -> dict | None:
+        body = await self.pool.fetchval("SELECT body FROM rostra_responses WHERE id = $1", response_id)
+        return None if body is None else json.loads(body)
+
+    async def delete(self, response_id: str) -> bool:
+        # Input items and events go with it (ON DELETE CASCADE); followers wake and find it gone.
+        deleted = await self.pool.fetchval(
+            "WITH gone AS (DELETE FROM rostra_responses WHERE id = $1 RETURNING id) "
+            f"SELECT pg_notify('{CHANNEL}', id) IS NOT NULL FROM gone", response_id)
+        return bool(deleted)
+
+    async def delete_finished_before(self, created_before: int) -> int:
+        done = await self.pool.execute(
+            f"DELETE FROM rostra_responses WHERE created_at < $1 AND NOT {_RUNNING}", created_before)
+        return int(done.split()[-1])
+
+    # -- input items ------------------------------------------------------------------------
+
+    async def input_items(self, response_id: str, *, after: str | None = None, limit: int = 20,
+                          order: str = "desc") -> tuple[list[dict], bool]:
+        if order not in ("asc", "desc"):
+            raise ValueError(f"order must be 'asc' or 'desc', not {order!r}")
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, not {limit}")
+        # One snapshot for the cursor lookup and the page.
+        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            if await conn.fetchval("SELECT 1 FROM rostra_responses WHERE id = $1", response_id) is None:
+                raise StoreError(f"no response {response_id!r}")
+            bound = None
+            if after is not None:
+                bound = await conn.fetchval(
+                    "SELECT position FROM rostra_input_items WHERE response_id = $1 AND item_id = $2 "
+                    "ORDER BY position LIMIT 1", response_id, after)
+                if bound is None:
+                    raise StoreError(f"no input item {after!r} in response {response_id!r}")
+            # The operator and direction come from fixed strings only; one extra row tells
+            # whether there is another page.
+            compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")
+            rows = await conn.fetch(
+                f"SELECT body FROM rostra_input_items WHERE response_id = $1 "
+                f"AND ($2::int IS NULL OR position {compare} $2) ORDER BY position {direction} LIMIT $3",
+                response_id, bound, limit + 1)
+        return [json.loads(row["body"]) for row in rows[:limit]], len(rows) > limit
+
+    # -- events -----------------------------------------------------------------------------
+
+    async def append_event(self, response_id: str, event: dict) -> None:
+        try:
+            await self.pool.execute(
+                "WITH added AS (INSERT INTO rostra_events (response_id, sequence_number, body) "
+                f"VALUES ($1, $2, $3) RETURNING response_id) SELECT pg_notify('{CHANNEL}', response_id) FROM added",
+                response_id, event["sequence_number"], _dumps(event))
+        except asyncpg.IntegrityConstraintViolationError as exc:
+            # Either the foreign key (unknown response) or the primary key (repeated number).
+            raise StoreError(f"cannot log event {event['sequence_number']} for response "
+                             f"{response_id!r}: {exc}") from exc
+
+    async def events(self, response_id: str, starting_after: int | None = None) -> list[dict]:
+        rows = await self.pool.fetch(
+            "SELECT body FROM rostra_events WHERE response_id = $1 AND sequence_number > $2 "
+            "ORDER BY sequence_number", response_id, -1 if starting_after is None else starting_after)
+        return [json.loads(row["body"]) for row in rows]
+
+    # -- leases and recovery -----------------------------------------------------------------
+
+    async def renew_leases(self, owner: str, response_ids: list[str], lease_seconds: float) -> dict[str, bool]:
+        if not response_ids:
+            return {}
+        rows = await self.pool.fetch(
+            f"UPDATE rostra_responses SET lease_until = {NOW} + $3::float8 "
+            f"WHERE id = ANY($1::text[]) AND owner = $2 AND {_RUNNING} RETURNING id, cancel_requested",
+            list(response_ids), owner, lease_seconds)
+        return {row["id"]: row["cancel_requested"] for row in rows}
+
+    async def request_cancel(self, response_id: str) -> bool:
+        done = await self.pool.execute(
+            f"UPDATE rostra_responses SET cancel_requested = TRUE WHERE id = $1 AND {_RUNNING}", response_id)
+        return done != "UPDATE 0"
+
+    async def fail_expired_leases(self) -> list[str]:
+        return await self._fail_running(f"lease_until < {NOW}", LEASE_EXPIRED_ERROR)
+
+    async def mark_interrupted(self) -> int:
+        return len(await self._fail_running("TRUE", INTERRUPTED_ERROR))
+
+    async def _fail_running(self, condition: str, error: dict) -> list[str]:
+        """Fail the running responses that match `condition` (a fixed SQL string), each with a
+        terminal `response.failed` event after its last one, in one transaction. Rows another
+        transaction holds (a replica failing them too, or the runner appending) are skipped: the
+        next sweep sees them again."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            rows = await conn.fetch(f"SELECT id, body FROM rostra_responses WHERE {_RUNNING} AND {condition} "
+                                    "FOR UPDATE SKIP LOCKED")
+            for row in rows:
+                response = failed_copy(json.loads(row["body"]), error)
+                number = await conn.fetchval("SELECT COALESCE(MAX(sequence_number) + 1, 0) FROM rostra_events "
+                                             "WHERE response_id = $1", row["id"])
+                await conn.execute("UPDATE rostra_responses SET status = 'failed', body = $2, owner = NULL, "
+                                   "lease_until = NULL WHERE id = $1", row["id"], _dumps(response))
+                await conn.execute("INSERT INTO rostra_events (response_id, sequence_number, body) VALUES ($1, $2, $3)",
+                                   row["id"], number, _dumps(failed_event(response, number)))
+                await conn.execute(f"SELECT pg_notify('{CHANNEL}', $1)", row["id"])
+        return [row["id"] for row in rows]
+
+
+async def _migrate(conn: asyncpg.Connection) -> None:
+    # Under a transaction-scoped advisory lock: replicas starting together apply each migration once.
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
+        await conn.execute("CREATE TABLE IF NOT EXISTS rostra_schema (version INTEGER NOT NULL)")
+        version = await conn.fetchval("SELECT version FROM rostra_schema")
+        if version is None:
+            version = 0
+            await conn.execute("INSERT INTO rostra_schema (version) VALUES (0)")
+        if version > len(MIGRATIONS):
+            raise StoreError(f"the response store has schema version {version}, newer than "
+                             f"this rostra knows ({len(MIGRATIONS)})")
+        for number in range(version + 1, len(MIGRATIONS) + 1):
+            await conn.execute(MIGRATIONS[number - 1])  # a multi-statement script: simple protocol
+            await conn.execute("UPDATE rostra_schema SET version = $1", number)
+
+
+def _redacted(dsn: str) -> str:
+    """The DSN without its password, for messages."""
+    if "@" not in dsn or "://" not in dsn:
+        return dsn
+    scheme, rest = dsn.split("://", 1)
+    credentials, host = rest.rsplit("@", 1)
+    return f"{scheme}://{credentials.split(':', 1)[0]}:***@{host}"
