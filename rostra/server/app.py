@@ -7,6 +7,7 @@ import logging
 import re
 import time
 from contextlib import aclosing, asynccontextmanager
+from typing import Callable
 
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
@@ -17,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rostra import __version__
 from rostra.engines.base import Engine
-from rostra.errors import APIError, InvalidRequest, NotFound, RequestTimeout
+from rostra.errors import APIError, InvalidRequest, NotFound
 from rostra.parsing.reasoning import reasoning_parser_class
 from rostra.parsing.tools import detect_tool_parser, tool_parser_class
 from rostra.prompt.chat_template import ChatTemplate
@@ -40,6 +41,7 @@ from rostra.server.middleware import (
 from rostra.serving.validation import check_model
 from rostra.server.sse import EventStreamResponse, until_disconnected
 from rostra.serving.chat import ChatService
+from rostra.serving.deadline import Deadline
 from rostra.serving.completions import CompletionService
 from rostra.serving.responses import ResponsesService
 from rostra.store.base import ResponseStore
@@ -109,6 +111,7 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
         await store.close()
 
     app = FastAPI(title="rostra", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.responses = responses  # for in-process tests
 
     @app.exception_handler(APIError)
     async def api_error(_: Request, exc: APIError):
@@ -160,56 +163,51 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
             raise NotFound(f"The model '{model_id}' does not exist", param="model", code="model_not_found")
         return model_card(model_id)
 
-    async def respond(request: Request, service, body) -> Response:
-        """Prepare and run a generation within an admission slot (held to the end of a stream)."""
+    async def serve_generation(request: Request, service, body, responses_api: bool = False) -> Response:
+        """The one way every generation request is served, whatever its API: an admission slot held until
+        the generation ends (the end of a stream or of a background run), the request's deadline, and a
+        client that leaves aborts the work (background runs excepted: they outlive their request)."""
         await admission.acquire()
+        release: Callable[[], None] | None = admission.release  # handed on to whatever outlives this call
         try:
+            deadline = Deadline.after(settings.request_timeout)
             job = await service.prepare(body)
             request.state.job = job  # for the access log
             if settings.log_requests:
                 log.info("request %s prompt: %r", job.id, job.runs[0].prompt.last_message_text)
+            if getattr(body, "background", False):
+                response, release = await service.start_background(job, deadline, release), None
+                if body.stream:
+                    return EventStreamResponse(service.follow(response["id"], None), responses_api=True)
+                return JSONResponse(response)
             if body.stream:
-                return EventStreamResponse(admission.hold_while(within(service.stream(job), deadline())))
-        except BaseException:
-            admission.release()
-            raise
-        try:
-            async with asyncio.timeout(settings.request_timeout):
-                result = await until_disconnected(request, service.complete(job))
-        except TimeoutError:
-            raise RequestTimeout(f"the request took longer than {settings.request_timeout} s") from None
+                stream = service.stream(job, deadline)
+                response, release = EventStreamResponse(logged(stream), responses_api, on_close=release), None
+                return response
+            result = await until_disconnected(request, service.complete(job, deadline))
         finally:
-            admission.release()
+            if release is not None:
+                release()
         if settings.log_outputs and result:
-            log.info("request %s output: %r", job.id, result["choices"])
+            log.info("request %s output: %r", job.id, result.get("choices", result.get("output")))
         return Response(status_code=CLIENT_CLOSED) if result is None else JSONResponse(result)
 
-    def deadline() -> float | None:
-        timeout = settings.request_timeout
-        return asyncio.get_running_loop().time() + timeout if timeout else None
+    def logged(stream):
+        return log_chunks(stream) if settings.log_outputs else stream
 
-    async def within(stream, until: float | None):
-        """The stream, ended with an in-band timeout error past the deadline."""
+    async def log_chunks(stream):
         async with aclosing(stream):
-            while True:
-                try:
-                    async with asyncio.timeout_at(until):
-                        item = await anext(stream)
-                except StopAsyncIteration:
-                    return
-                except TimeoutError:
-                    raise RequestTimeout(f"the request took longer than {settings.request_timeout} s") from None
-                if settings.log_outputs:
-                    log.info("stream chunk: %s", item)
+            async for item in stream:
+                log.info("stream chunk: %s", item)
                 yield item
 
     @app.post("/v1/chat/completions")
     async def create_chat_completion(request: Request):
-        return await respond(request, chat, await parse_body(request, ChatCompletionRequest))
+        return await serve_generation(request, chat, await parse_body(request, ChatCompletionRequest))
 
     @app.post("/v1/completions")
     async def create_completion(request: Request):
-        return await respond(request, completions, await parse_body(request, CompletionRequest))
+        return await serve_generation(request, completions, await parse_body(request, CompletionRequest))
 
     @app.post("/tokenize")
     async def tokenize(request: Request):
@@ -238,12 +236,8 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
 
     @app.post("/v1/responses")
     async def create_response(request: Request):
-        body = await parse_body(request, CreateResponseRequest)
-        async with admission.slot():  # background runs go on after this request, outside the limit
-            result = await responses.create(body)
-        if isinstance(result, dict):
-            return JSONResponse(result)
-        return EventStreamResponse(result, responses_api=True)
+        return await serve_generation(request, responses, await parse_body(request, CreateResponseRequest),
+                                      responses_api=True)
 
     @app.get("/v1/responses/{response_id}")
     async def retrieve_response(response_id: str, stream: bool = False, starting_after: int | None = None):

@@ -11,21 +11,25 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 from pydantic import ValidationError
 
-from rostra.errors import APIError, InvalidRequest, NotFound
+from rostra.errors import APIError, InvalidRequest, NotFound, ServerError
 from rostra.parsing.events import Finish
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.protocol.responses import CreateResponseRequest
 from rostra.serving.chat import ChatService
-from rostra.serving.generation import Job
+from rostra.serving.deadline import NO_DEADLINE, Deadline
+from rostra.serving.generation import ChoiceRun, Job, RequestStats
 from rostra.serving.responses_render import ResponseBuilder, new_id
 from rostra.store.base import ResponseStore, StoreError
+
+log = logging.getLogger("rostra.responses")
 
 MAX_HISTORY = 100  # previous_response_id links followed at most
 LOGPROBS = "message.output_text.logprobs"  # the `include` value asking for output logprobs
@@ -45,6 +49,37 @@ class LiveRun:
         self.changed.set()
         self.changed = asyncio.Event()
 
+    def end(self) -> None:
+        self.done = True
+        self.changed.set()
+
+
+@dataclass
+class ResponseJob:
+    """One prepared Responses request: the chat job that generates it and the builder that is its response."""
+
+    request: CreateResponseRequest
+    chat: Job
+    builder: ResponseBuilder
+    items: list[dict]  # the request's input items, as stored
+
+    # What the access log and the request log read of any job.
+    @property
+    def id(self) -> str:
+        return self.builder.response["id"]
+
+    @property
+    def model(self) -> str:
+        return self.chat.model
+
+    @property
+    def stats(self) -> RequestStats:
+        return self.chat.stats
+
+    @property
+    def runs(self) -> list[ChoiceRun]:
+        return self.chat.runs
+
 
 class ResponsesService:
     def __init__(self, chat: ChatService, store: ResponseStore):
@@ -53,74 +88,101 @@ class ResponsesService:
         self.live: dict[str, LiveRun] = {}
 
     # -- create ----------------------------------------------------------------------------
-    async def create(self, request: CreateResponseRequest) -> dict | AsyncIterator[dict]:
+    async def prepare(self, request: CreateResponseRequest) -> ResponseJob:
         if request.background and not request.store:
             raise InvalidRequest("background responses must be stored (store: true)", param="background")
         items = normalize_input(request.input)
         history = await self._conversation(request.previous_response_id) if request.previous_response_id else []
         job = await self.chat.prepare(chat_request(request, history + items))
-        builder = ResponseBuilder(base_response(request))
-        if request.background:
-            builder.response["status"] = "queued"
-            await self.store.create(builder.response, items)
-            live = self.live[builder.response["id"]] = LiveRun()
-            live.task = asyncio.create_task(self._run_in_background(job, builder, live))
-            return self.follow(builder.response["id"], None) if request.stream else dict(builder.response)
-        if request.stream:
-            return self._stream(job, builder, items, request.store)
-        async with aclosing(self._events(job, builder)) as events:
-            async for _ in events:
-                pass
-        if request.store:
-            await self.store.create(builder.response, items)
-        return builder.response
+        return ResponseJob(request, job, ResponseBuilder(base_response(request)), items)
 
-    async def _stream(self, job: Job, builder: ResponseBuilder, items: list[dict], store: bool) -> AsyncIterator[dict]:
-        if store:
-            await self.store.create(builder.response, items)
+    async def complete(self, job: ResponseJob, deadline: Deadline = NO_DEADLINE) -> dict:
+        """A non-streamed response: the fold of its events. A failure is raised (as for Chat), once stored."""
         try:
-            async with aclosing(self._events(job, builder)) as events:
+            async with aclosing(self._events(job, deadline)) as events:
+                async for _ in events:
+                    pass
+        finally:
+            if job.request.store and job.builder.response["status"] != "in_progress":  # not if the client left
+                await self.store.create(job.builder.response, job.items)
+        if job.builder.error is not None:
+            raise job.builder.error
+        return job.builder.response
+
+    async def stream(self, job: ResponseJob, deadline: Deadline = NO_DEADLINE) -> AsyncIterator[dict]:
+        """A streamed response; every event is stored as it goes (when stored) for replay."""
+        response, store = job.builder.response, job.request.store
+        if store:
+            await self.store.create(response, job.items)
+        try:
+            async with aclosing(self._events(job, deadline)) as events:
                 async for event in events:
                     if store:
-                        await self.store.append_event(builder.response["id"], event)
+                        await self.store.append_event(response["id"], event)
                     yield event
+        except Exception as exc:  # the store failed (the engine's failures are events already)
+            log.exception("response %s failed", response["id"])
+            for event in job.builder.fail(as_api_error(exc)):
+                yield event
         finally:
+            if response["status"] == "in_progress":  # the client left mid-stream
+                response["status"] = "cancelled"
             if store:
-                if builder.response["status"] == "in_progress":  # the client left mid-stream
-                    builder.response["status"] = "cancelled"
-                await self.store.update(builder.response)
+                await self._store_final(response)
 
-    async def _run_in_background(self, job: Job, builder: ResponseBuilder, live: LiveRun) -> None:
-        response_id = builder.response["id"]
+    async def start_background(self, job: ResponseJob, deadline: Deadline, on_done: Callable[[], None]) -> dict:
+        """Store the response as queued and run it in a task of its own; `on_done` runs when the run has
+        ended, however it ends."""
+        response = job.builder.response
+        response["status"] = "queued"
+        await self.store.create(response, job.items)
+        live = self.live[response["id"]] = LiveRun()
+        live.task = asyncio.create_task(self._run_in_background(job, deadline, live))
+        live.task.add_done_callback(lambda _: on_done())  # runs even for a task cancelled before it started
+        return dict(response)
+
+    async def _run_in_background(self, job: ResponseJob, deadline: Deadline, live: LiveRun) -> None:
+        response = job.builder.response
         try:
-            async with aclosing(self._events(job, builder)) as events:
+            async with aclosing(self._events(job, deadline)) as events:
                 async for event in events:
-                    await self.store.append_event(response_id, event)
+                    await self.store.append_event(response["id"], event)
                     live.publish(event)
         except asyncio.CancelledError:
-            builder.response["status"] = "cancelled"
+            response["status"] = "cancelled"
+        except Exception as exc:  # a store error: the run fails, and says so to its followers
+            log.exception("background response %s failed", response["id"])
+            for event in job.builder.fail(as_api_error(exc)):
+                live.publish(event)
         finally:
-            await asyncio.shield(self.store.update(builder.response))
-            live.done = True
-            live.publish({"type": "_end"})
-            self.live.pop(response_id, None)
+            await asyncio.shield(self._store_final(response))
+            live.end()
+            self.live.pop(response["id"], None)
 
-    async def _events(self, job: Job, builder: ResponseBuilder) -> AsyncIterator[dict]:
+    async def _store_final(self, response: dict) -> None:
+        try:
+            await self.store.update(response)
+        except Exception:  # nothing more can be done; the next start marks a stored in_progress run failed
+            log.exception("could not store the final state of response %s", response["id"])
+
+    async def _events(self, job: ResponseJob, deadline: Deadline) -> AsyncIterator[dict]:
+        builder = job.builder
         yield builder.lifecycle("response.created")
         builder.response["status"] = "in_progress"
         yield builder.lifecycle("response.in_progress")
         reason = "stop"
         try:
-            async with aclosing(self.chat.events(job)) as events:
+            async with aclosing(deadline.bound(self.chat.events(job.chat))) as events:
                 async for _, event in events:
                     for out in builder.add(event):
                         yield out
                     if isinstance(event, Finish):
                         reason = event.reason
-        except APIError as exc:
-            yield builder.fail(exc.message)
+        except APIError as exc:  # the engine failed, or the deadline passed
+            for out in builder.fail(exc):
+                yield out
             return
-        yield builder.finish(reason, response_usage(job))
+        yield builder.finish(reason, response_usage(job.chat))
 
     # -- read, follow, cancel, delete ------------------------------------------------------------
     async def retrieve(self, response_id: str) -> dict:
@@ -132,19 +194,19 @@ class ResponsesService:
     async def follow(self, response_id: str, starting_after: int | None) -> AsyncIterator[dict]:
         """Stored events after `starting_after`, then live ones until the response ends."""
         await self.retrieve(response_id)
-        live = self.live.get(response_id)
+        live = self.live.get(response_id)  # taken before the store is read: no event falls between the two
         last = -1 if starting_after is None else starting_after
         for event in await self.store.events(response_id, last):
             last = event["sequence_number"]
             yield event
-        while live is not None and not live.done:
-            waiting = live.changed
-            for event in list(live.events):
-                if event["type"] != "_end" and event["sequence_number"] > last:
+        while live is not None:
+            waiting, done = live.changed, live.done
+            for event in list(live.events):  # drained once more after the end: the last events too
+                if event["sequence_number"] > last:
                     last = event["sequence_number"]
                     yield event
-            if live.done:
-                break
+            if done:
+                return
             await waiting.wait()
 
     async def cancel(self, response_id: str) -> dict:
@@ -199,6 +261,10 @@ class ResponsesService:
             stored, _ = await self.store.input_items(response["id"], limit=10_000, order="asc")
             items += stored + [item for item in response["output"] if item.get("type") in _REPLAYED]
         return items
+
+
+def as_api_error(exc: Exception) -> APIError:
+    return exc if isinstance(exc, APIError) else ServerError(f"{type(exc).__name__}: {exc}")
 
 
 _REPLAYED = {"message", "function_call", "reasoning", "function_call_output"}
