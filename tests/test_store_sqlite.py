@@ -221,9 +221,9 @@ def test_migrations(tmp_path):
         await store.create(response("resp_m"), items(1))
     run_with_store(path, nothing)
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 1
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 2
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert {"responses", "input_items", "events"} <= tables
+    assert {"responses", "input_items", "events", "conversations", "conversation_items"} <= tables
 
     # Reopening does not run migration 1 again (CREATE TABLE would fail on existing tables)
     # and keeps the data.
@@ -231,7 +231,18 @@ def test_migrations(tmp_path):
         return await store.get("resp_m")
     assert run_with_store(path, reopen)["id"] == "resp_m"
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+
+    # A database made by the first release (schema 1) is migrated, its data kept.
+    old = tmp_path / "old.sqlite3"
+    with sqlite3.connect(old) as conn:
+        conn.executescript(MIGRATIONS[0])
+        conn.execute("INSERT INTO responses (id, created_at, status, body) VALUES ('resp_o', 1, 'completed', "
+                     "'{\"id\": \"resp_o\"}')")
+        conn.execute("PRAGMA user_version = 1")
+    assert run_with_store(old, lambda store: store.get("resp_o"))["id"] == "resp_o"
+    with sqlite3.connect(old) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
 
     # A database from a newer rostra is refused rather than misread.
     newer = tmp_path / "newer.sqlite3"
@@ -282,3 +293,40 @@ def test_open_store(tmp_path):
     store = open_store(tmp_path / "data")
     assert isinstance(store, SqliteResponseStore)
     assert store.path == tmp_path / "data" / "responses.sqlite3"
+
+
+def test_conversations(tmp_path):
+    conversation = {"id": "conv_1", "object": "conversation", "created_at": 5, "metadata": {"k": "v"}}
+
+    async def scenario(store):
+        await store.create_conversation(conversation, items(3))
+        with pytest.raises(StoreError):
+            await store.create_conversation(conversation, [])
+        await store.add_conversation_items("conv_1", [{"id": "item_9", "type": "message"}])
+        with pytest.raises(StoreError):
+            await store.add_conversation_items("conv_unknown", items(1))
+        first, more = await store.conversation_items("conv_1", limit=2, order="asc")
+        rest, no_more = await store.conversation_items("conv_1", after=first[-1]["id"], order="asc")
+        newest, _ = await store.conversation_items("conv_1", limit=1)
+        assert await store.delete_conversation_item("conv_1", "msg_1")
+        assert not await store.delete_conversation_item("conv_1", "msg_1")
+        after_delete, _ = await store.conversation_items("conv_1", order="asc")
+        await store.update_conversation({**conversation, "metadata": {"k": "w"}})
+        with pytest.raises(StoreError):
+            await store.update_conversation({**conversation, "id": "conv_unknown"})
+        with pytest.raises(StoreError):
+            await store.conversation_items("conv_unknown")
+        got = await store.get_conversation("conv_1")
+        item = await store.get_conversation_item("conv_1", "msg_2")
+        deleted = await store.delete_conversation("conv_1")
+        return (first, more, rest, no_more, newest, after_delete, got, item, deleted,
+                await store.get_conversation("conv_1"), await store.get_conversation_item("conv_1", "msg_2"))
+
+    (first, more, rest, no_more, newest, after_delete, got, item, deleted, gone,
+     gone_item) = run_with_store(tmp_path / "s.sqlite3", scenario)
+    assert [i["id"] for i in first] == ["msg_0", "msg_1"] and more
+    assert [i["id"] for i in rest] == ["msg_2", "item_9"] and not no_more
+    assert [i["id"] for i in newest] == ["item_9"]
+    assert [i["id"] for i in after_delete] == ["msg_0", "msg_2", "item_9"]
+    assert got["metadata"] == {"k": "w"} and item["id"] == "msg_2"
+    assert deleted and gone is None and gone_item is None

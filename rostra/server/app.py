@@ -33,6 +33,7 @@ from rostra.server.middleware import (
 from rostra.server.routes import ROUTERS
 from rostra.serving.chat import ChatService
 from rostra.serving.completions import CompletionService
+from rostra.serving.conversations import ConversationsService
 from rostra.serving.responses import ResponsesService
 from rostra.store.base import ResponseStore
 
@@ -59,7 +60,7 @@ def build_context(engine: Engine, settings: Settings, store: ResponseStore) -> S
                       admission)
     chat.on_finished = completions.on_finished = metrics.observe_job
     return ServerContext(engine, settings, store, template, chat, completions, ResponsesService(chat, store),
-                         admission, metrics, served_names)
+                         ConversationsService(store), admission, metrics, served_names)
 
 
 @asynccontextmanager

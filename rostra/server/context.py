@@ -19,6 +19,7 @@ from rostra.server.admission import Admission
 from rostra.server.metrics import Metrics
 from rostra.serving.chat import ChatService
 from rostra.serving.completions import CompletionService
+from rostra.serving.conversations import ConversationsService
 from rostra.serving.responses import ResponsesService
 from rostra.store.base import ResponseStore
 
@@ -32,6 +33,7 @@ class ServerContext:
     chat: ChatService
     completions: CompletionService
     responses: ResponsesService
+    conversations: ConversationsService
     admission: Admission
     metrics: Metrics
     # The names the API accepts: those given, else the engine's (a gateway's change as upstreams come and go).

@@ -32,6 +32,7 @@ from rostra.store.base import ResponseStore, StoreError
 log = logging.getLogger("rostra.responses")
 
 MAX_HISTORY = 100  # previous_response_id links followed at most
+MAX_HISTORY_ITEMS = 10_000  # conversation items read into one prompt at most
 LOGPROBS = "message.output_text.logprobs"  # the `include` value asking for output logprobs
 
 
@@ -92,7 +93,15 @@ class ResponsesService:
         if request.background and not request.store:
             raise InvalidRequest("background responses must be stored (store: true)", param="background")
         items = normalize_input(request.input)
-        history = await self._conversation(request.previous_response_id) if request.previous_response_id else []
+        conversation = conversation_id(request)
+        if conversation and request.previous_response_id:
+            raise InvalidRequest("give either previous_response_id or conversation, not both", param="conversation")
+        if conversation:
+            history = await self._conversation_items(conversation)
+        elif request.previous_response_id:
+            history = await self._conversation(request.previous_response_id)
+        else:
+            history = []
         job = await self.chat.prepare(chat_request(request, history + items))
         return ResponseJob(request, job, ResponseBuilder(base_response(request)), items)
 
@@ -182,7 +191,12 @@ class ResponsesService:
             for out in builder.fail(exc):
                 yield out
             return
-        yield builder.finish(reason, response_usage(job.chat))
+        final = builder.finish(reason, response_usage(job.chat))
+        conversation = conversation_id(job.request)
+        if conversation:  # before the client hears of the end, so its next response sees these items
+            output = [item for item in builder.response["output"] if item.get("type") in _REPLAYED]
+            await self.store.add_conversation_items(conversation, with_status(job.items + output))
+        yield final
 
     # -- read, follow, cancel, delete ------------------------------------------------------------
     async def retrieve(self, response_id: str) -> dict:
@@ -244,6 +258,12 @@ class ResponsesService:
         return {"object": "list", "data": items, "has_more": has_more,
                 "first_id": items[0]["id"] if items else None, "last_id": items[-1]["id"] if items else None}
 
+    async def _conversation_items(self, conversation: str) -> list[dict]:
+        if await self.store.get_conversation(conversation) is None:
+            raise NotFound(f"Conversation with id '{conversation}' not found.", param="conversation")
+        items, _ = await self.store.conversation_items(conversation, limit=MAX_HISTORY_ITEMS, order="asc")
+        return items
+
     async def _conversation(self, response_id: str) -> list[dict]:
         """Every item of the conversation up to and including `response_id`'s output, oldest first."""
         chain: list[dict] = []
@@ -261,6 +281,20 @@ class ResponsesService:
             stored, _ = await self.store.input_items(response["id"], limit=10_000, order="asc")
             items += stored + [item for item in response["output"] if item.get("type") in _REPLAYED]
         return items
+
+
+def conversation_id(request: CreateResponseRequest) -> str | None:
+    conversation = request.conversation
+    if isinstance(conversation, dict):
+        if not isinstance(conversation.get("id"), str):
+            raise InvalidRequest("conversation must be an id or {\"id\": ...}", param="conversation")
+        return conversation["id"]
+    return conversation
+
+
+def with_status(items: list[dict]) -> list[dict]:
+    """Items as the API returns them from a conversation: every one has a status."""
+    return [{**item, "status": item.get("status") or "completed"} for item in items]
 
 
 def as_api_error(exc: Exception) -> APIError:
@@ -282,6 +316,7 @@ def base_response(request: CreateResponseRequest) -> dict[str, Any]:
         "max_output_tokens": request.max_output_tokens, "previous_response_id": request.previous_response_id,
         "reasoning": {"effort": request.reasoning.effort if request.reasoning else None, "summary": None},
         "store": request.store, "background": request.background, "truncation": "disabled",
+        "conversation": {"id": conversation_id(request)} if request.conversation else None,
         "text": {"format": (request.text.format if request.text and request.text.format else {"type": "text"})},
         **({"user": request.user} if request.user is not None else {}),  # usage: set when it finishes
     }
@@ -307,17 +342,18 @@ _ID_PREFIX = {"message": "msg", "function_call": "fc", "function_call_output": "
 _ROLES = {"user", "system", "developer", "assistant"}
 
 
-def normalize_input(value: str | list[dict]) -> list[dict]:
-    """The input as stored items: each has a type and an id."""
+def normalize_input(value: str | list[dict], param: str = "input") -> list[dict]:
+    """The input as stored items: each has a type and an id. `param` names the list in errors."""
     if isinstance(value, str):
         value = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": value}]}]
     if not value:
-        raise InvalidRequest("input must not be empty", param="input")
+        raise InvalidRequest(f"{param} must not be empty", param=param)
     items = []
+    list_param = param
     for index, raw in enumerate(value):
         item = dict(raw)
         kind = item.setdefault("type", "message")
-        param = f"input[{index}]"
+        param = f"{list_param}[{index}]"
         if kind not in _ID_PREFIX:
             raise InvalidRequest(f"input item type {kind!r} is not supported", param=f"{param}.type")
         if kind == "message":
@@ -325,8 +361,7 @@ def normalize_input(value: str | list[dict]) -> list[dict]:
                 raise InvalidRequest("a message needs a role: user, system, developer or assistant",
                                      param=f"{param}.role")
             if isinstance(item.get("content"), str):
-                part = "output_text" if item["role"] == "assistant" else "input_text"
-                item["content"] = [{"type": part, "text": item["content"]}]
+                item["content"] = [text_part(item["role"], item["content"])]
             if not isinstance(item.get("content"), list) or not all(
                     isinstance(p, dict) and isinstance(p.get("text"), str) for p in item["content"]):
                 raise InvalidRequest("message content must be a string or text parts", param=f"{param}.content")
@@ -339,6 +374,13 @@ def normalize_input(value: str | list[dict]) -> list[dict]:
         item.setdefault("id", new_id(_ID_PREFIX[kind]))
         items.append(item)
     return items
+
+
+def text_part(role: str, text: str) -> dict:
+    """A message's text as the part the API lists it with (an assistant's is output text)."""
+    if role == "assistant":
+        return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+    return {"type": "input_text", "text": text}
 
 
 def items_to_messages(items: list[dict]) -> list[dict]:
