@@ -70,6 +70,22 @@ def test_connection_errors_and_429_are_retried():
     assert calls == [A, A, A]
 
 
+def test_no_pause_after_the_last_attempt(monkeypatch):
+    """A 429 on the last attempt is relayed at once: waiting out its Retry-After would only delay the error."""
+    pauses: list[float] = []
+
+    async def record(seconds):
+        pauses.append(seconds)
+
+    pool, calls = pool_with([429, 429, 429], upstreams=(A,))
+    monkeypatch.setattr("rostra.engines.remote.pool.asyncio.sleep", record)
+    with pytest.raises(UpstreamRejected):
+        run(post_and_read(pool))
+    assert len(calls) == 3
+    retry_after_pauses = [p for p in pauses if p == 0]  # the answers say Retry-After: 0
+    assert len(retry_after_pauses) == 2  # after the first and the second attempt, not after the third
+
+
 def test_a_4xx_is_relayed_at_once_never_retried():
     pool, calls = pool_with([400, 200])
     with pytest.raises(UpstreamRejected) as raised:

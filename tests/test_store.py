@@ -43,7 +43,8 @@ class Backend:
 
     def query(self, sql: str) -> list[tuple]:
         """Rows of `sql`, where {responses} etc. name this backend's tables."""
-        sql = sql.format(**{name: self.table(name) for name in ("responses", "input_items", "events")})
+        names = ("responses", "input_items", "events", "conversations", "conversation_items")
+        sql = sql.format(**{name: self.table(name) for name in names})
         if self.kind == "sqlite":
             with sqlite3.connect(self.location) as conn:
                 return conn.execute(sql).fetchall()
@@ -254,21 +255,26 @@ def test_sqlite_wal_mode(tmp_path):
         assert conn.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal"
 
 
-def test_sqlite_upgrade_from_schema_1(tmp_path):
-    """A store written by a rostra without leases (schema 1) opens, keeps its data and gets the columns."""
+@pytest.mark.parametrize("version", [1, 2])
+def test_sqlite_upgrade_from_older_schemas(tmp_path, version):
+    """A store written by an older rostra (the first release; conversations without leases) opens,
+    keeps its data and gets the newer tables and columns."""
     path = tmp_path / "s.sqlite3"
     with sqlite3.connect(path) as conn:
-        for statement in MIGRATIONS[0].split(";"):
-            conn.execute(statement)
+        for script in MIGRATIONS[:version]:
+            conn.executescript(script)
         conn.execute("INSERT INTO responses VALUES ('resp_old', 1, 'in_progress', '{\"id\": \"resp_old\"}')")
-        conn.execute("PRAGMA user_version = 1")
+        conn.execute(f"PRAGMA user_version = {version}")
 
     async def body(store):
         assert await store.get("resp_old") == {"id": "resp_old"}
         assert await store.mark_interrupted() == 1
         await store.create(response("resp_new", "in_progress"), [], owner="replica-a", lease_seconds=30)
         assert await store.renew_leases("replica-a", ["resp_new"], 30) == {"resp_new": False}
+        await store.create_conversation({"id": "conv_new", "created_at": 1}, items(1))
     run_with_store(Backend("sqlite", path), body)
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
 
 
 def test_postgres_migrations(postgres):
@@ -312,9 +318,9 @@ def test_sqlite_migrations(tmp_path):
         await store.create(response("resp_m"), items(1))
     run_with_store(backend, nothing)
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 3
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert {"responses", "input_items", "events"} <= tables
+    assert {"responses", "input_items", "events", "conversations", "conversation_items"} <= tables
 
     # Reopening does not run migration 1 again (CREATE TABLE would fail on existing tables)
     # and keeps the data.
@@ -322,7 +328,7 @@ def test_sqlite_migrations(tmp_path):
         return await store.get("resp_m")
     assert run_with_store(backend, reopen)["id"] == "resp_m"
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
 
     # A database from a newer rostra is refused rather than misread.
     newer = tmp_path / "newer.sqlite3"
@@ -380,6 +386,48 @@ def test_open_store(tmp_path):
         assert isinstance(store, PostgresResponseStore) and store.shared and store.dsn == url
     with pytest.raises(StoreError):
         open_store(tmp_path / "data", "mysql://u@db/rostra")
+
+
+def test_conversations(backend):
+    conversation = {"id": "conv_1", "object": "conversation", "created_at": 5, "metadata": {"k": "v"}}
+
+    async def scenario(store):
+        await store.create_conversation(conversation, items(3))
+        with pytest.raises(StoreError):
+            await store.create_conversation(conversation, [])
+        await store.add_conversation_items("conv_1", [{"id": "item_9", "type": "message"}])
+        with pytest.raises(StoreError):
+            await store.add_conversation_items("conv_unknown", items(1))
+        first, more = await store.conversation_items("conv_1", limit=2, order="asc")
+        rest, no_more = await store.conversation_items("conv_1", after=first[-1]["id"], order="asc")
+        newest, _ = await store.conversation_items("conv_1", limit=1)
+        assert await store.delete_conversation_item("conv_1", "msg_1")
+        assert not await store.delete_conversation_item("conv_1", "msg_1")
+        after_delete, _ = await store.conversation_items("conv_1", order="asc")
+        await store.update_conversation({**conversation, "metadata": {"k": "w"}})
+        with pytest.raises(StoreError):
+            await store.update_conversation({**conversation, "id": "conv_unknown"})
+        with pytest.raises(StoreError):
+            await store.conversation_items("conv_unknown")
+        with pytest.raises(StoreError):
+            await store.conversation_items("conv_1", after="item_unknown")
+        got = await store.get_conversation("conv_1")
+        item = await store.get_conversation_item("conv_1", "msg_2")
+        deleted = await store.delete_conversation("conv_1")
+        return (first, more, rest, no_more, newest, after_delete, got, item, deleted,
+                await store.get_conversation("conv_1"), await store.get_conversation_item("conv_1", "msg_2"),
+                await store.delete_conversation("conv_1"))
+
+    (first, more, rest, no_more, newest, after_delete, got, item, deleted, gone,
+     gone_item, deleted_again) = run_with_store(backend, scenario)
+    assert [i["id"] for i in first] == ["msg_0", "msg_1"] and more
+    assert [i["id"] for i in rest] == ["msg_2", "item_9"] and not no_more
+    assert [i["id"] for i in newest] == ["item_9"]
+    assert [i["id"] for i in after_delete] == ["msg_0", "msg_2", "item_9"]
+    assert got["metadata"] == {"k": "w"} and item["id"] == "msg_2"
+    assert deleted and gone is None and gone_item is None and not deleted_again
+    # The items went with the conversation.
+    assert backend.query("SELECT COUNT(*) FROM {conversation_items}") == [(0,)]
 
 
 # -- leases: several replicas on one store ------------------------------------------------------

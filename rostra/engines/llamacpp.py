@@ -73,8 +73,11 @@ class LlamaCppEngine(Engine):
         self._server: Any = None
         self._http: httpx.AsyncClient | None = None
         self._cancel: dict[str, threading.Event] = {}
-        # One thread per generation in flight: beyond the slots, llama.cpp queues the task itself.
-        self._executor = ThreadPoolExecutor(max_workers=self.parallel * 4, thread_name_prefix="llamacpp")
+        # At most one request per llama.cpp slot is handed over; the rest wait here, where a request
+        # cancelled while it waits is simply never started (in llama.cpp's own queue it would still
+        # be prefilled before its first token could say "stop").
+        self._free_slots = asyncio.Semaphore(self.parallel)
+        self._executor = ThreadPoolExecutor(max_workers=self.parallel, thread_name_prefix="llamacpp")
 
     async def start(self) -> None:
         params = xllamacpp.CommonParams()
@@ -149,11 +152,13 @@ class LlamaCppEngine(Engine):
             return cancelled.is_set()
 
         def run() -> None:
-            self._server.handle_completions(body, on_chunk)
+            if not cancelled.is_set():  # aborted while it waited for a slot
+                self._server.handle_completions(body, on_chunk)
 
-        job = loop.run_in_executor(self._executor, run)
-        job.add_done_callback(lambda _: chunks.put_nowait(_DONE))
         try:
+            await self._free_slots.acquire()
+            job = loop.run_in_executor(self._executor, run)
+            job.add_done_callback(lambda _: (self._free_slots.release(), chunks.put_nowait(_DONE)))
             while True:
                 chunk = await chunks.get()
                 if chunk is _DONE:

@@ -29,6 +29,7 @@ class CreateResponseRequest(BaseModel):
     input: str | list[dict[str, Any]]
     instructions: str | None = None
     previous_response_id: str | None = None
+    conversation: str | dict[str, Any] | None = None  # an id, or {"id": ...}
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool = True

@@ -42,12 +42,3 @@ class Admission:
             yield
         finally:
             self.release()
-
-    async def hold_while(self, stream: AsyncIterator[dict]) -> AsyncIterator[dict]:
-        """A stream that keeps its (already acquired) slot until it ends or is closed."""
-        try:
-            async for item in stream:
-                yield item
-        finally:
-            self.release()
-            await stream.aclose()

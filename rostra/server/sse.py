@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import AsyncIterator
+from typing import AsyncIterator, Callable
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -29,24 +29,36 @@ def sse_data(payload: dict | str, named: bool = False) -> bytes:
 
 async def _sse_frames(objects: AsyncIterator[dict], responses_api: bool = False) -> AsyncIterator[bytes]:
     """Objects -> SSE frames, then [DONE] (Chat/Completions; the Responses API names its events
-    and sends no [DONE]). An error after the headers went out is sent in-band."""
+    and sends no [DONE]). An error after the headers went out is sent in-band, in the API's own shape."""
+    sequence = -1  # the Responses stream's last sequence number, which an error event continues
     try:
         async for obj in objects:
+            sequence = obj.get("sequence_number", sequence)
             yield sse_data(obj, named=responses_api)
-    except APIError as exc:
-        yield sse_data(exc.body())
     except Exception as exc:  # the status line is already sent: report in-band, keep serving
-        log.exception("stream failed")
-        yield sse_data(ServerError(f"internal error: {type(exc).__name__}").body())
+        if not isinstance(exc, APIError):
+            log.exception("stream failed")
+            exc = ServerError(f"internal error: {type(exc).__name__}")
+        yield sse_data(_error_event(exc, sequence + 1) if responses_api else exc.body(), named=responses_api)
     if not responses_api:
         yield sse_data("[DONE]")
+
+
+def _error_event(error: APIError, sequence_number: int) -> dict:
+    """The Responses stream's `error` event (the Chat envelope is not one of its events)."""
+    return {"type": "error", "code": error.code or error.error_type, "message": error.message,
+            "param": error.param, "sequence_number": sequence_number}
 
 
 class EventStreamResponse(Response):
     media_type = "text/event-stream"
 
-    def __init__(self, objects: AsyncIterator[dict], responses_api: bool = False):
+    def __init__(self, objects: AsyncIterator[dict], responses_api: bool = False,
+                 on_close: Callable[[], None] | None = None):
+        """`on_close` runs once the response is over, whether its stream ever started or not: the
+        response owns what the stream holds (an admission slot), not a generator's `finally`."""
         self.status_code = 200
+        self.on_close = on_close
         self.responses_api = responses_api
         self.background = None
         # No content-length: the body is a stream.
@@ -75,8 +87,12 @@ class EventStreamResponse(Response):
             for task in (streaming, watching):
                 task.cancel()
             await asyncio.gather(streaming, watching, return_exceptions=True)
-            await frames.aclose()
-            await self._objects.aclose()
+            try:
+                await frames.aclose()
+                await self._objects.aclose()
+            finally:
+                if self.on_close is not None:
+                    self.on_close()
 
 
 async def until_disconnected(request: Request, work):

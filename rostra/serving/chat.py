@@ -154,9 +154,14 @@ class ChatService(GenerationService):
             return await relay_job(self.engine, request, "chat/completions", "chatcmpl", request.n,
                                    message_text(last, len(request.messages) - 1),
                                    self.reasoning_fields if request.include_reasoning else ())
+        engine = self.engine
+        # The cheap checks first: a bad request never costs a template rendering or a tokenization.
+        check_logit_bias(request.logit_bias, engine.vocab_size)
+        check_stop_token_ids(request.stop_token_ids, engine.vocab_size)
+        if request.top_logprobs is not None and not request.logprobs:
+            raise InvalidRequest("top_logprobs requires logprobs to be true", param="top_logprobs")
         plan = plan_tools(request.tools, request.tool_choice, request.parallel_tool_calls, self.tool_parser)
         constraint = _constraint(request, plan)
-        engine = self.engine
         messages = template_messages(request.messages)
         kwargs = dict(request.chat_template_kwargs or {})
         if request.reasoning_effort is not None:
@@ -169,10 +174,6 @@ class ChatService(GenerationService):
         param = "max_completion_tokens" if request.max_completion_tokens else "max_tokens"
         context_length = engine.model_info(request.model).context_length
         max_tokens = check_context(len(token_ids), max_tokens, context_length, "messages", param)
-        check_logit_bias(request.logit_bias, engine.vocab_size)
-        check_stop_token_ids(request.stop_token_ids, engine.vocab_size)
-        if request.top_logprobs is not None and not request.logprobs:
-            raise InvalidRequest("top_logprobs requires logprobs to be true", param="top_logprobs")
         top_logprobs = (request.top_logprobs or 0) if request.logprobs else None
         params = sampling_params(request, max_tokens, top_logprobs, constraint)
         last = request.messages[-1]

@@ -17,6 +17,7 @@ from rostra.errors import InvalidRequest, ServerError
 from rostra.guided.constraints import Constraint
 from rostra.parsing.events import Event, Finish, Text
 from rostra.parsing.parser import ChoicePipeline
+from rostra.serving.deadline import NO_DEADLINE, Deadline
 
 # Identifies the serving stack a response came from (OpenAI's field for backend changes).
 SYSTEM_FINGERPRINT = f"fp_rostra_{__version__}"
@@ -275,12 +276,12 @@ class GenerationService:
             if self.on_finished is not None:
                 self.on_finished(job, reasons or ["abort"])
 
-    async def stream(self, job: Job) -> AsyncIterator[dict]:
+    async def stream(self, job: Job, deadline: Deadline = NO_DEADLINE) -> AsyncIterator[dict]:
         renderer = self.renderer(job)
         for chunk in renderer.start():
             yield chunk
         # aclosing: a client that leaves closes this stream, and with it the generations, at once.
-        async with aclosing(self.events(job)) as events:
+        async with aclosing(deadline.bound(self.events(job))) as events:
             async for index, event in events:
                 chunk = renderer.render(index, event)
                 if chunk is not None:
@@ -289,9 +290,9 @@ class GenerationService:
         if usage_chunk is not None:
             yield usage_chunk
 
-    async def complete(self, job: Job) -> dict:
+    async def complete(self, job: Job, deadline: Deadline = NO_DEADLINE) -> dict:
         fold = self.fold(job)
-        async with aclosing(self.events(job)) as events:
+        async with aclosing(deadline.bound(self.events(job))) as events:
             async for index, event in events:
                 fold.add(index, event)
         return fold.response()

@@ -23,21 +23,24 @@ import socket
 import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 from pydantic import ValidationError
 
-from rostra.errors import APIError, InvalidRequest, NotFound
+from rostra.errors import APIError, InvalidRequest, NotFound, ServerError
 from rostra.parsing.events import Finish
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.protocol.responses import CreateResponseRequest
 from rostra.serving.chat import ChatService
-from rostra.serving.generation import Job
+from rostra.serving.deadline import NO_DEADLINE, Deadline
+from rostra.serving.generation import ChoiceRun, Job, RequestStats
 from rostra.serving.responses_render import ResponseBuilder, new_id
 from rostra.store.base import RUNNING_STATUSES, ResponseStore, StoreError
 
 log = logging.getLogger("rostra.responses")
+
 MAX_HISTORY = 100  # previous_response_id links followed at most
+MAX_HISTORY_ITEMS = 10_000  # conversation items read into one prompt at most
 LOGPROBS = "message.output_text.logprobs"  # the `include` value asking for output logprobs
 # The events that end a response's stream (a cancelled one ends with its status, not an event).
 TERMINAL_EVENTS = {"response.completed", "response.failed", "response.incomplete"}
@@ -64,6 +67,37 @@ class LiveRun:
         self.changed.set()
         self.changed = asyncio.Event()
 
+    def end(self) -> None:
+        self.done = True
+        self.changed.set()
+
+
+@dataclass
+class ResponseJob:
+    """One prepared Responses request: the chat job that generates it and the builder that is its response."""
+
+    request: CreateResponseRequest
+    chat: Job
+    builder: ResponseBuilder
+    items: list[dict]  # the request's input items, as stored
+
+    # What the access log and the request log read of any job.
+    @property
+    def id(self) -> str:
+        return self.builder.response["id"]
+
+    @property
+    def model(self) -> str:
+        return self.chat.model
+
+    @property
+    def stats(self) -> RequestStats:
+        return self.chat.stats
+
+    @property
+    def runs(self) -> list[ChoiceRun]:
+        return self.chat.runs
+
 
 class ResponsesService:
     def __init__(self, chat: ChatService, store: ResponseStore, *, lease_seconds: float = 10.0):
@@ -80,12 +114,11 @@ class ResponsesService:
     async def start(self) -> None:
         """After the store is open: recover what a previous run left, then keep leases."""
         if self.store.shared:  # other replicas may be running theirs: only expired leases are dead
-            failed = await self.store.fail_expired_leases()
+            failed = len(await self.store.fail_expired_leases())
         else:  # this process owns the store: whatever was running, stopped with the last process
             failed = await self.store.mark_interrupted()
         if failed:
-            log.warning("%d stored response(s) were running on a server that stopped: marked failed",
-                        failed if isinstance(failed, int) else len(failed))
+            log.warning("%d stored response(s) were running on a server that stopped: marked failed", failed)
         self._keeper = asyncio.create_task(self._keep_leases())
 
     async def stop(self) -> None:
@@ -120,85 +153,123 @@ class ResponsesService:
             log.warning("marked failed, their server's lease expired: %s", ", ".join(failed))
 
     # -- create ----------------------------------------------------------------------------
-    async def create(self, request: CreateResponseRequest) -> dict | AsyncIterator[dict]:
+    async def prepare(self, request: CreateResponseRequest) -> ResponseJob:
         if request.background and not request.store:
             raise InvalidRequest("background responses must be stored (store: true)", param="background")
         items = normalize_input(request.input)
-        history = await self._conversation(request.previous_response_id) if request.previous_response_id else []
+        conversation = conversation_id(request)
+        if conversation and request.previous_response_id:
+            raise InvalidRequest("give either previous_response_id or conversation, not both", param="conversation")
+        if conversation:
+            history = await self._conversation_items(conversation)
+        elif request.previous_response_id:
+            history = await self._conversation(request.previous_response_id)
+        else:
+            history = []
         job = await self.chat.prepare(chat_request(request, history + items))
-        builder = ResponseBuilder(base_response(request))
-        if request.background:
-            builder.response["status"] = "queued"
-            await self.store.create(builder.response, items, owner=self.owner, lease_seconds=self.lease_seconds)
-            live = self.live[builder.response["id"]] = LiveRun()
-            live.task = asyncio.create_task(self._run_in_background(job, builder, live))
-            return self.follow(builder.response["id"], None) if request.stream else dict(builder.response)
-        if request.stream:
-            return self._stream(job, builder, items, request.store)
-        async with aclosing(self._events(job, builder)) as events:
-            async for _ in events:
-                pass
-        if request.store:
-            await self.store.create(builder.response, items)
-        return builder.response
+        return ResponseJob(request, job, ResponseBuilder(base_response(request)), items)
 
-    async def _stream(self, job: Job, builder: ResponseBuilder, items: list[dict], store: bool) -> AsyncIterator[dict]:
-        response_id = builder.response["id"]
-        if store:
-            await self.store.create(builder.response, items, owner=self.owner, lease_seconds=self.lease_seconds)
-            self.streaming.add(response_id)
+    async def complete(self, job: ResponseJob, deadline: Deadline = NO_DEADLINE) -> dict:
+        """A non-streamed response: the fold of its events. A failure is raised (as for Chat), once stored."""
         try:
-            async with aclosing(self._events(job, builder)) as events:
+            async with aclosing(self._events(job, deadline)) as events:
+                async for _ in events:
+                    pass
+        finally:
+            if job.request.store and job.builder.response["status"] != "in_progress":  # not if the client left
+                await self.store.create(job.builder.response, job.items)
+        if job.builder.error is not None:
+            raise job.builder.error
+        return job.builder.response
+
+    async def stream(self, job: ResponseJob, deadline: Deadline = NO_DEADLINE) -> AsyncIterator[dict]:
+        """A streamed response; every event is stored as it goes (when stored) for replay."""
+        response, store = job.builder.response, job.request.store
+        if store:
+            await self.store.create(response, job.items, owner=self.owner, lease_seconds=self.lease_seconds)
+            self.streaming.add(response["id"])
+        try:
+            async with aclosing(self._events(job, deadline)) as events:
                 async for event in events:
                     if store:
-                        await self.store.append_event(builder.response["id"], event)
+                        await self.store.append_event(response["id"], event)
                     yield event
+        except Exception as exc:  # the store failed (the engine's failures are events already)
+            log.exception("response %s failed", response["id"])
+            for event in job.builder.fail(as_api_error(exc)):
+                yield event
         finally:
+            if response["status"] == "in_progress":  # the client left mid-stream
+                response["status"] = "cancelled"
             if store:
-                if builder.response["status"] == "in_progress":  # the client left mid-stream
-                    builder.response["status"] = "cancelled"
-                self.streaming.discard(response_id)
-                await self.store.finish(builder.response, self.owner)
+                self.streaming.discard(response["id"])
+                await self._store_final(response)
 
-    async def _run_in_background(self, job: Job, builder: ResponseBuilder, live: LiveRun) -> None:
-        response_id = builder.response["id"]
+    async def start_background(self, job: ResponseJob, deadline: Deadline, on_done: Callable[[], None]) -> dict:
+        """Store the response as queued and run it in a task of its own; `on_done` runs when the run has
+        ended, however it ends."""
+        response = job.builder.response
+        response["status"] = "queued"
+        await self.store.create(response, job.items, owner=self.owner, lease_seconds=self.lease_seconds)
+        live = self.live[response["id"]] = LiveRun()
+        live.task = asyncio.create_task(self._run_in_background(job, deadline, live))
+        live.task.add_done_callback(lambda _: on_done())  # runs even for a task cancelled before it started
+        return dict(response)
+
+    async def _run_in_background(self, job: ResponseJob, deadline: Deadline, live: LiveRun) -> None:
+        response = job.builder.response
         try:
-            async with aclosing(self._events(job, builder)) as events:
+            async with aclosing(self._events(job, deadline)) as events:
                 async for event in events:
-                    await self.store.append_event(response_id, event)
+                    await self.store.append_event(response["id"], event)
                     live.publish(event)
         except asyncio.CancelledError:
-            builder.response["status"] = "cancelled"
-        except StoreError as exc:  # deleted, or failed by another replica: nothing left to write to
-            log.warning("background response %s stopped: %s", response_id, exc)
+            response["status"] = "cancelled"
+        except Exception as exc:  # a store error: the run fails, and says so to its followers
+            log.exception("background response %s failed", response["id"])
+            for event in job.builder.fail(as_api_error(exc)):
+                live.publish(event)
         finally:
             live.finishing = True
             try:
-                if not await asyncio.shield(self.store.finish(builder.response, self.owner)):
-                    log.info("response %s was deleted or failed elsewhere before it ended here", response_id)
-            except Exception:
-                log.exception("could not store the end of response %s", response_id)
+                await asyncio.shield(self._store_final(response))
             finally:  # followers here end even if this task is cancelled once more meanwhile
-                live.done = True
-                live.publish({"type": "_end"})
-                self.live.pop(response_id, None)
+                live.end()
+                self.live.pop(response["id"], None)
 
-    async def _events(self, job: Job, builder: ResponseBuilder) -> AsyncIterator[dict]:
+    async def _store_final(self, response: dict) -> None:
+        """The end of a run this replica owns, unless the response was deleted meanwhile, or failed by
+        another replica (this one's lease expired): then there is nothing left to write."""
+        try:
+            if not await self.store.finish(response, self.owner):
+                log.warning("response %s was deleted, or failed by another replica, before it ended here",
+                            response["id"])
+        except Exception:  # nothing more can be done: its lease expires and a sweep marks it failed
+            log.exception("could not store the final state of response %s", response["id"])
+
+    async def _events(self, job: ResponseJob, deadline: Deadline) -> AsyncIterator[dict]:
+        builder = job.builder
         yield builder.lifecycle("response.created")
         builder.response["status"] = "in_progress"
         yield builder.lifecycle("response.in_progress")
         reason = "stop"
         try:
-            async with aclosing(self.chat.events(job)) as events:
+            async with aclosing(deadline.bound(self.chat.events(job.chat))) as events:
                 async for _, event in events:
                     for out in builder.add(event):
                         yield out
                     if isinstance(event, Finish):
                         reason = event.reason
-        except APIError as exc:
-            yield builder.fail(exc.message)
+        except APIError as exc:  # the engine failed, or the deadline passed
+            for out in builder.fail(exc):
+                yield out
             return
-        yield builder.finish(reason, response_usage(job))
+        final = builder.finish(reason, response_usage(job.chat))
+        conversation = conversation_id(job.request)
+        if conversation:  # before the client hears of the end, so its next response sees these items
+            output = [item for item in builder.response["output"] if item.get("type") in _REPLAYED]
+            await self.store.add_conversation_items(conversation, with_status(job.items + output))
+        yield final
 
     # -- read, follow, cancel, delete ------------------------------------------------------------
     async def retrieve(self, response_id: str) -> dict:
@@ -210,7 +281,7 @@ class ResponsesService:
     async def follow(self, response_id: str, starting_after: int | None) -> AsyncIterator[dict]:
         """Stored events after `starting_after`, then live ones until the response ends."""
         await self.retrieve(response_id)
-        live = self.live.get(response_id)
+        live = self.live.get(response_id)  # taken before the store is read: no event falls between the two
         if live is None:  # finished, or running on another replica: the store has it all
             async for event in self._follow_store(response_id, starting_after):
                 yield event
@@ -219,14 +290,14 @@ class ResponsesService:
         for event in await self.store.events(response_id, last):
             last = event["sequence_number"]
             yield event
-        while not live.done:
-            waiting = live.changed
-            for event in list(live.events):
-                if event["type"] != "_end" and event["sequence_number"] > last:
+        while live is not None:
+            waiting, done = live.changed, live.done
+            for event in list(live.events):  # drained once more after the end: the last events too
+                if event["sequence_number"] > last:
                     last = event["sequence_number"]
                     yield event
-            if live.done:
-                break
+            if done:
+                return
             await waiting.wait()
 
     async def _follow_store(self, response_id: str, starting_after: int | None) -> AsyncIterator[dict]:
@@ -298,6 +369,12 @@ class ResponsesService:
         return {"object": "list", "data": items, "has_more": has_more,
                 "first_id": items[0]["id"] if items else None, "last_id": items[-1]["id"] if items else None}
 
+    async def _conversation_items(self, conversation: str) -> list[dict]:
+        if await self.store.get_conversation(conversation) is None:
+            raise NotFound(f"Conversation with id '{conversation}' not found.", param="conversation")
+        items, _ = await self.store.conversation_items(conversation, limit=MAX_HISTORY_ITEMS, order="asc")
+        return items
+
     async def _conversation(self, response_id: str) -> list[dict]:
         """Every item of the conversation up to and including `response_id`'s output, oldest first."""
         chain: list[dict] = []
@@ -317,6 +394,24 @@ class ResponsesService:
         return items
 
 
+def conversation_id(request: CreateResponseRequest) -> str | None:
+    conversation = request.conversation
+    if isinstance(conversation, dict):
+        if not isinstance(conversation.get("id"), str):
+            raise InvalidRequest("conversation must be an id or {\"id\": ...}", param="conversation")
+        return conversation["id"]
+    return conversation
+
+
+def with_status(items: list[dict]) -> list[dict]:
+    """Items as the API returns them from a conversation: every one has a status."""
+    return [{**item, "status": item.get("status") or "completed"} for item in items]
+
+
+def as_api_error(exc: Exception) -> APIError:
+    return exc if isinstance(exc, APIError) else ServerError(f"{type(exc).__name__}: {exc}")
+
+
 _REPLAYED = {"message", "function_call", "reasoning", "function_call_output"}
 
 
@@ -332,6 +427,7 @@ def base_response(request: CreateResponseRequest) -> dict[str, Any]:
         "max_output_tokens": request.max_output_tokens, "previous_response_id": request.previous_response_id,
         "reasoning": {"effort": request.reasoning.effort if request.reasoning else None, "summary": None},
         "store": request.store, "background": request.background, "truncation": "disabled",
+        "conversation": {"id": conversation_id(request)} if request.conversation else None,
         "text": {"format": (request.text.format if request.text and request.text.format else {"type": "text"})},
         **({"user": request.user} if request.user is not None else {}),  # usage: set when it finishes
     }
@@ -357,17 +453,18 @@ _ID_PREFIX = {"message": "msg", "function_call": "fc", "function_call_output": "
 _ROLES = {"user", "system", "developer", "assistant"}
 
 
-def normalize_input(value: str | list[dict]) -> list[dict]:
-    """The input as stored items: each has a type and an id."""
+def normalize_input(value: str | list[dict], param: str = "input") -> list[dict]:
+    """The input as stored items: each has a type and an id. `param` names the list in errors."""
     if isinstance(value, str):
         value = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": value}]}]
     if not value:
-        raise InvalidRequest("input must not be empty", param="input")
+        raise InvalidRequest(f"{param} must not be empty", param=param)
     items = []
+    list_param = param
     for index, raw in enumerate(value):
         item = dict(raw)
         kind = item.setdefault("type", "message")
-        param = f"input[{index}]"
+        param = f"{list_param}[{index}]"
         if kind not in _ID_PREFIX:
             raise InvalidRequest(f"input item type {kind!r} is not supported", param=f"{param}.type")
         if kind == "message":
@@ -375,8 +472,7 @@ def normalize_input(value: str | list[dict]) -> list[dict]:
                 raise InvalidRequest("a message needs a role: user, system, developer or assistant",
                                      param=f"{param}.role")
             if isinstance(item.get("content"), str):
-                part = "output_text" if item["role"] == "assistant" else "input_text"
-                item["content"] = [{"type": part, "text": item["content"]}]
+                item["content"] = [text_part(item["role"], item["content"])]
             if not isinstance(item.get("content"), list) or not all(
                     isinstance(p, dict) and isinstance(p.get("text"), str) for p in item["content"]):
                 raise InvalidRequest("message content must be a string or text parts", param=f"{param}.content")
@@ -389,6 +485,13 @@ def normalize_input(value: str | list[dict]) -> list[dict]:
         item.setdefault("id", new_id(_ID_PREFIX[kind]))
         items.append(item)
     return items
+
+
+def text_part(role: str, text: str) -> dict:
+    """A message's text as the part the API lists it with (an assistant's is output text)."""
+    if role == "assistant":
+        return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+    return {"type": "input_text", "text": text}
 
 
 def items_to_messages(items: list[dict]) -> list[dict]:

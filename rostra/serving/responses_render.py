@@ -12,6 +12,7 @@ import secrets
 import time
 from typing import Any
 
+from rostra.errors import APIError
 from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, ToolCallEnd, ToolCallStart
 from rostra.serving.chat import logprobs_content
 
@@ -27,6 +28,7 @@ class ResponseBuilder:
         self._open: dict[str, Any] | None = None  # the output item being written
         self._text = ""  # its text so far (message or reasoning)
         self._logprobs: list[dict] = []  # its tokens' logprobs so far (messages, when asked for)
+        self.error: APIError | None = None  # why the response failed, once it has
 
     # -- the envelope ------------------------------------------------------------------------
     def event(self, kind: str, **fields: Any) -> dict[str, Any]:
@@ -75,11 +77,18 @@ class ResponseBuilder:
         response["completed_at"] = int(time.time())
         return self.lifecycle("response.completed")
 
-    def fail(self, message: str, code: str = "server_error") -> dict[str, Any]:
-        self._close()
+    def fail(self, error: APIError) -> list[dict[str, Any]]:
+        """The events that end a response that failed: its open item closed as `incomplete`, an `error`
+        event (the Responses stream's own error shape), then `response.failed`."""
+        self.error = error
+        out = self._close(status="incomplete")
+        out.append(self.event("error", code=error.code or error.error_type, message=error.message,
+                              param=error.param))
         self.response["status"] = "failed"
-        self.response["error"] = {"code": code, "message": message}
-        return self.lifecycle("response.failed")
+        # The response object's error codes are a closed set: everything rostra fails with is a server_error.
+        self.response["error"] = {"code": "server_error", "message": error.message}
+        out.append(self.lifecycle("response.failed"))
+        return out
 
     # -- output items --------------------------------------------------------------------------
     def _index(self) -> int:
@@ -116,7 +125,7 @@ class ResponseBuilder:
                                   output_index=self._index(), content_index=0, delta=text))
         return out
 
-    def _close(self) -> list[dict[str, Any]]:
+    def _close(self, status: str = "completed") -> list[dict[str, Any]]:
         item, self._open = self._open, None
         if item is None:
             return []
@@ -138,7 +147,7 @@ class ResponseBuilder:
         elif item["type"] == "function_call":
             out.append(self.event("response.function_call_arguments.done", item_id=item_id, output_index=index,
                                   name=item["name"], arguments=item["arguments"]))
-        item["status"] = "completed"
+        item["status"] = status
         out.append(self.event("response.output_item.done", output_index=index, item=_snapshot(item)))
         return out
 

@@ -1,9 +1,11 @@
-"""The storage interface for the Responses API (`store: true`, `GET /v1/responses/{id}`, ...).
+"""The storage interface for the Responses API (`store: true`, `GET /v1/responses/{id}`, ...)
+and the Conversations API.
 
 A store keeps three things per response: the response object itself (replaced whole on every
 update), its input items in the order they were given, and the log of streaming events, so a
-client can re-attach to a stream with `starting_after`. All values are plain JSON dicts/lists;
-the store never interprets them beyond the few fields named below.
+client can re-attach to a stream with `starting_after`. Per conversation it keeps the
+conversation object and its items in order. All values are plain JSON dicts/lists; the store
+never interprets them beyond the few fields named below.
 
 Several rostra processes (replicas) may share one store. A running response then belongs to the
 replica that runs it: that replica holds a lease on it (`owner`, renewed every few seconds). Any
@@ -159,3 +161,38 @@ class ResponseStore(ABC):
     async def mark_interrupted(self) -> int:
         """At start-up: mark every "queued"/"in_progress" response as "failed" with
         INTERRUPTED_ERROR as its `error`. Returns how many were marked."""
+
+    # -- conversations ------------------------------------------------------------------------
+
+    @abstractmethod
+    async def create_conversation(self, conversation: dict, items: list[dict]) -> None:
+        """Store a new conversation (`id`, `created_at` read from it) and its first items in order."""
+
+    @abstractmethod
+    async def get_conversation(self, conversation_id: str) -> dict | None:
+        """The stored conversation object, or None."""
+
+    @abstractmethod
+    async def update_conversation(self, conversation: dict) -> None:
+        """Replace the stored conversation object with the same `id`. Raises StoreError if unknown."""
+
+    @abstractmethod
+    async def delete_conversation(self, conversation_id: str) -> bool:
+        """Delete a conversation with its items; False if it was unknown."""
+
+    @abstractmethod
+    async def add_conversation_items(self, conversation_id: str, items: list[dict]) -> None:
+        """Append items (each has an `id`) after the conversation's last one. StoreError if unknown."""
+
+    @abstractmethod
+    async def conversation_items(self, conversation_id: str, *, after: str | None = None, limit: int = 20,
+                                 order: str = "desc") -> tuple[list[dict], bool]:
+        """One page of a conversation's items, paged as `input_items` pages a response's."""
+
+    @abstractmethod
+    async def get_conversation_item(self, conversation_id: str, item_id: str) -> dict | None:
+        """One item of a conversation, or None."""
+
+    @abstractmethod
+    async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:
+        """Remove one item from a conversation; False if there was no such item."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
@@ -37,7 +38,7 @@ MIGRATION_LOCK = 0x726F73747261
 # Schema migrations, applied in order; rostra_schema.version is how many were applied. Append new
 # scripts, never edit one that has shipped. The bodies are TEXT, not JSONB: stored exactly as given.
 MIGRATIONS: list[str] = [
-    # 1: the initial schema, leases included (the same columns as SQLite's migrations 1 and 2).
+    # 1: the initial schema: responses with leases, conversations (SQLite's migrations 1 to 3).
     """
     CREATE TABLE rostra_responses (
         id TEXT PRIMARY KEY,
@@ -58,18 +59,75 @@ MIGRATIONS: list[str] = [
         body TEXT NOT NULL,
         PRIMARY KEY (response_id, position)
     );
+    CREATE INDEX rostra_input_items_by_id ON rostra_input_items (response_id, item_id);
     CREATE TABLE rostra_events (
         response_id TEXT NOT NULL REFERENCES rostra_responses(id) ON DELETE CASCADE,
         sequence_number INTEGER NOT NULL,
         body TEXT NOT NULL,
         PRIMARY KEY (response_id, sequence_number)
     );
+    CREATE TABLE rostra_conversations (
+        id TEXT PRIMARY KEY,
+        created_at BIGINT,
+        body TEXT NOT NULL
+    );
+    CREATE TABLE rostra_conversation_items (
+        conversation_id TEXT NOT NULL REFERENCES rostra_conversations(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        item_id TEXT,
+        body TEXT NOT NULL,
+        PRIMARY KEY (conversation_id, position)
+    );
+    CREATE INDEX rostra_conversation_items_by_id ON rostra_conversation_items (conversation_id, item_id);
     """,
 ]
 
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class _ItemTable:
+    """A table of ordered items that belong to an owner (a response's input, a conversation)."""
+
+    owners: str  # the owners' table
+    items: str
+    owner_column: str
+    owner_name: str  # for error messages
+
+
+_RESPONSE_ITEMS = _ItemTable("rostra_responses", "rostra_input_items", "response_id", "response")
+_CONVERSATION_ITEMS = _ItemTable("rostra_conversations", "rostra_conversation_items", "conversation_id",
+                                 "conversation")
+
+
+async def _page(pool: asyncpg.Pool, table: _ItemTable, owner: str, after: str | None, limit: int,
+                order: str) -> tuple[list[dict], bool]:
+    """One page of an owner's items, as OpenAI's list endpoints page them: (items, has_more)."""
+    if order not in ("asc", "desc"):
+        raise ValueError(f"order must be 'asc' or 'desc', not {order!r}")
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, not {limit}")
+    # One snapshot for the cursor lookup and the page. Table and column names, the operator and the
+    # direction all come from fixed strings, never from a request.
+    async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+        if await conn.fetchval(f"SELECT 1 FROM {table.owners} WHERE id = $1", owner) is None:
+            raise StoreError(f"no {table.owner_name} {owner!r}")
+        bound = None
+        if after is not None:
+            bound = await conn.fetchval(
+                f"SELECT position FROM {table.items} WHERE {table.owner_column} = $1 AND item_id = $2 "
+                "ORDER BY position LIMIT 1", owner, after)
+            if bound is None:
+                raise StoreError(f"no item {after!r} in {table.owner_name} {owner!r}")
+        compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")
+        # One extra row tells whether there is another page.
+        rows = await conn.fetch(
+            f"SELECT body FROM {table.items} WHERE {table.owner_column} = $1 "
+            f"AND ($2::int IS NULL OR position {compare} $2) ORDER BY position {direction} LIMIT $3",
+            owner, bound, limit + 1)
+    return [json.loads(row["body"]) for row in rows[:limit]], len(rows) > limit
 
 
 class _NotifiedWatch(Watch):
@@ -233,29 +291,7 @@ class PostgresResponseStore(ResponseStore):
 
     async def input_items(self, response_id: str, *, after: str | None = None, limit: int = 20,
                           order: str = "desc") -> tuple[list[dict], bool]:
-        if order not in ("asc", "desc"):
-            raise ValueError(f"order must be 'asc' or 'desc', not {order!r}")
-        if limit < 1:
-            raise ValueError(f"limit must be at least 1, not {limit}")
-        # One snapshot for the cursor lookup and the page.
-        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-            if await conn.fetchval("SELECT 1 FROM rostra_responses WHERE id = $1", response_id) is None:
-                raise StoreError(f"no response {response_id!r}")
-            bound = None
-            if after is not None:
-                bound = await conn.fetchval(
-                    "SELECT position FROM rostra_input_items WHERE response_id = $1 AND item_id = $2 "
-                    "ORDER BY position LIMIT 1", response_id, after)
-                if bound is None:
-                    raise StoreError(f"no input item {after!r} in response {response_id!r}")
-            # The operator and direction come from fixed strings only; one extra row tells
-            # whether there is another page.
-            compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")
-            rows = await conn.fetch(
-                f"SELECT body FROM rostra_input_items WHERE response_id = $1 "
-                f"AND ($2::int IS NULL OR position {compare} $2) ORDER BY position {direction} LIMIT $3",
-                response_id, bound, limit + 1)
-        return [json.loads(row["body"]) for row in rows[:limit]], len(rows) > limit
+        return await _page(self.pool, _RESPONSE_ITEMS, response_id, after, limit, order)
 
     # -- events -----------------------------------------------------------------------------
 
@@ -316,6 +352,66 @@ class PostgresResponseStore(ResponseStore):
                                    row["id"], number, _dumps(failed_event(response, number)))
                 await conn.execute(f"SELECT pg_notify('{CHANNEL}', $1)", row["id"])
         return [row["id"] for row in rows]
+
+
+    # -- conversations ------------------------------------------------------------------------
+
+    async def create_conversation(self, conversation: dict, items: list[dict]) -> None:
+        async with self.pool.acquire() as conn, conn.transaction():
+            try:
+                await conn.execute("INSERT INTO rostra_conversations (id, created_at, body) VALUES ($1, $2, $3)",
+                                   conversation["id"], conversation.get("created_at"), _dumps(conversation))
+            except asyncpg.UniqueViolationError as exc:
+                raise StoreError(f"conversation {conversation['id']!r} already exists") from exc
+            await _append_items(conn, conversation["id"], items)
+
+    async def get_conversation(self, conversation_id: str) -> dict | None:
+        body = await self.pool.fetchval("SELECT body FROM rostra_conversations WHERE id = $1", conversation_id)
+        return None if body is None else json.loads(body)
+
+    async def update_conversation(self, conversation: dict) -> None:
+        done = await self.pool.execute("UPDATE rostra_conversations SET body = $1 WHERE id = $2",
+                                       _dumps(conversation), conversation["id"])
+        if done == "UPDATE 0":
+            raise StoreError(f"no conversation {conversation['id']!r} to update")
+
+    async def delete_conversation(self, conversation_id: str) -> bool:
+        # Its items go with it: ON DELETE CASCADE.
+        done = await self.pool.execute("DELETE FROM rostra_conversations WHERE id = $1", conversation_id)
+        return done != "DELETE 0"
+
+    async def add_conversation_items(self, conversation_id: str, items: list[dict]) -> None:
+        async with self.pool.acquire() as conn, conn.transaction():
+            # The row lock orders concurrent appends (from several replicas) one after the other.
+            if await conn.fetchval("SELECT 1 FROM rostra_conversations WHERE id = $1 FOR UPDATE",
+                                   conversation_id) is None:
+                raise StoreError(f"no conversation {conversation_id!r}")
+            await _append_items(conn, conversation_id, items)
+
+    async def conversation_items(self, conversation_id: str, *, after: str | None = None, limit: int = 20,
+                                 order: str = "desc") -> tuple[list[dict], bool]:
+        return await _page(self.pool, _CONVERSATION_ITEMS, conversation_id, after, limit, order)
+
+    async def get_conversation_item(self, conversation_id: str, item_id: str) -> dict | None:
+        body = await self.pool.fetchval(
+            "SELECT body FROM rostra_conversation_items WHERE conversation_id = $1 AND item_id = $2",
+            conversation_id, item_id)
+        return None if body is None else json.loads(body)
+
+    async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:
+        done = await self.pool.execute(
+            "DELETE FROM rostra_conversation_items WHERE conversation_id = $1 AND item_id = $2",
+            conversation_id, item_id)
+        return done != "DELETE 0"
+
+
+async def _append_items(conn: asyncpg.Connection, conversation_id: str, items: list[dict]) -> None:
+    """Items after the conversation's last one (inside the caller's transaction)."""
+    last = await conn.fetchval("SELECT COALESCE(MAX(position), -1) FROM rostra_conversation_items "
+                               "WHERE conversation_id = $1", conversation_id)
+    await conn.executemany(
+        "INSERT INTO rostra_conversation_items (conversation_id, position, item_id, body) VALUES ($1, $2, $3, $4)",
+        [(conversation_id, last + 1 + offset, item.get("id"), _dumps(item)) for offset, item in enumerate(items)])
 
 
 async def _migrate(conn: asyncpg.Connection) -> None:

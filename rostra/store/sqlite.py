@@ -15,6 +15,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -56,7 +57,23 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (response_id, sequence_number)
     );
     """,
-    # 2: leases of running responses (the replica that runs one, until when) and cancel requests.
+    # 2: conversations and their items.
+    """
+    CREATE TABLE conversations (
+        id TEXT PRIMARY KEY,
+        created_at INTEGER,
+        body TEXT
+    );
+    CREATE TABLE conversation_items (
+        conversation_id TEXT REFERENCES conversations(id) ON DELETE CASCADE,
+        position INTEGER,
+        item_id TEXT,
+        body TEXT,
+        PRIMARY KEY (conversation_id, position)
+    );
+    CREATE INDEX conversation_items_by_id ON conversation_items(conversation_id, item_id);
+    """,
+    # 3: leases of running responses (the replica that runs one, until when) and cancel requests.
     """
     ALTER TABLE responses ADD COLUMN owner TEXT;
     ALTER TABLE responses ADD COLUMN lease_until REAL;
@@ -99,6 +116,52 @@ def _transaction(conn: sqlite3.Connection, mode: str = "IMMEDIATE") -> Iterator[
             conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+@dataclass(frozen=True)
+class _ItemTable:
+    """A table of ordered items that belong to an owner (a response's input, a conversation)."""
+
+    owners: str  # the owners' table
+    items: str
+    owner_column: str
+    owner_name: str  # for error messages
+
+
+_RESPONSE_ITEMS = _ItemTable("responses", "input_items", "response_id", "response")
+_CONVERSATION_ITEMS = _ItemTable("conversations", "conversation_items", "conversation_id", "conversation")
+
+
+def _page(conn: sqlite3.Connection, table: _ItemTable, owner: str, after: str | None, limit: int,
+          order: str) -> tuple[list[dict], bool]:
+    """One page of an owner's items, as OpenAI's list endpoints page them: (items, has_more)."""
+    if order not in ("asc", "desc"):
+        raise ValueError(f"order must be 'asc' or 'desc', not {order!r}")
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, not {limit}")
+    # A read transaction, so the cursor lookup and the page see the same snapshot. Table and column
+    # names, the operator and the direction all come from fixed strings, never from a request.
+    with _transaction(conn, "DEFERRED"):
+        if conn.execute(f"SELECT 1 FROM {table.owners} WHERE id = ?", (owner,)).fetchone() is None:
+            raise StoreError(f"no {table.owner_name} {owner!r}")
+        # Positions grow in the order items were added; "after" is a position bound in the
+        # direction of `order`.
+        compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")
+        bound: int | None = None
+        if after is not None:
+            row = conn.execute(
+                f"SELECT position FROM {table.items} WHERE {table.owner_column} = ? AND item_id = ? "
+                "ORDER BY position LIMIT 1", (owner, after)).fetchone()
+            if row is None:
+                raise StoreError(f"no item {after!r} in {table.owner_name} {owner!r}")
+            bound = row[0]
+        where = f"{table.owner_column} = ?" + ("" if bound is None else f" AND position {compare} ?")
+        params: tuple = (owner,) if bound is None else (owner, bound)
+        # One extra row tells whether there is another page.
+        rows = conn.execute(
+            f"SELECT body FROM {table.items} WHERE {where} ORDER BY position {direction} LIMIT ?",
+            (*params, limit + 1)).fetchall()
+    return [json.loads(body) for (body,) in rows[:limit]], len(rows) > limit
 
 
 class SqliteResponseStore(ResponseStore):
@@ -257,37 +320,12 @@ class SqliteResponseStore(ResponseStore):
 
     async def input_items(self, response_id: str, *, after: str | None = None, limit: int = 20,
                           order: str = "desc") -> tuple[list[dict], bool]:
-        if order not in ("asc", "desc"):
-            raise ValueError(f"order must be 'asc' or 'desc', not {order!r}")
-        if limit < 1:
-            raise ValueError(f"limit must be at least 1, not {limit}")
         return await self._run(self._input_items_sync, response_id, after, limit, order)
 
     @staticmethod
     def _input_items_sync(conn: sqlite3.Connection, response_id: str, after: str | None,
                           limit: int, order: str) -> tuple[list[dict], bool]:
-        # A read transaction, so the cursor lookup and the page see the same snapshot.
-        with _transaction(conn, "DEFERRED"):
-            if conn.execute("SELECT 1 FROM responses WHERE id = ?", (response_id,)).fetchone() is None:
-                raise StoreError(f"no response {response_id!r}")
-            # Positions are 0..n-1 in the order given; "after" is a position bound in the
-            # direction of `order`. The operator and direction come from fixed strings only.
-            compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")
-            bound: int | None = None
-            if after is not None:
-                row = conn.execute(
-                    "SELECT position FROM input_items WHERE response_id = ? AND item_id = ? "
-                    "ORDER BY position LIMIT 1", (response_id, after)).fetchone()
-                if row is None:
-                    raise StoreError(f"no input item {after!r} in response {response_id!r}")
-                bound = row[0]
-            where = "response_id = ?" + ("" if bound is None else f" AND position {compare} ?")
-            params: tuple = (response_id,) if bound is None else (response_id, bound)
-            # One extra row tells whether there is another page.
-            rows = conn.execute(
-                f"SELECT body FROM input_items WHERE {where} ORDER BY position {direction} LIMIT ?",
-                (*params, limit + 1)).fetchall()
-        return [json.loads(body) for (body,) in rows[:limit]], len(rows) > limit
+        return _page(conn, _RESPONSE_ITEMS, response_id, after, limit, order)
 
     # -- events -----------------------------------------------------------------------------
 
@@ -368,3 +406,84 @@ class SqliteResponseStore(ResponseStore):
                 conn.execute("INSERT INTO events (response_id, sequence_number, body) VALUES (?, ?, ?)",
                              (response_id, number, _dumps(failed_event(response, number))))
         return [response_id for response_id, _ in rows]
+
+    # -- conversations ------------------------------------------------------------------------
+
+    async def create_conversation(self, conversation: dict, items: list[dict]) -> None:
+        await self._run(self._create_conversation_sync, conversation, items)
+
+    @staticmethod
+    def _create_conversation_sync(conn: sqlite3.Connection, conversation: dict, items: list[dict]) -> None:
+        try:
+            with _transaction(conn):
+                conn.execute("INSERT INTO conversations (id, created_at, body) VALUES (?, ?, ?)",
+                             (conversation["id"], conversation.get("created_at"), _dumps(conversation)))
+                _append_items(conn, conversation["id"], items)
+        except sqlite3.IntegrityError as exc:
+            raise StoreError(f"conversation {conversation['id']!r} already exists") from exc
+
+    async def get_conversation(self, conversation_id: str) -> dict | None:
+        return await self._run(self._get_conversation_sync, conversation_id)
+
+    @staticmethod
+    def _get_conversation_sync(conn: sqlite3.Connection, conversation_id: str) -> dict | None:
+        row = conn.execute("SELECT body FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    async def update_conversation(self, conversation: dict) -> None:
+        await self._run(self._update_conversation_sync, conversation)
+
+    @staticmethod
+    def _update_conversation_sync(conn: sqlite3.Connection, conversation: dict) -> None:
+        cursor = conn.execute("UPDATE conversations SET body = ? WHERE id = ?",
+                              (_dumps(conversation), conversation["id"]))
+        if cursor.rowcount == 0:
+            raise StoreError(f"no conversation {conversation['id']!r} to update")
+
+    async def delete_conversation(self, conversation_id: str) -> bool:
+        return await self._run(self._delete_conversation_sync, conversation_id)
+
+    @staticmethod
+    def _delete_conversation_sync(conn: sqlite3.Connection, conversation_id: str) -> bool:
+        # Its items go with it: ON DELETE CASCADE.
+        return conn.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,)).rowcount > 0
+
+    async def add_conversation_items(self, conversation_id: str, items: list[dict]) -> None:
+        await self._run(self._add_conversation_items_sync, conversation_id, items)
+
+    @staticmethod
+    def _add_conversation_items_sync(conn: sqlite3.Connection, conversation_id: str, items: list[dict]) -> None:
+        with _transaction(conn):
+            if conn.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone() is None:
+                raise StoreError(f"no conversation {conversation_id!r}")
+            _append_items(conn, conversation_id, items)
+
+    async def conversation_items(self, conversation_id: str, *, after: str | None = None, limit: int = 20,
+                                 order: str = "desc") -> tuple[list[dict], bool]:
+        return await self._run(_page, _CONVERSATION_ITEMS, conversation_id, after, limit, order)
+
+    async def get_conversation_item(self, conversation_id: str, item_id: str) -> dict | None:
+        return await self._run(self._get_conversation_item_sync, conversation_id, item_id)
+
+    @staticmethod
+    def _get_conversation_item_sync(conn: sqlite3.Connection, conversation_id: str, item_id: str) -> dict | None:
+        row = conn.execute("SELECT body FROM conversation_items WHERE conversation_id = ? AND item_id = ?",
+                           (conversation_id, item_id)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:
+        return await self._run(self._delete_conversation_item_sync, conversation_id, item_id)
+
+    @staticmethod
+    def _delete_conversation_item_sync(conn: sqlite3.Connection, conversation_id: str, item_id: str) -> bool:
+        return conn.execute("DELETE FROM conversation_items WHERE conversation_id = ? AND item_id = ?",
+                            (conversation_id, item_id)).rowcount > 0
+
+
+def _append_items(conn: sqlite3.Connection, conversation_id: str, items: list[dict]) -> None:
+    """Items after the conversation's last one (inside the caller's transaction)."""
+    last = conn.execute("SELECT COALESCE(MAX(position), -1) FROM conversation_items WHERE conversation_id = ?",
+                        (conversation_id,)).fetchone()[0]
+    conn.executemany(
+        "INSERT INTO conversation_items (conversation_id, position, item_id, body) VALUES (?, ?, ?, ?)",
+        [(conversation_id, last + 1 + offset, item.get("id"), _dumps(item)) for offset, item in enumerate(items)])

@@ -178,7 +178,8 @@ class UpstreamPool:
             upstream.outstanding -= 1
             error = _relayed_error(response.status_code, _json_or_none(content), upstream)
             if response.status_code == 429:
-                await asyncio.sleep(min(_retry_after(response), MAX_RETRY_AFTER))
+                if attempt < self.retries:  # after the last attempt the error is relayed at once
+                    await asyncio.sleep(min(_retry_after(response), MAX_RETRY_AFTER))
             elif response.status_code >= 500:
                 upstream.failed(f"HTTP {response.status_code}")
             else:

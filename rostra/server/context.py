@@ -1,0 +1,45 @@
+"""What every route reaches: the engine, the settings, the store and the services built on them.
+
+The composition root (app.py) builds one ServerContext per app and keeps it in `app.state.rostra`;
+routes get it with `server_context(request)`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from starlette.requests import Request
+
+from rostra.config import Settings
+from rostra.engines.base import Engine
+from rostra.prompt.chat_template import ChatTemplate
+from rostra.server.admission import Admission
+from rostra.server.metrics import Metrics
+from rostra.serving.chat import ChatService
+from rostra.serving.completions import CompletionService
+from rostra.serving.conversations import ConversationsService
+from rostra.serving.responses import ResponsesService
+from rostra.store.base import ResponseStore
+
+
+@dataclass
+class ServerContext:
+    engine: Engine
+    settings: Settings
+    store: ResponseStore
+    template: ChatTemplate
+    chat: ChatService
+    completions: CompletionService
+    responses: ResponsesService
+    conversations: ConversationsService
+    admission: Admission
+    metrics: Metrics
+    # The names the API accepts: those given, else the engine's (a gateway's change as upstreams come and go).
+    served_names: Callable[[], list[str]]
+    started: int = field(default_factory=lambda: int(time.time()))
+
+
+def server_context(request: Request) -> ServerContext:
+    return request.app.state.rostra

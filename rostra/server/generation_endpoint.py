@@ -1,0 +1,62 @@
+"""The one way every generation request is served, whatever its API (Chat, Completions, Responses).
+
+A service prepares a job from the validated body, then streams it, folds it into one response, or (Responses)
+runs it in the background. Around that, in this one place: the admission slot, the request's deadline,
+disconnect = abort, and the request log. The slot is owned by whatever outlives this call (the streamed
+response, or the background run) and released by it, never by the `finally` of a generator that may never start.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import aclosing
+from typing import Callable
+
+from fastapi.responses import JSONResponse
+from starlette.requests import Request
+from starlette.responses import Response
+
+from rostra.server.context import server_context
+from rostra.server.sse import EventStreamResponse, until_disconnected
+from rostra.serving.deadline import Deadline
+
+log = logging.getLogger("rostra.server")
+CLIENT_CLOSED = 499  # nginx's code for "the client went away first"
+
+
+async def serve_generation(request: Request, service, body, responses_api: bool = False) -> Response:
+    context = server_context(request)
+    settings = context.settings
+    await context.admission.acquire()
+    release: Callable[[], None] | None = context.admission.release  # handed on to whatever outlives this call
+    try:
+        deadline = Deadline.after(settings.request_timeout)
+        job = await service.prepare(body)
+        request.state.job = job  # for the access log
+        if settings.log_requests:
+            log.info("request %s prompt: %r", job.id, job.runs[0].prompt.last_message_text)
+        if getattr(body, "background", False):
+            response, release = await service.start_background(job, deadline, release), None
+            if body.stream:
+                return EventStreamResponse(service.follow(response["id"], None), responses_api=True)
+            return JSONResponse(response)
+        if body.stream:
+            stream = service.stream(job, deadline)
+            streamed = EventStreamResponse(_logged(stream) if settings.log_outputs else stream, responses_api,
+                                           on_close=release)
+            release = None
+            return streamed
+        result = await until_disconnected(request, service.complete(job, deadline))
+    finally:
+        if release is not None:
+            release()
+    if settings.log_outputs and result:
+        log.info("request %s output: %r", job.id, result.get("choices", result.get("output")))
+    return Response(status_code=CLIENT_CLOSED) if result is None else JSONResponse(result)
+
+
+async def _logged(stream):
+    async with aclosing(stream):
+        async for item in stream:
+            log.info("stream chunk: %s", item)
+            yield item

@@ -1,0 +1,36 @@
+"""Request bodies -> validated protocol models, with OpenAI's `param` paths in the errors."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+
+from rostra.errors import InvalidRequest
+
+# Parts of a pydantic error location that name a union member's type, not a field.
+_TYPE_TAG = re.compile(r"^(str|int|float|bool|list|dict|none|json-or-python)(\[.*\])?$|^(function|constrained)-|\[")
+
+
+def param_from_location(location: tuple) -> str | None:
+    """('messages', 0, 'role') -> 'messages[0].role' (the JSON path OpenAI names in `param`)."""
+    path = ""
+    for part in location:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part != "body" and not _TYPE_TAG.search(str(part)):
+            path += f".{part}" if path else str(part)
+    return path or None
+
+
+async def parse_body(request: Request, model: type[BaseModel]) -> BaseModel:
+    body = await request.body()
+    try:
+        return model.model_validate_json(body)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        if first["type"] == "json_invalid":
+            raise InvalidRequest(f"the request body is not valid JSON: {first['msg']}") from exc
+        param = param_from_location(tuple(first["loc"]))
+        raise InvalidRequest(f"{param or 'body'}: {first['msg']}", param=param) from exc

@@ -1,0 +1,29 @@
+"""Probes and telemetry: /health, /version, /metrics."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from rostra import __version__
+from rostra.server.context import server_context
+from rostra.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+
+router = APIRouter()
+
+
+@router.get("/health")
+async def health(request: Request):
+    engine = server_context(request).engine
+    # running: generations holding engine capacity (a disconnected client's drop within ~1 s).
+    return {"status": "ok", "running": engine.running_requests(), **engine.health()}
+
+
+@router.get("/metrics")
+async def prometheus_metrics(request: Request):
+    return Response(server_context(request).metrics.exposition(), media_type=METRICS_CONTENT_TYPE)
+
+
+@router.get("/version")
+async def version():
+    return {"version": __version__}

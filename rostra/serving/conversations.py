@@ -1,0 +1,103 @@
+"""The Conversations API: a conversation is a stored list of items that responses read and extend.
+
+`POST /v1/responses` with `conversation` prepends the conversation's items to its input, and once the
+response has ended (completed or incomplete) appends its input and output items to the conversation, so
+the next response sees them (rostra/serving/responses.py). Items are stored as the API returns them
+(ConversationItem: each with an id and a status).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rostra.errors import InvalidRequest, NotFound
+from rostra.protocol.conversations import CreateConversationBody, CreateConversationItemsBody, UpdateConversationBody
+from rostra.serving.responses import normalize_input, with_status
+from rostra.serving.responses_render import new_id
+from rostra.store.base import ResponseStore, StoreError
+
+MAX_ITEMS_PER_CALL = 20  # OpenAI's bound on items given at once
+
+
+def check_metadata(metadata: Any, param: str = "metadata") -> dict[str, str]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict) or len(metadata) > 16 or not all(
+            isinstance(k, str) and isinstance(v, str) and len(k) <= 64 and len(v) <= 512 for k, v in metadata.items()):
+        raise InvalidRequest("metadata must be at most 16 string pairs (keys up to 64, values up to 512 characters)",
+                             param=param)
+    return metadata
+
+
+def check_items(raw: Any, param: str = "items") -> list[dict]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(item, dict) for item in raw):
+        raise InvalidRequest("items must be a list of input items", param=param)
+    if len(raw) > MAX_ITEMS_PER_CALL:
+        raise InvalidRequest(f"at most {MAX_ITEMS_PER_CALL} items may be added at a time", param=param)
+    return with_status(normalize_input(raw, param=param)) if raw else []
+
+
+class ConversationsService:
+    def __init__(self, store: ResponseStore):
+        self.store = store
+
+    async def create(self, body: CreateConversationBody) -> dict:
+        conversation = {"id": new_id("conv"), "object": "conversation", "created_at": int(time.time()),
+                        "metadata": check_metadata(body.metadata)}
+        await self.store.create_conversation(conversation, check_items(body.items))
+        return conversation
+
+    async def retrieve(self, conversation_id: str, param: str = "conversation_id") -> dict:
+        conversation = await self.store.get_conversation(conversation_id)
+        if conversation is None:
+            raise NotFound(f"Conversation with id '{conversation_id}' not found.", param=param)
+        return conversation
+
+    async def update(self, conversation_id: str, body: UpdateConversationBody) -> dict:
+        conversation = {**await self.retrieve(conversation_id), "metadata": check_metadata(body.metadata)}
+        await self.store.update_conversation(conversation)
+        return conversation
+
+    async def delete(self, conversation_id: str) -> dict:
+        if not await self.store.delete_conversation(conversation_id):
+            raise NotFound(f"Conversation with id '{conversation_id}' not found.", param="conversation_id")
+        return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
+
+    async def add_items(self, conversation_id: str, body: CreateConversationItemsBody) -> dict:
+        await self.retrieve(conversation_id)
+        items = check_items(body.items)
+        await self.store.add_conversation_items(conversation_id, items)
+        return item_list(items, has_more=False)
+
+    async def list_items(self, conversation_id: str, after: str | None, limit: int, order: str) -> dict:
+        await self.retrieve(conversation_id)
+        try:
+            items, has_more = await self.store.conversation_items(conversation_id, after=after, limit=limit,
+                                                                  order=order)
+        except StoreError as exc:
+            raise InvalidRequest(str(exc), param="after") from exc
+        return item_list(items, has_more)
+
+    async def get_item(self, conversation_id: str, item_id: str) -> dict:
+        await self.retrieve(conversation_id)
+        item = await self.store.get_conversation_item(conversation_id, item_id)
+        if item is None:
+            raise NotFound(f"Item with id '{item_id}' not found in conversation '{conversation_id}'.",
+                           param="item_id")
+        return item
+
+    async def delete_item(self, conversation_id: str, item_id: str) -> dict:
+        conversation = await self.retrieve(conversation_id)
+        if not await self.store.delete_conversation_item(conversation_id, item_id):
+            raise NotFound(f"Item with id '{item_id}' not found in conversation '{conversation_id}'.",
+                           param="item_id")
+        return conversation
+
+
+def item_list(items: list[dict], has_more: bool) -> dict:
+    # first_id/last_id are required strings in the spec: an empty page has empty ones.
+    return {"object": "list", "data": items, "has_more": has_more,
+            "first_id": items[0]["id"] if items else "", "last_id": items[-1]["id"] if items else ""}

@@ -1,0 +1,49 @@
+"""A request's deadline (`--request-timeout`), applied between the items of a stream.
+
+The deadline is an absolute loop time fixed when the request is admitted, so a stream that is followed
+by other work (storing, a background run) is held to the same end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import AsyncIterator, TypeVar
+
+from rostra.errors import RequestTimeout
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Deadline:
+    seconds: float | None  # None: no limit
+    at: float | None
+
+    @classmethod
+    def after(cls, seconds: float | None) -> "Deadline":
+        return cls(seconds, asyncio.get_running_loop().time() + seconds if seconds else None)
+
+    def error(self) -> RequestTimeout:
+        return RequestTimeout(f"the request took longer than {self.seconds} s")
+
+    def bound(self, stream: AsyncIterator[T]) -> AsyncIterator[T]:
+        """`stream`'s items until the deadline; past it, RequestTimeout (and `stream` is closed).
+        Without a deadline, `stream` itself: no hop per item."""
+        return stream if self.at is None else self._bounded(stream)
+
+    async def _bounded(self, stream: AsyncIterator[T]) -> AsyncIterator[T]:
+        async with aclosing(stream):
+            while True:
+                try:
+                    async with asyncio.timeout_at(self.at):
+                        item = await anext(stream)
+                except StopAsyncIteration:
+                    return
+                except TimeoutError:
+                    raise self.error() from None
+                yield item
+
+
+NO_DEADLINE = Deadline(None, None)

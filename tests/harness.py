@@ -1,0 +1,116 @@
+"""The app in-process: the scripted engine and a real SQLite store behind the ASGI interface, no sockets.
+
+Serving-layer tests run in milliseconds here. `InProcessServer.client` is an httpx client over
+`ASGITransport` (whole answers); `call()` drives the ASGI app by hand, so a test can read a stream as it
+comes and hang up (`http.disconnect`) whenever it likes. End-to-end tests keep using real `rostra serve`
+processes (servers.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from rostra.config import Settings
+from rostra.embedded import embedded_model_path
+from rostra.engines import load_engine
+from rostra.server.app import create_app
+from rostra.store import open_store
+
+MODEL = "scripted"
+
+
+def write_script(directory: Path, lines: list[dict]) -> Path:
+    path = directory / "script.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+class InProcessServer:
+    """`async with InProcessServer(tmp_path, script_lines, max_concurrency=1) as server: ...`"""
+
+    def __init__(self, directory: Path, script: list[dict], **settings):
+        self.engine = load_engine("scripted", script_path=str(write_script(directory, script)),
+                                  tokenizer_path=embedded_model_path(), model_name=MODEL, max_model_len=4096)
+        self.store = open_store(directory / "data")
+        self.app = create_app(self.engine, Settings(engine="scripted", **settings), self.store)
+        self._stack = AsyncExitStack()
+
+    async def __aenter__(self) -> "InProcessServer":
+        await self._stack.enter_async_context(self.app.router.lifespan_context(self.app))
+        self.client = await self._stack.enter_async_context(
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url="http://rostra", timeout=30))
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self._stack.aclose()
+
+    def call(self, method: str, path: str, body: dict | None = None) -> "Exchange":
+        """Start one request; the returned Exchange shows what the app sends, as it sends it."""
+        return Exchange(self.app, method, path, body)
+
+
+@dataclass
+class Exchange:
+    """One request driven by hand at the ASGI level."""
+
+    app: object
+    method: str
+    path: str
+    body: dict | None
+    status: int | None = None
+    chunks: list[bytes] = field(default_factory=list)
+    _hang_up: asyncio.Event = field(default_factory=asyncio.Event)
+    _arrived: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self):
+        path, _, query = self.path.partition("?")
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": self.method,
+                 "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": query.encode(),
+                 "headers": [(b"content-type", b"application/json"), (b"host", b"rostra")],
+                 "client": ("127.0.0.1", 1), "server": ("rostra", 80), "root_path": ""}
+        self.task = asyncio.create_task(self.app(scope, self._receive, self._send))
+
+    async def _receive(self) -> dict:
+        if self.body is not None:
+            body, self.body = json.dumps(self.body).encode(), None
+            return {"type": "http.request", "body": body, "more_body": False}
+        await self._hang_up.wait()
+        return {"type": "http.disconnect"}
+
+    async def _send(self, message: dict) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+        elif message.get("body"):
+            self.chunks.append(message["body"])
+        self._arrived.set()
+
+    def hang_up(self) -> None:
+        self._hang_up.set()
+
+    async def wait_for(self, text: str, timeout: float = 10) -> None:
+        """Until the body so far contains `text`."""
+        async with asyncio.timeout(timeout):
+            while text.encode() not in b"".join(self.chunks):
+                self._arrived.clear()
+                await self._arrived.wait()
+
+    async def finished(self, timeout: float = 30) -> "Exchange":
+        await asyncio.wait_for(self.task, timeout)
+        return self
+
+    def text(self) -> str:
+        return b"".join(self.chunks).decode()
+
+    def json(self) -> dict:
+        return json.loads(self.text())
+
+    def events(self) -> list[dict]:
+        """The SSE data frames (Responses events or chat chunks), [DONE] left out."""
+        frames = [line[len("data: "):] for line in self.text().splitlines() if line.startswith("data: ")]
+        return [json.loads(frame) for frame in frames if frame != "[DONE]"]
