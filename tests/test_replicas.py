@@ -151,3 +151,24 @@ def test_kill_the_runner_and_another_replica_fails_it(postgres):
     finally:
         a.stop()
         b.stop()
+
+
+def test_conversations_across_replicas(replicas):
+    """A conversation created on A is extended by a response through B (concurrently with one through C:
+    the appends queue behind each other, none is lost), read on C and deleted through A."""
+    a, b, c = replicas
+    conversation = client_for(a).conversations.create(items=[{"type": "message", "role": "user", "content": "hi"}])
+    threads = [threading.Thread(target=lambda server=server: client_for(server).responses.create(
+        model=MODEL, input="count to ten", conversation=conversation.id)) for server in (b, c)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    items = client_for(c).conversations.items.list(conversation.id, order="asc").data
+    texts = [part.text for item in items for part in item.content]
+    assert texts == ["hi", "count to ten", "one two three four five six seven eight nine ten",
+                     "count to ten", "one two three four five six seven eight nine ten"]
+    assert client_for(b).conversations.retrieve(conversation.id).id == conversation.id
+    client_for(a).conversations.delete(conversation.id)
+    with pytest.raises(NotFoundError):
+        client_for(c).conversations.retrieve(conversation.id)
