@@ -59,11 +59,14 @@ class PostgresServer:
     """initdb in a temporary directory, then `postgres` on a free loopback port (trust auth)."""
 
     def __init__(self, bindir: Path):
-        self.root = Path(tempfile.mkdtemp(prefix="rostra-pg-"))
+        self._user = RUN_AS_WHEN_ROOT if os.geteuid() == 0 else None
+        temp = Path(tempfile.gettempdir())
+        if self._user and not _enterable_by_others(temp.resolve()):  # $TMPDIR inside a private directory
+            temp = Path("/tmp")
+        self.root = Path(tempfile.mkdtemp(prefix="rostra-pg-", dir=temp))
         self.port = free_port()
         self.log_path = self.root / "server.log"
         self._names = itertools.count()
-        self._user = RUN_AS_WHEN_ROOT if os.geteuid() == 0 else None
         self.bindir = self._usable_bindir(bindir)
         data = self.root / "data"
         data.mkdir(mode=0o700)
