@@ -27,9 +27,14 @@ def replica(dsn: str) -> RunningServer:
 
 
 @pytest.fixture(scope="module")
-def replicas(postgres):
+def replica_dsn(postgres) -> str:
+    return postgres.new_database()
+
+
+@pytest.fixture(scope="module")
+def replicas(replica_dsn):
     """Three replicas on one database."""
-    dsn = postgres.new_database()
+    dsn = replica_dsn
     servers = []
     try:
         for _ in range(3):
@@ -38,6 +43,14 @@ def replicas(postgres):
     finally:
         for server in servers:
             server.stop()
+
+
+def wait_until_logged(dsn: str, response_id: str, count: int) -> None:
+    """Until the response has `count` events in the store (so it is mid-run, whatever the machine's speed)."""
+    deadline = time.monotonic() + 60
+    while len(stored(dsn, response_id)[1]) < count:
+        assert time.monotonic() < deadline, f"{response_id} logged fewer than {count} events"
+        time.sleep(0.05)
 
 
 def follow_in_thread(server: RunningServer, response_id: str, starting_after: int | None = None):
@@ -83,11 +96,11 @@ def test_follow_on_other_replicas(replicas):
     assert client_for(c).responses.retrieve(started.id).output_text.startswith("This is a slow story")
 
 
-def test_cancel_and_delete_through_other_replicas(replicas):
+def test_cancel_and_delete_through_other_replicas(replicas, replica_dsn):
     a, b, c = replicas
     started = client_for(a).responses.create(model=MODEL, input=SLOW, background=True)
     follower = follow_in_thread(a, started.id)
-    time.sleep(0.5)
+    wait_until_logged(replica_dsn, started.id, 5)
     cancelled = client_for(b).responses.cancel(started.id)  # B asks; A, which runs it, stops it
     assert cancelled.status == "cancelled"
     assert client_for(c).responses.retrieve(started.id).status == "cancelled"
@@ -98,12 +111,17 @@ def test_cancel_and_delete_through_other_replicas(replicas):
         client_for(c).responses.cancel(started.id)
 
     running = client_for(a).responses.create(model=MODEL, input=SLOW, background=True)
-    time.sleep(0.5)
+    wait_until_logged(replica_dsn, running.id, 5)
+    assert httpx.get(f"{a.base_url}/health").json()["running"] == 1  # generating on A
     assert client_for(c).responses.delete(running.id) is None  # deleted while A runs it
     for server in replicas:
         with pytest.raises(NotFoundError):
             client_for(server).responses.retrieve(running.id)
-    time.sleep(LEASE_SECONDS)  # A noticed and stopped it; it keeps serving
+    # A stops generating it (its next event write, or lease renewal, finds it gone) and keeps serving.
+    deadline = time.monotonic() + 30
+    while httpx.get(f"{a.base_url}/health").json()["running"]:
+        assert time.monotonic() < deadline, "the deleted response still runs on A"
+        time.sleep(0.05)
     assert client_for(a).responses.create(model=MODEL, input="say hello").status == "completed"
 
 
@@ -132,7 +150,7 @@ def test_kill_the_runner_and_another_replica_fails_it(postgres):
     try:
         started = client_for(a).responses.create(model=MODEL, input=SLOW, background=True)
         thread, followed = follow_in_thread(b, started.id)
-        time.sleep(1.0)
+        wait_until_logged(dsn, started.id, 8)
         a.kill()
         _, logged_before = stored(dsn, started.id)
         thread.join(timeout=60)
