@@ -123,6 +123,8 @@ def _keys(given: list[str], env: str) -> list[str]:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
+    if not args.lease_seconds > 0:
+        raise SystemExit(f"--lease-seconds: must be more than 0, not {args.lease_seconds}")
     if args.tool_call_parser and args.tool_call_parser not in tool_parser_names():
         raise SystemExit(f"--tool-call-parser: unknown {args.tool_call_parser!r}; "
                          f"choose from {', '.join(tool_parser_names())}")
@@ -226,12 +228,12 @@ def serve(settings: Settings) -> None:
 
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # the engine's internal tokenize calls
-    engine = build_engine(settings)
-    names = settings.served_model_name or [engine.model.id]
-    try:
+    try:  # before the engine: a mistyped store URL should not wait for a model to load
         store = open_store(Path(settings.data_dir) if settings.data_dir else default_data_dir(), settings.store)
     except StoreError as exc:
         raise SystemExit(f"rostra: --store: {exc}") from exc
+    engine = build_engine(settings)
+    names = settings.served_model_name or [engine.model.id]
     app = create_app(engine, settings, store)
     print(f"rostra {__version__}: serving {names[0]} ({settings.engine}) on http://{settings.host}:{settings.port}/v1",
           file=sys.stderr, flush=True)

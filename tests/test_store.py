@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import asyncpg
 import pytest
 
 from rostra.store import SqliteResponseStore, StoreError, default_data_dir, open_store
-from rostra.store.base import INTERRUPTED_ERROR, LEASE_EXPIRED_ERROR
+from rostra.store.base import LEASE_EXPIRED_ERROR
 from rostra.store.postgres import MIGRATIONS as PG_MIGRATIONS
 from rostra.store.postgres import PostgresResponseStore
 from rostra.store.sqlite import MIGRATIONS
+from servers import DATA
 
 
 def response(rid: str, status: str = "completed", **extra) -> dict:
@@ -576,3 +579,14 @@ def test_postgres_listens_again_after_losing_its_connection(postgres):
             await writer.close()
             await follower.close()
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--store", "mysql://u@db/rostra"], "rostra: --store: unknown store 'mysql://u@db/rostra'"),
+    (["--lease-seconds", "0"], "--lease-seconds: must be more than 0"),
+])
+def test_serve_refuses_a_bad_store_setting(flags, message):
+    """At once and clearly, before any model loads."""
+    done = subprocess.run([sys.executable, "-m", "rostra.cli", "serve", "--engine", "scripted", "--script",
+                           str(DATA / "script.jsonl"), *flags], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and message in done.stderr
