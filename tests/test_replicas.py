@@ -101,6 +101,7 @@ def test_cancel_and_delete_through_other_replicas(replicas, replica_dsn):
     started = client_for(a).responses.create(model=MODEL, input=SLOW, background=True)
     follower = follow_in_thread(a, started.id)
     wait_until_logged(replica_dsn, started.id, 5)
+    assert client_for(b).responses.retrieve(started.id).status == "in_progress"  # as polled on any replica
     cancelled = client_for(b).responses.cancel(started.id)  # B asks; A, which runs it, stops it
     assert cancelled.status == "cancelled"
     assert client_for(c).responses.retrieve(started.id).status == "cancelled"

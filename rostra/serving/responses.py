@@ -222,6 +222,8 @@ class ResponsesService:
             async with aclosing(self._events(job, deadline)) as events:
                 async for event in events:
                     await self.store.append_event(response["id"], event)
+                    if event["type"] == "response.in_progress":  # what a client polling any replica sees
+                        await self.store.update(response)
                     live.publish(event)
         except asyncio.CancelledError:
             response["status"] = "cancelled"
