@@ -99,15 +99,17 @@ def test_follow_on_other_replicas(replicas):
 def test_cancel_and_delete_through_other_replicas(replicas, replica_dsn):
     a, b, c = replicas
     started = client_for(a).responses.create(model=MODEL, input=SLOW, background=True)
-    follower = follow_in_thread(a, started.id)
+    followers = [follow_in_thread(a, started.id), follow_in_thread(c, started.id)]  # in memory; through the store
     wait_until_logged(replica_dsn, started.id, 5)
     assert client_for(b).responses.retrieve(started.id).status == "in_progress"  # as polled on any replica
     cancelled = client_for(b).responses.cancel(started.id)  # B asks; A, which runs it, stops it
     assert cancelled.status == "cancelled"
     assert client_for(c).responses.retrieve(started.id).status == "cancelled"
-    follower[0].join(timeout=30)
-    assert not follower[0].is_alive()  # the follower on A ended with the run
-    assert follower[1] and all(e["type"] != "response.completed" for e in follower[1])  # stopped mid-story
+    for thread, events in followers:  # both ended with the run, stopped mid-story
+        thread.join(timeout=30)
+        assert not thread.is_alive()
+        assert events and all(e["type"] != "response.completed" for e in events)
+    assert followers[0][1] == followers[1][1]
     with pytest.raises(BadRequestError):  # no longer running: nothing to cancel
         client_for(c).responses.cancel(started.id)
 
