@@ -24,6 +24,7 @@ from rostra.prompt.chat_template import ChatTemplate
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.protocol.completions import CompletionRequest
 from rostra.protocol.responses import CreateResponseRequest
+from rostra.protocol.strict import RequestModel
 from rostra.config import Settings
 from rostra.prompt.messages import template_messages
 from rostra.protocol.tokenize import DetokenizeRequest, TokenizeRequest
@@ -63,16 +64,33 @@ def _param_from_location(location: tuple) -> str | None:
     return path or None
 
 
-async def parse_body(request: Request, model: type[BaseModel]) -> BaseModel:
+async def parse_body(request: Request, model: type[BaseModel], unknown_params: str = "error") -> BaseModel:
     body = await request.body()
     try:
-        return model.model_validate_json(body)
+        parsed = model.model_validate_json(body)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         if first["type"] == "json_invalid":
             raise InvalidRequest(f"the request body is not valid JSON: {first['msg']}") from exc
         param = _param_from_location(tuple(first["loc"]))
         raise InvalidRequest(f"{param or 'body'}: {first['msg']}", param=param) from exc
+    if isinstance(parsed, RequestModel):
+        check_fields(parsed, unknown_params)
+    return parsed
+
+
+def check_fields(body: RequestModel, unknown_params: str) -> None:
+    """Unknown fields: a 400 naming the first (as OpenAI answers), or a warning and dropped;
+    then the known fields set to what rostra cannot honour."""
+    unknown = body.unknown_fields()
+    if unknown and unknown_params == "error":
+        raise InvalidRequest(f"Unrecognized request argument supplied: {unknown[0]}", param=unknown[0])
+    if unknown:
+        log.warning("ignoring unrecognized request argument(s): %s", ", ".join(unknown))
+        body.drop_unknown_fields()
+    refusal = body.unsupported()
+    if refusal is not None:
+        raise refusal
 
 
 def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> FastAPI:
@@ -205,11 +223,13 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
 
     @app.post("/v1/chat/completions")
     async def create_chat_completion(request: Request):
-        return await respond(request, chat, await parse_body(request, ChatCompletionRequest))
+        body = await parse_body(request, ChatCompletionRequest, settings.unknown_params)
+        return await respond(request, chat, body)
 
     @app.post("/v1/completions")
     async def create_completion(request: Request):
-        return await respond(request, completions, await parse_body(request, CompletionRequest))
+        body = await parse_body(request, CompletionRequest, settings.unknown_params)
+        return await respond(request, completions, body)
 
     @app.post("/tokenize")
     async def tokenize(request: Request):
@@ -238,7 +258,7 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
 
     @app.post("/v1/responses")
     async def create_response(request: Request):
-        body = await parse_body(request, CreateResponseRequest)
+        body = await parse_body(request, CreateResponseRequest, settings.unknown_params)
         async with admission.slot():  # background runs go on after this request, outside the limit
             result = await responses.create(body)
         if isinstance(result, dict):

@@ -215,7 +215,7 @@ def base_response(request: CreateResponseRequest) -> dict[str, Any]:
         "top_p": 1.0 if request.top_p is None else request.top_p,
         "max_output_tokens": request.max_output_tokens, "previous_response_id": request.previous_response_id,
         "reasoning": {"effort": request.reasoning.effort if request.reasoning else None, "summary": None},
-        "store": request.store, "background": request.background, "truncation": "disabled",
+        "store": request.store, "background": request.background, "truncation": request.truncation or "disabled",
         "text": {"format": (request.text.format if request.text and request.text.format else {"type": "text"})},
         **({"user": request.user} if request.user is not None else {}),  # usage: set when it finishes
     }
