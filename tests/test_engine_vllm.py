@@ -47,7 +47,15 @@ def test_default_parameters_map_to_vllms_off_values():
         "n": 1, "max_tokens": 32, "temperature": 1.0, "top_p": 1.0, "top_k": -1, "min_p": 0.0, "seed": None,
         "presence_penalty": 0.0, "frequency_penalty": 0.0, "repetition_penalty": 1.0, "logit_bias": None,
         "logprobs": None, "ignore_eos": False, "detokenize": False,
+        "min_tokens": 0, "stop_token_ids": None, "bad_words": None, "allowed_token_ids": None, "prompt_logprobs": None,
     }
+
+
+def test_vllm_extensions_are_passed_on_natively():
+    kwargs = sampling_kwargs(SamplingParams(max_tokens=9, min_tokens=3, stop_token_ids=(5,), bad_words=("drat",),
+                                            bad_words_ids=((11,),), allowed_token_ids=(1, 2), prompt_logprobs=2))
+    assert (kwargs["min_tokens"], kwargs["stop_token_ids"], kwargs["bad_words"], kwargs["allowed_token_ids"],
+            kwargs["prompt_logprobs"]) == (3, [5], ["drat"], [1, 2], 2)
 
 
 def test_every_parameter_is_passed_on():

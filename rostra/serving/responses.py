@@ -230,7 +230,7 @@ def response_tool(tool: dict) -> dict:
 def response_usage(job: Job) -> dict[str, Any]:
     usage = job.stats.usage()
     return {"input_tokens": usage["prompt_tokens"],
-            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "input_tokens_details": {"cached_tokens": job.stats.cached_tokens, "cache_write_tokens": 0},
             "output_tokens": usage["completion_tokens"],
             "output_tokens_details": {"reasoning_tokens": job.stats.reasoning_tokens or 0},
             "total_tokens": usage["total_tokens"]}
