@@ -128,9 +128,10 @@ async def choice_events(engine: Engine, request_id: str, run: ChoiceRun, stats: 
                 if output.cached_tokens is not None:
                     stats.note_cached(run.prompt_group, output.cached_tokens)
                 before = pipeline.completion_tokens
-                for event in pipeline.feed(output):
+                events = pipeline.feed(output)
+                stats.generated += pipeline.completion_tokens - before  # counted before its chunks go out
+                for event in events:
                     yield event
-                stats.generated += pipeline.completion_tokens - before
                 reason = output.finish_reason or reason
                 if run.pipeline.stopped:
                     break  # a stop string or stop token: closing the generation aborts it
