@@ -60,7 +60,8 @@ def test_cached_tokens_come_from_the_prefix_cache(real_server, client):
     assert 0 < second["prompt_tokens_details"]["cached_tokens"] < second["prompt_tokens"]
     prompt = LONG + "In short:"
     for _ in range(2):
-        usage = post(real_server.base_url, "/v1/completions", {**GREEDY, "prompt": prompt, "max_tokens": 4}).json()["usage"]
+        reply = post(real_server.base_url, "/v1/completions", {**GREEDY, "prompt": prompt, "max_tokens": 4})
+    usage = reply.json()["usage"]
     assert usage["prompt_tokens_details"]["cached_tokens"] > 100
     for _ in range(2):
         response = client.responses.create(model=MODEL, input=LONG + "Go on.", max_output_tokens=4, store=False)

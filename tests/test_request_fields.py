@@ -20,8 +20,8 @@ from spec import SPEC_PATH
 SCHEMAS = {"CreateChatCompletionRequest": ChatCompletionRequest, "CreateCompletionRequest": CompletionRequest,
            "CreateResponse": CreateResponseRequest}
 MESSAGES = [{"role": "user", "content": "hi"}]
-MINIMAL = {ChatCompletionRequest: {"model": "m", "messages": MESSAGES}, CompletionRequest: {"model": "m", "prompt": "x"},
-           CreateResponseRequest: {"model": "m", "input": "x"}}
+MINIMAL = {ChatCompletionRequest: {"model": "m", "messages": MESSAGES},
+           CompletionRequest: {"model": "m", "prompt": "x"}, CreateResponseRequest: {"model": "m", "input": "x"}}
 
 
 def spec_properties(name: str) -> set[str]:
@@ -56,8 +56,9 @@ def refusal(model, **fields) -> InvalidRequest:
     return caught.value
 
 
-@pytest.mark.parametrize("model,field", [(ChatCompletionRequest, "max_token"), (CompletionRequest, "bogus"),
-                                         (CreateResponseRequest, "max_tokens"), (ChatCompletionRequest, "length_penalty")])
+@pytest.mark.parametrize("model,field", [
+    (ChatCompletionRequest, "max_token"), (CompletionRequest, "bogus"), (CreateResponseRequest, "max_tokens"),
+    (ChatCompletionRequest, "length_penalty")])
 def test_unknown_fields_are_refused_by_name(model, field):
     error = refusal(model, **{field: 5})
     assert error.message == f"Unrecognized request argument supplied: {field}"

@@ -155,8 +155,8 @@ class LlamaCppEngine(Engine):
                 yield output
             return
         first = min(params.min_tokens, params.max_tokens)
-        forced = dataclasses.replace(params, max_tokens=first, ignore_eos=True,
-                                     logit_bias={**params.logit_bias, **{t: float("-inf") for t in params.stop_token_ids}})
+        banned = {token: float("-inf") for token in params.stop_token_ids}
+        forced = dataclasses.replace(params, max_tokens=first, ignore_eos=True, logit_bias={**params.logit_bias, **banned})
         sampled: list[int] = []
         async for output in self._generate(request_id, prompt.token_ids, forced):
             sampled += [step.token_id for step in output.tokens]

@@ -233,5 +233,6 @@ class ChatService(GenerationService):
         if request.documents is not None:
             kwargs["documents"] = request.documents
         return await asyncio.to_thread(
-            self.template.render, template_messages(request.messages), add_generation_prompt=request.add_generation_prompt,
+            self.template.render, template_messages(request.messages),
+            add_generation_prompt=request.add_generation_prompt,
             continue_final_message=request.continue_final_message, tools=request.tools, **kwargs)

@@ -144,8 +144,8 @@ class CompletionFold:
         with_logprobs = self.job.request.logprobs is not None
         choices = []
         for index, state in sorted(self.choices.items()):
-            choice = {"index": index, "text": "".join(state.text), "logprobs": state.logprobs if with_logprobs else None,
-                      "finish_reason": state.finish_reason or "stop", **_extension_fields(self.job, index)}
+            choice = {"index": index, "text": "".join(state.text),
+                      "logprobs": state.logprobs if with_logprobs else None, "finish_reason": state.finish_reason or "stop", **_extension_fields(self.job, index)}
             if self.job.request.return_token_ids:
                 choice["token_ids"] = state.token_ids
             choices.append(choice)
@@ -204,8 +204,8 @@ class CompletionService(GenerationService):
         # echo with logprobs scores the prompt: the engine must be able to (else its 400 names `echo`).
         scored = request.echo and request.logprobs is not None
         extensions = await engine_extensions(engine, request)
-        if scored and extensions["prompt_logprobs"] is None:
-            extensions["prompt_logprobs"] = request.logprobs
+        if scored:  # the prompt's alternatives as many as either asks for
+            extensions["prompt_logprobs"] = max(request.logprobs, request.prompt_logprobs or 0)
         runs: list[ChoiceRun] = []
         stats = RequestStats()
         context_length = engine.model_info(request.model).context_length
