@@ -208,3 +208,21 @@ def test_cached_tokens_are_reported(ext_server, scripted_client):
         assert usage["prompt_tokens_details"] == {"cached_tokens": 0}  # the scripted engine caches nothing
     response = scripted_client.responses.create(model=MODEL, input="say hello")
     assert response.usage.input_tokens_details.cached_tokens == 0
+
+
+# -- what real clients send at their defaults is never refused ----------------------------------------
+
+def test_sdk_calls_with_client_default_fields_are_served(scripted_client: OpenAI):
+    reply = scripted_client.chat.completions.create(
+        model=MODEL, messages=HELLO, store=False, metadata={"app": "test"}, service_tier="auto", user="u-1",
+        parallel_tool_calls=True, prompt_cache_key="k", safety_identifier="s", top_logprobs=0, logprobs=True,
+        verbosity="medium", modalities=["text"], extra_body={"prompt_cache_retention": "24h"})
+    assert reply.choices[0].message.content == "Hello! How can I help you today?"
+    with scripted_client.chat.completions.stream(model=MODEL, messages=HELLO,
+                                                 stream_options={"include_usage": True}) as events:
+        assert events.get_final_completion().usage.prompt_tokens_details.cached_tokens == 0
+    response = scripted_client.responses.create(
+        model=MODEL, input="say hello", include=["reasoning.encrypted_content"], truncation="auto", store=False,
+        parallel_tool_calls=True, prompt_cache_key="k", service_tier="default", text={"verbosity": "medium"},
+        max_tool_calls=2, metadata={"a": "b"})
+    assert response.output_text == "Hello! How can I help you today?" and response.truncation == "auto"

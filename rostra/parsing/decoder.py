@@ -40,7 +40,7 @@ class Decoder:
         if token.token_id in self._stop_token_ids:
             self.stopped = True
             return self._release_held()
-        data = b"" if token.token_id in self._hidden_ids else token.token_bytes
+        data = b"" if self._hidden_ids and token.token_id in self._hidden_ids else token.token_bytes
         text = self._held + self._utf8.decode(data)
         self._held = ""
         if not self._stops:
