@@ -268,3 +268,16 @@ def _requests_served(upstream: RunningServer) -> int:
 def _healthy(server: RunningServer, url: str) -> bool:
     states = httpx.get(f"{server.base_url}/health").json()["upstreams"]
     return any(state["url"] == url and state["healthy"] for state in states)
+
+
+def test_raw_mode_sends_vllms_sampling_extensions_upstream():
+    from rostra.engines.base import Prompt, SamplingParams
+    from rostra.engines.remote.engine import completion_body
+
+    body = completion_body(Prompt([1, 2], model="alpha"), SamplingParams(
+        max_tokens=9, min_tokens=3, stop_token_ids=(7,), bad_words=("drat",), bad_words_ids=((5,),),
+        allowed_token_ids=(1, 2, 3)))
+    assert (body["min_tokens"], body["stop_token_ids"], body["bad_words"], body["allowed_token_ids"]) == \
+        (3, [7], ["drat"], [1, 2, 3])
+    plain = completion_body(Prompt([1, 2], model="alpha"), SamplingParams(max_tokens=9, stop_token_ids=(7,)))
+    assert not {"min_tokens", "stop_token_ids", "bad_words", "allowed_token_ids"} & set(plain)
