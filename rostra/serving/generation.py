@@ -137,6 +137,8 @@ async def choice_events(engine: Engine, request_id: str, run: ChoiceRun, stats: 
                     break  # a stop string or stop token: closing the generation aborts it
     except EngineError as exc:
         raise ServerError(f"the engine failed: {exc}") from exc
+    if run.score_prefix and run.prompt_logprobs is None:  # the engine ended before scoring: echo it unscored
+        yield Text(run.prefix)
     for event in run.pipeline.finish(reason):
         yield event
 
