@@ -112,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-outputs", action="store_true", help="log outputs (user data: off by default)")
     serve.add_argument("--shutdown-grace", type=float, default=10.0,
                        help="on SIGTERM, seconds running requests get to finish (default 10)")
+    serve.add_argument("--unknown-params", choices=["error", "ignore"], default="error",
+                       help="request fields rostra does not know: error (400 naming the field, as OpenAI; "
+                            "default) or ignore (log a warning naming them, then drop them)")
     serve.add_argument("--config", help="a YAML file of settings: the flags' names as keys (flags win)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser
@@ -146,7 +149,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     allowed_methods=args.allowed_methods, allowed_headers=args.allowed_headers,
                     allow_credentials=args.allow_credentials, public_metrics=args.public_metrics,
                     request_timeout=args.request_timeout, log_requests=args.log_requests,
-                    log_outputs=args.log_outputs, shutdown_grace=args.shutdown_grace,
+                    log_outputs=args.log_outputs, unknown_params=args.unknown_params,
+                    shutdown_grace=args.shutdown_grace,
                     upstreams=args.upstream,
                     upstream_api_key=args.upstream_api_key or os.environ.get("ROSTRA_UPSTREAM_API_KEY"),
                     upstream_retries=args.upstream_retries, upstream_timeout=args.upstream_timeout,

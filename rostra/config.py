@@ -41,6 +41,8 @@ class Settings:
     request_timeout: float | None = None  # seconds per generation request; None: no limit
     log_requests: bool = False  # prompts in the log (user data: off by default)
     log_outputs: bool = False  # outputs in the log (user data: off by default)
+    # Request fields rostra does not know: "error" (a 400 naming them, as OpenAI) or "ignore" (logged, dropped).
+    unknown_params: str = "error"
     shutdown_grace: float = 10.0  # seconds running streams get to finish on SIGTERM
     # The remote engine (gateway): upstream specs (URL[,mode=raw][,api_key_env=NAME][,model=ID]).
     upstreams: list[str] = field(default_factory=list)

@@ -72,7 +72,6 @@ BAD_COMPLETIONS = [
     ({"model": MODEL, "prompt": [10**9]}, 400, "prompt"),
     ({"model": MODEL, "prompt": "x", "suffix": "y"}, 400, "suffix"),
     ({"model": MODEL, "prompt": "x", "logprobs": 6}, 400, "logprobs"),
-    ({"model": MODEL, "prompt": "x", "echo": True, "logprobs": 1}, 400, "echo"),
     ({"model": MODEL, "prompt": "x", "best_of": 3}, 400, "best_of"),
     ({"model": MODEL, "prompt": "x " * 5000}, 400, "prompt"),
     ({"model": "gpt-nope", "prompt": "x"}, 404, "model"),

@@ -175,10 +175,16 @@ def test_guided_choice(real_server):
 
 def test_control_tokens_reach_the_parsers_as_text(real_server):
     """llama.cpp leaves control tokens' text empty; tool markers often are control tokens, so
-    rostra spells them from the vocabulary (end-of-generation tokens excepted)."""
-    body = post(real_server.base_url, "/v1/chat/completions", {
-        "model": MODEL, "messages": HELLO, "max_tokens": 2, "temperature": 0, "logit_bias": {"3": 100}}).json()
+    rostra spells them from the vocabulary (end-of-generation tokens excepted). With no parser to
+    read them, skip_special_tokens (default true, as in vLLM) leaves them out of the content."""
+    request = {"model": MODEL, "messages": HELLO, "max_tokens": 2, "temperature": 0, "logit_bias": {"3": 100}}
+    body = post(real_server.base_url, "/v1/chat/completions", {**request, "skip_special_tokens": False}).json()
     assert body["choices"][0]["message"]["content"] == "<repo_name><repo_name>"
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    body = post(real_server.base_url, "/v1/chat/completions", {**request, "tools": tools}).json()
+    assert body["choices"][0]["message"]["content"] == "<repo_name><repo_name>"  # a tool parser reads the output
+    body = post(real_server.base_url, "/v1/chat/completions", request).json()
+    assert body["choices"][0]["message"]["content"] == "" and body["usage"]["completion_tokens"] == 2
 
 
 def test_guided_regex(real_server):

@@ -122,6 +122,19 @@ def test_completions_pass_through_with_logprobs(two_model_gateway):
     assert len(logprobs["tokens"]) == whole["usage"]["completion_tokens"]
 
 
+def test_vllm_extensions_go_upstream_and_answer_fields_are_refused(two_model_gateway):
+    body = {"model": "alpha", "prompt": "weather in Oslo", "max_tokens": 50, "stop": ["check"]}
+    cut = post(two_model_gateway.base_url, "/v1/completions", {**body, "include_stop_str_in_output": True}).json()
+    assert cut["choices"][0]["text"] == "Let me check"  # the upstream honoured it
+    assert post(two_model_gateway.base_url, "/v1/completions", body).json()["choices"][0]["text"] == "Let me "
+    check_error(post(two_model_gateway.base_url, "/v1/completions", {**body, "return_token_ids": True}), 400,
+                "return_token_ids")
+    check_error(post(two_model_gateway.base_url, "/v1/chat/completions", ask("alpha", "hi", prompt_logprobs=1)),
+                400, "prompt_logprobs")
+    check_error(post(two_model_gateway.base_url, "/v1/chat/completions", ask("alpha", "hi", max_token=3)),
+                400, "max_token")
+
+
 def test_upstream_errors_are_relayed_in_the_envelope(two_model_gateway):
     # The gateway does not know alpha's context length; the upstream refuses, and says why.
     too_long = post(two_model_gateway.base_url, "/v1/chat/completions", ask("alpha", "hi", max_tokens=10**6))
@@ -255,3 +268,16 @@ def _requests_served(upstream: RunningServer) -> int:
 def _healthy(server: RunningServer, url: str) -> bool:
     states = httpx.get(f"{server.base_url}/health").json()["upstreams"]
     return any(state["url"] == url and state["healthy"] for state in states)
+
+
+def test_raw_mode_sends_vllms_sampling_extensions_upstream():
+    from rostra.engines.base import Prompt, SamplingParams
+    from rostra.engines.remote.engine import completion_body
+
+    body = completion_body(Prompt([1, 2], model="alpha"), SamplingParams(
+        max_tokens=9, min_tokens=3, stop_token_ids=(7,), bad_words=("drat",), bad_words_ids=((5,),),
+        allowed_token_ids=(1, 2, 3)))
+    assert (body["min_tokens"], body["stop_token_ids"], body["bad_words"], body["allowed_token_ids"]) == \
+        (3, [7], ["drat"], [1, 2, 3])
+    plain = completion_body(Prompt([1, 2], model="alpha"), SamplingParams(max_tokens=9, stop_token_ids=(7,)))
+    assert not {"min_tokens", "stop_token_ids", "bad_words", "allowed_token_ids"} & set(plain)

@@ -235,3 +235,48 @@ def test_cli_needs_a_model_for_the_transformers_engine():
 
     with pytest.raises(SystemExit, match="checkpoint directory"):
         build_engine(Settings(engine="transformers"))
+
+
+# vLLM's extensions in the transformers engine's sampler
+
+def test_min_tokens_holds_back_the_end_token(engine):
+    ids = chat_ids(engine, QUESTIONS[1])
+    free = tokens_of(asyncio.run(collect(engine, "free", ids, SamplingParams(max_tokens=60, temperature=0))))
+    longer = asyncio.run(collect(engine, "min", ids, SamplingParams(max_tokens=60, temperature=0,
+                                                                     min_tokens=len(free) + 5)))
+    assert len(free) < 55 and len(tokens_of(longer)) >= len(free) + 5
+    assert tokens_of(longer)[:len(free)] == free  # greedy: the same tokens until the end was held back
+
+
+def test_bad_words_ban_the_last_token_after_the_others(engine):
+    ids = chat_ids(engine, QUESTIONS[2])
+    free = tokens_of(asyncio.run(collect(engine, "free-bad", ids, SamplingParams(max_tokens=20, temperature=0))))
+    pair = tuple(free[2:4])  # a two-token "word" the greedy answer writes
+    banned = tokens_of(asyncio.run(collect(engine, "bad", ids, SamplingParams(
+        max_tokens=20, temperature=0, bad_words_ids=(pair, (free[0],))))))
+    assert free[0] not in banned
+    assert all(tuple(banned[i:i + 2]) != pair for i in range(len(banned) - 1))
+
+
+def test_allowed_token_ids_are_all_that_is_sampled(engine):
+    allowed = tuple(engine.tokenizer.encode(" yes no maybe", add_special_tokens=False))
+    out = tokens_of(asyncio.run(collect(engine, "allowed", chat_ids(engine, QUESTIONS[0]), SamplingParams(
+        max_tokens=12, temperature=1.0, seed=5, allowed_token_ids=allowed))))
+    assert len(out) == 12 and set(out) <= set(allowed)
+
+
+def test_prompt_logprobs_score_every_prompt_token(engine):
+    ids = chat_ids(engine, QUESTIONS[0])
+    outputs = asyncio.run(collect(engine, "scored", ids, SamplingParams(max_tokens=2, temperature=0,
+                                                                         prompt_logprobs=2)))
+    scores = outputs[0].prompt_logprobs
+    assert len(scores) == len(ids) and scores[0] is None
+    assert all(output.prompt_logprobs is None for output in outputs[1:])
+    with torch.inference_mode():
+        logits = engine.hf_model(torch.tensor([ids], device=engine.device)).logits[0].float()
+    reference = torch.log_softmax(logits, dim=-1)
+    for position in (1, len(ids) // 2, len(ids) - 1):
+        step = scores[position]
+        assert step.token_id == ids[position]
+        assert step.logprob == pytest.approx(float(reference[position - 1, ids[position]]), abs=1e-4)
+        assert len(step.top_logprobs) == 2 and step.top_logprobs[0].logprob >= step.top_logprobs[1].logprob

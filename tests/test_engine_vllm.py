@@ -47,7 +47,15 @@ def test_default_parameters_map_to_vllms_off_values():
         "n": 1, "max_tokens": 32, "temperature": 1.0, "top_p": 1.0, "top_k": -1, "min_p": 0.0, "seed": None,
         "presence_penalty": 0.0, "frequency_penalty": 0.0, "repetition_penalty": 1.0, "logit_bias": None,
         "logprobs": None, "ignore_eos": False, "detokenize": False,
+        "min_tokens": 0, "stop_token_ids": None, "bad_words": None, "allowed_token_ids": None, "prompt_logprobs": None,
     }
+
+
+def test_vllm_extensions_are_passed_on_natively():
+    kwargs = sampling_kwargs(SamplingParams(max_tokens=9, min_tokens=3, stop_token_ids=(5,), bad_words=("drat",),
+                                            bad_words_ids=((11,),), allowed_token_ids=(1, 2), prompt_logprobs=2))
+    assert (kwargs["min_tokens"], kwargs["stop_token_ids"], kwargs["bad_words"], kwargs["allowed_token_ids"],
+            kwargs["prompt_logprobs"]) == (3, [5], ["drat"], [1, 2], 2)
 
 
 def test_every_parameter_is_passed_on():
@@ -280,6 +288,7 @@ class _StandInLLM:
 
     last: "_StandInLLM"
     finish, stop_reason, fail, steps = "stop", None, None, [[3, 4], [5, 2]]
+    prompt_logprobs, num_cached_tokens = None, None  # what vLLM says of the prompt (first / every output)
 
     def __init__(self, engine_args):
         self.engine_args, self.requests, self.aborted, self.closed = engine_args, [], [], []
@@ -308,7 +317,9 @@ class _StandInLLM:
                 last = number == len(self.steps) - 1
                 yield SimpleNamespace(outputs=[SimpleNamespace(
                     token_ids=ids, logprobs=None, finish_reason=self.finish if last else None,
-                    stop_reason=self.stop_reason if last else None)])
+                    stop_reason=self.stop_reason if last else None)],
+                    prompt_logprobs=self.prompt_logprobs if number == 0 else None,
+                    num_cached_tokens=self.num_cached_tokens)
         finally:
             self.closed.append(request_id)
 
@@ -397,6 +408,18 @@ def test_stand_in_generation_streams_deltas_and_silences_the_stop_token(stand_in
     assert params.output_kind == stand_in_vllm.RequestOutputKind.DELTA and params.detokenize is False
     assert params.structured_outputs == ("structured", {"json": schema}) and params.max_tokens == 9
     assert engine.running_requests() == 0
+
+
+def test_stand_in_prompt_logprobs_and_cached_tokens(stand_in_vllm, monkeypatch):
+    monkeypatch.setattr(_StandInLLM, "prompt_logprobs", [None, {3: _lp(-0.5, 2), 4: _lp(-0.2, 1)}])
+    monkeypatch.setattr(_StandInLLM, "num_cached_tokens", 1)
+    outputs = _run_stand_in(_stand_in_engine(), SamplingParams(max_tokens=9, prompt_logprobs=1))
+    scores = outputs[0].prompt_logprobs
+    assert scores[0] is None and scores[1].token_id == 3 and scores[1].logprob == -0.5
+    assert [(top.token_id, top.logprob) for top in scores[1].top_logprobs] == [(4, -0.2)]
+    assert outputs[1].prompt_logprobs is None
+    assert [o.cached_tokens for o in outputs] == [None, 1]  # on the last output
+    assert _StandInLLM.last.requests[0][1].prompt_logprobs == 1
 
 
 def test_stand_in_older_vllm_gets_guided_decoding(stand_in_vllm, monkeypatch):

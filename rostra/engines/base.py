@@ -12,6 +12,8 @@ import abc
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Literal, Protocol
 
+from rostra.errors import InvalidRequest
+
 FinishReason = Literal["stop", "length"]
 
 
@@ -32,6 +34,15 @@ class SamplingParams:
     # Constrained decoding (structured outputs, forced tool calls): at most one of the two.
     json_schema: dict | None = None
     grammar: str | None = None  # GBNF
+    # vLLM's extensions. min_tokens: no end-of-generation token (nor stop_token_ids) before that many.
+    min_tokens: int = 0
+    stop_token_ids: tuple[int, ...] = ()
+    allowed_token_ids: tuple[int, ...] | None = None  # only these may be sampled
+    # Never generated: the strings (for engines that take them) and their tokenizations (with and
+    # without a leading space), whose last token is banned where the others precede it.
+    bad_words: tuple[str, ...] = ()
+    bad_words_ids: tuple[tuple[int, ...], ...] = ()
+    prompt_logprobs: int | None = None  # None: the prompt is not scored; N: its tokens' logprobs and top N
 
 
 @dataclass(frozen=True)
@@ -67,6 +78,11 @@ class EngineOutput:
     # The engine's own count of the tokens generated so far, when it knows better than the
     # steps it reported (a remote upstream streams text pieces, then its usage).
     completion_tokens: int | None = None
+    # Prompt tokens the engine took from its prefix cache (on the output that reports it; None: not said).
+    cached_tokens: int | None = None
+    # The prompt's tokens scored (params.prompt_logprobs): None for the first token, which nothing
+    # predicts, then each token's step with its top alternatives. On the first output only.
+    prompt_logprobs: tuple[TokenStep | None, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +113,16 @@ class Engine(abc.ABC):
     parallel: int = 1  # sequences the engine runs at once (llama.cpp slots)
     # Whether json_schema/grammar constraints are enforced while sampling (from the first token on).
     enforces_constraints: bool = False
+    # Whether the engine can score a prompt (prompt_logprobs, Completions echo with logprobs).
+    scores_prompts: bool = False
+    # Control tokens (chat markup, not end-of-generation ones): their text goes when skip_special_tokens.
+    special_token_ids: frozenset[int] = frozenset()
+
+    def check_params(self, params: SamplingParams) -> None:
+        """Raise InvalidRequest (naming the parameter) for what this engine cannot honour."""
+        if params.prompt_logprobs is not None and not self.scores_prompts:
+            raise InvalidRequest("prompt_logprobs is not supported by this engine: it cannot score prompt tokens",
+                                 param="prompt_logprobs")
 
     async def start(self) -> None:
         """Load the model; blocking work runs off the event loop."""

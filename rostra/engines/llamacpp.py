@@ -19,6 +19,7 @@ rostra uses it for nothing but /tokenize and /detokenize (exact llama.cpp tokeni
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import secrets
 import threading
@@ -40,11 +41,13 @@ from rostra.engines.base import (
     TokenStep,
     TopLogprob,
 )
+from rostra.errors import InvalidRequest
 from rostra.gguf_metadata import context_length, read_gguf_metadata
 from rostra.tokenizer import end_of_generation_ids, gguf_token_bytes
 
 log = logging.getLogger("rostra.engine.llamacpp")
 _DONE = object()
+_CONTROL = 3  # GGUF token type of control (special) tokens
 
 
 class LlamaCppEngine(Engine):
@@ -67,9 +70,12 @@ class LlamaCppEngine(Engine):
         # tokens empty: tool-call and reasoning markers are control tokens in many models, and the
         # parsers must see them. End-of-generation tokens stay empty (they end the output).
         self._vocab_bytes = gguf_token_bytes(self.metadata)
-        for token_id in end_of_generation_ids(self.metadata):
+        end_ids = end_of_generation_ids(self.metadata)
+        for token_id in end_ids:
             self._vocab_bytes[token_id] = b""
         self.vocab_size = len(self._vocab_bytes)
+        types = self.metadata.get("tokenizer.ggml.token_type") or []
+        self.special_token_ids = frozenset(i for i, kind in enumerate(types) if kind == _CONTROL and i not in end_ids)
         self._server: Any = None
         self._http: httpx.AsyncClient | None = None
         self._cancel: dict[str, threading.Event] = {}
@@ -136,12 +142,43 @@ class LlamaCppEngine(Engine):
         if event:
             event.set()
 
+    def check_params(self, params: SamplingParams) -> None:
+        super().check_params(params)
+        if params.min_tokens and (params.json_schema is not None or params.grammar is not None):
+            # min_tokens runs as two requests (the second continues the first), and a grammar cannot
+            # be resumed halfway through.
+            raise InvalidRequest("min_tokens cannot be combined with structured outputs or a required tool "
+                                 "choice on this engine", param="min_tokens")
+
     async def generate(self, request_id: str, prompt: Prompt, params: SamplingParams) -> AsyncIterator[EngineOutput]:
+        """With min_tokens, llama.cpp (which has no such option) first samples that many tokens with
+        end-of-generation banned, then continues from them (its prefix cache holds them) as usual."""
+        if not params.min_tokens or params.ignore_eos:
+            async for output in self._generate(request_id, prompt.token_ids, params):
+                yield output
+            return
+        first = min(params.min_tokens, params.max_tokens)
+        banned = {token: float("-inf") for token in params.stop_token_ids}
+        forced = dataclasses.replace(params, max_tokens=first, ignore_eos=True, logit_bias={**params.logit_bias, **banned})
+        sampled: list[int] = []
+        async for output in self._generate(request_id, prompt.token_ids, forced):
+            sampled += [step.token_id for step in output.tokens]
+            done = output.finish_reason is not None and len(sampled) >= params.max_tokens
+            yield dataclasses.replace(output, finish_reason=output.finish_reason if done else None)
+            if done:
+                return
+        rest = dataclasses.replace(params, max_tokens=params.max_tokens - len(sampled), min_tokens=0)
+        async for output in self._generate(request_id, prompt.token_ids + sampled, rest):
+            # Its cache hits are mostly the tokens just sampled: the prompt's were counted by the first part.
+            yield dataclasses.replace(output, cached_tokens=None) if output.cached_tokens is not None else output
+
+    async def _generate(self, request_id: str, prompt_ids: list[int],
+                        params: SamplingParams) -> AsyncIterator[EngineOutput]:
+        body = _request_body(prompt_ids, params, self.vocab_size)
         loop = asyncio.get_running_loop()
         chunks: asyncio.Queue = asyncio.Queue()
         cancelled = threading.Event()
         self._cancel[request_id] = cancelled
-        body = _request_body(prompt, params)
         top_n = params.top_logprobs or 0
 
         def on_chunk(chunk: dict) -> bool:  # runs in the worker thread
@@ -177,9 +214,9 @@ def _token_at(tokens: list[str], index: int | None) -> str:
     return tokens[index] if index is not None and 0 <= index < len(tokens) else ""
 
 
-def _request_body(prompt: Prompt, params: SamplingParams) -> dict:
+def _request_body(prompt_ids: list[int], params: SamplingParams, vocab_size: int) -> dict:
     body: dict[str, Any] = {
-        "prompt": prompt.token_ids,
+        "prompt": prompt_ids,
         "stream": True,
         "n_predict": params.max_tokens,
         # Always ask for one probability: it carries each token's id and bytes, so rostra
@@ -201,9 +238,24 @@ def _request_body(prompt: Prompt, params: SamplingParams) -> dict:
         body["json_schema"] = params.json_schema
     if params.grammar is not None:
         body["grammar"] = params.grammar
-    if params.logit_bias:
-        body["logit_bias"] = [[token, bias] for token, bias in params.logit_bias.items()]
+    bias = _logit_bias(params, vocab_size)
+    if bias:
+        body["logit_bias"] = bias
     return body
+
+
+def _logit_bias(params: SamplingParams, vocab_size: int) -> list[list]:
+    """logit_bias, plus bans (llama.cpp's `false`: never sampled) for allowed_token_ids and bad_words.
+    bad_words: a one-token word is banned; of a longer one the first token is (llama.cpp cannot ban a
+    token only after the others: more is banned than vLLM bans, never less)."""
+    bias: dict[int, Any] = {token: (False if value == float("-inf") else value)
+                            for token, value in params.logit_bias.items()}
+    for sequence in params.bad_words_ids:
+        bias[sequence[0]] = False
+    if params.allowed_token_ids is not None:
+        allowed = set(params.allowed_token_ids)
+        bias.update({token: False for token in range(vocab_size) if token not in allowed})
+    return [[token, value] for token, value in bias.items()]
 
 
 def _parse_chunk(chunk: dict, top_n: int, token_bytes: Callable[[int], bytes]) -> EngineOutput:
@@ -227,4 +279,6 @@ def _parse_chunk(chunk: dict, top_n: int, token_bytes: Callable[[int], bytes]) -
         for item in content
     )
     reason = choice.get("finish_reason")
-    return EngineOutput(tokens=tokens, finish_reason=("length" if reason == "length" else "stop") if reason else None)
+    cached = ((chunk.get("usage") or {}).get("prompt_tokens_details") or {}).get("cached_tokens")
+    return EngineOutput(tokens=tokens, finish_reason=("length" if reason == "length" else "stop") if reason else None,
+                        cached_tokens=cached)

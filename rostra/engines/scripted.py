@@ -64,6 +64,9 @@ def pick_output(script: list[ScriptLine], text: str, role: str | None) -> tuple[
 
 
 class ScriptedEngine(Engine):
+    # A script is certain of every token, the prompt's too: prompt logprobs are 0 (the shapes are real).
+    scores_prompts = True
+
     def __init__(self, script_path: str | Path | None, tokenizer_path: str | Path, model_name: str = "scripted",
                  max_model_len: int | None = None):
         self.script = load_script(script_path) if script_path else []
@@ -73,6 +76,7 @@ class ScriptedEngine(Engine):
         trained = 8192
         self.model = ModelInfo(id=model_name, context_length=max_model_len or trained)
         self.vocab_size = self.tokenizer.vocab_size
+        self.special_token_ids = frozenset(self.tokenizer.special_ids)
         self._running: dict[str, asyncio.Event] = {}
 
     async def tokenize(self, text: str, add_special: bool) -> list[int]:
@@ -97,8 +101,9 @@ class ScriptedEngine(Engine):
             text, delay_ms = pick_output(self.script, prompt.last_message_text, prompt.last_message_role)
             ids = await asyncio.to_thread(self.tokenizer.encode, text)
             emitted = ids[: params.max_tokens]
+            scores = self._prompt_scores(prompt.token_ids, params.prompt_logprobs)
             if not emitted:
-                yield EngineOutput(finish_reason="stop")
+                yield EngineOutput(finish_reason="stop", prompt_logprobs=scores)
                 return
             for position, token_id in enumerate(emitted):
                 await asyncio.sleep(delay_ms / 1000)  # also yields to the loop between tokens
@@ -108,9 +113,16 @@ class ScriptedEngine(Engine):
                 yield EngineOutput(
                     tokens=(self._step(token_id, params.top_logprobs),),
                     finish_reason=("length" if len(ids) > len(emitted) else "stop") if last else None,
+                    prompt_logprobs=scores if position == 0 else None,
+                    cached_tokens=0 if last else None,  # no prefix cache
                 )
         finally:
             self._running.pop(request_id, None)
+
+    def _prompt_scores(self, token_ids: list[int], top: int | None) -> tuple[TokenStep | None, ...] | None:
+        if top is None:
+            return None
+        return (None, *(self._step(token_id, top) for token_id in token_ids[1:]))
 
     def _step(self, token_id: int, top_logprobs: int | None) -> TokenStep:
         data = self.tokenizer.token_bytes(token_id)

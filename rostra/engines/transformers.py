@@ -58,6 +58,7 @@ def _eos_ids(tokenizer, generation_config: GenerationConfig | None) -> set[int]:
 
 class TransformersEngine(Engine):
     enforces_constraints = True  # JSON schema, GBNF and llguidance grammars: all through llguidance
+    scores_prompts = True  # a forward pass over the prompt gives its logprobs (prompt_logprobs, echo)
 
     def __init__(self, model: str, model_name: str | None = None, max_model_len: int | None = None,
                  parallel: int = 4, dtype: str = "auto", device: str = "auto", threads: int | None = None):
@@ -86,6 +87,7 @@ class TransformersEngine(Engine):
         self.vocab_size = text_config.vocab_size
         self._usable_vocab = min(len(self.tokenizer), self.vocab_size)
         self._token_bytes = token_bytes_table(self.tokenizer, silent_ids=self.eos_ids)
+        self.special_token_ids = frozenset(set(self.tokenizer.all_special_ids) - self.eos_ids)
         self.parallel = max(1, parallel)
         self.hf_model = None
         self._decoder: BatchDecoder | None = None

@@ -25,6 +25,7 @@ a model with sliding-window or other cache layers runs one sequence at a time.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import logging
 import queue
@@ -54,6 +55,14 @@ class Sequence:
     cancelled: threading.Event = field(default_factory=threading.Event)
     generated: int = 0
     next_input: int = -1  # the last sampled token: fed to the model at the next decode step
+    # The prompt's scores (prompt_logprobs), handed over with the first output.
+    prompt_scores: tuple[TokenStep | None, ...] | None = None
+
+    def deliver_output(self, output: EngineOutput) -> None:
+        if self.prompt_scores is not None:
+            output = dataclasses.replace(output, prompt_logprobs=self.prompt_scores)
+            self.prompt_scores = None
+        self.deliver(output)
 
 
 def stackable_cache(config: Any) -> bool:
@@ -142,11 +151,29 @@ class BatchDecoder:
             return
         cache = DynamicCache(config=self.model.config)
         input_ids = torch.tensor([sequence.prompt_ids], dtype=torch.long, device=self.model.device)
-        # Only the last position's logits are needed; the lm head over a whole prompt is costly.
+        top_n = sequence.sampler.params.prompt_logprobs
+        # Only the last position's logits are needed (the lm head over a whole prompt is costly),
+        # unless the prompt is to be scored.
         logits = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True,
-                            **self._last_logits_only).logits
+                            **(self._last_logits_only if top_n is None else {})).logits
+        if top_n is not None:
+            sequence.prompt_scores = self._score_prompt(sequence.prompt_ids, logits[0], top_n)
         if self._sample(sequence, logits[0, -1]):
             self._join(sequence, cache)
+
+    def _score_prompt(self, prompt_ids: list[int], logits: torch.Tensor, top_n: int) -> tuple[TokenStep | None, ...]:
+        """Each prompt token's logprob under the model (the raw distribution: no penalties or
+        temperature), with its top `top_n` alternatives; the first token has none."""
+        steps: list[TokenStep | None] = [None]
+        for position in range(1, len(prompt_ids)):  # one row at a time: no [length, vocab] float copy
+            logprobs = torch.log_softmax(logits[position - 1].float(), dim=-1)
+            token_id = prompt_ids[position]
+            top: tuple[TopLogprob, ...] = ()
+            if top_n:
+                values, ids = torch.topk(logprobs, top_n)
+                top = tuple(TopLogprob(i, self.token_bytes(i), v) for i, v in zip(ids.tolist(), values.tolist()))
+            steps.append(TokenStep(token_id, self.token_bytes(token_id), float(logprobs[token_id]), top))
+        return tuple(steps)
 
     def _join(self, sequence: Sequence, cache: DynamicCache) -> None:
         length = len(sequence.prompt_ids)
@@ -193,11 +220,11 @@ class BatchDecoder:
     def _sample_unguarded(self, row: Sequence, logits: torch.Tensor) -> bool:
         sampler = row.sampler
         if sampler.constraint is not None and sampler.constraint.finished:
-            row.deliver(EngineOutput(finish_reason="stop"))
+            row.deliver_output(EngineOutput(finish_reason="stop"))
             return False
         sampled = sampler.sample(logits)
         if sampled.token_id in self.eos_ids and not sampler.params.ignore_eos:
-            row.deliver(EngineOutput(finish_reason="stop"))  # the end token itself is not output
+            row.deliver_output(EngineOutput(finish_reason="stop"))  # the end token itself is not output
             return False
         sampler.accept(sampled.token_id)
         row.generated += 1
@@ -210,7 +237,7 @@ class BatchDecoder:
             reason = None
         step = TokenStep(sampled.token_id, self.token_bytes(sampled.token_id), sampled.logprob,
                          tuple(TopLogprob(i, self.token_bytes(i), lp) for i, lp in sampled.top))
-        row.deliver(EngineOutput((step,), reason))
+        row.deliver_output(EngineOutput((step,), reason))
         return reason is None
 
     def _keep_rows(self, keep: list[int]) -> None:

@@ -50,8 +50,18 @@ class RequestSampler:
                 bias[token_id] += value
         if params.ignore_eos:
             bias[[t for t in eos_ids if 0 <= t < vocab_size]] = float("-inf")
+        if params.allowed_token_ids is not None:
+            allowed = torch.full((vocab_size,), float("-inf"), device=device)
+            allowed[[t for t in params.allowed_token_ids if 0 <= t < vocab_size]] = 0.0
+            bias += allowed
         bias[usable_vocab:] = float("-inf")
         self._bias = bias
+        # min_tokens: end tokens (and stop_token_ids) are banned until that many were generated.
+        self._end_ids = [t for t in {*eos_ids, *params.stop_token_ids} if 0 <= t < vocab_size]
+        self._generated: list[int] = []
+        # bad_words: one-token words are always banned; a longer word's last token once the others precede it.
+        self._bad_single = [seq[0] for seq in params.bad_words_ids if len(seq) == 1 and seq[0] < vocab_size]
+        self._bad_longer = [seq for seq in params.bad_words_ids if len(seq) > 1]
 
     def sample(self, logits: torch.Tensor) -> Sampled:
         """`logits`: this sequence's next-token logits, shape [vocab]."""
@@ -63,6 +73,10 @@ class RequestSampler:
         if p.presence_penalty or p.frequency_penalty:
             logits -= self._counts * p.frequency_penalty + (self._counts > 0).float() * p.presence_penalty
         logits += self._bias
+        if len(self._generated) < p.min_tokens:
+            logits[self._end_ids] = float("-inf")
+        if self._bad_single or self._bad_longer:
+            logits[self._banned_words()] = float("-inf")
         if self.constraint is not None:
             logits.masked_fill_(~self.constraint.allowed(logits.device), float("-inf"))
         logprobs = torch.log_softmax(logits, dim=-1)
@@ -73,8 +87,17 @@ class RequestSampler:
             top = tuple((i, v) for i, v in zip(ids.tolist(), values.tolist()) if v != float("-inf"))
         return Sampled(token_id, float(logprobs[token_id]), top)
 
+    def _banned_words(self) -> list[int]:
+        banned = list(self._bad_single)
+        for sequence in self._bad_longer:
+            prefix = list(sequence[:-1])
+            if self._generated[-len(prefix):] == prefix:
+                banned.append(sequence[-1])
+        return banned
+
     def accept(self, token_id: int) -> None:
-        """Record the token the sequence continues with (penalties, grammar)."""
+        """Record the token the sequence continues with (penalties, grammar, min_tokens, bad_words)."""
+        self._generated.append(token_id)
         self._seen[token_id] = True
         self._counts[token_id] += 1
         if self.constraint is not None:

@@ -59,6 +59,7 @@ _INLINE_CHARS = 4096
 
 class VllmEngine(Engine):
     enforces_constraints = True
+    scores_prompts = True  # vLLM's own prompt_logprobs
 
     def __init__(self, model: str, model_name: str, max_model_len: int | None = None,
                  tensor_parallel_size: int = 1, pipeline_parallel_size: int = 1,
@@ -90,6 +91,8 @@ class VllmEngine(Engine):
         self.eos_token = _token_text(self._tokenizer, self._tokenizer.eos_token_id)
         self._vocab_bytes = _vocabulary_of(self._tokenizer)
         self.vocab_size = len(self._vocab_bytes)
+        self.special_token_ids = frozenset(set(getattr(self._tokenizer, "all_special_ids", ()))
+                                           - {self._tokenizer.eos_token_id})
         self._running: set[str] = set()
         self._aborting: set[str] = set()
 
@@ -139,8 +142,9 @@ class VllmEngine(Engine):
                         if request_id in self._aborting:
                             return  # our own abort(): the iterator just ends
                         raise EngineError("vLLM aborted the request")
-                    yield engine_output(completion.token_ids, completion.logprobs, completion.finish_reason,
-                                        completion.stop_reason, top_n, self.token_bytes)
+                    output = engine_output(completion.token_ids, completion.logprobs, completion.finish_reason,
+                                           completion.stop_reason, top_n, self.token_bytes)
+                    yield self._with_prompt_facts(output, request_output, prompt, params)
         except EngineError:
             raise
         except Exception as exc:  # vLLM's EngineGenerateError carries its cause
@@ -149,6 +153,26 @@ class VllmEngine(Engine):
         finally:
             self._running.discard(request_id)
             self._aborting.discard(request_id)
+
+
+    def _with_prompt_facts(self, output: EngineOutput, request_output: Any, prompt: Prompt,
+                           params: SamplingParams) -> EngineOutput:
+        """The prompt's scores (first output) and prefix-cache hits (last output), where vLLM gives them."""
+        scores = getattr(request_output, "prompt_logprobs", None)
+        if params.prompt_logprobs is not None and scores:
+            output = dataclasses.replace(output, prompt_logprobs=prompt_scores(
+                prompt.token_ids, scores, params.prompt_logprobs, self.token_bytes))
+        cached = getattr(request_output, "num_cached_tokens", None)
+        if output.finish_reason is not None and isinstance(cached, int):
+            output = dataclasses.replace(output, cached_tokens=cached)
+        return output
+
+
+def prompt_scores(token_ids: Sequence[int], positions: Sequence[dict[int, Any] | None], top_n: int,
+                  token_bytes: Callable[[int], bytes]) -> tuple[TokenStep | None, ...]:
+    """vLLM's prompt_logprobs (None, then per position token id -> Logprob) as rostra's steps."""
+    return tuple(None if position is None else _step(token_id, position, top_n, token_bytes)
+                 for token_id, position in zip(token_ids, positions))
 
 
 def _resolved(value: Any) -> Any:
@@ -254,6 +278,12 @@ def sampling_kwargs(params: SamplingParams) -> dict[str, Any]:
         "logprobs": params.top_logprobs,
         "ignore_eos": params.ignore_eos,
         "detokenize": False,  # rostra detokenizes; vLLM's text would be computed for nothing
+        # vLLM's own extensions, natively. stop_token_ids: so that min_tokens holds them back too.
+        "min_tokens": params.min_tokens,
+        "stop_token_ids": list(params.stop_token_ids) or None,
+        "bad_words": list(params.bad_words) or None,
+        "allowed_token_ids": list(params.allowed_token_ids) if params.allowed_token_ids is not None else None,
+        "prompt_logprobs": params.prompt_logprobs,
     }
 
 

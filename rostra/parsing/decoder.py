@@ -15,9 +15,17 @@ from rostra.engines.base import TokenStep
 
 
 class Decoder:
-    def __init__(self, stop: Sequence[str] = (), stop_token_ids: Collection[int] = ()):
+    """`include_stop`: a matched stop string stays in the text (vLLM's include_stop_str_in_output).
+    `min_tokens`: stop strings and stop tokens count only from that many tokens on (vLLM's min_tokens).
+    `hidden_ids`: tokens whose text is left out (special tokens, with skip_special_tokens)."""
+
+    def __init__(self, stop: Sequence[str] = (), stop_token_ids: Collection[int] = (), include_stop: bool = False,
+                 min_tokens: int = 0, hidden_ids: Collection[int] = frozenset()):
         self._stops = [s for s in stop if s]
         self._stop_token_ids = frozenset(stop_token_ids)
+        self._include_stop = include_stop
+        self._unstoppable = min_tokens  # tokens still to come before a stop may end the text
+        self._hidden_ids = hidden_ids
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._held = ""
         self.stopped = False  # a stop string or stop token ended the text
@@ -26,17 +34,21 @@ class Decoder:
         """Text released by one more token ('' while held back or after a stop)."""
         if self.stopped:
             return ""
+        if self._unstoppable:
+            self._unstoppable -= 1
+            return self._utf8.decode(b"" if token.token_id in self._hidden_ids else token.token_bytes)
         if token.token_id in self._stop_token_ids:
             self.stopped = True
             return self._release_held()
-        text = self._held + self._utf8.decode(token.token_bytes)
+        data = b"" if self._hidden_ids and token.token_id in self._hidden_ids else token.token_bytes
+        text = self._held + self._utf8.decode(data)
         self._held = ""
         if not self._stops:
             return text
-        cut = min((i for i in (text.find(s) for s in self._stops) if i >= 0), default=-1)
+        cut, stop = min(((i, s) for s in self._stops if (i := text.find(s)) >= 0), default=(-1, ""))
         if cut >= 0:
             self.stopped = True
-            return text[:cut]
+            return text[:cut + len(stop)] if self._include_stop else text[:cut]
         keep = self._partial_stop_length(text)
         if keep:
             self._held = text[-keep:]

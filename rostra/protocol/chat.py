@@ -6,7 +6,19 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rostra.errors import InvalidRequest
 from rostra.protocol.common import MAX_TOP_LOGPROBS, SamplingFields
+from rostra.protocol.strict import check_service_tier, check_verbosity, refuse_if_set
+
+# Fields of OpenAI's schema that ask for what a local text model does not have: refused when set.
+_REFUSED = {
+    "audio": "this model has no audio output",
+    "prediction": "predicted outputs are not supported with this model",
+    "web_search_options": "this server has no web search",
+    "moderation": "this server runs no moderation",
+    "functions": "use tools (functions is deprecated)",
+    "function_call": "use tool_choice (function_call is deprecated)",
+}
 
 
 class ContentPart(BaseModel):
@@ -42,6 +54,33 @@ class ChatCompletionRequest(SamplingFields):
     reasoning_effort: str | None = None
     # False: the thinking is generated but left out of the response.
     include_reasoning: bool = True
+    # vLLM extension: documents for retrieval-augmented templates (passed as `documents=`).
+    documents: list[dict[str, Any]] | None = None
+    # Harmless OpenAI fields: identifiers, storage and cache hints that change nothing in the output.
+    metadata: dict[str, str] | None = None
+    store: bool | None = None
+    safety_identifier: str | None = None
+    prompt_cache_key: str | None = None
+    prompt_cache_retention: Literal["in_memory", "24h"] | None = None
+    prompt_cache_options: dict[str, Any] | None = None
+    service_tier: str | None = None
+    verbosity: Literal["low", "medium", "high"] | None = None
+    modalities: list[Literal["text", "audio"]] | None = None
+    # Refused when set (see _REFUSED).
+    audio: dict[str, Any] | None = None
+    prediction: dict[str, Any] | None = None
+    web_search_options: dict[str, Any] | None = None
+    moderation: dict[str, Any] | None = None
+    functions: list[dict[str, Any]] | None = None
+    function_call: str | dict[str, Any] | None = None
+
+    def unsupported(self) -> InvalidRequest | None:
+        if self.min_tokens and self.max_completion_tokens is not None and self.min_tokens > self.max_completion_tokens:
+            return InvalidRequest("min_tokens must not exceed max_completion_tokens", param="min_tokens")
+        if self.modalities is not None and "audio" in self.modalities:
+            return InvalidRequest("modalities: this model generates text only", param="modalities")
+        return (super().unsupported() or refuse_if_set(self, _REFUSED) or check_service_tier(self.service_tier)
+                or check_verbosity(self.verbosity, "verbosity"))
 
     def thinking_enabled(self) -> bool:
         """Templates take enable_thinking (Qwen3) or thinking (others); both default to on."""

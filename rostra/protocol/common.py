@@ -4,34 +4,31 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator
+
+from rostra.errors import InvalidRequest
+from rostra.protocol.strict import RequestModel, StrictModel
 
 MAX_N = 128
 MAX_STOP_STRINGS = 16
 MAX_TOP_LOGPROBS = 20
 
 
-class StreamOptions(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+MAX_BAD_WORDS = 64
+
+
+class StreamOptions(StrictModel):
     include_usage: bool = False
+    # Obfuscation pads delta events against side channels; rostra sends none, which the option allows.
+    include_obfuscation: bool = True
     # vLLM extension: every chunk carries the usage so far.
     continuous_usage_stats: bool = False
 
 
-def drop_nulls(data: Any) -> Any:
-    """A top-level null means "not given" (as OpenAI reads it): the field keeps its default."""
-    if isinstance(data, dict):
-        return {key: value for key, value in data.items() if value is not None}
-    return data
-
-
-class SamplingFields(BaseModel):
+class SamplingFields(RequestModel):
     """OpenAI sampling parameters plus the common extensions (top_k, min_p, repetition_penalty,
-    stop_token_ids, ignore_eos) that vLLM and llama.cpp servers accept."""
-
-    model_config = ConfigDict(extra="ignore", strict=True)
-
-    _nulls_are_defaults = model_validator(mode="before")(drop_nulls)
+    stop_token_ids, ignore_eos) that vLLM and llama.cpp servers accept, and vLLM's other
+    extensions (min_tokens, bad_words, return_token_ids, ...: README, "vLLM extensions")."""
 
     model: str
     n: Annotated[int, Field(ge=1, le=MAX_N)] = 1
@@ -57,6 +54,22 @@ class SamplingFields(BaseModel):
     guided_choice: Any = None
     guided_grammar: Any = None
     guided_regex: Any = None
+    # vLLM extensions
+    min_tokens: Annotated[int, Field(ge=0)] = 0
+    include_stop_str_in_output: bool = False
+    skip_special_tokens: bool = True
+    bad_words: Annotated[list[str], Field(max_length=MAX_BAD_WORDS)] | None = None
+    allowed_token_ids: Annotated[list[int], Field(min_length=1)] | None = None
+    return_token_ids: bool = False
+    truncate_prompt_tokens: Annotated[int, Field(ge=-1)] | None = None
+    prompt_logprobs: Annotated[int, Field(ge=0, le=MAX_TOP_LOGPROBS)] | None = None
+
+    def unsupported(self) -> InvalidRequest | None:
+        if self.min_tokens and self.max_tokens is not None and self.min_tokens > self.max_tokens:
+            return InvalidRequest("min_tokens must not exceed max_tokens", param="min_tokens")
+        if any(word == "" for word in self.bad_words or ()):
+            return InvalidRequest("bad_words must not contain empty strings", param="bad_words")
+        return None
 
     def guided(self) -> dict[str, Any]:
         return {"guided_json": self.guided_json, "guided_choice": self.guided_choice,

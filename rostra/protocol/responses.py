@@ -4,27 +4,36 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from rostra.protocol.common import drop_nulls
+from rostra.errors import InvalidRequest
+from rostra.protocol.strict import RequestModel, StrictModel, check_service_tier, check_verbosity, refuse_if_set
+
+# Fields of OpenAI's schema that ask for what this server does not have: refused when set.
+_REFUSED = {
+    "prompt": "this server has no stored prompt templates",
+    "context_management": "this server does not compact context",
+    "moderation": "this server runs no moderation",
+}
 
 
-class TextOptions(BaseModel):
-    model_config = ConfigDict(extra="allow")
+class TextOptions(StrictModel):
     format: dict[str, Any] | None = None
+    verbosity: Literal["low", "medium", "high"] | None = None
 
 
 class ReasoningOptions(BaseModel):
+    # Lenient: reasoning settings vary by model family (effort, summary, mode, generate_summary).
     model_config = ConfigDict(extra="allow")
     effort: str | None = None
     summary: str | None = None
 
 
-class CreateResponseRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
+class ResponseStreamOptions(StrictModel):
+    include_obfuscation: bool = True  # rostra pads nothing: no obfuscation field is sent
 
-    _nulls_are_defaults = model_validator(mode="before")(drop_nulls)
 
+class CreateResponseRequest(RequestModel):
     model: str
     input: str | list[dict[str, Any]]
     instructions: str | None = None
@@ -41,8 +50,25 @@ class CreateResponseRequest(BaseModel):
     metadata: dict[str, str] | None = None
     store: bool = True
     stream: bool = False
+    stream_options: ResponseStreamOptions | None = None
     background: bool = False
+    # Values naming built-in tools rostra does not have include nothing, as OpenAI's do without those tools.
     include: list[str] | None = None
     top_logprobs: Annotated[int, Field(ge=0, le=20)] | None = None
     user: str | None = None
     truncation: Literal["auto", "disabled"] | None = None
+    # Harmless: identifiers and cache hints; max_tool_calls bounds built-in tools, of which there are none.
+    safety_identifier: str | None = None
+    prompt_cache_key: str | None = None
+    prompt_cache_retention: Literal["in_memory", "24h"] | None = None
+    prompt_cache_options: dict[str, Any] | None = None
+    max_tool_calls: Annotated[int, Field(ge=0)] | None = None
+    service_tier: str | None = None
+    # Refused when set (see _REFUSED).
+    prompt: dict[str, Any] | None = None
+    context_management: list[dict[str, Any]] | None = None
+    moderation: dict[str, Any] | None = None
+
+    def unsupported(self) -> InvalidRequest | None:
+        return (refuse_if_set(self, _REFUSED) or check_service_tier(self.service_tier)
+                or check_verbosity(self.text.verbosity if self.text else None, "text.verbosity"))

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import re
 
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 
 from rostra.errors import InvalidRequest
+from rostra.protocol.strict import RequestModel
+
+log = logging.getLogger("rostra.server")
 
 # Parts of a pydantic error location that name a union member's type, not a field.
 _TYPE_TAG = re.compile(r"^(str|int|float|bool|list|dict|none|json-or-python)(\[.*\])?$|^(function|constrained)-|\[")
@@ -27,10 +31,27 @@ def param_from_location(location: tuple) -> str | None:
 async def parse_body(request: Request, model: type[BaseModel]) -> BaseModel:
     body = await request.body()
     try:
-        return model.model_validate_json(body)
+        parsed = model.model_validate_json(body)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         if first["type"] == "json_invalid":
             raise InvalidRequest(f"the request body is not valid JSON: {first['msg']}") from exc
         param = param_from_location(tuple(first["loc"]))
         raise InvalidRequest(f"{param or 'body'}: {first['msg']}", param=param) from exc
+    if isinstance(parsed, RequestModel):
+        check_fields(parsed, request.app.state.rostra.settings.unknown_params)
+    return parsed
+
+
+def check_fields(body: RequestModel, unknown_params: str) -> None:
+    """Unknown fields: a 400 naming the first (as OpenAI answers), or a warning and dropped;
+    then the known fields set to what rostra cannot honour."""
+    unknown = body.unknown_fields()
+    if unknown and unknown_params == "error":
+        raise InvalidRequest(f"Unrecognized request argument supplied: {unknown[0]}", param=unknown[0])
+    if unknown:
+        log.warning("ignoring unrecognized request argument(s): %s", ", ".join(unknown))
+        body.drop_unknown_fields()
+    refusal = body.unsupported()
+    if refusal is not None:
+        raise refusal

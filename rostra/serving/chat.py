@@ -9,7 +9,6 @@ from typing import Callable
 
 from rostra.engines.base import Engine, Prompt, TokenStep
 from rostra.errors import InvalidRequest
-from rostra.parsing.decoder import Decoder
 from rostra.guided.constraints import Constraint, response_constraint
 from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, ToolCallStart
 from rostra.parsing.parser import ChoicePipeline
@@ -29,6 +28,7 @@ from rostra.serving.generation import (
     sampling_params,
     token_text,
 )
+from rostra.serving.extensions import choice_decoder, engine_extensions, truncate_prompt, vllm_prompt_logprobs
 from rostra.serving.relay import relay_job
 from rostra.serving.tools import ToolPlan, plan_tools
 from rostra.serving.validation import check_logit_bias, check_model, check_stop_token_ids
@@ -63,13 +63,19 @@ class ChatChunkRenderer(ChunkRenderer):
     null_usage = True
 
     def start(self) -> list[dict]:
-        return [self.chunk([{"index": run.index, "delta": {"role": "assistant", "content": ""},
-                              "logprobs": None, "finish_reason": None}]) for run in self.job.runs]
+        chunks = [self.chunk([{"index": run.index, "delta": {"role": "assistant", "content": ""},
+                               "logprobs": None, "finish_reason": None}]) for run in self.job.runs]
+        if self.job.request.return_token_ids and chunks:  # vLLM: the prompt's ids on the first chunk
+            chunks[0]["prompt_token_ids"] = list(self.job.runs[0].prompt.token_ids)
+        return chunks
 
     def render(self, index: int, event: Event) -> dict | None:
         if isinstance(event, Text):
             logprobs = {"content": logprobs_content(event.logprobs), "refusal": None} if self.job.request.logprobs else None
-            return self._delta(index, {"content": event.text}, logprobs)
+            chunk = self._delta(index, {"content": event.text}, logprobs)
+            if self.job.request.return_token_ids:
+                chunk["choices"][0]["token_ids"] = [step.token_id for step in event.logprobs]
+            return chunk
         if isinstance(event, Reasoning):
             fields = self.job.reasoning_fields
             return self._delta(index, {name: event.text for name in fields}) if fields else None
@@ -79,15 +85,24 @@ class ChatChunkRenderer(ChunkRenderer):
         if isinstance(event, ToolCallArgs):
             return self._delta(index, {"tool_calls": [{"index": event.index, "function": {"arguments": event.text}}]})
         if isinstance(event, Finish):
-            return self.chunk([{"index": index, "delta": {}, "logprobs": None, "finish_reason": event.reason}])
+            chunk = self.chunk([{"index": index, "delta": {}, "logprobs": None, "finish_reason": event.reason}])
+            if self.job.request.prompt_logprobs is not None:  # in streams: on each choice's last chunk
+                chunk["prompt_logprobs"] = job_prompt_logprobs(self.job, index)
+            return chunk
         return None
 
     def _delta(self, index: int, delta: dict, logprobs: dict | None = None) -> dict:
         return self.chunk([{"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": None}])
 
 
+def job_prompt_logprobs(job: Job, index: int = 0) -> list[dict | None] | None:
+    run = next(run for run in job.runs if run.index == index)
+    return vllm_prompt_logprobs(run.prompt_logprobs, token_text)
+
+
 @dataclass
 class _ChoiceState:
+    token_ids: list[int] = field(default_factory=list)
     content: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
     logprobs: list[dict] = field(default_factory=list)
@@ -106,7 +121,9 @@ class ChatFold:
         state = self.choices[index]
         if isinstance(event, Text):
             state.content.append(event.text)
-            state.logprobs.extend(logprobs_content(event.logprobs))
+            if self.job.request.logprobs:
+                state.logprobs.extend(logprobs_content(event.logprobs))
+            state.token_ids.extend(step.token_id for step in event.logprobs)
         elif isinstance(event, Reasoning):
             state.reasoning.append(event.text)
         elif isinstance(event, ToolCallStart):
@@ -128,9 +145,17 @@ class ChatFold:
             if state.reasoning and self.job.reasoning_fields:
                 message.update({name: "".join(state.reasoning) for name in self.job.reasoning_fields})
             logprobs = {"content": state.logprobs, "refusal": None} if self.job.request.logprobs else None
-            choices.append({"index": index, "message": message, "logprobs": logprobs,
-                            "finish_reason": state.finish_reason or "stop"})
-        return self.job.response("chat.completion", choices)
+            choice = {"index": index, "message": message, "logprobs": logprobs,
+                      "finish_reason": state.finish_reason or "stop"}
+            if self.job.request.return_token_ids:
+                choice["token_ids"] = state.token_ids
+            choices.append(choice)
+        response = self.job.response("chat.completion", choices)
+        if self.job.request.return_token_ids:
+            response["prompt_token_ids"] = list(self.job.runs[0].prompt.token_ids)
+        if self.job.request.prompt_logprobs is not None:
+            response["prompt_logprobs"] = job_prompt_logprobs(self.job)
+        return response
 
 
 class ChatService(GenerationService):
@@ -162,20 +187,17 @@ class ChatService(GenerationService):
             raise InvalidRequest("top_logprobs requires logprobs to be true", param="top_logprobs")
         plan = plan_tools(request.tools, request.tool_choice, request.parallel_tool_calls, self.tool_parser)
         constraint = _constraint(request, plan)
-        messages = template_messages(request.messages)
-        kwargs = dict(request.chat_template_kwargs or {})
-        if request.reasoning_effort is not None:
-            kwargs.setdefault("reasoning_effort", request.reasoning_effort)
-        text = await asyncio.to_thread(
-            self.template.render, messages, add_generation_prompt=request.add_generation_prompt,
-            continue_final_message=request.continue_final_message, tools=request.tools, **kwargs)
-        token_ids = await engine.tokenize(text, add_special=False)
+        text = await self._render(request)
+        context_length = engine.model_info(request.model).context_length
+        token_ids = truncate_prompt(await engine.tokenize(text, add_special=False), request.truncate_prompt_tokens,
+                                    context_length)
         max_tokens = request.max_completion_tokens or request.max_tokens
         param = "max_completion_tokens" if request.max_completion_tokens else "max_tokens"
-        context_length = engine.model_info(request.model).context_length
         max_tokens = check_context(len(token_ids), max_tokens, context_length, "messages", param)
         top_logprobs = (request.top_logprobs or 0) if request.logprobs else None
-        params = sampling_params(request, max_tokens, top_logprobs, constraint)
+        params = sampling_params(request, max_tokens, top_logprobs, constraint,
+                                 **await engine_extensions(engine, request))
+        engine.check_params(params)
         last = request.messages[-1]
         prompt = Prompt(token_ids, message_text(last, len(request.messages) - 1), last.role, request.model)
         # vLLM's chat `echo`: the continued assistant message is repeated in front of the answer.
@@ -192,13 +214,26 @@ class ChatService(GenerationService):
                 chain.append(plan.make_parser())
             return chain
 
+        read_markup = bool(self.reasoning_parser or plan.make_parser)
         runs = [
             ChoiceRun(index, prompt, params_for_choice(params, index),
-                      ChoicePipeline(Decoder(request.stop_strings(), request.stop_token_ids or ()), parsers(),
-                                     with_logprobs=request.logprobs),
+                      ChoicePipeline(choice_decoder(request, engine, read_markup), parsers(),
+                                     with_logprobs=request.logprobs or request.return_token_ids),
                       prefix)
             for index in range(request.n)
         ]
         stats = RequestStats(prompt_tokens=len(token_ids), reasoning_tokens=0 if self.reasoning_parser else None)
         return Job(request, f"chatcmpl-{uuid.uuid4().hex}", request.model, runs, stats,
                    reasoning_fields=self.reasoning_fields if request.include_reasoning else ())
+
+    async def _render(self, request: ChatCompletionRequest) -> str:
+        """The conversation through the chat template (off the event loop)."""
+        kwargs = dict(request.chat_template_kwargs or {})
+        if request.reasoning_effort is not None:
+            kwargs.setdefault("reasoning_effort", request.reasoning_effort)
+        if request.documents is not None:
+            kwargs["documents"] = request.documents
+        return await asyncio.to_thread(
+            self.template.render, template_messages(request.messages),
+            add_generation_prompt=request.add_generation_prompt,
+            continue_final_message=request.continue_final_message, tools=request.tools, **kwargs)

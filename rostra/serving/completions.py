@@ -9,7 +9,6 @@ from typing import Callable
 from rostra.engines.base import Engine, Prompt, TokenStep
 from rostra.errors import InvalidRequest
 from rostra.guided.constraints import response_constraint
-from rostra.parsing.decoder import Decoder
 from rostra.parsing.events import Event, Finish, Text
 from rostra.parsing.parser import ChoicePipeline
 from rostra.protocol.completions import CompletionRequest
@@ -24,6 +23,7 @@ from rostra.serving.generation import (
     sampling_params,
     token_text,
 )
+from rostra.serving.extensions import choice_decoder, engine_extensions, truncate_prompt, vllm_prompt_logprobs
 from rostra.serving.relay import relay_job
 from rostra.serving.validation import check_logit_bias, check_model, check_stop_token_ids
 
@@ -49,13 +49,40 @@ class LegacyLogprobs:
         for step in tokens:
             token = token_text(step.token_bytes)
             out["tokens"].append(token)
-            out["token_logprobs"].append(step.logprob if step.logprob is not None else 0.0)
-            out["top_logprobs"].append({token_text(top.token_bytes): top.logprob for top in step.top_logprobs})
+            unscored = step.logprob is None and not step.top_logprobs  # an echoed prompt's first token (null)
+            out["token_logprobs"].append(None if unscored else step.logprob or 0.0)
+            out["top_logprobs"].append(None if unscored else
+                                       {token_text(top.token_bytes): top.logprob for top in step.top_logprobs})
             out["text_offset"].append(self.offset)
             self.offset += len(token)
         if not tokens:
             self.offset += len(text)
         return out
+
+
+class EchoTracker:
+    """Tells the echoed prompt (a choice's first Text event with `echo`) from generated text: the
+    prompt's tokens are not among the choice's `token_ids`."""
+
+    def __init__(self, job: Job):
+        self.pending = {run.index for run in job.runs if run.prefix}
+
+    def generated_ids(self, index: int, event: Text) -> list[int]:
+        if index in self.pending:
+            self.pending.discard(index)
+            return []
+        return [step.token_id for step in event.logprobs]
+
+
+def _extension_fields(job: Job, index: int) -> dict:
+    """vLLM's per-choice prompt fields: prompt_token_ids (return_token_ids), prompt_logprobs."""
+    run = next(run for run in job.runs if run.index == index)
+    fields: dict = {}
+    if job.request.return_token_ids:
+        fields["prompt_token_ids"] = list(run.prompt.token_ids)
+    if job.request.prompt_logprobs is not None:
+        fields["prompt_logprobs"] = vllm_prompt_logprobs(run.prompt_logprobs, token_text)
+    return fields
 
 
 class CompletionChunkRenderer(ChunkRenderer):
@@ -65,14 +92,25 @@ class CompletionChunkRenderer(ChunkRenderer):
     def __init__(self, job: Job):
         super().__init__(job)
         self.logprobs = {run.index: LegacyLogprobs() for run in job.runs}
+        self.echo = EchoTracker(job)
+        self.started: set[int] = set()
 
     def render(self, index: int, event: Event) -> dict | None:
-        with_logprobs = self.job.request.logprobs is not None
+        request = self.job.request
         if isinstance(event, Text):
-            logprobs = self.logprobs[index].render(event.text, event.logprobs) if with_logprobs else None
-            return self.chunk([{"index": index, "text": event.text, "logprobs": logprobs, "finish_reason": None}])
+            logprobs = self.logprobs[index].render(event.text, event.logprobs) if request.logprobs is not None else None
+            choice = {"index": index, "text": event.text, "logprobs": logprobs, "finish_reason": None}
+            if request.return_token_ids:
+                choice["token_ids"] = self.echo.generated_ids(index, event)
+                if index not in self.started:  # vLLM: the prompt's ids on the choice's first chunk
+                    self.started.add(index)
+                    choice["prompt_token_ids"] = _extension_fields(self.job, index)["prompt_token_ids"]
+            return self.chunk([choice])
         if isinstance(event, Finish):
-            return self.chunk([{"index": index, "text": "", "logprobs": None, "finish_reason": event.reason}])
+            choice = {"index": index, "text": "", "logprobs": None, "finish_reason": event.reason}
+            if request.prompt_logprobs is not None:
+                choice["prompt_logprobs"] = _extension_fields(self.job, index)["prompt_logprobs"]
+            return self.chunk([choice])
         return None
 
 
@@ -82,6 +120,7 @@ class _ChoiceState:
     logprobs: dict = field(default_factory=lambda: {"tokens": [], "token_logprobs": [], "top_logprobs": [],
                                                     "text_offset": []})
     legacy: LegacyLogprobs = field(default_factory=LegacyLogprobs)
+    token_ids: list[int] = field(default_factory=list)
     finish_reason: str | None = None
 
 
@@ -89,11 +128,13 @@ class CompletionFold:
     def __init__(self, job: Job):
         self.job = job
         self.choices = {run.index: _ChoiceState() for run in job.runs}
+        self.echo = EchoTracker(job)
 
     def add(self, index: int, event: Event) -> None:
         state = self.choices[index]
         if isinstance(event, Text):
             state.text.append(event.text)
+            state.token_ids += self.echo.generated_ids(index, event)
             for key, values in state.legacy.render(event.text, event.logprobs).items():
                 state.logprobs[key].extend(values)
         elif isinstance(event, Finish):
@@ -101,10 +142,13 @@ class CompletionFold:
 
     def response(self) -> dict:
         with_logprobs = self.job.request.logprobs is not None
-        choices = [{"index": index, "text": "".join(state.text),
-                    "logprobs": state.logprobs if with_logprobs else None,
-                    "finish_reason": state.finish_reason or "stop"}
-                   for index, state in sorted(self.choices.items())]
+        choices = []
+        for index, state in sorted(self.choices.items()):
+            choice = {"index": index, "text": "".join(state.text),
+                      "logprobs": state.logprobs if with_logprobs else None, "finish_reason": state.finish_reason or "stop", **_extension_fields(self.job, index)}
+            if self.job.request.return_token_ids:
+                choice["token_ids"] = state.token_ids
+            choices.append(choice)
         return self.job.response("text_completion", choices)
 
 
@@ -116,6 +160,33 @@ class CompletionService(GenerationService):
         super().__init__(engine)
         self.served_names = served_names
 
+    async def _prompt_tokens(self, prompt: str | list[int], keep: int | None, context_length: int
+                             ) -> tuple[str, list[int]]:
+        """A prompt's text and token ids (cut to the last `keep` tokens with truncate_prompt_tokens)."""
+        engine = self.engine
+        if isinstance(prompt, str):
+            token_ids = await engine.tokenize(prompt, add_special=True)
+        else:
+            if any(not 0 <= t < engine.vocab_size for t in prompt):
+                raise InvalidRequest("prompt token id outside the vocabulary", param="prompt")
+            token_ids = prompt
+        if not token_ids:
+            raise InvalidRequest("prompt must not be empty", param="prompt")
+        cut = truncate_prompt(token_ids, keep, context_length)
+        if not cut:
+            raise InvalidRequest("truncate_prompt_tokens left nothing of the prompt", param="truncate_prompt_tokens")
+        text = prompt if isinstance(prompt, str) and cut is token_ids else await engine.detokenize(cut)
+        return text, cut
+
+    def _check_params(self, params, scored: bool) -> None:
+        try:
+            self.engine.check_params(params)
+        except InvalidRequest as exc:
+            if scored and exc.param == "prompt_logprobs":
+                raise InvalidRequest("echo together with logprobs is not supported by this engine: "
+                                     "it cannot score prompt tokens", param="echo") from exc
+            raise
+
     async def prepare(self, request: CompletionRequest) -> Job:
         check_model(request.model, self.served_names())
         if self.engine.relays(request.model):
@@ -126,33 +197,28 @@ class CompletionService(GenerationService):
             raise InvalidRequest("suffix (fill-in-the-middle) is not supported", param="suffix")
         if request.best_of is not None and request.best_of != request.n:
             raise InvalidRequest("best_of other than n is not supported", param="best_of")
-        if request.echo and request.logprobs is not None:
-            raise InvalidRequest("echo together with logprobs is not supported: the engine does not score prompts",
-                                 param="echo")
         constraint = response_constraint(None, request.guided())
         engine = self.engine
         check_logit_bias(request.logit_bias, engine.vocab_size)
         check_stop_token_ids(request.stop_token_ids, engine.vocab_size)
+        # echo with logprobs scores the prompt: the engine must be able to (else its 400 names `echo`).
+        scored = request.echo and request.logprobs is not None
+        extensions = await engine_extensions(engine, request)
+        if scored:  # the prompt's alternatives as many as either asks for
+            extensions["prompt_logprobs"] = max(request.logprobs, request.prompt_logprobs or 0)
         runs: list[ChoiceRun] = []
         stats = RequestStats()
+        context_length = engine.model_info(request.model).context_length
         for prompt_index, prompt in enumerate(_prompts(request.prompt)):
-            if isinstance(prompt, str):
-                text, token_ids = prompt, await engine.tokenize(prompt, add_special=True)
-            else:
-                if any(not 0 <= t < engine.vocab_size for t in prompt):
-                    raise InvalidRequest("prompt token id outside the vocabulary", param="prompt")
-                text, token_ids = await engine.detokenize(prompt), prompt
-            if not token_ids:
-                raise InvalidRequest("prompt must not be empty", param="prompt")
+            text, token_ids = await self._prompt_tokens(prompt, request.truncate_prompt_tokens, context_length)
             stats.prompt_tokens += len(token_ids)
-            max_tokens = check_context(len(token_ids), request.max_tokens,
-                                       engine.model_info(request.model).context_length,
-                                       "prompt", "max_tokens")
-            params = sampling_params(request, max_tokens, request.logprobs, constraint)
+            max_tokens = check_context(len(token_ids), request.max_tokens, context_length, "prompt", "max_tokens")
+            params = sampling_params(request, max_tokens, request.logprobs, constraint, **extensions)
+            self._check_params(params, scored)
             for n in range(request.n):
-                pipeline = ChoicePipeline(Decoder(request.stop_strings(), request.stop_token_ids or ()),
-                                          with_logprobs=request.logprobs is not None)
+                pipeline = ChoicePipeline(choice_decoder(request, engine, parsers_read_markup=False),
+                                          with_logprobs=request.logprobs is not None or request.return_token_ids)
                 runs.append(ChoiceRun(prompt_index * request.n + n, Prompt(token_ids, text, None, request.model),
-                                      params_for_choice(params, n), pipeline,
-                                      prefix=text if request.echo else ""))
+                                      params_for_choice(params, n), pipeline, prefix=text if request.echo else "",
+                                      score_prefix=scored, prompt_group=prompt_index))
         return Job(request, f"cmpl-{uuid.uuid4().hex}", request.model, runs, stats)

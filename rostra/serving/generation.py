@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Sequence
 
 from rostra import __version__
-from rostra.engines.base import Engine, EngineError, Prompt, SamplingParams
+from rostra.engines.base import Engine, EngineError, Prompt, SamplingParams, TokenStep
 from rostra.errors import InvalidRequest, ServerError
 from rostra.guided.constraints import Constraint
 from rostra.parsing.events import Event, Finish, Text
@@ -31,6 +31,11 @@ class ChoiceRun:
     params: SamplingParams | None = None
     pipeline: ChoicePipeline | None = None
     prefix: str = ""  # echoed text that comes before the generated text
+    # Completions echo with logprobs: the prefix is released with the prompt's scores, once the engine has them.
+    score_prefix: bool = False
+    prompt_group: int = 0  # choices of the same prompt share one group (usage counts each prompt once)
+    # The engine's scores of the prompt (params.prompt_logprobs), once it sent them.
+    prompt_logprobs: tuple[TokenStep | None, ...] | None = None
 
 
 @dataclass
@@ -38,7 +43,9 @@ class RequestStats:
     """Usage and timings of one request, filled in while its events flow."""
 
     prompt_tokens: int = 0
-    completion_tokens: int = 0
+    completion_tokens: int = 0  # of the choices that finished
+    generated: int = 0  # tokens sampled so far, all choices (the running count continuous usage reports)
+    cached_by_group: dict[int, int] = field(default_factory=dict)  # prompt tokens from the prefix cache
     reasoning_tokens: int | None = None  # None: no reasoning parser, the detail is left out
     started: float = field(default_factory=time.monotonic)
     first_token: float | None = None
@@ -53,9 +60,19 @@ class RequestStats:
                 self.reasoning_tokens += event.reasoning_tokens
             self.finished = time.monotonic()
 
-    def usage(self) -> dict:
-        usage = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                 "total_tokens": self.prompt_tokens + self.completion_tokens}
+    def note_cached(self, group: int, cached: int) -> None:
+        self.cached_by_group[group] = max(cached, self.cached_by_group.get(group, 0))
+
+    @property
+    def cached_tokens(self) -> int:
+        return sum(self.cached_by_group.values())
+
+    def usage(self, running: bool = False) -> dict:
+        """`running`: mid-stream, the tokens generated so far (continuous_usage_stats)."""
+        completion = max(self.generated, self.completion_tokens) if running else self.completion_tokens
+        usage = {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
+                 "total_tokens": self.prompt_tokens + completion,
+                 "prompt_tokens_details": {"cached_tokens": self.cached_tokens}}
         if self.reasoning_tokens is not None:
             usage["completion_tokens_details"] = {"reasoning_tokens": self.reasoning_tokens}
         return usage
@@ -95,21 +112,34 @@ def check_context(prompt_tokens: int, max_tokens: int | None, context_length: in
     return max_tokens
 
 
-async def choice_events(engine: Engine, request_id: str, run: ChoiceRun) -> AsyncIterator[Event]:
+async def choice_events(engine: Engine, request_id: str, run: ChoiceRun, stats: RequestStats) -> AsyncIterator[Event]:
     """One choice: engine outputs through its pipeline. Closing it early aborts the generation."""
-    if run.prefix:
+    if run.prefix and not run.score_prefix:
         yield Text(run.prefix)
     reason = "stop"
+    pipeline = run.pipeline
     try:
         async with aclosing(engine.generate(f"{request_id}-{run.index}", run.prompt, run.params)) as outputs:
             async for output in outputs:
-                for event in run.pipeline.feed(output):
+                if output.prompt_logprobs is not None:
+                    run.prompt_logprobs = output.prompt_logprobs
+                    if run.score_prefix:
+                        yield Text(run.prefix, prompt_steps(run.prompt.token_ids, output.prompt_logprobs,
+                                                            engine.token_bytes))
+                if output.cached_tokens is not None:
+                    stats.note_cached(run.prompt_group, output.cached_tokens)
+                before = pipeline.completion_tokens
+                events = pipeline.feed(output)
+                stats.generated += pipeline.completion_tokens - before  # counted before its chunks go out
+                for event in events:
                     yield event
                 reason = output.finish_reason or reason
                 if run.pipeline.stopped:
                     break  # a stop string or stop token: closing the generation aborts it
     except EngineError as exc:
         raise ServerError(f"the engine failed: {exc}") from exc
+    if run.score_prefix and run.prompt_logprobs is None:  # the engine ended before scoring: echo it unscored
+        yield Text(run.prefix)
     for event in run.pipeline.finish(reason):
         yield event
 
@@ -118,7 +148,7 @@ async def run_choices(engine: Engine, request_id: str, runs: Sequence[ChoiceRun]
                       stats: RequestStats) -> AsyncIterator[tuple[int, Event]]:
     """All choices' events, merged as they come. Leaving early aborts every generation."""
     if len(runs) == 1:  # the common case: no tasks, no queue, one hop less per token
-        async with aclosing(choice_events(engine, request_id, runs[0])) as events:
+        async with aclosing(choice_events(engine, request_id, runs[0], stats)) as events:
             async for event in events:
                 stats.observe(event)
                 yield runs[0].index, event
@@ -128,7 +158,7 @@ async def run_choices(engine: Engine, request_id: str, runs: Sequence[ChoiceRun]
 
     async def drive(run: ChoiceRun) -> None:
         try:
-            async with aclosing(choice_events(engine, request_id, run)) as events:
+            async with aclosing(choice_events(engine, request_id, run, stats)) as events:
                 async for event in events:
                     queue.put_nowait((run.index, event))
         except Exception as exc:  # handed to the consumer, which raises it
@@ -161,13 +191,20 @@ def params_for_choice(params: SamplingParams, number: int) -> SamplingParams:
     return dataclasses.replace(params, seed=params.seed + number)
 
 
+def prompt_steps(token_ids: Sequence[int], scores: tuple[TokenStep | None, ...],
+                 token_bytes: Callable[[int], bytes]) -> tuple[TokenStep, ...]:
+    """The prompt's tokens as steps for echoed logprobs; the first, which nothing predicts, has none."""
+    return tuple(step if step is not None else TokenStep(token_id, token_bytes(token_id))
+                 for token_id, step in zip(token_ids, scores))
+
+
 def token_text(data: bytes) -> str:
     """A token's text for logprobs; a token holding part of a character shows U+FFFD."""
     return data.decode("utf-8", errors="replace")
 
 
 def sampling_params(request, max_tokens: int, top_logprobs: int | None,
-                    constraint: Constraint | None = None) -> SamplingParams:
+                    constraint: Constraint | None = None, **extensions: Any) -> SamplingParams:
     """OpenAI defaults (temperature 1, top_p 1, no top_k/min_p) unless the request says otherwise."""
     def given(value, default):
         return default if value is None else value
@@ -187,6 +224,7 @@ def sampling_params(request, max_tokens: int, top_logprobs: int | None,
         ignore_eos=request.ignore_eos,
         json_schema=constraint.json_schema if constraint else None,
         grammar=constraint.grammar if constraint else None,
+        **extensions,
     )
 
 
@@ -238,7 +276,7 @@ class ChunkRenderer:
     def chunk(self, choices: list[dict]) -> dict:
         chunk = self.job.envelope(self.object_name, choices)
         if self.continuous_usage:
-            chunk["usage"] = self.job.stats.usage()
+            chunk["usage"] = self.job.stats.usage(running=True)
         elif self.include_usage and self.null_usage:
             chunk["usage"] = None
         return chunk

@@ -11,7 +11,7 @@ import uuid
 from typing import AsyncIterator
 
 from rostra.engines.base import Engine, Prompt, RelayedStream
-from rostra.errors import BadGateway
+from rostra.errors import BadGateway, InvalidRequest
 from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, ToolCallEnd, ToolCallStart
 from rostra.protocol.logprobs import chat_step, completion_steps
 from rostra.serving.generation import ChoiceRun, Job, RequestStats
@@ -21,7 +21,12 @@ FINISH_REASONS = {"stop", "length", "tool_calls", "content_filter"}
 
 async def relay_job(engine: Engine, request, api: str, id_prefix: str, choices: int, last_text: str,
                     reasoning_fields: tuple[str, ...] = ()) -> Job:
-    """Open the upstream stream now (its 4xx are the client's error, before any byte is sent)."""
+    """Open the upstream stream now (its 4xx are the client's error, before any byte is sent).
+    Sampling extensions (min_tokens, bad_words, ...) go upstream with the body; the ones that add
+    fields to the answer are refused: the chunks are read as events, which carry no such fields."""
+    for name in ("return_token_ids", "prompt_logprobs"):
+        if getattr(request, name, None) not in (None, False):
+            raise InvalidRequest(f"{name} is not supported for models served through the gateway", param=name)
     body = request.model_dump(mode="json", exclude_unset=True)
     body.update(stream=True, stream_options={"include_usage": True})
     upstream = await engine.relay(request.model, api, body)
@@ -42,6 +47,7 @@ async def relayed_events(upstream: RelayedStream, chunk_events, stats: RequestSt
             usage = chunk.get("usage")
             if usage:
                 stats.prompt_tokens = int(usage.get("prompt_tokens") or 0)
+                stats.note_cached(0, int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0))
                 stats.completion_tokens = int(usage.get("completion_tokens") or 0)
                 reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
                 if reasoning is not None:

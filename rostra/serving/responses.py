@@ -428,7 +428,7 @@ def base_response(request: CreateResponseRequest) -> dict[str, Any]:
         "top_p": 1.0 if request.top_p is None else request.top_p,
         "max_output_tokens": request.max_output_tokens, "previous_response_id": request.previous_response_id,
         "reasoning": {"effort": request.reasoning.effort if request.reasoning else None, "summary": None},
-        "store": request.store, "background": request.background, "truncation": "disabled",
+        "store": request.store, "background": request.background, "truncation": request.truncation or "disabled",
         "conversation": {"id": conversation_id(request)} if request.conversation else None,
         "text": {"format": (request.text.format if request.text and request.text.format else {"type": "text"})},
         **({"user": request.user} if request.user is not None else {}),  # usage: set when it finishes
@@ -444,7 +444,7 @@ def response_tool(tool: dict) -> dict:
 def response_usage(job: Job) -> dict[str, Any]:
     usage = job.stats.usage()
     return {"input_tokens": usage["prompt_tokens"],
-            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "input_tokens_details": {"cached_tokens": job.stats.cached_tokens, "cache_write_tokens": 0},
             "output_tokens": usage["completion_tokens"],
             "output_tokens_details": {"reasoning_tokens": job.stats.reasoning_tokens or 0},
             "total_tokens": usage["total_tokens"]}

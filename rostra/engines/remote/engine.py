@@ -116,7 +116,9 @@ class RemoteEngine(Engine):
                     if steps or reason:
                         yield EngineOutput(steps, "length" if reason == "length" else "stop" if reason else None)
                 if usage:
-                    yield EngineOutput(completion_tokens=int(usage.get("completion_tokens") or 0))
+                    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+                    yield EngineOutput(completion_tokens=int(usage.get("completion_tokens") or 0),
+                                       cached_tokens=int(cached) if cached is not None else None)
         finally:
             self._streams.pop(request_id, None)
             await stream.aclose()
@@ -144,5 +146,13 @@ def completion_body(prompt: Prompt, params: SamplingParams) -> dict:
                              ("ignore_eos", params.ignore_eos, False)):
         if value != off:
             body[name] = value
+    if params.min_tokens:  # the upstream holds back its end token and the stop tokens until then
+        body["min_tokens"] = params.min_tokens
+        if params.stop_token_ids:
+            body["stop_token_ids"] = list(params.stop_token_ids)
+    if params.bad_words:
+        body["bad_words"] = list(params.bad_words)
+    if params.allowed_token_ids is not None:
+        body["allowed_token_ids"] = list(params.allowed_token_ids)
     return body
 

@@ -1,0 +1,81 @@
+"""vLLM's request extensions, mapped once for Chat Completions and Completions.
+
+Sampling-side ones (min_tokens, bad_words, allowed_token_ids, prompt_logprobs) become engine
+parameters, which each engine honours or refuses (`Engine.check_params`); text-side ones
+(include_stop_str_in_output, skip_special_tokens) shape the per-choice decoder;
+truncate_prompt_tokens cuts the prompt before it is checked against the context.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Collection
+
+from rostra.engines.base import Engine, TokenStep
+from rostra.errors import InvalidRequest
+from rostra.parsing.decoder import Decoder
+from rostra.protocol.common import SamplingFields
+
+
+async def engine_extensions(engine: Engine, request: SamplingFields) -> dict[str, Any]:
+    """SamplingParams keywords for the sampling-side extensions."""
+    extensions: dict[str, Any] = {"min_tokens": request.min_tokens,
+                                  "stop_token_ids": tuple(request.stop_token_ids or ()),
+                                  "prompt_logprobs": request.prompt_logprobs}
+    if request.allowed_token_ids is not None:
+        if any(not 0 <= token_id < engine.vocab_size for token_id in request.allowed_token_ids):
+            raise InvalidRequest(f"allowed_token_ids: ids must be within the vocabulary (0..{engine.vocab_size - 1})",
+                                 param="allowed_token_ids")
+        extensions["allowed_token_ids"] = tuple(sorted(set(request.allowed_token_ids)))
+    if request.bad_words:
+        extensions["bad_words"] = tuple(request.bad_words)
+        extensions["bad_words_ids"] = await bad_words_ids(engine, request.bad_words)
+    return extensions
+
+
+async def bad_words_ids(engine: Engine, words: list[str]) -> tuple[tuple[int, ...], ...]:
+    """Each word's tokenizations, alone and after a space (as it appears mid-text), without duplicates."""
+    sequences: dict[tuple[int, ...], None] = {}
+    for word in words:
+        for variant in {word.lstrip(), " " + word.lstrip()}:
+            ids = tuple(await engine.tokenize(variant, add_special=False))
+            if ids:
+                sequences[ids] = None
+    return tuple(sequences)
+
+
+def truncate_prompt(token_ids: list[int], keep: int | None, context_length: int) -> list[int]:
+    """truncate_prompt_tokens: the last `keep` tokens (-1: as many as the context holds)."""
+    if keep is None:
+        return token_ids
+    keep = context_length if keep == -1 else keep
+    return token_ids[-keep:] if keep else []
+
+
+def choice_decoder(request: SamplingFields, engine: Engine, parsers_read_markup: bool) -> Decoder:
+    """Special tokens' text is left out with skip_special_tokens (the default) unless a reasoning or
+    tool parser reads the output: their markers are often special tokens (vLLM keeps them then too)."""
+    hidden: Collection[int] = ()
+    if request.skip_special_tokens and not parsers_read_markup:
+        hidden = engine.special_token_ids
+    return Decoder(request.stop_strings(), request.stop_token_ids or (), request.include_stop_str_in_output,
+                   request.min_tokens, hidden)
+
+
+def vllm_prompt_logprobs(steps: tuple[TokenStep | None, ...] | None, detokenize) -> list[dict | None] | None:
+    """vLLM's shape: per prompt token, None for the first, else {token id: {logprob, rank, decoded_token}}
+    holding the prompt's own token and the top alternatives."""
+    if steps is None:
+        return None
+    out: list[dict | None] = []
+    for step in steps:
+        if step is None:
+            out.append(None)
+            continue
+        entry = {str(top.token_id): {"logprob": top.logprob, "rank": rank, "decoded_token": detokenize(top.token_bytes)}
+                 for rank, top in enumerate(step.top_logprobs, start=1)}
+        if str(step.token_id) not in entry:
+            rank = 1 + sum(1 for top in step.top_logprobs if top.logprob > (step.logprob or 0.0))
+            entry[str(step.token_id)] = {"logprob": step.logprob, "rank": rank,
+                                         "decoded_token": detokenize(step.token_bytes)}
+        out.append(entry)
+    return out

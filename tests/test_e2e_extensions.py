@@ -1,0 +1,90 @@
+"""vLLM's extensions on llama.cpp with the embedded model: min_tokens, bad_words, allowed_token_ids,
+cached_tokens from llama.cpp's prefix cache, and clear 400s for what llama.cpp cannot do (scoring prompts)."""
+
+from __future__ import annotations
+
+import pytest
+from openai import OpenAI
+
+from wire import check, check_error, post
+
+MODEL = "SmolLM2-135M-Instruct"
+HELLO = [{"role": "user", "content": "Say hello in one short sentence."}]
+GREEDY = {"model": MODEL, "temperature": 0, "max_tokens": 60}
+
+
+@pytest.fixture(scope="module")
+def client(real_server) -> OpenAI:
+    return OpenAI(base_url=f"{real_server.base_url}/v1", api_key="unused", max_retries=0)
+
+
+def chat(server, **fields) -> dict:
+    response = post(server.base_url, "/v1/chat/completions", {**GREEDY, "messages": HELLO, **fields})
+    assert response.status_code == 200, response.text
+    return check("chat", response.json())
+
+
+def test_min_tokens_holds_back_the_end(real_server):
+    free = chat(real_server)
+    assert free["choices"][0]["finish_reason"] == "stop"
+    natural = free["usage"]["completion_tokens"]
+    longer = chat(real_server, min_tokens=natural + 8)
+    assert longer["usage"]["completion_tokens"] >= natural + 8
+    assert longer["choices"][0]["message"]["content"].startswith(free["choices"][0]["message"]["content"].rstrip())
+
+
+def test_bad_words_are_never_generated(real_server):
+    free = chat(real_server)["choices"][0]["message"]["content"]
+    word = next(w.strip(",.!") for w in free.split() if len(w.strip(",.!")) >= 4)
+    banned = chat(real_server, bad_words=[word])["choices"][0]["message"]["content"]
+    assert word in free and word not in banned and banned.strip()
+
+
+def test_allowed_token_ids_are_all_that_is_sampled(real_server):
+    allowed = post(real_server.base_url, "/tokenize", {"prompt": " yes no maybe", "add_special_tokens": False}
+                   ).json()["tokens"]
+    reply = chat(real_server, allowed_token_ids=allowed, max_tokens=8, temperature=1, seed=3, return_token_ids=True)
+    choice = reply["choices"][0]
+    assert len(choice["token_ids"]) == 8 and set(choice["token_ids"]) <= set(allowed)
+    assert choice["finish_reason"] == "length"  # the end token is not among them
+
+
+LONG = "Here is a long note about caching that repeats itself to be long enough. " * 12
+
+
+def test_cached_tokens_come_from_the_prefix_cache(real_server, client):
+    messages = [{"role": "user", "content": LONG + "Summarise it."}]
+    first = chat(real_server, messages=messages, max_tokens=4)["usage"]
+    second = chat(real_server, messages=messages, max_tokens=4)["usage"]
+    assert first["prompt_tokens"] == second["prompt_tokens"] > 100
+    assert 0 < second["prompt_tokens_details"]["cached_tokens"] < second["prompt_tokens"]
+    prompt = LONG + "In short:"
+    for _ in range(2):
+        reply = post(real_server.base_url, "/v1/completions", {**GREEDY, "prompt": prompt, "max_tokens": 4})
+    usage = reply.json()["usage"]
+    assert usage["prompt_tokens_details"]["cached_tokens"] > 100
+    for _ in range(2):
+        response = client.responses.create(model=MODEL, input=LONG + "Go on.", max_output_tokens=4, store=False)
+    assert response.usage.input_tokens_details.cached_tokens > 100
+
+
+def test_continuous_usage_is_the_running_count(real_server):
+    from wire import stream
+
+    chunks = stream(real_server.base_url, "/v1/chat/completions",
+                    {**GREEDY, "messages": HELLO, "max_tokens": 10, "ignore_eos": True,
+                     "stream_options": {"include_usage": True, "continuous_usage_stats": True}}, "chat_chunk")
+    counts = [chunk["usage"]["completion_tokens"] for chunk in chunks if chunk["choices"]]
+    assert counts == sorted(counts) and counts[-1] == 10 and len(set(counts)) >= 5
+
+
+@pytest.mark.parametrize("path,body,param", [
+    ("/v1/chat/completions", {"messages": HELLO, "prompt_logprobs": 1}, "prompt_logprobs"),
+    ("/v1/completions", {"prompt": "Hi", "prompt_logprobs": 0}, "prompt_logprobs"),
+    ("/v1/completions", {"prompt": "Hi", "echo": True, "logprobs": 1}, "echo"),
+    ("/v1/chat/completions", {"messages": HELLO, "min_tokens": 3, "response_format": {"type": "json_object"}},
+     "min_tokens"),
+])
+def test_what_llama_cpp_cannot_do_is_a_400(real_server, path, body, param):
+    error = check_error(post(real_server.base_url, path, {**GREEDY, **body}), 400, param)
+    assert "not supported" in error["message"] or "cannot" in error["message"]
