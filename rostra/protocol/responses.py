@@ -45,3 +45,4 @@ class CreateResponseRequest(BaseModel):
     top_logprobs: Annotated[int, Field(ge=0, le=20)] | None = None
     user: str | None = None
     truncation: Literal["auto", "disabled"] | None = None
+    max_tool_calls: Annotated[int, Field(ge=1)] | None = None  # MCP calls rostra runs in one response

@@ -43,6 +43,7 @@ from rostra.server.sse import EventStreamResponse, until_disconnected
 from rostra.serving.chat import ChatService
 from rostra.serving.deadline import Deadline
 from rostra.serving.completions import CompletionService
+from rostra.serving.mcp_tools import McpPolicy, parse_tool_servers
 from rostra.serving.responses import ResponsesService
 from rostra.store.base import ResponseStore
 
@@ -77,6 +78,14 @@ async def parse_body(request: Request, model: type[BaseModel]) -> BaseModel:
         raise InvalidRequest(f"{param or 'body'}: {first['msg']}", param=param) from exc
 
 
+def mcp_policy(settings: Settings) -> McpPolicy:
+    try:
+        servers = parse_tool_servers(settings.tool_servers)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+    return McpPolicy(tuple(settings.mcp_allow), servers, settings.mcp_timeout, settings.mcp_max_output)
+
+
 def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> FastAPI:
     def served_names() -> list[str]:
         """The names the API accepts: those given, else the engine's (a gateway's change as upstreams come and go)."""
@@ -92,7 +101,7 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
     chat = ChatService(engine, template, served_names, tool_parser_class(parser_name),
                        reasoning_parser_class(reasoning) if reasoning else None, fields)
     completions = CompletionService(engine, served_names)
-    responses = ResponsesService(chat, store)
+    responses = ResponsesService(chat, store, mcp_policy(settings))
     admission = Admission(settings.max_concurrency, settings.max_queue)
     metrics = Metrics((settings.served_model_name or [engine.model.id])[0], engine.running_requests, engine.parallel, admission)
     chat.on_finished = completions.on_finished = metrics.observe_job

@@ -26,6 +26,15 @@ from rostra.protocol.responses import CreateResponseRequest
 from rostra.serving.chat import ChatService
 from rostra.serving.deadline import NO_DEADLINE, Deadline
 from rostra.serving.generation import ChoiceRun, Job, RequestStats
+from rostra.serving.mcp_tools import McpPolicy, McpTools, redacted, requested_servers, resolve
+from rostra.serving.responses_mcp import (
+    MCP_ITEM_TYPES,
+    ToolLoop,
+    approved_calls,
+    awaits_client,
+    check_mcp_item,
+    expand_mcp,
+)
 from rostra.serving.responses_render import ResponseBuilder, new_id
 from rostra.store.base import ResponseStore, StoreError
 
@@ -62,6 +71,10 @@ class ResponseJob:
     chat: Job
     builder: ResponseBuilder
     items: list[dict]  # the request's input items, as stored
+    conversation: list[dict] = field(default_factory=list)  # the stored history, then the input items
+    loop: ToolLoop = field(default_factory=lambda: ToolLoop(McpTools()))  # MCP tools run by rostra
+    ready: list[dict] = field(default_factory=list)  # output items made before the model runs (MCP)
+    turns: list[Job] = field(default_factory=list)  # the chat job of every model turn, `chat` the last
 
     # What the access log and the request log read of any job.
     @property
@@ -82,9 +95,10 @@ class ResponseJob:
 
 
 class ResponsesService:
-    def __init__(self, chat: ChatService, store: ResponseStore):
+    def __init__(self, chat: ChatService, store: ResponseStore, mcp_policy: McpPolicy = McpPolicy()):
         self.chat = chat
         self.store = store
+        self.mcp_policy = mcp_policy
         self.live: dict[str, LiveRun] = {}
 
     # -- create ----------------------------------------------------------------------------
@@ -93,8 +107,16 @@ class ResponsesService:
             raise InvalidRequest("background responses must be stored (store: true)", param="background")
         items = normalize_input(request.input)
         history = await self._conversation(request.previous_response_id) if request.previous_response_id else []
-        job = await self.chat.prepare(chat_request(request, history + items))
-        return ResponseJob(request, job, ResponseBuilder(base_response(request)), items)
+        conversation = history + items
+        servers = requested_servers(request.tools, self.mcp_policy)
+        functions = {tool.get("name") for tool in request.tools or [] if tool.get("type") == "function"}
+        loop = ToolLoop(await resolve(servers, conversation, functions) if servers else McpTools(),
+                        request.max_tool_calls)
+        ready = loop.tools.listings + await approved_calls(items, conversation, loop)
+        job = await self.chat.prepare(chat_request(request, conversation + ready, loop.chat_tools()))
+        builder = ResponseBuilder(base_response(request))
+        builder.mcp = loop.tools.labels()
+        return ResponseJob(request, job, builder, items, conversation, loop, ready, [job])
 
     async def complete(self, job: ResponseJob, deadline: Deadline = NO_DEADLINE) -> dict:
         """A non-streamed response: the fold of its events. A failure is raised (as for Chat), once stored."""
@@ -170,19 +192,36 @@ class ResponsesService:
         yield builder.lifecycle("response.created")
         builder.response["status"] = "in_progress"
         yield builder.lifecycle("response.in_progress")
+        for item in job.ready:
+            for out in builder.whole_item(item):
+                yield out
         reason = "stop"
         try:
-            async with aclosing(deadline.bound(self.chat.events(job.chat))) as events:
-                async for _, event in events:
-                    for out in builder.add(event):
+            while True:  # one model turn, then the MCP calls it made, as long as the model makes some
+                start = len(builder.response["output"])
+                async with aclosing(deadline.bound(self.chat.events(job.chat))) as events:
+                    async for _, event in events:
+                        for out in builder.add(event):
+                            yield out
+                        if isinstance(event, Finish):
+                            reason = event.reason
+                calls, builder.pending_calls = builder.pending_calls, []
+                if not calls:
+                    break
+                async with aclosing(job.loop.run(builder, calls)) as ended:
+                    async for out in ended:
                         yield out
-                    if isinstance(event, Finish):
-                        reason = event.reason
-        except APIError as exc:  # the engine failed, or the deadline passed
+                if awaits_client(builder.response["output"][start:]) or reason != "tool_calls":
+                    break
+                job.loop.turns += 1
+                job.chat = await self.chat.prepare(chat_request(
+                    job.request, job.conversation + builder.response["output"], job.loop.chat_tools()))
+                job.turns.append(job.chat)
+        except APIError as exc:  # the engine failed, the deadline passed, or a later turn was refused
             for out in builder.fail(exc):
                 yield out
             return
-        yield builder.finish(reason, response_usage(job.chat))
+        yield builder.finish(reason, response_usage(*(job.turns or [job.chat])))
 
     # -- read, follow, cancel, delete ------------------------------------------------------------
     async def retrieve(self, response_id: str) -> dict:
@@ -267,19 +306,21 @@ def as_api_error(exc: Exception) -> APIError:
     return exc if isinstance(exc, APIError) else ServerError(f"{type(exc).__name__}: {exc}")
 
 
-_REPLAYED = {"message", "function_call", "reasoning", "function_call_output"}
+_REPLAYED = {"message", "function_call", "reasoning", "function_call_output", *MCP_ITEM_TYPES}
 
 
 def base_response(request: CreateResponseRequest) -> dict[str, Any]:
     return {
         "id": new_id("resp"), "object": "response", "created_at": int(time.time()), "status": "in_progress",
         "completed_at": None, "error": None, "incomplete_details": None, "instructions": request.instructions,
-        "model": request.model, "tools": [response_tool(tool) for tool in request.tools or []], "output": [],
+        "model": request.model, "output": [],
+        "tools": [redacted(tool) if tool.get("type") == "mcp" else response_tool(tool) for tool in request.tools or []],
         "parallel_tool_calls": request.parallel_tool_calls, "metadata": request.metadata or {},
         "tool_choice": request.tool_choice or "auto",
         "temperature": 1.0 if request.temperature is None else request.temperature,
         "top_p": 1.0 if request.top_p is None else request.top_p,
-        "max_output_tokens": request.max_output_tokens, "previous_response_id": request.previous_response_id,
+        "max_output_tokens": request.max_output_tokens, "max_tool_calls": request.max_tool_calls,
+        "previous_response_id": request.previous_response_id,
         "reasoning": {"effort": request.reasoning.effort if request.reasoning else None, "summary": None},
         "store": request.store, "background": request.background, "truncation": "disabled",
         "text": {"format": (request.text.format if request.text and request.text.format else {"type": "text"})},
@@ -293,17 +334,22 @@ def response_tool(tool: dict) -> dict:
             "strict": bool(tool.get("strict", False))}
 
 
-def response_usage(job: Job) -> dict[str, Any]:
-    usage = job.stats.usage()
-    return {"input_tokens": usage["prompt_tokens"],
+def response_usage(*turns: Job) -> dict[str, Any]:
+    """The usage of a response: all its model turns' (each turn reads its whole prompt again)."""
+    usages = [job.stats.usage() for job in turns]
+    input_tokens = sum(usage["prompt_tokens"] for usage in usages)
+    output_tokens = sum(usage["completion_tokens"] for usage in usages)
+    return {"input_tokens": input_tokens,
             "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-            "output_tokens": usage["completion_tokens"],
-            "output_tokens_details": {"reasoning_tokens": job.stats.reasoning_tokens or 0},
-            "total_tokens": usage["total_tokens"]}
+            "output_tokens": output_tokens,
+            "output_tokens_details": {"reasoning_tokens": sum(job.stats.reasoning_tokens or 0 for job in turns)},
+            "total_tokens": input_tokens + output_tokens}
 
 
 # -- input items -> chat messages ---------------------------------------------------------------
-_ID_PREFIX = {"message": "msg", "function_call": "fc", "function_call_output": "fco", "reasoning": "rs"}
+_ID_PREFIX = {"message": "msg", "function_call": "fc", "function_call_output": "fco", "reasoning": "rs",
+              "mcp_list_tools": "mcpl", "mcp_call": "mcp", "mcp_approval_request": "mcpr",
+              "mcp_approval_response": "mcpa"}
 _ROLES = {"user", "system", "developer", "assistant"}
 
 
@@ -336,6 +382,8 @@ def normalize_input(value: str | list[dict]) -> list[dict]:
         elif kind == "function_call_output":
             if not isinstance(item.get("call_id"), str) or "output" not in item:
                 raise InvalidRequest("a function_call_output needs call_id and output", param=param)
+        elif kind in MCP_ITEM_TYPES:
+            check_mcp_item(item, param)
         item.setdefault("id", new_id(_ID_PREFIX[kind]))
         items.append(item)
     return items
@@ -344,7 +392,7 @@ def normalize_input(value: str | list[dict]) -> list[dict]:
 def items_to_messages(items: list[dict]) -> list[dict]:
     messages: list[dict] = []
     reasoning = ""  # a reasoning item belongs to the assistant turn that follows it
-    for item in items:
+    for item in expand_mcp(items):
         kind = item["type"]
         if kind == "reasoning":
             reasoning += "".join(part.get("text", "") for part in item.get("content") or [])
@@ -372,18 +420,23 @@ def items_to_messages(items: list[dict]) -> list[dict]:
     return messages
 
 
-def chat_request(request: CreateResponseRequest, items: list[dict]) -> ChatCompletionRequest:
+def chat_request(request: CreateResponseRequest, items: list[dict],
+                 mcp_tools: list[dict] | None = None) -> ChatCompletionRequest:
+    """The chat request of one model turn: the conversation so far, the function tools and the MCP tools."""
     messages = items_to_messages(items)
     if request.instructions:
         messages.insert(0, {"role": "system", "content": request.instructions})
     body: dict[str, Any] = {"model": request.model, "messages": messages,
                             "parallel_tool_calls": request.parallel_tool_calls}
-    if request.tools:
-        body["tools"] = [chat_tool(tool, index) for index, tool in enumerate(request.tools)]
+    tools = [chat_tool(tool, index) for index, tool in enumerate(request.tools or []) if tool.get("type") != "mcp"]
+    if tools or mcp_tools:
+        body["tools"] = tools + (mcp_tools or [])
     if request.tool_choice is not None:
         choice = request.tool_choice
         if isinstance(choice, dict) and choice.get("type") == "function" and "name" in choice:
             choice = {"type": "function", "function": {"name": choice["name"]}}
+        elif isinstance(choice, dict) and choice.get("type") == "mcp":  # one of a server's tools, or any tool
+            choice = {"type": "function", "function": {"name": choice["name"]}} if choice.get("name") else "required"
         body["tool_choice"] = choice
     if request.text and request.text.format and request.text.format.get("type") == "json_schema":
         spec = request.text.format
