@@ -224,3 +224,47 @@ def test_background_and_stateless_replay(rostra, mcp_http):
                                                    {"type": "mcp_approval_response", "approve": True,
                                                     "approval_request_id": request["id"]}]}).json())
     assert [item["type"] for item in again["output"]] == ["mcp_call", "message"]
+
+
+# -- the OpenAI Agents SDK: HostedMCPTool with the Responses model, against rostra -------------------------------
+def hosted_agent(server, url: str, **tool_fields):
+    from agents import Agent, HostedMCPTool, OpenAIResponsesModel, set_tracing_disabled
+    from openai import AsyncOpenAI
+
+    set_tracing_disabled(True)  # the SDK would upload traces to OpenAI otherwise
+    client = AsyncOpenAI(base_url=server.v1, api_key="unused", max_retries=0)
+    tool = HostedMCPTool(tool_config={"type": "mcp", "server_label": "calc", "server_url": url, **tool_fields},
+                         on_approval_request=lambda request: {"approve": request.data.name == "add"})
+    return Agent(name="calculator", instructions="Use the calculator.", tools=[tool],
+                 model=OpenAIResponsesModel(model=MODEL, openai_client=client))
+
+
+def check_agent_run(result, approval: str) -> None:
+    from agents import MCPApprovalRequestItem, MCPApprovalResponseItem, MCPListToolsItem, ToolCallItem
+
+    assert result.final_output == "The sum is 5."
+    asked = [type(item) for item in result.new_items if isinstance(item, (MCPApprovalRequestItem,
+                                                                            MCPApprovalResponseItem))]
+    assert asked == ([MCPApprovalRequestItem, MCPApprovalResponseItem] if approval == "always" else [])
+    assert any(isinstance(item, MCPListToolsItem) for item in result.new_items)
+    calls = [item.raw_item for item in result.new_items if isinstance(item, ToolCallItem)]
+    assert [(call.type, call.name, call.output) for call in calls] == [("mcp_call", "add", "5")]
+
+
+@pytest.mark.parametrize("approval", ["never", "always"])
+def test_agents_sdk_hosted_mcp_tool(rostra, mcp_http, approval):
+    import asyncio
+
+    from agents import Runner
+
+    async def both():  # one event loop: the SDK's client keeps its connections in it
+        agent = hosted_agent(rostra, mcp_http.url, require_approval=approval)
+        plain = await Runner.run(agent, "add 2 and 3")
+        result = Runner.run_streamed(agent, "add 2 and 3")
+        kinds = [event.type async for event in result.stream_events()]
+        return plain, result, kinds
+
+    plain, result, kinds = asyncio.run(both())
+    check_agent_run(plain, approval)
+    check_agent_run(result, approval)
+    assert "raw_response_event" in kinds and "run_item_stream_event" in kinds
