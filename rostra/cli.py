@@ -115,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--mcp-timeout", type=float, default=30.0, help="seconds per MCP listing or call (default 30)")
     mcp.add_argument("--mcp-max-output", type=int, default=65536,
                      help="characters of an MCP tool's output kept; the rest is cut (default 65536)")
+    serve.add_argument("--reasoning-key", help="base64 of 32 bytes: the key that seals encrypted reasoning items "
+                                               "(also env ROSTRA_REASONING_KEY; default: DATA_DIR/reasoning.key, "
+                                               "made on first use)")
     serve.add_argument("--config", help="a YAML file of settings: the flags' names as keys (flags win)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser
@@ -155,7 +158,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     pipeline_parallel_size=args.pipeline_parallel_size,
                     gpu_memory_utilization=args.gpu_memory_utilization, vllm_args=args.vllm_arg,
                     mcp_allow=args.mcp_allow, tool_servers=args.tool_server, mcp_timeout=args.mcp_timeout,
-                    mcp_max_output=args.mcp_max_output)
+                    mcp_max_output=args.mcp_max_output,
+                    reasoning_key=args.reasoning_key or os.environ.get("ROSTRA_REASONING_KEY"))
 
 
 def build_engine(settings: Settings):

@@ -56,6 +56,7 @@ class Settings:
     tool_servers: list[str] = field(default_factory=list)  # LABEL=URL: MCP servers configured on the server side
     mcp_timeout: float = 30.0  # seconds per MCP listing or call
     mcp_max_output: int = 65536  # characters of an MCP tool's output kept
+    reasoning_key: str | None = field(default=None, repr=False)  # base64, 32 bytes; None: DATA_DIR/reasoning.key
 
     def chat_template_source(self) -> str | None:
         if self.chat_template is None:

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import re
 import time
+from pathlib import Path
 from contextlib import aclosing, asynccontextmanager
 from typing import Callable
 
@@ -44,7 +45,9 @@ from rostra.serving.chat import ChatService
 from rostra.serving.deadline import Deadline
 from rostra.serving.completions import CompletionService
 from rostra.serving.mcp_tools import McpPolicy, parse_tool_servers
+from rostra.serving.reasoning_crypto import ReasoningSealer, decode_key
 from rostra.serving.responses import ResponsesService
+from rostra.store import default_data_dir
 from rostra.store.base import ResponseStore
 
 log = logging.getLogger("rostra.server")
@@ -86,6 +89,14 @@ def mcp_policy(settings: Settings) -> McpPolicy:
     return McpPolicy(tuple(settings.mcp_allow), servers, settings.mcp_timeout, settings.mcp_max_output)
 
 
+def reasoning_sealer(settings: Settings) -> ReasoningSealer:
+    try:
+        key = decode_key(settings.reasoning_key) if settings.reasoning_key else None
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+    return ReasoningSealer(key, Path(settings.data_dir) if settings.data_dir else default_data_dir())
+
+
 def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> FastAPI:
     def served_names() -> list[str]:
         """The names the API accepts: those given, else the engine's (a gateway's change as upstreams come and go)."""
@@ -101,7 +112,7 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
     chat = ChatService(engine, template, served_names, tool_parser_class(parser_name),
                        reasoning_parser_class(reasoning) if reasoning else None, fields)
     completions = CompletionService(engine, served_names)
-    responses = ResponsesService(chat, store, mcp_policy(settings))
+    responses = ResponsesService(chat, store, mcp_policy(settings), reasoning_sealer(settings))
     admission = Admission(settings.max_concurrency, settings.max_queue)
     metrics = Metrics((settings.served_model_name or [engine.model.id])[0], engine.running_requests, engine.parallel, admission)
     chat.on_finished = completions.on_finished = metrics.observe_job

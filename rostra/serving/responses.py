@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import secrets
 import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from rostra.protocol.responses import CreateResponseRequest
 from rostra.serving.chat import ChatService
 from rostra.serving.deadline import NO_DEADLINE, Deadline
 from rostra.serving.generation import ChoiceRun, Job, RequestStats
+from rostra.serving.reasoning_crypto import ReasoningSealer, opened
 from rostra.serving.mcp_tools import McpPolicy, McpTools, redacted, requested_servers, resolve
 from rostra.serving.responses_mcp import (
     MCP_ITEM_TYPES,
@@ -42,6 +44,11 @@ log = logging.getLogger("rostra.responses")
 
 MAX_HISTORY = 100  # previous_response_id links followed at most
 LOGPROBS = "message.output_text.logprobs"  # the `include` value asking for output logprobs
+ENCRYPTED_REASONING = "reasoning.encrypted_content"  # ... and the one asking for sealed reasoning items
+# What `include` may name (OpenAI's list); the values for tools rostra does not have change nothing.
+INCLUDABLE = {LOGPROBS, ENCRYPTED_REASONING, "file_search_call.results", "web_search_call.results",
+              "web_search_call.action.sources", "message.input_image.image_url",
+              "computer_call_output.output.image_url", "code_interpreter_call.outputs"}
 
 
 @dataclass
@@ -95,28 +102,57 @@ class ResponseJob:
 
 
 class ResponsesService:
-    def __init__(self, chat: ChatService, store: ResponseStore, mcp_policy: McpPolicy = McpPolicy()):
+    def __init__(self, chat: ChatService, store: ResponseStore, mcp_policy: McpPolicy = McpPolicy(),
+                 sealer: ReasoningSealer | None = None):
         self.chat = chat
         self.store = store
         self.mcp_policy = mcp_policy
+        self.sealer = sealer or ReasoningSealer(key=secrets.token_bytes(32))  # a key for this process only
         self.live: dict[str, LiveRun] = {}
 
     # -- create ----------------------------------------------------------------------------
     async def prepare(self, request: CreateResponseRequest) -> ResponseJob:
         if request.background and not request.store:
             raise InvalidRequest("background responses must be stored (store: true)", param="background")
+        for index, value in enumerate(request.include or []):
+            if value not in INCLUDABLE:
+                raise InvalidRequest(f"include: unknown value {value!r}", param=f"include[{index}]")
         items = normalize_input(request.input)
         history = await self._conversation(request.previous_response_id) if request.previous_response_id else []
-        conversation = history + items
+        conversation = history + opened(items, self.sealer)
         servers = requested_servers(request.tools, self.mcp_policy)
         functions = {tool.get("name") for tool in request.tools or [] if tool.get("type") == "function"}
         loop = ToolLoop(await resolve(servers, conversation, functions) if servers else McpTools(),
                         request.max_tool_calls)
         ready = loop.tools.listings + await approved_calls(items, conversation, loop)
-        job = await self.chat.prepare(chat_request(request, conversation + ready, loop.chat_tools()))
         builder = ResponseBuilder(base_response(request))
+        job = await self._turn(request, conversation + ready, loop.chat_tools(), builder)
         builder.mcp = loop.tools.labels()
+        if ENCRYPTED_REASONING in (request.include or []):
+            builder.sealer = self.sealer
         return ResponseJob(request, job, builder, items, conversation, loop, ready, [job])
+
+    async def _turn(self, request: CreateResponseRequest, conversation: list[dict], tools: list[dict],
+                    builder: ResponseBuilder) -> Job:
+        """The chat job of one model turn. With `truncation: "auto"`, a conversation that outgrows the context
+        loses its oldest items (whole turns: it then starts at a message) until it fits; the response says how
+        many (`truncated_items`)."""
+        dropped = 0
+        while True:
+            try:
+                job = await self.chat.prepare(chat_request(request, conversation[dropped:], tools))
+                break
+            except InvalidRequest as exc:
+                if request.truncation != "auto" or exc.code != "context_length_exceeded":
+                    raise
+                dropped = next_start(conversation, dropped)
+                if dropped is None:  # nothing left to drop but the newest item
+                    raise
+        if dropped:
+            builder.response["truncated_items"] = max(dropped, builder.response.get("truncated_items", 0))
+            log.info("response %s: %d oldest conversation items dropped to fit the context",
+                     builder.response["id"], dropped)
+        return job
 
     async def complete(self, job: ResponseJob, deadline: Deadline = NO_DEADLINE) -> dict:
         """A non-streamed response: the fold of its events. A failure is raised (as for Chat), once stored."""
@@ -214,8 +250,8 @@ class ResponsesService:
                 if awaits_client(builder.response["output"][start:]) or reason != "tool_calls":
                     break
                 job.loop.turns += 1
-                job.chat = await self.chat.prepare(chat_request(
-                    job.request, job.conversation + builder.response["output"], job.loop.chat_tools()))
+                job.chat = await self._turn(job.request, job.conversation + builder.response["output"],
+                                            job.loop.chat_tools(), builder)
                 job.turns.append(job.chat)
         except APIError as exc:  # the engine failed, the deadline passed, or a later turn was refused
             for out in builder.fail(exc):
@@ -302,6 +338,16 @@ class ResponsesService:
         return items
 
 
+def next_start(conversation: list[dict], start: int) -> int | None:
+    """Where the conversation starts once its oldest turn is dropped: at the next user message (a whole
+    turn goes: never a tool output without its call), and never past the newest item."""
+    index = start + 1
+    while index < len(conversation) - 1 and not (conversation[index].get("type") == "message"
+                                                 and conversation[index].get("role") == "user"):
+        index += 1
+    return index if index < len(conversation) else None
+
+
 def as_api_error(exc: Exception) -> APIError:
     return exc if isinstance(exc, APIError) else ServerError(f"{type(exc).__name__}: {exc}")
 
@@ -322,7 +368,7 @@ def base_response(request: CreateResponseRequest) -> dict[str, Any]:
         "max_output_tokens": request.max_output_tokens, "max_tool_calls": request.max_tool_calls,
         "previous_response_id": request.previous_response_id,
         "reasoning": {"effort": request.reasoning.effort if request.reasoning else None, "summary": None},
-        "store": request.store, "background": request.background, "truncation": "disabled",
+        "store": request.store, "background": request.background, "truncation": request.truncation or "disabled",
         "text": {"format": (request.text.format if request.text and request.text.format else {"type": "text"})},
         **({"user": request.user} if request.user is not None else {}),  # usage: set when it finishes
     }

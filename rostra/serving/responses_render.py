@@ -31,6 +31,7 @@ class ResponseBuilder(McpRendering):
         self._text = ""  # its text so far (message or reasoning)
         self._logprobs: list[dict] = []  # its tokens' logprobs so far (messages, when asked for)
         self.error: APIError | None = None  # why the response failed, once it has
+        self.sealer = None  # a ReasoningSealer when reasoning items carry encrypted_content
 
     # -- the envelope ------------------------------------------------------------------------
     def event(self, kind: str, **fields: Any) -> dict[str, Any]:
@@ -148,6 +149,8 @@ class ResponseBuilder(McpRendering):
         elif item["type"] == "reasoning":
             part = {"type": "reasoning_text", "text": self._text}
             item["content"] = [part]
+            if self.sealer is not None:  # include: reasoning.encrypted_content
+                item["encrypted_content"] = self.sealer.seal(self._text)
             out += [self.event("response.reasoning_text.done", item_id=item_id, output_index=index,
                                content_index=0, text=self._text),
                     self.event("response.content_part.done", item_id=item_id, output_index=index,
