@@ -430,7 +430,8 @@ def normalize_input(value: str | list[dict]) -> list[dict]:
                 raise InvalidRequest("a function_call_output needs call_id and output", param=param)
         elif kind in MCP_ITEM_TYPES:
             check_mcp_item(item, param)
-        item.setdefault("id", new_id(_ID_PREFIX[kind]))
+        if not item.get("id"):  # absent, or null (as SDKs send an approval response's)
+            item["id"] = new_id(_ID_PREFIX[kind])
         items.append(item)
     return items
 
