@@ -2,13 +2,15 @@
 
 Run as a process: `python tests/mcp_servers.py PORT streamable-http|sse`. The calculator's tools:
 `add` (integers), `divide` (raises on a zero divisor: a tool error the client sees as `isError`),
-`shout` (echoes a long text back, for the output cap) and `whoami` (reports the headers it was sent).
+`shout` (echoes a long text back, for the output cap), `slow` (for timeouts) and `whoami` (reports the
+headers it was sent).
 """
 
 from __future__ import annotations
 
 import sys
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -32,6 +34,12 @@ def shout(text: str, n: int) -> str:
     return text * n
 
 
+@calculator.tool(description="Wait, then say done.")
+async def slow(seconds: float) -> str:
+    await anyio.sleep(seconds)
+    return "done"
+
+
 @calculator.tool(description="Report the X-Caller header this call came with.")
 def whoami(ctx: Context) -> str:
     request = ctx.request_context.request
@@ -39,8 +47,6 @@ def whoami(ctx: Context) -> str:
 
 
 if __name__ == "__main__":
-    import anyio
-
     port, transport = int(sys.argv[1]), sys.argv[2]
     if transport == "sse":
         anyio.run(lambda: calculator.run_sse_async(port=port))

@@ -86,7 +86,7 @@ def test_mcp_call_streamed_and_not(rostra, mcp_http):
     created = check_response(post(rostra, body).json())
     assert [item["type"] for item in created["output"]] == ["mcp_list_tools", "message", "mcp_call", "message"]
     listing, _, call, answer = created["output"]
-    assert [tool["name"] for tool in listing["tools"]] == ["add", "divide", "shout", "whoami"]
+    assert [tool["name"] for tool in listing["tools"]] == ["add", "divide", "shout", "slow", "whoami"]
     assert listing["tools"][0]["input_schema"]["properties"]["a"]["type"] == "integer"
     assert (call["name"], json.loads(call["arguments"]), call["output"], call["error"], call["status"]) == \
         ("add", {"a": 2, "b": 3}, "5", None, "completed")
@@ -150,6 +150,10 @@ def test_approval_request_then_approve_or_deny(rostra, mcp_http):
     tool = mcp_tool(mcp_http.url, require_approval="always")
     first = check_response(post(rostra, {"input": "add 2 and 3", "tools": [tool]}).json())
     assert [item["type"] for item in first["output"]] == ["mcp_list_tools", "message", "mcp_approval_request"]
+    streamed = raw_stream(rostra.base_url, {"model": MODEL, "input": "add 2 and 3", "tools": [tool]})
+    sent = [event["item"]["type"] for event in streamed if event["type"].startswith("response.output_item.")]
+    assert sent[-2:] == ["mcp_approval_request", "mcp_approval_request"]  # added and done, whole
+    assert without_ids(streamed[-1]["response"]["output"]) == without_ids(first["output"])
     request = first["output"][2]
     assert (request["name"], json.loads(request["arguments"]), request["server_label"]) == \
         ("add", {"a": 2, "b": 3}, "calc")
@@ -268,3 +272,23 @@ def test_agents_sdk_hosted_mcp_tool(rostra, mcp_http, approval):
     check_agent_run(plain, approval)
     check_agent_run(result, approval)
     assert "raw_response_event" in kinds and "run_item_stream_event" in kinds
+
+
+def test_through_the_gateway_engine_and_a_call_timeout(rostra, mcp_http):
+    """The loop is engine-independent: rostra as a gateway (--engine remote) in front of the scripted rostra,
+    whose tool calls come back through the relay. A call slower than --mcp-timeout is a 504 http_error."""
+    gateway = RunningServer(["--engine", "remote", "--upstream", f"{rostra.v1},model=scripted", "--mcp-allow",
+                             "127.0.0.1", "--mcp-timeout", "1"])
+    try:
+        body = {"input": "add 2 and 3", "tools": [mcp_tool(mcp_http.url)]}
+        created = check_response(post(gateway, body).json())
+        assert [item["type"] for item in created["output"]] == ["mcp_list_tools", "message", "mcp_call", "message"]
+        assert created["output"][2]["output"] == "5" and created["output"][3]["content"][0]["text"] == "The sum is 5."
+        events = raw_stream(gateway.base_url, {"model": MODEL, **body})
+        assert without_ids(events[-1]["response"]["output"]) == without_ids(created["output"])
+        slow = check_response(post(gateway, {"input": "be slow", "tools": [mcp_tool(mcp_http.url)]}).json())
+        assert slow["output"][1]["error"] == {"type": "http_error", "code": 504,
+                                              "message": "the MCP server did not answer in 1 s"}
+        assert slow["output"][-1]["content"][0]["text"] == "The tool failed."
+    finally:
+        gateway.stop()

@@ -89,7 +89,6 @@ def _tool_entry(tool) -> dict:
 async def call_tool(server: McpServer, name: str, arguments: str) -> CallResult:
     """Run one tool call; its text output (capped), or the error as OpenAI's mcp_call reports it."""
     import anyio
-    from mcp import MCPError
 
     try:
         parsed = json.loads(arguments or "{}")
@@ -100,18 +99,29 @@ async def call_tool(server: McpServer, name: str, arguments: str) -> CallResult:
         with anyio.fail_after(server.timeout * 2):
             async with _client(server) as client:
                 result = await client.call_tool(name, parsed if isinstance(parsed, dict) else {})
-    except MCPError as exc:
-        return CallResult(error={"type": "mcp_protocol_error", "code": exc.code, "message": exc.message})
-    except BaseException as exc:  # noqa: BLE001
+    except BaseException as exc:  # noqa: BLE001 - often an exception group from the transport's task group
         if isinstance(exc, (KeyboardInterrupt, SystemExit)) or _is_cancel(exc):
             raise
-        log.warning("MCP server %r: calling %r failed: %s", server.label, name, _describe(exc))
-        code = 504 if isinstance(exc, TimeoutError) else 502  # as a gateway says it of its upstream
-        return CallResult(error={"type": "http_error", "code": _status(exc) or code, "message": _describe(exc)})
+        return CallResult(error=_call_error(server, name, exc))
     content = [block.model_dump(mode="json", exclude_none=True) for block in result.content]
     if result.is_error:
         return CallResult(error={"type": "mcp_tool_execution_error", "content": content})
     return CallResult(output=_cap(_text_of(content, result.structured_content), server.max_output))
+
+
+def _call_error(server: McpServer, name: str, exc: BaseException) -> dict[str, Any]:
+    """A failed call as OpenAI's mcp_call.error says it: the server's JSON-RPC error, or an HTTP one as a
+    gateway reports its upstream's (502 unreachable, 504 timed out)."""
+    from mcp import MCPError
+    from mcp_types.jsonrpc import REQUEST_TIMEOUT
+
+    log.warning("MCP server %r: calling %r failed: %s", server.label, name, _describe(exc))
+    leaf = _leaves(exc)[0]
+    if isinstance(leaf, TimeoutError) or (isinstance(leaf, MCPError) and leaf.code == REQUEST_TIMEOUT):
+        return {"type": "http_error", "code": 504, "message": f"the MCP server did not answer in {server.timeout:g} s"}
+    if isinstance(leaf, MCPError):
+        return {"type": "mcp_protocol_error", "code": leaf.code, "message": leaf.message}
+    return {"type": "http_error", "code": _status(exc) or 502, "message": _describe(exc)}
 
 
 def _text_of(content: list[dict], structured: Any) -> str:
