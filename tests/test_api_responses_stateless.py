@@ -65,6 +65,12 @@ def test_encrypted_reasoning_round_trip(server):
     assert tokens["sealed"] == tokens["clear"] == tokens["summary"] > tokens["none"]
     answer = post(server, {"input": follow_up(opaque), "store": False}).json()
     assert answer["output"][-1]["content"][0]["text"] == "Plain answer."
+    # Stored as sent (sealed), it is opened again when a later request continues the chain.
+    chained = {}
+    for name, item in [("sealed", opaque), ("clear", in_clear)]:
+        stored = post(server, {"input": follow_up(item)}).json()
+        chained[name] = post(server, {"input": "no thinking", "previous_response_id": stored["id"]}).json()
+    assert chained["sealed"]["usage"]["input_tokens"] == chained["clear"]["usage"]["input_tokens"]
 
     altered = sealed[:-6] + ("AAAAAA" if not sealed.endswith("AAAAAA") else "BBBBBB")
     refused = post(server, {"input": follow_up({**opaque, "encrypted_content": altered}), "store": False})

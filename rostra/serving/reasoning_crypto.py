@@ -93,12 +93,13 @@ def reasoning_text(item: dict, sealer: ReasoningSealer, param: str) -> str:
     return ""
 
 
-def opened(items: list[dict], sealer: ReasoningSealer) -> list[dict]:
-    """The items with each reasoning item's text in `content` (what the chat template reads)."""
+def opened(items: list[dict], sealer: ReasoningSealer, param: str | None = None) -> list[dict]:
+    """The items with each reasoning item's text in `content` (what the chat template reads); `param` names
+    where they came from in errors (default: the request's input)."""
     out = []
     for index, item in enumerate(items):
         if item.get("type") == "reasoning":
-            text = reasoning_text(item, sealer, f"input[{index}]")
+            text = reasoning_text(item, sealer, param or f"input[{index}]")
             item = {**item, "content": [{"type": "reasoning_text", "text": text}]}
         out.append(item)
     return out

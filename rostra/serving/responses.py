@@ -119,7 +119,7 @@ class ResponsesService:
                 raise InvalidRequest(f"include: unknown value {value!r}", param=f"include[{index}]")
         items = normalize_input(request.input)
         history = await self._conversation(request.previous_response_id) if request.previous_response_id else []
-        conversation = history + opened(items, self.sealer)
+        conversation = opened(history, self.sealer, "previous_response_id") + opened(items, self.sealer)
         servers = requested_servers(request.tools, self.mcp_policy)
         functions = {tool.get("name") for tool in request.tools or [] if tool.get("type") == "function"}
         loop = ToolLoop(await resolve(servers, conversation, functions) if servers else McpTools(),
