@@ -292,3 +292,38 @@ def test_through_the_gateway_engine_and_a_call_timeout(rostra, mcp_http):
         assert slow["output"][-1]["content"][0]["text"] == "The tool failed."
     finally:
         gateway.stop()
+
+
+def test_allowed_tools_and_approval_filters(rostra, mcp_http):
+    only_divide = mcp_tool(mcp_http.url, allowed_tools=["divide"])
+    created = check_response(post(rostra, {"input": "add 2 and 3", "tools": [only_divide]}).json())
+    # add is not offered: the model's call to it is no tool call, and nothing runs.
+    assert [item["type"] for item in created["output"]] == ["mcp_list_tools", "message"]
+    add_needs_none = mcp_tool(mcp_http.url, require_approval={"never": {"tool_names": ["add"]}})
+    ran = check_response(post(rostra, {"input": "add 2 and 3", "tools": [add_needs_none]}).json())
+    assert ran["output"][2]["type"] == "mcp_call" and ran["output"][2]["output"] == "5"
+    others_free = mcp_tool(mcp_http.url, require_approval={"never": {"tool_names": ["divide"]}})
+    asked = check_response(post(rostra, {"input": "add 2 and 3", "tools": [others_free]}).json())
+    assert asked["output"][-1]["type"] == "mcp_approval_request"
+    # A forced call (the scripted model writes just the arguments, as constrained decoding makes a model do);
+    # the turns after it are free, so the model answers.
+    forced = check_response(post(rostra, {"input": "add, forced", "tools": [mcp_tool(mcp_http.url)],
+                                          "tool_choice": {"type": "mcp", "server_label": "calc", "name": "add"}}).json())
+    assert [item["type"] for item in forced["output"]] == ["mcp_list_tools", "mcp_call", "message"]
+    assert forced["output"][1]["output"] == "5" and forced["tool_choice"]["type"] == "mcp"
+
+
+def test_policy_and_tool_server_flags():
+    from rostra.serving.mcp_tools import McpPolicy, parse_tool_servers
+
+    policy = McpPolicy(allow=("tools.example", "127.0.0.1:9000"))
+    assert policy.allows("https://tools.example/mcp") and policy.allows("http://TOOLS.example:8080/sse")
+    assert policy.allows("http://127.0.0.1:9000/mcp") and not policy.allows("http://127.0.0.1:9001/mcp")
+    assert not policy.allows("file:///etc/passwd") and not policy.allows("http://evil.example/mcp")
+    assert not McpPolicy().allows("http://127.0.0.1/mcp")  # nothing is allowed unless the operator says so
+    assert McpPolicy(allow=("*",)).allows("https://anywhere.example/mcp")
+    assert parse_tool_servers(["python=http://127.0.0.1:1/mcp,search=https://s.example/sse"]) == {
+        "python": "http://127.0.0.1:1/mcp", "search": "https://s.example/sse"}
+    for bad in ["python", "=http://x/mcp", "python=ftp://x"]:
+        with pytest.raises(ValueError):
+            parse_tool_servers([bad])

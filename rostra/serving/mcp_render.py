@@ -95,8 +95,6 @@ class McpRendering:
 
 
 def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _copy(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_copy(item) for item in value]
-    return value
+    from rostra.serving.responses_render import _snapshot  # that module imports this one
+
+    return _snapshot(value)

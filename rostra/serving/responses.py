@@ -244,13 +244,15 @@ class ResponsesService:
                 calls, builder.pending_calls = builder.pending_calls, []
                 if not calls:
                     break
-                async with aclosing(job.loop.run(builder, calls)) as ended:
+                async with aclosing(deadline.bound(job.loop.run(builder, calls))) as ended:  # runs them
                     async for out in ended:
                         yield out
                 if awaits_client(builder.response["output"][start:]) or reason != "tool_calls":
                     break
                 job.loop.turns += 1
-                job.chat = await self._turn(job.request, job.conversation + builder.response["output"],
+                # A forced tool_choice was for the first turn: later ones are free to answer.
+                later = job.request.model_copy(update={"tool_choice": None})
+                job.chat = await self._turn(later, job.conversation + builder.response["output"],
                                             job.loop.chat_tools(), builder)
                 job.turns.append(job.chat)
         except APIError as exc:  # the engine failed, the deadline passed, or a later turn was refused
