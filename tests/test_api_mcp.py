@@ -327,3 +327,22 @@ def test_policy_and_tool_server_flags():
     for bad in ["python", "=http://x/mcp", "python=ftp://x"]:
         with pytest.raises(ValueError):
             parse_tool_servers([bad])
+
+
+def test_bad_mcp_input_is_a_400(rostra, mcp_http):
+    tool = mcp_tool(mcp_http.url)
+    cases = [
+        ({"input": [{"type": "mcp_approval_response"}], "tools": [tool]}, "input[0]"),
+        ({"input": [{"type": "mcp_list_tools", "server_label": "calc", "tools": [1]}], "tools": [tool]}, "input[0]"),
+        ({"input": [{"type": "mcp_call", "server_label": "calc", "name": "add"}], "tools": [tool]}, "input[0]"),
+        ({"input": "x", "tools": [{"type": "mcp", "server_label": ""}]}, "tools[0].server_label"),
+        ({"input": "x", "tools": [tool, tool]}, "tools[1].server_label"),
+        ({"input": "x", "tools": [mcp_tool(mcp_http.url, headers={"X-Caller": 1})]}, "tools[0].headers"),
+        ({"input": "x", "tools": [mcp_tool("ftp://127.0.0.1/mcp")]}, "tools[0].server_url"),
+        ({"input": "x", "tools": [tool], "max_tool_calls": 0}, "max_tool_calls"),
+    ]
+    for body, param in cases:
+        response = post(rostra, body)
+        assert response.status_code == 400, (body, response.text)
+        assert response.json()["error"]["param"] == param, (body, response.json())
+    assert post(rostra, {"input": "add 2 and 3", "tools": [tool]}).status_code == 200  # still serving

@@ -131,6 +131,8 @@ def check_mcp_item(item: dict, param: str) -> None:
         if not all(isinstance(item.get(key), str) for key in ("server_label", "name", "arguments")):
             raise InvalidRequest(f"an {kind} needs server_label, name and arguments", param=param)
     elif kind == "mcp_list_tools":
-        if not isinstance(item.get("server_label"), str) or not isinstance(item.get("tools"), list):
-            raise InvalidRequest("an mcp_list_tools needs server_label and tools", param=param)
+        tools = item.get("tools")
+        if not isinstance(item.get("server_label"), str) or not isinstance(tools, list) or not all(
+                isinstance(tool, dict) and isinstance(tool.get("name"), str) for tool in tools):
+            raise InvalidRequest("an mcp_list_tools needs server_label and tools (each with a name)", param=param)
 
