@@ -239,8 +239,8 @@ def hosted_agent(server, url: str, **tool_fields):
     client = AsyncOpenAI(base_url=server.v1, api_key="unused", max_retries=0)
     tool = HostedMCPTool(tool_config={"type": "mcp", "server_label": "calc", "server_url": url, **tool_fields},
                          on_approval_request=lambda request: {"approve": request.data.name == "add"})
-    return Agent(name="calculator", instructions="Use the calculator.", tools=[tool],
-                 model=OpenAIResponsesModel(model=MODEL, openai_client=client))
+    return client, Agent(name="calculator", instructions="Use the calculator.", tools=[tool],
+                         model=OpenAIResponsesModel(model=MODEL, openai_client=client))
 
 
 def check_agent_run(result, approval: str) -> None:
@@ -262,10 +262,13 @@ def test_agents_sdk_hosted_mcp_tool(rostra, mcp_http, approval):
     from agents import Runner
 
     async def both():  # one event loop: the SDK's client keeps its connections in it
-        agent = hosted_agent(rostra, mcp_http.url, require_approval=approval)
-        plain = await Runner.run(agent, "add 2 and 3")
-        result = Runner.run_streamed(agent, "add 2 and 3")
-        kinds = [event.type async for event in result.stream_events()]
+        client, agent = hosted_agent(rostra, mcp_http.url, require_approval=approval)
+        try:
+            plain = await Runner.run(agent, "add 2 and 3")
+            result = Runner.run_streamed(agent, "add 2 and 3")
+            kinds = [event.type async for event in result.stream_events()]
+        finally:  # closed in this loop: left to the garbage collector, it would close in another test's loop
+            await client.close()
         return plain, result, kinds
 
     plain, result, kinds = asyncio.run(both())
