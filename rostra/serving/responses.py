@@ -135,7 +135,7 @@ class ResponsesService:
     async def _turn(self, request: CreateResponseRequest, conversation: list[dict], tools: list[dict],
                     builder: ResponseBuilder) -> Job:
         """The chat job of one model turn. With `truncation: "auto"`, a conversation that outgrows the context
-        loses its oldest items (whole turns: it then starts at a message) until it fits; the response says how
+        loses its oldest items (whole turns: it then starts at a user message) until it fits; the response says how
         many (`truncated_items`)."""
         dropped = 0
         while True:
