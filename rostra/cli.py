@@ -115,6 +115,19 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--unknown-params", choices=["error", "ignore"], default="error",
                        help="request fields rostra does not know: error (400 naming the field, as OpenAI; "
                             "default) or ignore (log a warning naming them, then drop them)")
+    mcp = serve.add_argument_group("MCP tools (Responses API)")
+    mcp.add_argument("--mcp-allow", nargs="+", action="extend", default=[], metavar="HOST",
+                     help="hosts (or HOST:PORT, or *) a request's mcp tool may name in server_url "
+                          "(default: none, remote MCP is off)")
+    mcp.add_argument("--tool-server", action="append", default=[], metavar="LABEL=URL",
+                     help="an MCP server configured here, enabled by requests with {\"type\": \"mcp\", "
+                          "\"server_label\": LABEL} (repeatable)")
+    mcp.add_argument("--mcp-timeout", type=float, default=30.0, help="seconds per MCP listing or call (default 30)")
+    mcp.add_argument("--mcp-max-output", type=int, default=65536,
+                     help="characters of an MCP tool's output kept; the rest is cut (default 65536)")
+    serve.add_argument("--reasoning-key", help="base64 of 32 bytes: the key that seals encrypted reasoning items "
+                                               "(also env ROSTRA_REASONING_KEY; default: DATA_DIR/reasoning.key, "
+                                               "made on first use)")
     serve.add_argument("--config", help="a YAML file of settings: the flags' names as keys (flags win)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser
@@ -157,7 +170,10 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     health_check_interval=args.health_check_interval,
                     tensor_parallel_size=args.tensor_parallel_size,
                     pipeline_parallel_size=args.pipeline_parallel_size,
-                    gpu_memory_utilization=args.gpu_memory_utilization, vllm_args=args.vllm_arg)
+                    gpu_memory_utilization=args.gpu_memory_utilization, vllm_args=args.vllm_arg,
+                    mcp_allow=args.mcp_allow, tool_servers=args.tool_server, mcp_timeout=args.mcp_timeout,
+                    mcp_max_output=args.mcp_max_output,
+                    reasoning_key=args.reasoning_key or os.environ.get("ROSTRA_REASONING_KEY"))
 
 
 def build_engine(settings: Settings):

@@ -55,6 +55,12 @@ class Settings:
     pipeline_parallel_size: int = 1
     gpu_memory_utilization: float | None = None  # None: vLLM's default
     vllm_args: list[str] = field(default_factory=list)  # KEY=VALUE, any other AsyncEngineArgs setting
+    # MCP tools in the Responses API
+    mcp_allow: list[str] = field(default_factory=list)  # hosts a request's server_url may name; none: no remote MCP
+    tool_servers: list[str] = field(default_factory=list)  # LABEL=URL: MCP servers configured on the server side
+    mcp_timeout: float = 30.0  # seconds per MCP listing or call
+    mcp_max_output: int = 65536  # characters of an MCP tool's output kept
+    reasoning_key: str | None = field(default=None, repr=False)  # base64, 32 bytes; None: DATA_DIR/reasoning.key
 
     def chat_template_source(self) -> str | None:
         if self.chat_template is None:

@@ -57,12 +57,12 @@ class CreateResponseRequest(RequestModel):
     top_logprobs: Annotated[int, Field(ge=0, le=20)] | None = None
     user: str | None = None
     truncation: Literal["auto", "disabled"] | None = None
-    # Harmless: identifiers and cache hints; max_tool_calls bounds built-in tools, of which there are none.
+    # Harmless: identifiers and cache hints.
     safety_identifier: str | None = None
     prompt_cache_key: str | None = None
     prompt_cache_retention: Literal["in_memory", "24h"] | None = None
     prompt_cache_options: dict[str, Any] | None = None
-    max_tool_calls: Annotated[int, Field(ge=0)] | None = None
+    max_tool_calls: Annotated[int, Field(ge=1)] | None = None  # MCP calls rostra runs in one response
     service_tier: str | None = None
     # Refused when set (see _REFUSED).
     prompt: dict[str, Any] | None = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -34,10 +35,29 @@ from rostra.server.routes import ROUTERS
 from rostra.serving.chat import ChatService
 from rostra.serving.completions import CompletionService
 from rostra.serving.conversations import ConversationsService
+from rostra.serving.mcp_tools import McpPolicy, parse_tool_servers
+from rostra.serving.reasoning_crypto import ReasoningSealer, decode_key
 from rostra.serving.responses import ResponsesService
+from rostra.store import default_data_dir
 from rostra.store.base import ResponseStore
 
 log = logging.getLogger("rostra.server")
+
+
+def mcp_policy(settings: Settings) -> McpPolicy:
+    try:
+        servers = parse_tool_servers(settings.tool_servers)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+    return McpPolicy(tuple(settings.mcp_allow), servers, settings.mcp_timeout, settings.mcp_max_output)
+
+
+def reasoning_sealer(settings: Settings) -> ReasoningSealer:
+    try:
+        key = decode_key(settings.reasoning_key) if settings.reasoning_key else None
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+    return ReasoningSealer(key, Path(settings.data_dir) if settings.data_dir else default_data_dir())
 
 
 def build_context(engine: Engine, settings: Settings, store: ResponseStore) -> ServerContext:
@@ -59,7 +79,8 @@ def build_context(engine: Engine, settings: Settings, store: ResponseStore) -> S
     metrics = Metrics((settings.served_model_name or [engine.model.id])[0], engine.running_requests, engine.parallel,
                       admission)
     chat.on_finished = completions.on_finished = metrics.observe_job
-    responses = ResponsesService(chat, store, lease_seconds=settings.lease_seconds)
+    responses = ResponsesService(chat, store, mcp_policy(settings), reasoning_sealer(settings),
+                                 lease_seconds=settings.lease_seconds)
     return ServerContext(engine, settings, store, template, chat, completions, responses, ConversationsService(store),
                          admission, metrics, served_names)
 

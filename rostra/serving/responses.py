@@ -34,6 +34,16 @@ from rostra.protocol.responses import CreateResponseRequest
 from rostra.serving.chat import ChatService
 from rostra.serving.deadline import NO_DEADLINE, Deadline
 from rostra.serving.generation import ChoiceRun, Job, RequestStats
+from rostra.serving.reasoning_crypto import ReasoningSealer, opened
+from rostra.serving.mcp_tools import McpPolicy, McpTools, redacted, requested_servers, resolve
+from rostra.serving.responses_mcp import (
+    MCP_ITEM_TYPES,
+    ToolLoop,
+    approved_calls,
+    awaits_client,
+    check_mcp_item,
+    expand_mcp,
+)
 from rostra.serving.responses_render import ResponseBuilder, new_id
 from rostra.store.base import RUNNING_STATUSES, ResponseStore, StoreError
 
@@ -42,6 +52,11 @@ log = logging.getLogger("rostra.responses")
 MAX_HISTORY = 100  # previous_response_id links followed at most
 MAX_HISTORY_ITEMS = 10_000  # conversation items read into one prompt at most
 LOGPROBS = "message.output_text.logprobs"  # the `include` value asking for output logprobs
+ENCRYPTED_REASONING = "reasoning.encrypted_content"  # ... and the one asking for sealed reasoning items
+# What `include` may name (OpenAI's list); the values for tools rostra does not have change nothing.
+INCLUDABLE = {LOGPROBS, ENCRYPTED_REASONING, "file_search_call.results", "web_search_call.results",
+              "web_search_call.action.sources", "message.input_image.image_url",
+              "computer_call_output.output.image_url", "code_interpreter_call.outputs"}
 # The events that end a response's stream (a cancelled one ends with its status, not an event).
 TERMINAL_EVENTS = {"response.completed", "response.failed", "response.incomplete"}
 FOLLOW_WAIT = 1.0  # seconds a follower waits for a notification before looking at the status
@@ -80,6 +95,10 @@ class ResponseJob:
     chat: Job
     builder: ResponseBuilder
     items: list[dict]  # the request's input items, as stored
+    conversation: list[dict] = field(default_factory=list)  # the stored history, then the input items
+    loop: ToolLoop = field(default_factory=lambda: ToolLoop(McpTools()))  # MCP tools run by rostra
+    ready: list[dict] = field(default_factory=list)  # output items made before the model runs (MCP)
+    turns: list[Job] = field(default_factory=list)  # the chat job of every model turn, `chat` the last
 
     # What the access log and the request log read of any job.
     @property
@@ -100,9 +119,12 @@ class ResponseJob:
 
 
 class ResponsesService:
-    def __init__(self, chat: ChatService, store: ResponseStore, *, lease_seconds: float = 10.0):
+    def __init__(self, chat: ChatService, store: ResponseStore, mcp_policy: McpPolicy = McpPolicy(),
+                 sealer: ReasoningSealer | None = None, *, lease_seconds: float = 10.0):
         self.chat = chat
         self.store = store
+        self.mcp_policy = mcp_policy
+        self.sealer = sealer or ReasoningSealer(key=secrets.token_bytes(32))  # a key for this process only
         self.live: dict[str, LiveRun] = {}  # background responses running here
         self.streaming: set[str] = set()  # stored foreground streams running here (leased too)
         self.owner = replica_id()
@@ -156,18 +178,55 @@ class ResponsesService:
     async def prepare(self, request: CreateResponseRequest) -> ResponseJob:
         if request.background and not request.store:
             raise InvalidRequest("background responses must be stored (store: true)", param="background")
+        for index, value in enumerate(request.include or []):
+            if value not in INCLUDABLE:
+                raise InvalidRequest(f"include: unknown value {value!r}", param=f"include[{index}]")
         items = normalize_input(request.input)
-        conversation = conversation_id(request)
-        if conversation and request.previous_response_id:
+        items = normalize_input(request.input)
+        reference = conversation_id(request)
+        if reference and request.previous_response_id:
             raise InvalidRequest("give either previous_response_id or conversation, not both", param="conversation")
-        if conversation:
-            history = await self._conversation_items(conversation)
+        if reference:
+            history = await self._conversation_items(reference)
         elif request.previous_response_id:
             history = await self._conversation(request.previous_response_id)
         else:
             history = []
-        job = await self.chat.prepare(chat_request(request, history + items))
-        return ResponseJob(request, job, ResponseBuilder(base_response(request)), items)
+        conversation = (opened(history, self.sealer, "conversation" if reference else "previous_response_id")
+                        + opened(items, self.sealer))
+        servers = requested_servers(request.tools, self.mcp_policy)
+        functions = {tool.get("name") for tool in request.tools or [] if tool.get("type") == "function"}
+        loop = ToolLoop(await resolve(servers, conversation, functions) if servers else McpTools(),
+                        request.max_tool_calls)
+        ready = loop.tools.listings + await approved_calls(items, conversation, loop)
+        builder = ResponseBuilder(base_response(request))
+        job = await self._turn(request, conversation + ready, loop.chat_tools(), builder)
+        builder.mcp = loop.tools.labels()
+        if ENCRYPTED_REASONING in (request.include or []):
+            builder.sealer = self.sealer
+        return ResponseJob(request, job, builder, items, conversation, loop, ready, [job])
+
+    async def _turn(self, request: CreateResponseRequest, conversation: list[dict], tools: list[dict],
+                    builder: ResponseBuilder) -> Job:
+        """The chat job of one model turn. With `truncation: "auto"`, a conversation that outgrows the context
+        loses its oldest items (whole turns: it then starts at a user message) until it fits; the response says how
+        many (`truncated_items`)."""
+        dropped = 0
+        while True:
+            try:
+                job = await self.chat.prepare(chat_request(request, conversation[dropped:], tools))
+                break
+            except InvalidRequest as exc:
+                if request.truncation != "auto" or exc.code != "context_length_exceeded":
+                    raise
+                dropped = next_start(conversation, dropped)
+                if dropped is None:  # nothing left to drop but the newest item
+                    raise
+        if dropped:
+            builder.response["truncated_items"] = max(dropped, builder.response.get("truncated_items", 0))
+            log.info("response %s: %d oldest conversation items dropped to fit the context",
+                     builder.response["id"], dropped)
+        return job
 
     async def complete(self, job: ResponseJob, deadline: Deadline = NO_DEADLINE) -> dict:
         """A non-streamed response: the fold of its events. A failure is raised (as for Chat), once stored."""
@@ -254,19 +313,38 @@ class ResponsesService:
         yield builder.lifecycle("response.created")
         builder.response["status"] = "in_progress"
         yield builder.lifecycle("response.in_progress")
+        for item in job.ready:
+            for out in builder.whole_item(item):
+                yield out
         reason = "stop"
         try:
-            async with aclosing(deadline.bound(self.chat.events(job.chat))) as events:
-                async for _, event in events:
-                    for out in builder.add(event):
+            while True:  # one model turn, then the MCP calls it made, as long as the model makes some
+                start = len(builder.response["output"])
+                async with aclosing(deadline.bound(self.chat.events(job.chat))) as events:
+                    async for _, event in events:
+                        for out in builder.add(event):
+                            yield out
+                        if isinstance(event, Finish):
+                            reason = event.reason
+                calls, builder.pending_calls = builder.pending_calls, []
+                if not calls:
+                    break
+                async with aclosing(deadline.bound(job.loop.run(builder, calls))) as ended:  # runs them
+                    async for out in ended:
                         yield out
-                    if isinstance(event, Finish):
-                        reason = event.reason
-        except APIError as exc:  # the engine failed, or the deadline passed
+                if awaits_client(builder.response["output"][start:]) or reason != "tool_calls":
+                    break
+                job.loop.turns += 1
+                # A forced tool_choice was for the first turn: later ones are free to answer.
+                later = job.request.model_copy(update={"tool_choice": None})
+                job.chat = await self._turn(later, job.conversation + builder.response["output"],
+                                            job.loop.chat_tools(), builder)
+                job.turns.append(job.chat)
+        except APIError as exc:  # the engine failed, the deadline passed, or a later turn was refused
             for out in builder.fail(exc):
                 yield out
             return
-        final = builder.finish(reason, response_usage(job.chat))
+        final = builder.finish(reason, response_usage(*(job.turns or [job.chat])))
         conversation = conversation_id(job.request)
         if conversation:  # before the client hears of the end, so its next response sees these items
             output = [item for item in builder.response["output"] if item.get("type") in _REPLAYED]
@@ -410,23 +488,35 @@ def with_status(items: list[dict]) -> list[dict]:
     return [{**item, "status": item.get("status") or "completed"} for item in items]
 
 
+def next_start(conversation: list[dict], start: int) -> int | None:
+    """Where the conversation starts once its oldest turn is dropped: at the next user message (a whole
+    turn goes: never a tool output without its call), and never past the newest item."""
+    index = start + 1
+    while index < len(conversation) - 1 and not (conversation[index].get("type") == "message"
+                                                 and conversation[index].get("role") == "user"):
+        index += 1
+    return index if index < len(conversation) else None
+
+
 def as_api_error(exc: Exception) -> APIError:
     return exc if isinstance(exc, APIError) else ServerError(f"{type(exc).__name__}: {exc}")
 
 
-_REPLAYED = {"message", "function_call", "reasoning", "function_call_output"}
+_REPLAYED = {"message", "function_call", "reasoning", "function_call_output", *MCP_ITEM_TYPES}
 
 
 def base_response(request: CreateResponseRequest) -> dict[str, Any]:
     return {
         "id": new_id("resp"), "object": "response", "created_at": int(time.time()), "status": "in_progress",
         "completed_at": None, "error": None, "incomplete_details": None, "instructions": request.instructions,
-        "model": request.model, "tools": [response_tool(tool) for tool in request.tools or []], "output": [],
+        "model": request.model, "output": [],
+        "tools": [redacted(tool) if tool.get("type") == "mcp" else response_tool(tool) for tool in request.tools or []],
         "parallel_tool_calls": request.parallel_tool_calls, "metadata": request.metadata or {},
         "tool_choice": request.tool_choice or "auto",
         "temperature": 1.0 if request.temperature is None else request.temperature,
         "top_p": 1.0 if request.top_p is None else request.top_p,
-        "max_output_tokens": request.max_output_tokens, "previous_response_id": request.previous_response_id,
+        "max_output_tokens": request.max_output_tokens, "max_tool_calls": request.max_tool_calls,
+        "previous_response_id": request.previous_response_id,
         "reasoning": {"effort": request.reasoning.effort if request.reasoning else None, "summary": None},
         "store": request.store, "background": request.background, "truncation": request.truncation or "disabled",
         "conversation": {"id": conversation_id(request)} if request.conversation else None,
@@ -441,17 +531,23 @@ def response_tool(tool: dict) -> dict:
             "strict": bool(tool.get("strict", False))}
 
 
-def response_usage(job: Job) -> dict[str, Any]:
-    usage = job.stats.usage()
-    return {"input_tokens": usage["prompt_tokens"],
-            "input_tokens_details": {"cached_tokens": job.stats.cached_tokens, "cache_write_tokens": 0},
-            "output_tokens": usage["completion_tokens"],
-            "output_tokens_details": {"reasoning_tokens": job.stats.reasoning_tokens or 0},
-            "total_tokens": usage["total_tokens"]}
+def response_usage(*turns: Job) -> dict[str, Any]:
+    """The usage of a response: all its model turns' (each turn reads its whole prompt again)."""
+    usages = [job.stats.usage() for job in turns]
+    input_tokens = sum(usage["prompt_tokens"] for usage in usages)
+    output_tokens = sum(usage["completion_tokens"] for usage in usages)
+    return {"input_tokens": input_tokens,
+            "input_tokens_details": {"cached_tokens": sum(job.stats.cached_tokens for job in turns),
+                                     "cache_write_tokens": 0},
+            "output_tokens": output_tokens,
+            "output_tokens_details": {"reasoning_tokens": sum(job.stats.reasoning_tokens or 0 for job in turns)},
+            "total_tokens": input_tokens + output_tokens}
 
 
 # -- input items -> chat messages ---------------------------------------------------------------
-_ID_PREFIX = {"message": "msg", "function_call": "fc", "function_call_output": "fco", "reasoning": "rs"}
+_ID_PREFIX = {"message": "msg", "function_call": "fc", "function_call_output": "fco", "reasoning": "rs",
+              "mcp_list_tools": "mcpl", "mcp_call": "mcp", "mcp_approval_request": "mcpr",
+              "mcp_approval_response": "mcpa"}
 _ROLES = {"user", "system", "developer", "assistant"}
 
 
@@ -484,7 +580,10 @@ def normalize_input(value: str | list[dict], param: str = "input") -> list[dict]
         elif kind == "function_call_output":
             if not isinstance(item.get("call_id"), str) or "output" not in item:
                 raise InvalidRequest("a function_call_output needs call_id and output", param=param)
-        item.setdefault("id", new_id(_ID_PREFIX[kind]))
+        elif kind in MCP_ITEM_TYPES:
+            check_mcp_item(item, param)
+        if not item.get("id"):  # absent, or null (as SDKs send an approval response's)
+            item["id"] = new_id(_ID_PREFIX[kind])
         items.append(item)
     return items
 
@@ -499,7 +598,7 @@ def text_part(role: str, text: str) -> dict:
 def items_to_messages(items: list[dict]) -> list[dict]:
     messages: list[dict] = []
     reasoning = ""  # a reasoning item belongs to the assistant turn that follows it
-    for item in items:
+    for item in expand_mcp(items):
         kind = item["type"]
         if kind == "reasoning":
             reasoning += "".join(part.get("text", "") for part in item.get("content") or [])
@@ -527,18 +626,23 @@ def items_to_messages(items: list[dict]) -> list[dict]:
     return messages
 
 
-def chat_request(request: CreateResponseRequest, items: list[dict]) -> ChatCompletionRequest:
+def chat_request(request: CreateResponseRequest, items: list[dict],
+                 mcp_tools: list[dict] | None = None) -> ChatCompletionRequest:
+    """The chat request of one model turn: the conversation so far, the function tools and the MCP tools."""
     messages = items_to_messages(items)
     if request.instructions:
         messages.insert(0, {"role": "system", "content": request.instructions})
     body: dict[str, Any] = {"model": request.model, "messages": messages,
                             "parallel_tool_calls": request.parallel_tool_calls}
-    if request.tools:
-        body["tools"] = [chat_tool(tool, index) for index, tool in enumerate(request.tools)]
+    tools = [chat_tool(tool, index) for index, tool in enumerate(request.tools or []) if tool.get("type") != "mcp"]
+    if tools or mcp_tools:
+        body["tools"] = tools + (mcp_tools or [])
     if request.tool_choice is not None:
         choice = request.tool_choice
         if isinstance(choice, dict) and choice.get("type") == "function" and "name" in choice:
             choice = {"type": "function", "function": {"name": choice["name"]}}
+        elif isinstance(choice, dict) and choice.get("type") == "mcp":  # one of a server's tools, or any tool
+            choice = {"type": "function", "function": {"name": choice["name"]}} if choice.get("name") else "required"
         body["tool_choice"] = choice
     if request.text and request.text.format and request.text.format.get("type") == "json_schema":
         spec = request.text.format

@@ -15,20 +15,23 @@ from typing import Any
 from rostra.errors import APIError
 from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, ToolCallEnd, ToolCallStart
 from rostra.serving.chat import logprobs_content
+from rostra.serving.mcp_render import McpRendering
 
 
 def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(16)}"
 
 
-class ResponseBuilder:
+class ResponseBuilder(McpRendering):
     def __init__(self, response: dict[str, Any]):
+        self._init_mcp()
         self.response = response
         self.sequence = 0
         self._open: dict[str, Any] | None = None  # the output item being written
         self._text = ""  # its text so far (message or reasoning)
         self._logprobs: list[dict] = []  # its tokens' logprobs so far (messages, when asked for)
         self.error: APIError | None = None  # why the response failed, once it has
+        self.sealer = None  # a ReasoningSealer when reasoning items carry encrypted_content
 
     # -- the envelope ------------------------------------------------------------------------
     def event(self, kind: str, **fields: Any) -> dict[str, Any]:
@@ -52,9 +55,13 @@ class ResponseBuilder:
             return self._write("reasoning", event.text) if event.text else []
         if isinstance(event, ToolCallStart):
             out = self._close()
+            if event.name in self.mcp:  # a tool rostra runs (MCP), not one the client runs
+                return out + self._open_mcp(event)
             item = {"id": new_id("fc"), "type": "function_call", "call_id": event.id, "name": event.name,
                     "arguments": "", "status": "in_progress"}
             return out + self._open_item(item)
+        if isinstance(event, ToolCallArgs) and self._open and self._open["type"].startswith("mcp_"):
+            return self._mcp_args(event.text)
         if isinstance(event, ToolCallArgs) and self._open:
             self._open["arguments"] += event.text
             return [self.event("response.function_call_arguments.delta", item_id=self._open["id"],
@@ -129,6 +136,8 @@ class ResponseBuilder:
         item, self._open = self._open, None
         if item is None:
             return []
+        if item["type"].startswith("mcp_"):
+            return self._close_mcp(item, status)
         index, item_id, out = self._index(), item["id"], []
         if item["type"] == "message":
             part = {"type": "output_text", "text": self._text, "annotations": [], "logprobs": self._logprobs}
@@ -140,6 +149,8 @@ class ResponseBuilder:
         elif item["type"] == "reasoning":
             part = {"type": "reasoning_text", "text": self._text}
             item["content"] = [part]
+            if self.sealer is not None:  # include: reasoning.encrypted_content
+                item["encrypted_content"] = self.sealer.seal(self._text)
             out += [self.event("response.reasoning_text.done", item_id=item_id, output_index=index,
                                content_index=0, text=self._text),
                     self.event("response.content_part.done", item_id=item_id, output_index=index,

@@ -1,0 +1,138 @@
+"""The server-side tool loop of a Responses request, and MCP items in the conversation.
+
+One request may take several model turns: after a turn whose tool calls include MCP tools,
+rostra runs them, emits their results, adds them to the conversation and lets the model go on,
+until it answers, calls a function tool (which the client runs: the response ends, as for any
+function call), asks for an approval, or `max_tool_calls` is spent (then it must answer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import AsyncIterator
+
+from rostra.errors import InvalidRequest
+from rostra.serving.mcp_client import CallResult, call_tool
+from rostra.serving.mcp_tools import McpTools
+from rostra.serving.responses_render import ResponseBuilder, new_id
+
+MAX_TURNS = 32  # model turns in one response, at most, when max_tool_calls does not say less
+MCP_ITEM_TYPES = {"mcp_list_tools", "mcp_call", "mcp_approval_request", "mcp_approval_response"}
+_NOT_RUN = CallResult(error={"type": "mcp_tool_execution_error", "content": [
+    {"type": "text", "text": "not run: the response reached max_tool_calls"}]})
+
+
+@dataclass
+class ToolLoop:
+    """What the loop of one response keeps between model turns."""
+
+    tools: McpTools
+    max_calls: int | None = None  # the request's max_tool_calls
+    calls: int = 0  # MCP calls run so far
+    turns: int = 1
+
+    def room(self) -> bool:
+        """Whether the model may still be offered the MCP tools."""
+        within_calls = self.max_calls is None or self.calls < self.max_calls
+        return within_calls and self.turns < MAX_TURNS
+
+    def chat_tools(self) -> list[dict]:
+        return self.tools.chat_tools if self.room() else []
+
+    async def run(self, builder: ResponseBuilder, calls: list[dict]) -> AsyncIterator[dict]:
+        """Run this turn's MCP calls (concurrently), then emit each one's end, in order."""
+        allowed = calls if self.max_calls is None else calls[:max(0, self.max_calls - self.calls)]
+        self.calls += len(allowed)
+        results = await asyncio.gather(*(self._call(item) for item in allowed))
+        for item, result in zip(calls, [*results, *[_NOT_RUN] * (len(calls) - len(allowed))]):
+            for event in builder.call_done(item, result):
+                yield event
+
+    async def _call(self, item: dict) -> CallResult:
+        route = self.tools.routes[item["name"]]
+        return await call_tool(route.server, route.name, item["arguments"])
+
+
+def awaits_client(items: list[dict]) -> bool:
+    """A turn that called a function tool or asked for an approval ends the response: the client acts next."""
+    return any(item["type"] in ("function_call", "mcp_approval_request") for item in items)
+
+
+async def approved_calls(items: list[dict], conversation: list[dict], loop: ToolLoop) -> list[dict]:
+    """The calls this request's `mcp_approval_response` items approve, run now: `mcp_call` items."""
+    requests = {item["id"]: item for item in conversation if item.get("type") == "mcp_approval_request"}
+    done = {item.get("approval_request_id") for item in conversation if item.get("type") == "mcp_call"}
+    approved = []
+    for index, item in enumerate(items):
+        if item["type"] != "mcp_approval_response" or not item["approve"] or item["approval_request_id"] in done:
+            continue
+        request = requests.get(item["approval_request_id"])
+        if request is None:
+            raise InvalidRequest(f"no mcp_approval_request {item['approval_request_id']!r} in the conversation",
+                                 param=f"input[{index}].approval_request_id")
+        route = loop.tools.routes.get(request["name"])
+        if route is None or route.server.label != request["server_label"]:
+            raise InvalidRequest(f"the approved call's MCP server {request['server_label']!r} (tool "
+                                 f"{request['name']!r}) is not among this request's tools", param="tools")
+        approved.append({"id": new_id("mcp"), "type": "mcp_call", "server_label": request["server_label"],
+                         "name": request["name"], "arguments": request["arguments"],
+                         "approval_request_id": request["id"]})
+    results = await asyncio.gather(*(loop._call(item) for item in approved))
+    loop.calls += len(approved)
+    for item, result in zip(approved, results):
+        item.update(output=result.output, error=result.error, status="failed" if result.error else "completed")
+    return approved
+
+
+def expand_mcp(items: list[dict]) -> list[dict]:
+    """MCP items as the function calls and outputs the chat template renders; listings and unanswered
+    approval requests are not part of what the model reads."""
+    requests = {item["id"]: item for item in items if item.get("type") == "mcp_approval_request"}
+    out: list[dict] = []
+    for item in items:
+        kind = item.get("type")
+        if kind == "mcp_call":
+            call_id = item.get("approval_request_id") or item["id"]
+            out += [{"type": "function_call", "call_id": call_id, "name": item["name"],
+                     "arguments": item["arguments"]},
+                    {"type": "function_call_output", "call_id": call_id, "output": _result_text(item)}]
+        elif kind == "mcp_approval_response" and not item["approve"] and item["approval_request_id"] in requests:
+            request = requests[item["approval_request_id"]]
+            reason = f" ({item['reason']})" if item.get("reason") else ""
+            out += [{"type": "function_call", "call_id": request["id"], "name": request["name"],
+                     "arguments": request["arguments"]},
+                    {"type": "function_call_output", "call_id": request["id"],
+                     "output": f"The user did not approve this tool call{reason}."}]
+        elif kind not in MCP_ITEM_TYPES:
+            out.append(item)
+    return out
+
+
+def _result_text(item: dict) -> str:
+    error = item.get("error")
+    if not error:
+        return item.get("output") or ""
+    if isinstance(error, str):
+        return f"Error: {error}"
+    if error.get("type") == "mcp_tool_execution_error":
+        texts = [block.get("text", "") for block in error.get("content") or [] if isinstance(block, dict)]
+        return "Error: " + ("\n".join(texts) or "the tool failed")
+    return f"Error: {error.get('message', 'the tool call failed')}"
+
+
+def check_mcp_item(item: dict, param: str) -> None:
+    """Input MCP items (as a stateless client sends them back): the fields rostra reads."""
+    kind = item["type"]
+    if kind == "mcp_approval_response":
+        if not isinstance(item.get("approval_request_id"), str) or not isinstance(item.get("approve"), bool):
+            raise InvalidRequest("an mcp_approval_response needs approval_request_id and approve", param=param)
+    elif kind in ("mcp_call", "mcp_approval_request"):
+        if not all(isinstance(item.get(key), str) for key in ("server_label", "name", "arguments")):
+            raise InvalidRequest(f"an {kind} needs server_label, name and arguments", param=param)
+    elif kind == "mcp_list_tools":
+        tools = item.get("tools")
+        if not isinstance(item.get("server_label"), str) or not isinstance(tools, list) or not all(
+                isinstance(tool, dict) and isinstance(tool.get("name"), str) for tool in tools):
+            raise InvalidRequest("an mcp_list_tools needs server_label and tools (each with a name)", param=param)
+
