@@ -91,10 +91,17 @@ def test_tool_choice_none_leaves_markup_as_text(tools_server):
     assert whole["choices"][0]["finish_reason"] == "stop"
 
 
-def test_broken_call_stays_text(tools_server):
+def test_broken_call_ends_alike_streamed_or_not(tools_server):
+    """A call whose head was read has started streaming; when its JSON breaks it still ends, its
+    arguments what was valid closed into JSON, and the stream folds into the non-streamed message."""
     whole = check("chat", post(tools_server.base_url, "/v1/chat/completions", ask("broken call")).json())
-    assert whole["choices"][0]["message"]["content"].startswith("<tool_call>")
-    assert whole["choices"][0]["finish_reason"] == "stop"
+    message = whole["choices"][0]["message"]
+    assert plain(message["tool_calls"]) == [("get_weather", {})] and message["content"] is None
+    assert whole["choices"][0]["finish_reason"] == "tool_calls"
+    chunks = stream(tools_server.base_url, "/v1/chat/completions", ask("broken call"), "chat_chunk")
+    streamed = fold_tool_calls(chunks)
+    assert [(c["name"], c["arguments"]) for c in streamed] == [
+        (c["function"]["name"], c["function"]["arguments"]) for c in message["tool_calls"]]
 
 
 @pytest.mark.parametrize("tool_choice,content,expected", [

@@ -19,7 +19,7 @@ from rostra import __version__
 from rostra.engines.base import Engine
 from rostra.errors import APIError, InvalidRequest, NotFound, RequestTimeout
 from rostra.parsing.reasoning import reasoning_parser_class
-from rostra.parsing.tools import detect_tool_parser, tool_parser_class
+from rostra.parsing.tools import detect_tool_parser, layered_tool_parser, tool_parser_class
 from rostra.prompt.chat_template import ChatTemplate
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.protocol.completions import CompletionRequest
@@ -83,11 +83,14 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
     template = ChatTemplate(settings.chat_template_source() or engine.chat_template, engine.bos_token,
                             engine.eos_token)
     parser_name = settings.tool_call_parser or detect_tool_parser(template.source)
-    log.info("tool-call parser: %s", parser_name)
+    log.info("tool-call parser: %s%s", parser_name, "" if settings.strict_tool_parsing else " (then the lenient ones)")
+    tool_parser = tool_parser_class(parser_name)
+    if not settings.strict_tool_parsing:
+        tool_parser = layered_tool_parser(tool_parser)
     field = settings.reasoning_field
     fields = ("reasoning_content", "reasoning") if field == "both" else (field,)
     reasoning = settings.reasoning_parser
-    chat = ChatService(engine, template, served_names, tool_parser_class(parser_name),
+    chat = ChatService(engine, template, served_names, tool_parser,
                        reasoning_parser_class(reasoning) if reasoning else None, fields)
     completions = CompletionService(engine, served_names)
     responses = ResponsesService(chat, store)

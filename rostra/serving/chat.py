@@ -138,7 +138,7 @@ class ChatService(GenerationService):
     fold = ChatFold
 
     def __init__(self, engine: Engine, template: ChatTemplate, served_names: Callable[[], list[str]],
-                 tool_parser: type[ToolParser], reasoning_parser: type[ReasoningParser] | None = None,
+                 tool_parser: Callable[..., ToolParser], reasoning_parser: type[ReasoningParser] | None = None,
                  reasoning_fields: tuple[str, ...] = ("reasoning_content",)):
         super().__init__(engine)
         self.template = template
@@ -151,9 +151,12 @@ class ChatService(GenerationService):
         check_model(request.model, self.served_names())
         if self.engine.relays(request.model):
             last = request.messages[-1]
+            # The upstream parses its own output; its calls still pass this request's emitter.
+            plan = plan_tools(request.tools, request.tool_choice, request.parallel_tool_calls, self.tool_parser)
             return await relay_job(self.engine, request, "chat/completions", "chatcmpl", request.n,
                                    message_text(last, len(request.messages) - 1),
-                                   self.reasoning_fields if request.include_reasoning else ())
+                                   self.reasoning_fields if request.include_reasoning else (),
+                                   make_emitter=plan.make_emitter)
         plan = plan_tools(request.tools, request.tool_choice, request.parallel_tool_calls, self.tool_parser)
         constraint = _constraint(request, plan)
         engine = self.engine
@@ -189,6 +192,7 @@ class ChatService(GenerationService):
                 chain.append(self.reasoning_parser(text, enabled=thinking))
             if plan.make_parser:
                 chain.append(plan.make_parser())
+            chain.append(plan.make_emitter())  # every call, whoever recognised it, passes here
             return chain
 
         runs = [

@@ -19,10 +19,10 @@ non-streamed response, their fold, cannot differ.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
-from rostra.parsing.events import Event, Text, ToolCallArgs, ToolCallEnd, ToolCallStart
+from rostra.parsing.events import Event, Finish, Text, ToolCallArgs, ToolCallEnd, ToolCallStart
 from rostra.parsing.tools.arguments import ArgumentsWriter
 from rostra.parsing.tools.base import ToolSpec, openai_call_id
 
@@ -65,6 +65,8 @@ class CallEmitter:
                 out += self._arguments(event)
             elif isinstance(event, ToolCallEnd):
                 out += self._end(event.index)
+            elif isinstance(event, Finish) and event.reason == "tool_calls" and not self.count:
+                out.append(replace(event, reason="stop"))  # (a relayed upstream's) calls all left out
             else:
                 out.append(event)
         return out
