@@ -151,8 +151,10 @@ def parse_arguments(text: str) -> dict:
 
 @dataclass
 class Tally:
-    expected: int = 0
+    expected: int = 0  # calls the ground truth expects, in the one-call cases (simple, multiple)
     surfaced: int = 0
+    expected_parallel: int = 0  # ... in the parallel cases (2-4 calls each)
+    surfaced_parallel: int = 0
     ast_ok: int = 0
     ast_cases: int = 0
     irrelevance_ok: int = 0
@@ -166,8 +168,13 @@ def score(check, case: Case, outcome: Outcome, tally: Tally) -> None:
         tally.irrelevance_cases += 1
         tally.irrelevance_ok += not outcome.calls
         return
-    tally.expected += len(case.answer)
-    tally.surfaced += min(len(outcome.calls), len(case.answer))
+    surfaced = min(len(outcome.calls), len(case.answer))
+    if case.category == "parallel":
+        tally.expected_parallel += len(case.answer)
+        tally.surfaced_parallel += surfaced
+    else:
+        tally.expected += len(case.answer)
+        tally.surfaced += surfaced
     tally.ast_cases += 1
     calls = [{name: args} for name, args in outcome.calls]
     try:
@@ -241,13 +248,14 @@ def percent(part: int, whole: int) -> str:
 
 
 def table(results: dict[str, dict]) -> str:
-    lines = ["| server | tool_choice | stream | calls surfaced | AST-correct cases | irrelevance (no call) |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = ["| server | tool_choice | stream | calls surfaced: one-call cases | calls surfaced: parallel cases "
+             "| AST-correct cases | irrelevance (no call) |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for kind, tallies in results.items():
         for (choice, stream), t in tallies.items():
             if stream == "agree":
                 continue
             lines.append(f"| {kind} | {choice} | {'yes' if stream else 'no'} | {percent(t.surfaced, t.expected)} | "
+                         f"{percent(t.surfaced_parallel, t.expected_parallel)} | "
                          f"{percent(t.ast_ok, t.ast_cases)} | {percent(t.irrelevance_ok, t.irrelevance_cases)} |")
     lines += ["", "| server | tool_choice | stream == non-stream (calls) |", "| --- | --- | --- |"]
     for kind, tallies in results.items():

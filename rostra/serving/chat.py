@@ -30,7 +30,7 @@ from rostra.serving.generation import (
     token_text,
 )
 from rostra.serving.relay import relay_job
-from rostra.serving.tools import ToolPlan, plan_tools
+from rostra.serving.tools import ToolPlan, mistral_history, plan_tools
 from rostra.serving.validation import check_logit_bias, check_model, check_stop_token_ids
 
 
@@ -161,6 +161,8 @@ class ChatService(GenerationService):
         constraint = _constraint(request, plan)
         engine = self.engine
         messages = template_messages(request.messages)
+        if getattr(self.tool_parser, "name", "") == "mistral":
+            messages = mistral_history(messages)  # ids from other servers, as Mistral templates take them
         kwargs = dict(request.chat_template_kwargs or {})
         if request.reasoning_effort is not None:
             kwargs.setdefault("reasoning_effort", request.reasoning_effort)

@@ -13,6 +13,8 @@ constraint (if any) shapes it, and the emitter every call passes.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -48,6 +50,31 @@ def tool_specs(tools: list[dict[str, Any]] | None) -> list[ToolSpec]:
     if len({spec.name for spec in specs}) != len(specs):
         raise InvalidRequest("function names must be unique", param="tools")
     return specs
+
+
+NINE_ALPHANUMERICS = re.compile(r"[A-Za-z0-9]{9}")
+BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def nine_character_id(call_id: str) -> str:
+    """Mistral's templates accept only 9 letters and digits as call ids (and raise otherwise):
+    an id of another server ("call_…", "functions.f:0") maps to one, the same wherever it occurs,
+    so a call and its tool result still pair up."""
+    if NINE_ALPHANUMERICS.fullmatch(call_id):
+        return call_id
+    number = int.from_bytes(hashlib.sha256(call_id.encode()).digest()[:8], "big")
+    return "".join(BASE62[(number // 62 ** i) % 62] for i in range(9))
+
+
+def mistral_history(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Template messages with every tool-call id in the form Mistral's templates accept."""
+    for message in messages:
+        if message.get("tool_call_id"):
+            message["tool_call_id"] = nine_character_id(str(message["tool_call_id"]))
+        for call in message.get("tool_calls") or ():
+            if isinstance(call, dict) and call.get("id"):
+                call["id"] = nine_character_id(str(call["id"]))
+    return messages
 
 
 def plan_tools(tools: list[dict[str, Any]] | None, tool_choice: Any, parallel: bool | None,

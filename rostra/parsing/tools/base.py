@@ -38,6 +38,7 @@ class ToolSpec:
 class ParsedCall:
     name: str
     arguments: dict[str, Any]
+    id: str = ""  # the model's own id for the call (Kimi K2); "" : the parser makes one
 
 
 def openai_call_id() -> str:
@@ -98,7 +99,7 @@ class ToolParser:
                 continue
             index = self.calls
             self.calls += 1
-            events += [ToolCallStart(index, self.new_call_id(), call.name),
+            events += [ToolCallStart(index, call.id or self.new_call_id(), call.name),
                        ToolCallArgs(index, arguments_json(call.arguments)), ToolCallEnd(index)]
         return events
 
