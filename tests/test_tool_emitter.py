@@ -111,3 +111,60 @@ def test_a_relayed_finish_without_calls_let_through_is_stop():
     events = emitter.feed(chunks.events(0, {"delta": {"tool_calls": [
         {"index": 0, "id": "c", "function": {"name": "now", "arguments": "{}"}}]}, "finish_reason": "tool_calls"}))
     assert events[-1].reason == "stop"
+
+
+def test_forced_constraints_are_strict_schemas():
+    from rostra.guided.constraints import response_constraint, strict_schema
+    from rostra.serving.tools import plan_tools
+
+    magic = {"type": "function", "function": {"name": "magic_function", "parameters": {
+        "type": "object", "properties": {"input": {"type": "integer"},
+                                         "opts": {"type": "object", "properties": {"x": {"type": "string"}}},
+                                         "free": {"type": "object"}},
+        "required": ["input"]}}}
+    named = plan_tools([magic], {"type": "function", "function": {"name": "magic_function"}}, None, None)
+    schema = named.constraint.json_schema
+    assert schema["additionalProperties"] is False and schema["required"] == ["input"]
+    assert schema["properties"]["opts"]["additionalProperties"] is False
+    assert "additionalProperties" not in schema["properties"]["free"]  # lists nothing: any object
+    required = plan_tools([magic], "required", None, None).constraint.json_schema
+    assert required["items"]["anyOf"][0]["properties"]["arguments"] == schema
+    allowing = {"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "string"}}
+    assert strict_schema(allowing) == allowing
+    strict = response_constraint({"type": "json_schema", "json_schema": {
+        "name": "x", "strict": True, "schema": {"type": "object", "properties": {"a": {"type": "string"}}}}}, {})
+    assert strict.json_schema["additionalProperties"] is False
+    loose = response_constraint({"type": "json_schema", "json_schema": {
+        "name": "x", "schema": {"type": "object", "properties": {"a": {"type": "string"}}}}}, {})
+    assert "additionalProperties" not in loose.json_schema
+
+
+def test_mistral_history_ids_become_nine_characters_consistently():
+    import re
+
+    from rostra.serving.tools import mistral_history, nine_character_id
+
+    messages = [
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "call_77a568d08405067431596d27", "type": "function", "function": {"name": "now", "arguments": {}}},
+            {"id": "abcDEF123", "type": "function", "function": {"name": "now", "arguments": {}}}]},
+        {"role": "tool", "tool_call_id": "call_77a568d08405067431596d27", "content": "12:00"},
+        {"role": "tool", "tool_call_id": "abcDEF123", "content": "12:00"},
+    ]
+    mapped = mistral_history(messages)
+    first = mapped[0]["tool_calls"][0]["id"]
+    assert re.fullmatch(r"[A-Za-z0-9]{9}", first) and mapped[1]["tool_call_id"] == first
+    assert mapped[0]["tool_calls"][1]["id"] == "abcDEF123" == mapped[2]["tool_call_id"]  # already fine: kept
+    assert nine_character_id("functions.now:0") != nine_character_id("functions.now:1")
+
+
+def test_kimi_k2_ids_are_the_models_own():
+    from rostra.parsing.tools.kimi_k2 import (ARGUMENTS_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN,
+                                              SECTION_END)
+
+    output = (f"{SECTION_BEGIN}{CALL_BEGIN}functions.get_weather:3{ARGUMENTS_BEGIN}{{\"city\": \"Oslo\"}}{CALL_END}"
+              f"{CALL_BEGIN}now{ARGUMENTS_BEGIN}{{}}{CALL_END}{SECTION_END}")
+    parser = tool_parser_class("kimi_k2")(TOOLS)
+    _, calls, ids, _ = through(CallEmitter(TOOLS), parser.feed([Text(output)]) + parser.finish())
+    assert calls == [("get_weather", {"city": "Oslo"}), ("now", {})]
+    assert ids == ["functions.get_weather:3", "functions.now:1"]
