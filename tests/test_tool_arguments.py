@@ -58,6 +58,7 @@ def test_long_string_values_stream_as_written():
     ('{"a": 1,}', {"a": 1}),
     ('{"a": "x", "b": [1,}', {"a": "x", "b": [1]}),
     ('{"a": tru}', {}),
+    ('{"b": 1, "a": 1e400}', {"b": 1}),  # overflows to Infinity
     ('[1, 2]', {}),
     ('"text"', {}),
     ('{"a": 1} and then prose', {"a": 1}),

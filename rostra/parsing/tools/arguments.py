@@ -18,6 +18,7 @@ model wrote unescaped) are taken as those characters and written escaped.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -195,8 +196,8 @@ class ArgumentsWriter:
     def _end_scalar(self, out: list[str]) -> None:
         token, self.token = self.token, None
         text = "".join(token.text)
-        if token.kind == "number" and NUMBER.match(text):
-            text = json.dumps(json.loads(text))
+        if token.kind == "number" and NUMBER.match(text) and math.isfinite(float(text)):
+            text = json.dumps(json.loads(text))  # (1e400 would come back as Infinity: not JSON)
         elif token.kind != "literal" or text not in LITERALS:
             self.broken = True  # NaN, Infinity, a bare word: not JSON
             return
