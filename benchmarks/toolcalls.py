@@ -207,6 +207,9 @@ async def bench_server(kind: str, args, cases: list[Case], check) -> tuple[dict,
                     agreement = tallies.setdefault((choice, "agree"), Tally())
                     agreement.pairs += 1
                     agreement.agree += results[False].calls == results[True].calls
+                    if results[False].calls != results[True].calls:
+                        print(f"[{kind}] {case.id} {choice}: stream and non-stream differ: "
+                              f"{results[False]!r:.300} / {results[True]!r:.300}", flush=True)
                 if args.raw and kind == "rostra":
                     plain = await ask_raw(client, model, case, args.max_tokens)
                     raw.append({"id": case.id, "tools": [t["function"]["name"] for t in tools_of(case)],

@@ -27,10 +27,10 @@ def fenced_json(output: str) -> dict:
 @pytest.mark.parametrize("sample", RECORDED, ids=lambda s: s["id"])
 def test_recorded_qwen25_coder_outputs(sample):
     tools = [ToolSpec(name, {"type": "object"}) for name in sample["tools"]]
-    written = fenced_json(sample["output"])
+    written = fenced_json(sample["output"]) if sample["output"].startswith("```json") else {"name": None}
     if written["name"] in sample["tools"]:
         case = Case(sample["id"], sample["output"], "", [(written["name"], written["arguments"])])
-    else:  # the model called a tool the request does not have: that stays text
+    else:  # prose, or a call to a tool the request does not have: that stays text
         case = Case(sample["id"], sample["output"], sample["output"])
     check_case("hermes", case, tools, rounds=30, layered=True)
     # Without the lenient layers the call is lost in the content (the behaviour of issue 13).
