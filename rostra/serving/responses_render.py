@@ -53,7 +53,7 @@ class ResponseBuilder:
             item = {"id": new_id("fc"), "type": "function_call", "call_id": event.id, "name": event.name,
                     "arguments": "", "status": "in_progress"}
             return out + self._open_item(item)
-        if isinstance(event, ToolCallArgs) and self._open:
+        if isinstance(event, ToolCallArgs) and self._open and self._open["type"] == "function_call":
             self._open["arguments"] += event.text
             return [self.event("response.function_call_arguments.delta", item_id=self._open["id"],
                                output_index=self._index(), delta=event.text)]

@@ -5,10 +5,14 @@ the model's tool-call markup into ToolCallStart / ToolCallArgs / ToolCallEnd eve
 the rest through as Text. Rules every format keeps:
 
 - Markup never reaches the content; text before, between and after calls does.
-- A call is emitted only once it is complete and valid (known tool name, arguments that parse):
-  a broken or unknown call stays text, so what was streamed never has to be taken back and a
-  stream always equals its non-streamed fold. Arguments are emitted as canonical JSON text.
-- Indexes count 0, 1, 2... per choice; every call gets a fresh id.
+- A call is emitted once it is complete and valid (known tool name, arguments that parse): a
+  broken or unknown call stays text. The exception is a call whose start is unambiguous (a
+  hermes `{"name": …, "arguments": {` head, a forced call: `stream_calls`, CallStream): it starts
+  as soon as its name is read and its arguments stream; if they then break, it still ends, with
+  what was valid closed into JSON. Either way nothing streamed is ever taken back, and a stream
+  always equals its non-streamed fold.
+- Every call then passes the CallEmitter (emitter.py): tools of the request only, tool_choice,
+  parallel_tool_calls, indexes 0, 1, 2... per choice, ids, canonical strict JSON arguments.
 """
 
 from __future__ import annotations
