@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--tool-call-parser", metavar="NAME",
                        help="tool-call format: " + ", ".join(tool_parser_names()) +
                             " (default: the one the chat template speaks, else the lenient json parser)")
+    serve.add_argument("--strict-tool-parsing", action="store_true",
+                       help="read tool calls only in the format's own markup (default: then also fenced or bare "
+                            "JSON calls and other common shapes, to tools of the request only)")
     serve.add_argument("--enable-auto-tool-choice", action="store_true",
                        help="accepted for `vllm serve` compatibility: tool_choice auto is always on")
     serve.add_argument("--reasoning-parser", metavar="NAME", choices=reasoning_parser_names(),
@@ -154,7 +157,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     max_model_len=args.max_model_len, parallel=args.parallel, threads=args.threads,
                     dtype=args.dtype, device=args.device,
                     host=args.host, port=args.port, log_level=args.log_level,
-                    tool_call_parser=args.tool_call_parser, reasoning_parser=args.reasoning_parser,
+                    tool_call_parser=args.tool_call_parser, strict_tool_parsing=args.strict_tool_parsing,
+                    reasoning_parser=args.reasoning_parser,
                     reasoning_field=args.reasoning_field, data_dir=args.data_dir,
                     store=args.store or os.environ.get("ROSTRA_STORE") or None, lease_seconds=args.lease_seconds,
                     max_concurrency=args.max_concurrency, max_queue=args.max_queue,

@@ -25,6 +25,7 @@ class Settings:
     port: int = 8000
     log_level: str = "info"
     tool_call_parser: str | None = None  # None: the format the chat template speaks, else `json`
+    strict_tool_parsing: bool = False  # only that format's parser: no lenient recognisers after it
     reasoning_parser: str | None = None  # None: no thinking is separated from the answer
     reasoning_field: str = "reasoning_content"  # or "reasoning", or "both"
     data_dir: str | None = None  # the Responses store; None: env ROSTRA_DATA_DIR, else a per-user directory

@@ -91,10 +91,17 @@ def test_tool_choice_none_leaves_markup_as_text(tools_server):
     assert whole["choices"][0]["finish_reason"] == "stop"
 
 
-def test_broken_call_stays_text(tools_server):
+def test_broken_call_ends_alike_streamed_or_not(tools_server):
+    """A call whose head was read has started streaming; when its JSON breaks it still ends, its
+    arguments what was valid closed into JSON, and the stream folds into the non-streamed message."""
     whole = check("chat", post(tools_server.base_url, "/v1/chat/completions", ask("broken call")).json())
-    assert whole["choices"][0]["message"]["content"].startswith("<tool_call>")
-    assert whole["choices"][0]["finish_reason"] == "stop"
+    message = whole["choices"][0]["message"]
+    assert plain(message["tool_calls"]) == [("get_weather", {})] and message["content"] is None
+    assert whole["choices"][0]["finish_reason"] == "tool_calls"
+    chunks = stream(tools_server.base_url, "/v1/chat/completions", ask("broken call"), "chat_chunk")
+    streamed = fold_tool_calls(chunks)
+    assert [(c["name"], c["arguments"]) for c in streamed] == [
+        (c["function"]["name"], c["function"]["arguments"]) for c in message["tool_calls"]]
 
 
 @pytest.mark.parametrize("tool_choice,content,expected", [
@@ -144,3 +151,67 @@ def test_logprobs_cover_tool_call_tokens(tools_server):
     assert len(whole["choices"][0]["logprobs"]["content"]) == whole["usage"]["completion_tokens"]
     folded = fold_chat_stream(stream(tools_server.base_url, "/v1/chat/completions", request, "chat_chunk"))
     assert folded[0]["logprobs"] == whole["choices"][0]["logprobs"]["content"]
+
+
+WRITE_FILE = {"type": "function", "function": {"name": "write_file", "parameters": {
+    "type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+    "required": ["path", "content"]}}}
+MAGIC = {"type": "function", "function": {"name": "magic_function", "parameters": {
+    "type": "object", "properties": {"input": {"type": "integer"}}, "required": ["input"]}}}
+
+
+def test_long_arguments_stream_as_they_are_written(tools_server):
+    """Chat: a call's arguments arrive in many deltas, and fold into the non-streamed arguments exactly."""
+    request = ask("write the file", tools=[WRITE_FILE])
+    whole = check("chat", post(tools_server.base_url, "/v1/chat/completions", request).json())
+    call = whole["choices"][0]["message"]["tool_calls"][0]
+    assert json.loads(call["function"]["arguments"])["content"].startswith("def step_0(x):\n")
+    chunks = stream(tools_server.base_url, "/v1/chat/completions", request, "chat_chunk")
+    deltas = [d for c in chunks for ch in c["choices"] for d in ch["delta"].get("tool_calls") or []
+              if "id" not in d and d["function"]["arguments"]]
+    assert len(deltas) > 20
+    assert fold_tool_calls(chunks)[0]["arguments"] == call["function"]["arguments"]
+
+
+def test_responses_function_call_arguments_stream(tools_server):
+    from test_api_responses import raw_stream
+
+    body = {"model": MODEL, "input": "write the file", "tools": [{"type": "function", **WRITE_FILE["function"]}]}
+    events = raw_stream(tools_server.base_url, body)
+    deltas = [e["delta"] for e in events if e["type"] == "response.function_call_arguments.delta"]
+    done = next(e for e in events if e["type"] == "response.function_call_arguments.done")
+    assert len(deltas) > 20 and "".join(deltas) == done["arguments"]
+    whole = post(tools_server.base_url, "/v1/responses", body).json()
+    item = next(i for i in whole["output"] if i["type"] == "function_call")
+    assert item["arguments"] == done["arguments"]
+
+
+@pytest.mark.parametrize("tool_choice", [{"type": "function", "function": {"name": "magic_function"}}])
+def test_forced_call_carries_only_schema_properties(tools_server, tool_choice):
+    """Issue 13: a forced call to magic_function(input: int) came back with "output_type" too."""
+    request = ask("magic please", tools=[MAGIC], tool_choice=tool_choice)
+    whole = check("chat", post(tools_server.base_url, "/v1/chat/completions", request).json())
+    assert plain(whole["choices"][0]["message"]["tool_calls"]) == [("magic_function", {"input": 3})]
+    streamed = fold_tool_calls(stream(tools_server.base_url, "/v1/chat/completions", request, "chat_chunk"))
+    assert [(c["name"], c["arguments"]) for c in streamed] == [("magic_function", '{"input": 3}')]
+
+
+def test_fenced_json_calls_are_found_after_hermes_unless_strict(tools_server):
+    """The recorded Qwen2.5-Coder answer: a fenced JSON block where its template asks for <tool_call>
+    (hermes). By default the lenient layers find the call; --strict-tool-parsing leaves it text."""
+    from servers import DATA, RunningServer
+
+    request = ask("fenced please")
+    for body in (post(tools_server.base_url, "/v1/chat/completions", request).json(),):
+        assert plain(body["choices"][0]["message"]["tool_calls"]) == [("get_weather", {"city": "Oslo"})]
+        assert body["choices"][0]["message"]["content"] is None
+    assert fold_tool_calls(stream(tools_server.base_url, "/v1/chat/completions", request, "chat_chunk"))[0][
+        "name"] == "get_weather"
+    strict = RunningServer(["--engine", "scripted", "--script", str(DATA / "tools.jsonl"), "--tool-call-parser", "hermes",
+                           "--strict-tool-parsing"])
+    try:
+        body = check("chat", post(strict.base_url, "/v1/chat/completions", request).json())
+        assert "tool_calls" not in body["choices"][0]["message"]
+        assert body["choices"][0]["message"]["content"].startswith("```json")
+    finally:
+        strict.stop()

@@ -237,3 +237,17 @@ def test_responses_api_with_the_embedded_model(client):
                                          max_output_tokens=400)
     assert client.responses.cancel(background.id).status in ("cancelled", "completed", "incomplete")
     client.responses.delete(created.id)
+
+
+def test_forced_call_arguments_stream_on_the_real_model(client):
+    """A named call's arguments arrive in several deltas as the model writes them, and fold into
+    exactly the non-streamed arguments (greedy decoding: the same tokens both times)."""
+    request = dict(model=MODEL, messages=[{"role": "user", "content": "What is the weather in Oslo?"}],
+                   tools=[WEATHER_TOOL], tool_choice={"type": "function", "function": {"name": "get_weather"}},
+                   max_tokens=60, temperature=0)
+    whole = client.chat.completions.create(**request).choices[0].message.tool_calls[0].function.arguments
+    deltas = [call.function.arguments for chunk in client.chat.completions.create(**request, stream=True)
+              for choice in chunk.choices for call in choice.delta.tool_calls or () if call.function.arguments]
+    assert len(deltas) > 2
+    assert "".join(deltas) == whole
+    assert set(json.loads(whole)) <= {"city", "unit"}

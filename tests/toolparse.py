@@ -8,8 +8,9 @@ import random
 from dataclasses import dataclass, field
 
 from rostra.parsing.events import Reasoning, Text, ToolCallArgs, ToolCallEnd, ToolCallStart
-from rostra.parsing.tools import tool_parser_class
+from rostra.parsing.tools import layered_tool_parser, tool_parser_class
 from rostra.parsing.tools.base import ToolSpec
+from rostra.parsing.tools.emitter import CallEmitter
 
 WEATHER = ToolSpec("get_weather", {"type": "object", "properties": {"city": {"type": "string"},
                                                                      "days": {"type": "integer"}},
@@ -34,12 +35,15 @@ class Result:
     ids: list[str]
 
 
-def run_parser(parser_name: str, pieces: list[str], tools=TOOLS) -> Result:
-    parser = tool_parser_class(parser_name)(tools)
+def run_parser(parser_name: str, pieces: list[str], tools=TOOLS, layered: bool = False) -> Result:
+    """The parser and, after it, the CallEmitter every call passes in a server."""
+    cls = tool_parser_class(parser_name)
+    parser = layered_tool_parser(cls)(tools) if layered else cls(tools)
+    emitter = CallEmitter(tools)
     events = []
     for piece in pieces:
-        events += parser.feed([Text(piece)])
-    events += parser.finish()
+        events += emitter.feed(parser.feed([Text(piece)]))
+    events += emitter.feed(parser.finish()) + emitter.finish()
     content = "".join(e.text for e in events if isinstance(e, Text))
     calls, ids = fold_tool_calls(events)
     return Result(content, calls, ids)
@@ -86,13 +90,13 @@ def splits(text: str, rng: random.Random) -> list[str]:
     return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
 
 
-def check_case(parser_name: str, case: Case, tools=TOOLS, rounds: int = 100) -> None:
-    whole = run_parser(parser_name, [case.output], tools)
+def check_case(parser_name: str, case: Case, tools=TOOLS, rounds: int = 100, layered: bool = False) -> None:
+    whole = run_parser(parser_name, [case.output], tools, layered)
     assert whole.content == case.content
     assert whole.calls == case.calls
-    by_char = run_parser(parser_name, list(case.output), tools)
+    by_char = run_parser(parser_name, list(case.output), tools, layered)
     assert (by_char.content, by_char.calls) == (whole.content, whole.calls)
     rng = random.Random(case.id)
     for _ in range(rounds):
-        split = run_parser(parser_name, splits(case.output, rng), tools)
+        split = run_parser(parser_name, splits(case.output, rng), tools, layered)
         assert (split.content, split.calls) == (whole.content, whole.calls)

@@ -53,8 +53,8 @@ def response_constraint(response_format: dict[str, Any] | None, guided: dict[str
             if not isinstance(spec, dict) or not isinstance(spec.get("name", ""), str):
                 raise InvalidRequest("response_format.json_schema must be an object with a name and a schema",
                                      param="response_format.json_schema")
-            schema = spec.get("schema", {"type": "object"})
-            return Constraint(json_schema=checked_schema(schema, "response_format.json_schema.schema"))
+            schema = checked_schema(spec.get("schema", {"type": "object"}), "response_format.json_schema.schema")
+            return Constraint(json_schema=strict_schema(schema) if spec.get("strict") is True else schema)
         if kind not in (None, "text"):
             raise InvalidRequest(f"unknown response_format type {kind!r}", param="response_format.type")
     if guided.get("guided_json") is not None:
@@ -83,6 +83,31 @@ def regex_grammar(pattern: Any) -> str:
         raise InvalidRequest(f"invalid guided_regex: {exc}", param="guided_regex") from exc
     escaped = re.sub(r"(?<!\\)/", r"\/", pattern).replace("\n", "\\n")
     return f"%llguidance {{}}\nstart: /{escaped}/"
+
+
+# Keywords whose value is one schema, or a list or a map of schemas, where objects may nest.
+_ONE, _LIST, _MAP = ("items", "additionalItems", "not", "if", "then", "else", "contains"), \
+    ("anyOf", "oneOf", "allOf", "prefixItems"), ("properties", "$defs", "definitions", "patternProperties")
+
+
+def strict_schema(schema: Any) -> Any:
+    """The schema with `additionalProperties: false` on every object that lists its properties
+    and says nothing of others (OpenAI's strict mode: exactly the listed properties)."""
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    if "properties" in out and "additionalProperties" not in out and "patternProperties" not in out:
+        out["additionalProperties"] = False
+    for key in _ONE:
+        if key in out:
+            out[key] = strict_schema(out[key])
+    for key in _LIST:
+        if isinstance(out.get(key), list):
+            out[key] = [strict_schema(item) for item in out[key]]
+    for key in _MAP:
+        if isinstance(out.get(key), dict):
+            out[key] = {name: strict_schema(item) for name, item in out[key].items()}
+    return out
 
 
 def tool_call_schema(tools: dict[str, dict[str, Any]], parallel: bool) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from rostra import __version__
 from rostra.config import Settings
 from rostra.engines.base import Engine
 from rostra.parsing.reasoning import reasoning_parser_class
-from rostra.parsing.tools import detect_tool_parser, tool_parser_class
+from rostra.parsing.tools import detect_tool_parser, layered_tool_parser, tool_parser_class
 from rostra.prompt.chat_template import ChatTemplate
 from rostra.server.admission import Admission
 from rostra.server.context import ServerContext
@@ -64,7 +64,10 @@ def build_context(engine: Engine, settings: Settings, store: ResponseStore) -> S
     template = ChatTemplate(settings.chat_template_source() or engine.chat_template, engine.bos_token,
                             engine.eos_token)
     parser_name = settings.tool_call_parser or detect_tool_parser(template.source)
-    log.info("tool-call parser: %s", parser_name)
+    log.info("tool-call parser: %s%s", parser_name, "" if settings.strict_tool_parsing else " (then the lenient ones)")
+    tool_parser = tool_parser_class(parser_name)
+    if not settings.strict_tool_parsing:
+        tool_parser = layered_tool_parser(tool_parser)
     field = settings.reasoning_field
     fields = ("reasoning_content", "reasoning") if field == "both" else (field,)
     reasoning = settings.reasoning_parser
@@ -72,7 +75,7 @@ def build_context(engine: Engine, settings: Settings, store: ResponseStore) -> S
     def served_names() -> list[str]:
         return settings.served_model_name or [model.id for model in engine.models()]
 
-    chat = ChatService(engine, template, served_names, tool_parser_class(parser_name),
+    chat = ChatService(engine, template, served_names, tool_parser,
                        reasoning_parser_class(reasoning) if reasoning else None, fields)
     completions = CompletionService(engine, served_names)
     admission = Admission(settings.max_concurrency, settings.max_queue)

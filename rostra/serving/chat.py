@@ -30,7 +30,7 @@ from rostra.serving.generation import (
 )
 from rostra.serving.extensions import choice_decoder, engine_extensions, truncate_prompt, vllm_prompt_logprobs
 from rostra.serving.relay import relay_job
-from rostra.serving.tools import ToolPlan, plan_tools
+from rostra.serving.tools import ToolPlan, mistral_history, plan_tools
 from rostra.serving.validation import check_logit_bias, check_model, check_stop_token_ids
 
 
@@ -163,7 +163,7 @@ class ChatService(GenerationService):
     fold = ChatFold
 
     def __init__(self, engine: Engine, template: ChatTemplate, served_names: Callable[[], list[str]],
-                 tool_parser: type[ToolParser], reasoning_parser: type[ReasoningParser] | None = None,
+                 tool_parser: Callable[..., ToolParser], reasoning_parser: type[ReasoningParser] | None = None,
                  reasoning_fields: tuple[str, ...] = ("reasoning_content",)):
         super().__init__(engine)
         self.template = template
@@ -176,9 +176,12 @@ class ChatService(GenerationService):
         check_model(request.model, self.served_names())
         if self.engine.relays(request.model):
             last = request.messages[-1]
+            # The upstream parses its own output; its calls still pass this request's emitter.
+            plan = plan_tools(request.tools, request.tool_choice, request.parallel_tool_calls, self.tool_parser)
             return await relay_job(self.engine, request, "chat/completions", "chatcmpl", request.n,
                                    message_text(last, len(request.messages) - 1),
-                                   self.reasoning_fields if request.include_reasoning else ())
+                                   self.reasoning_fields if request.include_reasoning else (),
+                                   make_emitter=plan.make_emitter)
         engine = self.engine
         # The cheap checks first: a bad request never costs a template rendering or a tokenization.
         check_logit_bias(request.logit_bias, engine.vocab_size)
@@ -212,6 +215,7 @@ class ChatService(GenerationService):
                 chain.append(self.reasoning_parser(text, enabled=thinking))
             if plan.make_parser:
                 chain.append(plan.make_parser())
+            chain.append(plan.make_emitter())  # every call, whoever recognised it, passes here
             return chain
 
         read_markup = bool(self.reasoning_parser or plan.make_parser)
@@ -233,7 +237,9 @@ class ChatService(GenerationService):
             kwargs.setdefault("reasoning_effort", request.reasoning_effort)
         if request.documents is not None:
             kwargs["documents"] = request.documents
+        messages = template_messages(request.messages)
+        if getattr(self.tool_parser, "name", "") == "mistral":
+            messages = mistral_history(messages)  # ids from other servers, as Mistral templates take them
         return await asyncio.to_thread(
-            self.template.render, template_messages(request.messages),
-            add_generation_prompt=request.add_generation_prompt,
+            self.template.render, messages, add_generation_prompt=request.add_generation_prompt,
             continue_final_message=request.continue_final_message, tools=request.tools, **kwargs)

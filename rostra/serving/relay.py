@@ -8,11 +8,12 @@ stream it, the same fold answers non-streamed requests and the Responses API is 
 from __future__ import annotations
 
 import uuid
-from typing import AsyncIterator
+from typing import AsyncIterator, Callable
 
 from rostra.engines.base import Engine, Prompt, RelayedStream
 from rostra.errors import BadGateway, InvalidRequest
 from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, ToolCallEnd, ToolCallStart
+from rostra.parsing.tools.emitter import CallEmitter
 from rostra.protocol.logprobs import chat_step, completion_steps
 from rostra.serving.generation import ChoiceRun, Job, RequestStats
 
@@ -20,8 +21,9 @@ FINISH_REASONS = {"stop", "length", "tool_calls", "content_filter"}
 
 
 async def relay_job(engine: Engine, request, api: str, id_prefix: str, choices: int, last_text: str,
-                    reasoning_fields: tuple[str, ...] = ()) -> Job:
+                    reasoning_fields: tuple[str, ...] = (), make_emitter: Callable[[], CallEmitter] | None = None) -> Job:
     """Open the upstream stream now (its 4xx are the client's error, before any byte is sent).
+    `make_emitter`: the request's CallEmitter, which the upstream's tool calls pass too.
     Sampling extensions (min_tokens, bad_words, ...) go upstream with the body; the ones that add
     fields to the answer are refused: the chunks are read as events, which carry no such fields."""
     for name in ("return_token_ids", "prompt_logprobs"):
@@ -35,12 +37,18 @@ async def relay_job(engine: Engine, request, api: str, id_prefix: str, choices: 
     stats = RequestStats()
     job = Job(request, f"{id_prefix}-{uuid.uuid4().hex}", request.model, runs, stats,
               reasoning_fields=reasoning_fields)
-    job.source = lambda: relayed_events(upstream, chunk_events, stats, range(choices))
+    emitters = {index: make_emitter() for index in range(choices)} if make_emitter else {}
+    job.source = lambda: relayed_events(upstream, chunk_events, stats, range(choices), emitters)
     return job
 
 
-async def relayed_events(upstream: RelayedStream, chunk_events, stats: RequestStats,
-                         indices: range) -> AsyncIterator[tuple[int, Event]]:
+async def relayed_events(upstream: RelayedStream, chunk_events, stats: RequestStats, indices: range,
+                         emitters: dict[int, CallEmitter] | None = None) -> AsyncIterator[tuple[int, Event]]:
+    emitters = emitters or {}
+
+    def gated(index: int, events: list[Event]) -> list[Event]:
+        return emitters[index].feed(events) if index in emitters else events
+
     finished: set[int] = set()
     try:
         async for chunk in upstream.events():
@@ -56,7 +64,7 @@ async def relayed_events(upstream: RelayedStream, chunk_events, stats: RequestSt
                 index = choice.get("index", 0)
                 if index not in indices:
                     raise BadGateway(f"the upstream sent a choice index {index} that was not asked for")
-                for event in chunk_events.events(index, choice):
+                for event in gated(index, chunk_events.events(index, choice)):
                     if isinstance(event, Finish):
                         finished.add(index)
                     stats.observe(event)
@@ -65,7 +73,7 @@ async def relayed_events(upstream: RelayedStream, chunk_events, stats: RequestSt
         await upstream.aclose()
     for index in indices:  # a stream that ended without saying why: it stopped
         if index not in finished:
-            for event in chunk_events.finish(index, "stop"):
+            for event in gated(index, chunk_events.finish(index, "stop")):
                 stats.observe(event)
                 yield index, event
 

@@ -62,7 +62,7 @@ class ResponseBuilder(McpRendering):
             return out + self._open_item(item)
         if isinstance(event, ToolCallArgs) and self._open and self._open["type"].startswith("mcp_"):
             return self._mcp_args(event.text)
-        if isinstance(event, ToolCallArgs) and self._open:
+        if isinstance(event, ToolCallArgs) and self._open and self._open["type"] == "function_call":
             self._open["arguments"] += event.text
             return [self.event("response.function_call_arguments.delta", item_id=self._open["id"],
                                output_index=self._index(), delta=event.text)]

@@ -48,3 +48,10 @@ def tool_parser_names() -> list[str]:
 
 def tool_parser_class(name: str) -> type[ToolParser]:
     return load_class(REGISTRY, "rostra.parsing.tools", "tool-call parser", name)
+
+
+def layered_tool_parser(primary: type[ToolParser]):
+    """The default: `primary`, then the lenient recognisers on the text it leaves (layered.py)."""
+    from rostra.parsing.tools.layered import layered_tool_parser as make
+
+    return make(primary)

@@ -5,10 +5,14 @@ the model's tool-call markup into ToolCallStart / ToolCallArgs / ToolCallEnd eve
 the rest through as Text. Rules every format keeps:
 
 - Markup never reaches the content; text before, between and after calls does.
-- A call is emitted only once it is complete and valid (known tool name, arguments that parse):
-  a broken or unknown call stays text, so what was streamed never has to be taken back and a
-  stream always equals its non-streamed fold. Arguments are emitted as canonical JSON text.
-- Indexes count 0, 1, 2... per choice; every call gets a fresh id.
+- A call is emitted once it is complete and valid (known tool name, arguments that parse): a
+  broken or unknown call stays text. The exception is a call whose start is unambiguous (a
+  hermes `{"name": …, "arguments": {` head, a forced call: `stream_calls`, CallStream): it starts
+  as soon as its name is read and its arguments stream; if they then break, it still ends, with
+  what was valid closed into JSON. Either way nothing streamed is ever taken back, and a stream
+  always equals its non-streamed fold.
+- Every call then passes the CallEmitter (emitter.py): tools of the request only, tool_choice,
+  parallel_tool_calls, indexes 0, 1, 2... per choice, ids, canonical strict JSON arguments.
 """
 
 from __future__ import annotations
@@ -31,12 +35,14 @@ class ToolSpec:
 
     name: str
     parameters: dict[str, Any]
+    strict: bool = False  # the tool's `strict`: its arguments must match the schema exactly
 
 
 @dataclass(frozen=True)
 class ParsedCall:
     name: str
     arguments: dict[str, Any]
+    id: str = ""  # the model's own id for the call (Kimi K2); "" : the parser makes one
 
 
 def openai_call_id() -> str:
@@ -97,7 +103,7 @@ class ToolParser:
                 continue
             index = self.calls
             self.calls += 1
-            events += [ToolCallStart(index, self.new_call_id(), call.name),
+            events += [ToolCallStart(index, call.id or self.new_call_id(), call.name),
                        ToolCallArgs(index, arguments_json(call.arguments)), ToolCallEnd(index)]
         return events
 
@@ -160,17 +166,26 @@ class MarkupToolParser(ToolParser):
     text is buffered until `end` (or the end of the output, when `end_optional`), then the
     block between the markers goes to `parse_block`: calls -> events, None -> the raw markup
     is released as text.
+
+    With `stream_calls`, a block that is one JSON call object streams instead (CallStream): the
+    call starts once its name is read and its arguments go out as they arrive; the block's end
+    ends it. Blocks of any other shape are parsed whole, as above.
     """
 
     start: str
     end: str
     end_optional = False  # a call may run to the end of the output without its end marker
+    stream_calls = False
+    restarts = False  # a new start marker inside a block ends it (its end marker was left out)
 
     def __init__(self, tools: Sequence[ToolSpec], max_calls: int | None = None):
         super().__init__(tools, max_calls)
         self._pending = ""  # text not yet released (outside: a partial start marker)
         self._inside = False
         self._searched = 0  # inside: the end marker does not start before this index of _pending
+        self._stream: Any = None  # inside, with stream_calls: the block's CallStream
+        self._streamed = 0  # inside: _pending up to here went to the stream
+        self._after: list[str] = []  # inside: text after a streamed call object, before the end
 
     def parse_block(self, block: str) -> list[ParsedCall] | None:
         raise NotImplementedError
@@ -190,30 +205,69 @@ class MarkupToolParser(ToolParser):
                 if at:
                     out.append(Text(self._pending[:at]))
                 self._pending = self._pending[at:]
-                self._inside = True
-            end_at = self._pending.find(self.end, max(len(self.start), self._searched))
+                self._enter()
+            end_at, end_len = self._find_end()
             if end_at < 0:
                 # Next time, look only where a new end marker could begin: the cost per chunk
                 # stays proportional to the chunk, however long the call.
-                self._searched = max(len(self.start), len(self._pending) - len(self.end) + 1)
+                longest = max(len(self.end), len(self.start) if self.restarts else 0)
+                self._searched = max(len(self.start), len(self._pending) - longest + 1)
+                keep = max(partial_suffix(self._pending, self.end),
+                           partial_suffix(self._pending, self.start) if self.restarts else 0)
+                out += self._stream_to(len(self._pending) - keep)
                 break
+            out += self._stream_to(end_at)
             self._searched = 0
-            raw = self._pending[: end_at + len(self.end)]
+            raw = self._pending[: end_at + end_len]
             self._pending = self._pending[len(raw):]
             self._inside = False
             out += self._close(raw, raw[len(self.start): end_at])
         return merge_text(out)
 
     def finish(self) -> list[Event]:
-        raw, self._pending = self._pending, ""
+        raw, inside = self._pending, self._inside
+        out = self._stream_to(len(raw)) if inside else []
+        self._pending, self._inside = "", False
         if not raw:
-            return []
-        if self._inside and self.end_optional:
-            self._inside = False
-            return self._close(raw, raw[len(self.start):])
+            return out
+        if inside and (self.end_optional or self._stream_started()):
+            return out + self._close(raw, raw[len(self.start):])
         return [Text(raw)]
 
+    def _find_end(self) -> tuple[int, int]:
+        """Where the block ends, and the length of the marker that ends it (0: a new start)."""
+        since = max(len(self.start), self._searched)
+        at = self._pending.find(self.end, since)
+        if self.restarts:
+            again = self._pending.find(self.start, since)
+            if again >= 0 and (at < 0 or again < at):
+                return again, 0
+        return at, len(self.end)
+
+    def _enter(self) -> None:
+        from rostra.parsing.tools.call_stream import CallStream  # (it builds on this module)
+
+        self._inside = True
+        self._stream = CallStream(self) if self.stream_calls else None
+        self._streamed = len(self.start)
+        self._after = []
+
+    def _stream_to(self, upto: int) -> list[Event]:
+        if self._stream is None or upto <= self._streamed:
+            return []
+        piece, self._streamed = self._pending[self._streamed: upto], upto
+        events, after = self._stream.feed(piece)
+        self._after.append(after)
+        return events
+
+    def _stream_started(self) -> bool:
+        return self._stream is not None and self._stream.started
+
     def _close(self, raw: str, block: str) -> list[Event]:
+        stream, self._stream = self._stream, None
+        if stream is not None and stream.started:
+            after = "".join(self._after).strip()  # text the model wrote after the call, unclosed
+            return stream.end() + ([Text(after)] if after else [])
         calls = self.known(self.parse_block(block), raw)
         return self.emit(calls) if calls else [Text(raw)]
 

@@ -14,6 +14,8 @@ class HermesToolParser(MarkupToolParser):
     start = "<tool_call>"
     end = "</tool_call>"
     end_optional = True
+    stream_calls = True  # {"name": …, "arguments": {…}} blocks stream their arguments
+    restarts = True  # <tool_call>{…}<tool_call>{…}: the first block's end tag was left out
 
     def parse_block(self, block: str) -> list[ParsedCall] | None:
         return calls_from_json(block.strip())

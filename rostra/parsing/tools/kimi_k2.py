@@ -7,7 +7,9 @@
 (One line in the output, broken here for reading.)
 
 Every call has an id "functions.NAME:IDX" (IDX counts calls over the conversation); the name is
-what lies between the optional "functions." prefix and the last ":". The arguments are a JSON
+what lies between the optional "functions." prefix and the last ":". That id is the call's id in
+the response too (Kimi's template writes it back into the history as it is): the model's own,
+with the "functions." prefix added when the model left it out. The arguments are a JSON
 object. All calls sit in one section, which is all or nothing: if any call in it is malformed
 or names an unknown tool, the whole section stays text. The output may end without the section
 end, and even without the last call end, as long as that call's arguments are complete JSON.
@@ -15,6 +17,9 @@ end, and even without the last call end, as long as that call's arguments are co
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from rostra.parsing.events import Event
 from rostra.parsing.tools.base import ParsedCall, SectionToolParser, loads_strict
 
 SECTION_BEGIN = "<|tool_calls_section_begin|>"
@@ -36,6 +41,11 @@ class KimiK2ToolParser(SectionToolParser):
     def parse_call(self, body: str) -> ParsedCall | None:
         return parse_call(body)
 
+    def emit(self, calls: list[ParsedCall]) -> list[Event]:
+        # A call the model wrote without its ":IDX" still gets an id of Kimi's shape.
+        return super().emit([call if call.id else replace(call, id=f"functions.{call.name}:{self.calls + number}")
+                             for number, call in enumerate(calls)])
+
 
 def parse_call(body: str) -> ParsedCall | None:
     """`functions.NAME:IDX<argument begin>{...}`; None unless the arguments are a whole object."""
@@ -49,4 +59,7 @@ def parse_call(body: str) -> ParsedCall | None:
         parsed = loads_strict(arguments)
     except (ValueError, RecursionError):  # not JSON (or cut off); or nested too deep to decode
         return None
-    return ParsedCall(name, parsed) if name and isinstance(parsed, dict) else None
+    if not name or not isinstance(parsed, dict):
+        return None
+    number = call_id.rpartition(":")[2].strip() if ":" in call_id else ""
+    return ParsedCall(name, parsed, id=f"functions.{name}:{number}" if number.isdigit() else "")

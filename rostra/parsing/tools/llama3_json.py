@@ -14,11 +14,11 @@ The machinery (BareCallParser) is shared with the pythonic format, whose calls a
 
 from __future__ import annotations
 
-import json
 from typing import Sequence
 
 from rostra.parsing.events import Event, Text
-from rostra.parsing.tools.base import ParsedCall, ToolParser, ToolSpec, merge_text, call_from_object, partial_suffix
+from rostra.parsing.tools.base import (ParsedCall, ToolParser, ToolSpec, call_from_object, loads_strict, merge_text,
+                                       partial_suffix)
 
 _LEAD, _REGION, _PROSE = "lead", "region", "prose"
 
@@ -211,7 +211,7 @@ class Llama3JsonToolParser(BareCallParser):
 
     def parse_region(self, raw: str) -> list[ParsedCall] | None:
         try:
-            call = call_from_object(json.loads(raw), ("parameters", "arguments"))
+            call = call_from_object(loads_strict(raw), ("parameters", "arguments"))
         except (ValueError, RecursionError):  # not JSON; or nested too deep to decode
             return None
         return [call] if call else None

@@ -15,13 +15,12 @@ only form Mistral's chat templates accept when the calls are sent back.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Sequence
 
 from rostra.parsing.events import Event, Text
 from rostra.parsing.tools.base import (ParsedCall, ToolParser, ToolSpec, merge_text, alphanumeric_id,
-                                       calls_from_json, partial_suffix)
+                                       calls_from_json, loads_strict, partial_suffix)
 
 MARKER = "[TOOL_CALLS]"
 
@@ -82,7 +81,7 @@ def _parse_segment(segment: str) -> list[ParsedCall] | None:
         named = _NAMED.match(body)
         if not named:
             return None
-        arguments = json.loads(body[named.end():])
+        arguments = loads_strict(body[named.end():])
     except (ValueError, RecursionError):  # not JSON; or nested too deep to decode
         return None
     return [ParsedCall(named.group(1), arguments)] if isinstance(arguments, dict) else None
