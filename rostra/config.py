@@ -27,6 +27,10 @@ class Settings:
     tool_call_parser: str | None = None  # None: the format the chat template speaks, else `json`
     reasoning_parser: str | None = None  # None: no thinking is separated from the answer
     reasoning_field: str = "reasoning_content"  # or "reasoning", or "both"
+    # Defaults for the sampling a request leaves unset (rostra/generation_defaults.py): auto (the
+    # model's recommendation), openai, or a generation_config.json FILE; then the override (JSON) on top.
+    generation_config: str = "auto"
+    override_generation_config: str | dict | None = None
     data_dir: str | None = None  # the Responses store; None: env ROSTRA_DATA_DIR, else a per-user directory
     max_concurrency: int | None = None  # generation requests at once; None: no limit
     max_queue: int = 64  # waiting for a slot beyond that; more get a 429

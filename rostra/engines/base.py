@@ -97,6 +97,9 @@ class Engine(abc.ABC):
     parallel: int = 1  # sequences the engine runs at once (llama.cpp slots)
     # Whether json_schema/grammar constraints are enforced while sampling (from the first token on).
     enforces_constraints: bool = False
+    # The sampling the model's makers recommend, as request fields (temperature, top_p, top_k, min_p,
+    # repetition_penalty, max_tokens): the defaults of `--generation-config auto`. Empty: none known.
+    recommended_sampling: dict = {}
 
     async def start(self) -> None:
         """Load the model; blocking work runs off the event loop."""

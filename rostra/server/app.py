@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from rostra import __version__
+from rostra import __version__, generation_defaults
 from rostra.engines.base import Engine
 from rostra.errors import APIError, InvalidRequest, NotFound, RequestTimeout
 from rostra.parsing.reasoning import reasoning_parser_class
@@ -87,9 +87,12 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
     field = settings.reasoning_field
     fields = ("reasoning_content", "reasoning") if field == "both" else (field,)
     reasoning = settings.reasoning_parser
+    defaults = generation_defaults.resolve(settings.generation_config, engine.recommended_sampling,
+                                           settings.override_generation_config)
+    log.info("generation defaults: %s", defaults.describe())
     chat = ChatService(engine, template, served_names, tool_parser_class(parser_name),
-                       reasoning_parser_class(reasoning) if reasoning else None, fields)
-    completions = CompletionService(engine, served_names)
+                       reasoning_parser_class(reasoning) if reasoning else None, fields, defaults)
+    completions = CompletionService(engine, served_names, defaults)
     responses = ResponsesService(chat, store)
     admission = Admission(settings.max_concurrency, settings.max_queue)
     metrics = Metrics((settings.served_model_name or [engine.model.id])[0], engine.running_requests, engine.parallel, admission)
@@ -109,6 +112,7 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
         await store.close()
 
     app = FastAPI(title="rostra", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.generation_defaults = defaults
 
     @app.exception_handler(APIError)
     async def api_error(_: Request, exc: APIError):
@@ -134,8 +138,9 @@ def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> Fast
 
     def model_card(name: str) -> dict:
         info = engine.model_info(name)
+        # generation_defaults (extension): what a request that leaves these fields out gets.
         return {"id": name, "object": "model", "created": started, "owned_by": info.owned_by,
-                "max_model_len": info.context_length}
+                "max_model_len": info.context_length, "generation_defaults": dict(defaults.values)}
 
     @app.get("/health")
     async def health():

@@ -9,6 +9,7 @@ from typing import Callable
 
 from rostra.engines.base import Engine, Prompt, TokenStep
 from rostra.errors import InvalidRequest
+from rostra.generation_defaults import GenerationDefaults
 from rostra.parsing.decoder import Decoder
 from rostra.guided.constraints import Constraint, response_constraint
 from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, ToolCallStart
@@ -24,7 +25,7 @@ from rostra.serving.generation import (
     GenerationService,
     Job,
     RequestStats,
-    check_context,
+    completion_budget,
     params_for_choice,
     sampling_params,
     token_text,
@@ -139,8 +140,9 @@ class ChatService(GenerationService):
 
     def __init__(self, engine: Engine, template: ChatTemplate, served_names: Callable[[], list[str]],
                  tool_parser: type[ToolParser], reasoning_parser: type[ReasoningParser] | None = None,
-                 reasoning_fields: tuple[str, ...] = ("reasoning_content",)):
-        super().__init__(engine)
+                 reasoning_fields: tuple[str, ...] = ("reasoning_content",),
+                 defaults: GenerationDefaults = GenerationDefaults()):
+        super().__init__(engine, defaults)
         self.template = template
         self.served_names = served_names
         self.tool_parser = tool_parser
@@ -168,13 +170,13 @@ class ChatService(GenerationService):
         max_tokens = request.max_completion_tokens or request.max_tokens
         param = "max_completion_tokens" if request.max_completion_tokens else "max_tokens"
         context_length = engine.model_info(request.model).context_length
-        max_tokens = check_context(len(token_ids), max_tokens, context_length, "messages", param)
+        max_tokens = completion_budget(len(token_ids), max_tokens, self.defaults, context_length, "messages", param)
         check_logit_bias(request.logit_bias, engine.vocab_size)
         check_stop_token_ids(request.stop_token_ids, engine.vocab_size)
         if request.top_logprobs is not None and not request.logprobs:
             raise InvalidRequest("top_logprobs requires logprobs to be true", param="top_logprobs")
         top_logprobs = (request.top_logprobs or 0) if request.logprobs else None
-        params = sampling_params(request, max_tokens, top_logprobs, constraint)
+        params = sampling_params(request, max_tokens, top_logprobs, constraint, self.defaults)
         last = request.messages[-1]
         prompt = Prompt(token_ids, message_text(last, len(request.messages) - 1), last.role, request.model)
         # vLLM's chat `echo`: the continued assistant message is repeated in front of the answer.

@@ -8,6 +8,7 @@ from typing import Callable
 
 from rostra.engines.base import Engine, Prompt, TokenStep
 from rostra.errors import InvalidRequest
+from rostra.generation_defaults import GenerationDefaults
 from rostra.guided.constraints import response_constraint
 from rostra.parsing.decoder import Decoder
 from rostra.parsing.events import Event, Finish, Text
@@ -19,13 +20,15 @@ from rostra.serving.generation import (
     GenerationService,
     Job,
     RequestStats,
-    check_context,
+    completion_budget,
     params_for_choice,
     sampling_params,
     token_text,
 )
 from rostra.serving.relay import relay_job
 from rostra.serving.validation import check_logit_bias, check_model, check_stop_token_ids
+
+OPENAI_MAX_TOKENS = 16  # OpenAI's default length for Completions when neither request nor server sets one
 
 
 def _prompts(prompt) -> list[str | list[int]]:
@@ -112,8 +115,9 @@ class CompletionService(GenerationService):
     renderer = CompletionChunkRenderer
     fold = CompletionFold
 
-    def __init__(self, engine: Engine, served_names: Callable[[], list[str]]):
-        super().__init__(engine)
+    def __init__(self, engine: Engine, served_names: Callable[[], list[str]],
+                 defaults: GenerationDefaults = GenerationDefaults()):
+        super().__init__(engine, defaults)
         self.served_names = served_names
 
     async def prepare(self, request: CompletionRequest) -> Job:
@@ -145,10 +149,10 @@ class CompletionService(GenerationService):
             if not token_ids:
                 raise InvalidRequest("prompt must not be empty", param="prompt")
             stats.prompt_tokens += len(token_ids)
-            max_tokens = check_context(len(token_ids), request.max_tokens,
-                                       engine.model_info(request.model).context_length,
-                                       "prompt", "max_tokens")
-            params = sampling_params(request, max_tokens, request.logprobs, constraint)
+            max_tokens = completion_budget(len(token_ids), request.max_tokens, self.defaults,
+                                           engine.model_info(request.model).context_length, "prompt", "max_tokens",
+                                           openai_default=OPENAI_MAX_TOKENS)
+            params = sampling_params(request, max_tokens, request.logprobs, constraint, self.defaults)
             for n in range(request.n):
                 pipeline = ChoicePipeline(Decoder(request.stop_strings(), request.stop_token_ids or ()),
                                           with_logprobs=request.logprobs is not None)

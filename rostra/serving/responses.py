@@ -19,6 +19,7 @@ from typing import Any, AsyncIterator
 from pydantic import ValidationError
 
 from rostra.errors import APIError, InvalidRequest, NotFound
+from rostra.generation_defaults import GenerationDefaults
 from rostra.parsing.events import Finish
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.protocol.responses import CreateResponseRequest
@@ -59,7 +60,7 @@ class ResponsesService:
         items = normalize_input(request.input)
         history = await self._conversation(request.previous_response_id) if request.previous_response_id else []
         job = await self.chat.prepare(chat_request(request, history + items))
-        builder = ResponseBuilder(base_response(request))
+        builder = ResponseBuilder(base_response(request, self.chat.defaults))
         if request.background:
             builder.response["status"] = "queued"
             await self.store.create(builder.response, items)
@@ -204,15 +205,16 @@ class ResponsesService:
 _REPLAYED = {"message", "function_call", "reasoning", "function_call_output"}
 
 
-def base_response(request: CreateResponseRequest) -> dict[str, Any]:
+def base_response(request: CreateResponseRequest, defaults: GenerationDefaults = GenerationDefaults()) -> dict[str, Any]:
+    """The response object before any output; temperature and top_p are those in force."""
     return {
         "id": new_id("resp"), "object": "response", "created_at": int(time.time()), "status": "in_progress",
         "completed_at": None, "error": None, "incomplete_details": None, "instructions": request.instructions,
         "model": request.model, "tools": [response_tool(tool) for tool in request.tools or []], "output": [],
         "parallel_tool_calls": request.parallel_tool_calls, "metadata": request.metadata or {},
         "tool_choice": request.tool_choice or "auto",
-        "temperature": 1.0 if request.temperature is None else request.temperature,
-        "top_p": 1.0 if request.top_p is None else request.top_p,
+        "temperature": defaults.get("temperature", 1.0) if request.temperature is None else request.temperature,
+        "top_p": defaults.get("top_p", 1.0) if request.top_p is None else request.top_p,
         "max_output_tokens": request.max_output_tokens, "previous_response_id": request.previous_response_id,
         "reasoning": {"effort": request.reasoning.effort if request.reasoning else None, "summary": None},
         "store": request.store, "background": request.background, "truncation": "disabled",
