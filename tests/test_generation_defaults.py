@@ -42,6 +42,29 @@ def test_checkpoint_config_keys_become_request_fields():
                                               "repetition_penalty": 1.05, "max_tokens": 2048}
 
 
+def test_transformers_engine_reads_only_what_the_file_sets(tmp_path):
+    """The engine maps GenerationConfig.to_diff_dict(): transformers' own defaults (top_k 50) stay out."""
+    from transformers import GenerationConfig
+
+    (tmp_path / "generation_config.json").write_text(json.dumps(
+        {"do_sample": True, "temperature": 0.6, "top_p": 0.95, "eos_token_id": 2, "max_new_tokens": 1024}))
+    diff = GenerationConfig.from_pretrained(tmp_path).to_diff_dict()
+    assert from_checkpoint_config(diff) == {"temperature": 0.6, "top_p": 0.95, "max_tokens": 1024}
+
+
+def test_vllm_engine_takes_what_vllm_reads_from_the_checkpoint():
+    from types import SimpleNamespace
+
+    from rostra.engines.vllm import _recommended_sampling
+
+    # vLLM's ModelConfig.get_diff_sampling_param() already names the fields as requests do.
+    config = SimpleNamespace(get_diff_sampling_param=lambda: {"temperature": 0.7, "top_k": 20, "max_tokens": 2048,
+                                                               "repetition_penalty": 1.05})
+    assert _recommended_sampling(config) == {"temperature": 0.7, "top_k": 20, "max_tokens": 2048,
+                                             "repetition_penalty": 1.05}
+    assert _recommended_sampling(SimpleNamespace()) == {}
+
+
 def test_resolution_order(tmp_path):
     model = {"temperature": 0.2, "top_p": 0.9, "max_tokens": 512}
     assert resolve("auto", model).values == model
