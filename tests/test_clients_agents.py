@@ -68,3 +68,12 @@ def test_run_streamed(tools_server, api):
     result, kinds = asyncio.run(run())
     check_tool_loop(result)
     assert "raw_response_event" in kinds and "run_item_stream_event" in kinds
+
+
+def test_an_agent_on_the_embedded_model_gets_an_answer(real_server):
+    """No sampling parameters from the SDK: the server's defaults make the answer end."""
+    client = AsyncOpenAI(base_url=real_server.v1, api_key="unused", max_retries=0)
+    agent = Agent(name="greeter", instructions="You are a friendly assistant.",
+                  model=OpenAIChatCompletionsModel(model="SmolLM2-135M-Instruct", openai_client=client))
+    result = asyncio.run(Runner.run(agent, "Hello"))
+    assert isinstance(result.final_output, str) and result.final_output

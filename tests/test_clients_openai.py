@@ -11,6 +11,7 @@ import pytest
 from openai import OpenAI
 from pydantic import BaseModel
 
+from rostra.generation_defaults import EMBEDDED_DEFAULTS
 from servers import DATA, RunningServer
 
 MODEL = "scripted"
@@ -93,3 +94,12 @@ def test_responses_stream_structured_output(client):
         final = stream.get_final_response()
     assert final.output_parsed == Joke(setup="Why did the cat sit on the computer?",
                                        punchline="To keep an eye on the mouse.")
+
+
+def test_no_parameters_on_the_embedded_model_end_in_an_answer(real_server):
+    """A bare create() (no temperature, no max_tokens): the server's defaults make the answer end."""
+    client = OpenAI(base_url=real_server.v1, api_key="unused", max_retries=0)
+    reply = client.chat.completions.create(model="SmolLM2-135M-Instruct",
+                                           messages=[{"role": "user", "content": "Hello"}])
+    assert reply.choices[0].message.content and reply.choices[0].finish_reason in ("stop", "length")
+    assert reply.usage.completion_tokens <= EMBEDDED_DEFAULTS["max_tokens"]
