@@ -28,8 +28,10 @@ FIELD_RANGES: dict[str, tuple[float, float]] = {
     "max_tokens": (1, math.inf),
 }
 _INTEGER_FIELDS = {"top_k", "max_tokens"}
+_ABOVE_LOW = {"top_p", "repetition_penalty"}  # their lower bound itself is not allowed
 
 # transformers' generation_config.json keys -> request fields (max_new_tokens is a length cap).
+# `do_sample` is not read, as vLLM does not: the sampling values a file gives are used as they are.
 CHECKPOINT_KEYS = {"temperature": "temperature", "top_p": "top_p", "top_k": "top_k", "min_p": "min_p",
                    "repetition_penalty": "repetition_penalty", "max_new_tokens": "max_tokens"}
 
@@ -50,9 +52,6 @@ GGUF_KEYS = {"general.sampling.temp": "temperature", "general.sampling.top_p": "
 # themselves were 8 to 290 tokens long. 512 leaves room for those and stops a loop after ~10 s on
 # 2 CPU cores.
 EMBEDDED_DEFAULTS: dict[str, float | int] = {"temperature": 0.2, "top_p": 0.9, "max_tokens": 512}
-
-MODES = ("auto", "openai")
-
 
 class GenerationConfigError(ValueError):
     """A bad --generation-config or --override-generation-config (reported at start-up)."""
@@ -82,7 +81,8 @@ def checked(values: Mapping[str, Any], origin: str) -> dict[str, float | int]:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise GenerationConfigError(f"{origin}: {name} must be a number, got {value!r}")
         low, high = FIELD_RANGES[name]
-        if not low <= value <= high or (name in _INTEGER_FIELDS and value != int(value)):
+        if not low <= value <= high or (name in _ABOVE_LOW and value == low) or \
+                (name in _INTEGER_FIELDS and value != int(value)):
             raise GenerationConfigError(f"{origin}: {name}={value} is out of range")
         result[name] = int(value) if name in _INTEGER_FIELDS else float(value)
     return result

@@ -81,6 +81,7 @@ def test_resolution_order(tmp_path):
     ("auto", '{"temprature": 0.5}'),  # unknown field
     ("auto", '{"temperature": 3}'),  # out of range
     ("auto", '{"max_tokens": 0}'),
+    ("auto", '{"top_p": 0}'),
     ("auto", '{"top_k": 2.5}'),
     ("auto", '{"temperature": "hot"}'),
     ("auto", "[1, 2]"),

@@ -53,6 +53,7 @@ from rostra.tokenizer import END_MARKERS, vocab_token_bytes
 
 log = logging.getLogger("rostra.engine.vllm")
 
+
 def _recommended_sampling(model_config: Any) -> dict:
     """The checkpoint's generation_config.json sampling, as vLLM reads it (its `get_diff_sampling_param`
     already names the fields as requests do: temperature, top_p, top_k, min_p, repetition_penalty,
