@@ -8,8 +8,9 @@ function) in the shape rostra's constraint allows a real model on llama.cpp (a J
 the named function's arguments), structured output as JSON of the asked schema. The server gets no
 sampling parameters from these clients: ChatOpenAI's defaults send none.
 
-Every protocol-level test runs; those skipped are the suite's own opt-ins for what rostra does not
-serve (images, PDFs, audio, Anthropic-style inputs, model override, VCR cassettes).
+Every protocol-level test runs (the per-call model override with a second served name of the model);
+those skipped are the suite's own opt-ins for what rostra does not take (images, PDFs, audio,
+Anthropic-style content blocks) and VCR cassettes (recorded traffic, for a hosted API's benchmarks).
 """
 
 import pytest
