@@ -49,8 +49,8 @@ GGUF_KEYS = {"general.sampling.temp": "temperature", "general.sampling.top_p": "
 # The card's max_new_tokens=50 is a demo's length, too short for an answer; the default length
 # below is measured instead (benchmarks/README.md, "Default length"): at the card's sampling, two of
 # six everyday prompts still ran past 850 tokens without ending, while the answers that ended by
-# themselves were 8 to 290 tokens long. 512 leaves room for those and stops a loop after ~10 s on
-# 2 CPU cores.
+# themselves were 8 to 290 tokens long. 512 leaves room for those and stops a loop after 6 to 10 s
+# on 2 idle CPU cores.
 EMBEDDED_DEFAULTS: dict[str, float | int] = {"temperature": 0.2, "top_p": 0.9, "max_tokens": 512}
 
 class GenerationConfigError(ValueError):
