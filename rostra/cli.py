@@ -89,6 +89,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--reasoning-field", choices=["reasoning_content", "reasoning", "both"],
                        default="reasoning_content",
                        help="message field(s) the thinking goes to (default: reasoning_content)")
+    serve.add_argument("--generation-config", default="auto", metavar="auto|openai|FILE",
+                       help="defaults for the sampling parameters a request leaves unset: auto (default: what the "
+                            "model recommends: generation_config.json, GGUF general.sampling.*, or the embedded "
+                            "model's card), openai (OpenAI's: temperature 1, top_p 1, all the room left), or a "
+                            "generation_config.json file or directory")
+    serve.add_argument("--override-generation-config", metavar="JSON",
+                       help="defaults on top of --generation-config, e.g. '{\"temperature\": 0.5, \"max_tokens\": 512}' "
+                            "(temperature, top_p, top_k, min_p, repetition_penalty, presence_penalty, "
+                            "frequency_penalty, max_tokens)")
     serve.add_argument("--data-dir", help="where the Responses API store lives (default: env ROSTRA_DATA_DIR, "
                                           "else a per-user data directory)")
     serve.add_argument("--store", metavar="URL",
@@ -161,6 +170,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     reasoning_parser=args.reasoning_parser,
                     reasoning_field=args.reasoning_field, data_dir=args.data_dir,
                     store=args.store or os.environ.get("ROSTRA_STORE") or None, lease_seconds=args.lease_seconds,
+                    generation_config=args.generation_config,
+                    override_generation_config=args.override_generation_config,
                     max_concurrency=args.max_concurrency, max_queue=args.max_queue,
                     max_body_bytes=args.max_body_bytes, allowed_origins=args.allowed_origins,
                     allowed_methods=args.allowed_methods, allowed_headers=args.allowed_headers,
@@ -183,6 +194,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 def build_engine(settings: Settings):
     from rostra.embedded import EMBEDDED_MODEL_NAME, embedded_model_path
     from rostra.engines import load_engine
+    from rostra.generation_defaults import EMBEDDED_DEFAULTS
 
     if settings.engine == "remote":
         return build_gateway(settings)
@@ -205,8 +217,11 @@ def build_engine(settings: Settings):
     path = Path(settings.model) if settings.model else embedded_model_path()
     default_name = EMBEDDED_MODEL_NAME if not settings.model else path.stem
     name = settings.served_model_name[0] if settings.served_model_name else default_name
-    return load_engine("llamacpp", model_path=path, model_name=name, max_model_len=settings.max_model_len,
-                       parallel=settings.parallel, threads=settings.threads)
+    engine = load_engine("llamacpp", model_path=path, model_name=name, max_model_len=settings.max_model_len,
+                         parallel=settings.parallel, threads=settings.threads)
+    if not settings.model:  # its GGUF recommends nothing: its model card does
+        engine.recommended_sampling = {**EMBEDDED_DEFAULTS, **engine.recommended_sampling}
+    return engine
 
 
 def build_gateway(settings: Settings):
@@ -247,6 +262,7 @@ def build_vllm(settings: Settings):
 def serve(settings: Settings) -> None:
     import uvicorn
 
+    from rostra.generation_defaults import GenerationConfigError
     from rostra.server.app import create_app
     from rostra.store import StoreError, default_data_dir, open_store
 
@@ -258,9 +274,13 @@ def serve(settings: Settings) -> None:
         raise SystemExit(f"rostra: --store: {exc}") from exc
     engine = build_engine(settings)
     names = settings.served_model_name or [engine.model.id]
-    app = create_app(engine, settings, store)
+    try:
+        app = create_app(engine, settings, store)
+    except GenerationConfigError as exc:
+        raise SystemExit(f"rostra: {exc}") from None
     print(f"rostra {__version__}: serving {names[0]} ({settings.engine}) on http://{settings.host}:{settings.port}/v1",
           file=sys.stderr, flush=True)
+    print(f"generation defaults: {app.state.rostra.generation_defaults.describe()}", file=sys.stderr, flush=True)
     # On SIGTERM uvicorn stops accepting, lets running requests (streams too) finish for the grace
     # period, then the app's shutdown cancels what is left and closes the engine and the store.
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level,

@@ -28,6 +28,10 @@ class Settings:
     strict_tool_parsing: bool = False  # only that format's parser: no lenient recognisers after it
     reasoning_parser: str | None = None  # None: no thinking is separated from the answer
     reasoning_field: str = "reasoning_content"  # or "reasoning", or "both"
+    # Defaults for the sampling a request leaves unset (rostra/generation_defaults.py): auto (the
+    # model's recommendation), openai, or a generation_config.json FILE; then the override (JSON) on top.
+    generation_config: str = "auto"
+    override_generation_config: str | dict | None = None
     data_dir: str | None = None  # the Responses store; None: env ROSTRA_DATA_DIR, else a per-user directory
     store: str | None = None  # a store URL (postgres://... shared by replicas); None: SQLite in data_dir
     lease_seconds: float = 10.0  # a replica that stops renewing its lease this long is taken for dead

@@ -72,6 +72,14 @@ def test_a_refused_value_is_a_400_naming_the_field(scripted_server):
                      {"model": MODEL, "messages": HELLO, "modalities": ["text", "audio"]}), 400, "modalities")
 
 
+def test_min_tokens_beyond_the_default_length_is_a_400(scripted_server):
+    """Completions without max_tokens get OpenAI's 16 (no server default here): min_tokens 20 cannot be honoured."""
+    check_error(post(scripted_server.base_url, "/v1/completions",
+                     {"model": MODEL, "prompt": "say hello", "min_tokens": 20}), 400, "min_tokens")
+    assert post(scripted_server.base_url, "/v1/completions",
+                {"model": MODEL, "prompt": "say hello", "min_tokens": 20, "max_tokens": 30}).status_code == 200
+
+
 def test_unknown_params_ignore_logs_and_serves(ext_server):
     reply = chat(ext_server, max_token=3, stream_options=None)
     assert reply["choices"][0]["message"]["content"] == "say hello"  # max_token did nothing: ignored

@@ -117,7 +117,7 @@ REFUSED = [
     (ChatCompletionRequest, {"service_tier": "flex"}, "service_tier"),
     (ChatCompletionRequest, {"verbosity": "low"}, "verbosity"),
     (ChatCompletionRequest, {"min_tokens": 9, "max_completion_tokens": 4}, "min_tokens"),
-    (CompletionRequest, {"min_tokens": 20}, "min_tokens"),  # the default max_tokens is 16
+    (CompletionRequest, {"min_tokens": 20, "max_tokens": 16}, "min_tokens"),
     (CompletionRequest, {"bad_words": [""]}, "bad_words"),
     (CreateResponseRequest, {"prompt": {"id": "pmpt_1"}}, "prompt"),
     (CreateResponseRequest, {"context_management": [{"type": "compaction"}]}, "context_management"),

@@ -123,6 +123,9 @@ class Engine(abc.ABC):
         if params.prompt_logprobs is not None and not self.scores_prompts:
             raise InvalidRequest("prompt_logprobs is not supported by this engine: it cannot score prompt tokens",
                                  param="prompt_logprobs")
+    # The sampling the model's makers recommend, as request fields (temperature, top_p, top_k, min_p,
+    # repetition_penalty, max_tokens): the defaults of `--generation-config auto`. Empty: none known.
+    recommended_sampling: dict = {}
 
     async def start(self) -> None:
         """Load the model; blocking work runs off the event loop."""

@@ -42,6 +42,7 @@ from rostra.engines.base import (
     TopLogprob,
 )
 from rostra.errors import InvalidRequest
+from rostra.generation_defaults import from_gguf_metadata
 from rostra.gguf_metadata import context_length, read_gguf_metadata
 from rostra.tokenizer import end_of_generation_ids, gguf_token_bytes
 
@@ -63,6 +64,7 @@ class LlamaCppEngine(Engine):
         self.parallel = max(1, parallel)
         self.threads = threads
         self.chat_template = self.metadata.get("tokenizer.chat_template")
+        self.recommended_sampling = from_gguf_metadata(self.metadata)
         tokens = self.metadata["tokenizer.ggml.tokens"]
         self.bos_token = _token_at(tokens, self.metadata.get("tokenizer.ggml.bos_token_id"))
         self.eos_token = _token_at(tokens, self.metadata.get("tokenizer.ggml.eos_token_id"))

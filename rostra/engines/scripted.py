@@ -8,9 +8,11 @@ regex is found (re.search) in the text of the last message wins; with no match t
 that text echoed back. TEXT is raw model output: tool-call or reasoning markup in it goes
 through the same parsers as a real model's output. It is cut into real tokens by a real
 tokenizer (default: the embedded model's) and emitted one token per step; sampling
-parameters and decoding constraints are ignored (the output is the same every time: a script
-that stands for a constrained model writes output that obeys the constraint), `max_tokens`
-cuts it short.
+parameters are ignored (the output is the same every time) and constraints are not enforced (a
+script that stands for a constrained model writes output that obeys the constraint); but under a
+JSON-schema constraint (structured outputs, forced tool calls) a matching line whose output obeys
+the schema is preferred, so one prompt can be scripted for several constraints. `max_tokens`
+cuts the output short.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import AsyncIterator
+
+import jsonschema
 
 from rostra.engines.base import Engine, EngineOutput, ModelInfo, Prompt, SamplingParams, TokenStep, TopLogprob
 from rostra.tokenizer import TextTokenizer, load_local_tokenizer
@@ -54,13 +58,23 @@ def load_script(path: str | Path) -> list[ScriptLine]:
     return lines
 
 
-def pick_output(script: list[ScriptLine], text: str, role: str | None) -> tuple[str, float]:
-    for line in script:
-        if line.role is not None and line.role != role:
-            continue
-        if line.match.search(text):
-            return line.output, line.delay_ms
-    return text, 0.0
+def obeys(output: str, schema: dict) -> bool:
+    """Whether a constrained model could have written `output`: JSON valid against `schema`."""
+    try:
+        jsonschema.validate(json.loads(output), schema)
+    except (ValueError, jsonschema.ValidationError, jsonschema.SchemaError):
+        return False
+    return True
+
+
+def pick_output(script: list[ScriptLine], text: str, role: str | None,
+                json_schema: dict | None = None) -> tuple[str, float]:
+    """The first line that matches; under a JSON-schema constraint, the first matching line whose
+    output obeys it (as a constrained model's would), else still the first match."""
+    matching = [line for line in script if (line.role is None or line.role == role) and line.match.search(text)]
+    if json_schema is not None:
+        matching = [line for line in matching if obeys(line.output, json_schema)] or matching
+    return (matching[0].output, matching[0].delay_ms) if matching else (text, 0.0)
 
 
 class ScriptedEngine(Engine):
@@ -98,7 +112,8 @@ class ScriptedEngine(Engine):
     async def generate(self, request_id: str, prompt: Prompt, params: SamplingParams) -> AsyncIterator[EngineOutput]:
         cancelled = self._running[request_id] = asyncio.Event()
         try:
-            text, delay_ms = pick_output(self.script, prompt.last_message_text, prompt.last_message_role)
+            text, delay_ms = pick_output(self.script, prompt.last_message_text, prompt.last_message_role,
+                                         params.json_schema)
             ids = await asyncio.to_thread(self.tokenizer.encode, text)
             emitted = ids[: params.max_tokens]
             scores = self._prompt_scores(prompt.token_ids, params.prompt_logprobs)

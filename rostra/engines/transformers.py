@@ -23,6 +23,7 @@ from rostra.engines.transformers_batch import BatchDecoder, Sequence, stackable_
 from rostra.engines.transformers_constraints import ConstraintCompiler, ConstraintError
 from rostra.engines.transformers_sampling import RequestSampler
 from rostra.engines.transformers_tokens import token_bytes_table
+from rostra.generation_defaults import from_checkpoint_config
 from rostra.tokenizer import END_MARKERS
 
 log = logging.getLogger("rostra.engine.transformers")
@@ -82,6 +83,8 @@ class TransformersEngine(Engine):
         except OSError:  # a checkpoint without generation_config.json
             generation_config = None
         self.eos_ids = _eos_ids(self.tokenizer, generation_config)
+        # Only what the checkpoint's file sets (not transformers' own defaults, e.g. top_k 50).
+        self.recommended_sampling = from_checkpoint_config(generation_config.to_diff_dict()) if generation_config else {}
         # Token ids are logit indices: as many as the model's output layer, which may be padded past
         # the tokenizer's vocabulary; the padding ids are never sampled.
         self.vocab_size = text_config.vocab_size

@@ -48,9 +48,20 @@ from rostra.engines.base import (
     TokenStep,
     TopLogprob,
 )
+from rostra.generation_defaults import FIELD_RANGES, checked
 from rostra.tokenizer import END_MARKERS, vocab_token_bytes
 
 log = logging.getLogger("rostra.engine.vllm")
+
+
+def _recommended_sampling(model_config: Any) -> dict:
+    """The checkpoint's generation_config.json sampling, as vLLM reads it (its `get_diff_sampling_param`
+    already names the fields as requests do: temperature, top_p, top_k, min_p, repetition_penalty,
+    max_tokens). Not run here: written against vLLM 0.33.0's ModelConfig."""
+    read = getattr(model_config, "get_diff_sampling_param", None)
+    config = read() if callable(read) else {}
+    return checked({k: v for k, v in config.items() if k in FIELD_RANGES}, "generation_config.json")
+
 
 MISSING_VLLM = "the vllm engine needs vLLM, which is not installed: pip install 'rostra[vllm]' (on a CUDA machine)"
 # Shorter texts are tokenized on the loop: a thread hop costs more than encoding them.
@@ -90,6 +101,7 @@ class VllmEngine(Engine):
         self.bos_token = _token_text(self._tokenizer, self._tokenizer.bos_token_id)
         self.eos_token = _token_text(self._tokenizer, self._tokenizer.eos_token_id)
         self._vocab_bytes = _vocabulary_of(self._tokenizer)
+        self.recommended_sampling = _recommended_sampling(self._llm.model_config)
         self.vocab_size = len(self._vocab_bytes)
         self.special_token_ids = frozenset(set(getattr(self._tokenizer, "all_special_ids", ()))
                                            - {self._tokenizer.eos_token_id})

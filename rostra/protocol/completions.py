@@ -17,4 +17,5 @@ class CompletionRequest(SamplingFields):
     logprobs: Annotated[int, Field(ge=0, le=MAX_LEGACY_LOGPROBS)] | None = None
     suffix: str | None = None
     best_of: Annotated[int, Field(ge=1)] | None = None
-    max_tokens: Annotated[int, Field(ge=1)] | None = 16
+    # Unset: the server's default length, else OpenAI's 16 (serving/completions.py).
+    max_tokens: Annotated[int, Field(ge=1)] | None = None

@@ -14,7 +14,7 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
-from rostra import __version__
+from rostra import __version__, generation_defaults
 from rostra.config import Settings
 from rostra.engines.base import Engine
 from rostra.parsing.reasoning import reasoning_parser_class
@@ -72,12 +72,16 @@ def build_context(engine: Engine, settings: Settings, store: ResponseStore) -> S
     fields = ("reasoning_content", "reasoning") if field == "both" else (field,)
     reasoning = settings.reasoning_parser
 
+    defaults = generation_defaults.resolve(settings.generation_config, engine.recommended_sampling,
+                                           settings.override_generation_config)
+    log.info("generation defaults: %s", defaults.describe())
+
     def served_names() -> list[str]:
         return settings.served_model_name or [model.id for model in engine.models()]
 
     chat = ChatService(engine, template, served_names, tool_parser,
-                       reasoning_parser_class(reasoning) if reasoning else None, fields)
-    completions = CompletionService(engine, served_names)
+                       reasoning_parser_class(reasoning) if reasoning else None, fields, defaults)
+    completions = CompletionService(engine, served_names, defaults)
     admission = Admission(settings.max_concurrency, settings.max_queue)
     metrics = Metrics((settings.served_model_name or [engine.model.id])[0], engine.running_requests, engine.parallel,
                       admission)
@@ -85,7 +89,7 @@ def build_context(engine: Engine, settings: Settings, store: ResponseStore) -> S
     responses = ResponsesService(chat, store, mcp_policy(settings), reasoning_sealer(settings),
                                  lease_seconds=settings.lease_seconds)
     return ServerContext(engine, settings, store, template, chat, completions, responses, ConversationsService(store),
-                         admission, metrics, served_names)
+                         admission, metrics, served_names, defaults)
 
 
 @asynccontextmanager

@@ -14,6 +14,7 @@ from starlette.requests import Request
 
 from rostra.config import Settings
 from rostra.engines.base import Engine
+from rostra.generation_defaults import GenerationDefaults
 from rostra.prompt.chat_template import ChatTemplate
 from rostra.server.admission import Admission
 from rostra.server.metrics import Metrics
@@ -38,6 +39,8 @@ class ServerContext:
     metrics: Metrics
     # The names the API accepts: those given, else the engine's (a gateway's change as upstreams come and go).
     served_names: Callable[[], list[str]]
+    # What a request that leaves sampling fields out gets (--generation-config, --override-generation-config).
+    generation_defaults: GenerationDefaults
     started: int = field(default_factory=lambda: int(time.time()))
 
 

@@ -9,6 +9,7 @@ from typing import Callable
 
 from rostra.engines.base import Engine, Prompt, TokenStep
 from rostra.errors import InvalidRequest
+from rostra.generation_defaults import GenerationDefaults
 from rostra.guided.constraints import Constraint, response_constraint
 from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, ToolCallStart
 from rostra.parsing.parser import ChoicePipeline
@@ -23,7 +24,7 @@ from rostra.serving.generation import (
     GenerationService,
     Job,
     RequestStats,
-    check_context,
+    completion_budget,
     params_for_choice,
     sampling_params,
     token_text,
@@ -164,8 +165,9 @@ class ChatService(GenerationService):
 
     def __init__(self, engine: Engine, template: ChatTemplate, served_names: Callable[[], list[str]],
                  tool_parser: Callable[..., ToolParser], reasoning_parser: type[ReasoningParser] | None = None,
-                 reasoning_fields: tuple[str, ...] = ("reasoning_content",)):
-        super().__init__(engine)
+                 reasoning_fields: tuple[str, ...] = ("reasoning_content",),
+                 defaults: GenerationDefaults = GenerationDefaults()):
+        super().__init__(engine, defaults)
         self.template = template
         self.served_names = served_names
         self.tool_parser = tool_parser
@@ -196,9 +198,10 @@ class ChatService(GenerationService):
                                     context_length)
         max_tokens = request.max_completion_tokens or request.max_tokens
         param = "max_completion_tokens" if request.max_completion_tokens else "max_tokens"
-        max_tokens = check_context(len(token_ids), max_tokens, context_length, "messages", param)
+        max_tokens = completion_budget(len(token_ids), max_tokens, self.defaults, context_length, "messages", param,
+                                       min_tokens=request.min_tokens)
         top_logprobs = (request.top_logprobs or 0) if request.logprobs else None
-        params = sampling_params(request, max_tokens, top_logprobs, constraint,
+        params = sampling_params(request, max_tokens, top_logprobs, constraint, self.defaults,
                                  **await engine_extensions(engine, request))
         engine.check_params(params)
         last = request.messages[-1]

@@ -8,6 +8,7 @@ from typing import Callable
 
 from rostra.engines.base import Engine, Prompt, TokenStep
 from rostra.errors import InvalidRequest
+from rostra.generation_defaults import GenerationDefaults
 from rostra.guided.constraints import response_constraint
 from rostra.parsing.events import Event, Finish, Text
 from rostra.parsing.parser import ChoicePipeline
@@ -18,7 +19,7 @@ from rostra.serving.generation import (
     GenerationService,
     Job,
     RequestStats,
-    check_context,
+    completion_budget,
     params_for_choice,
     sampling_params,
     token_text,
@@ -26,6 +27,8 @@ from rostra.serving.generation import (
 from rostra.serving.extensions import choice_decoder, engine_extensions, truncate_prompt, vllm_prompt_logprobs
 from rostra.serving.relay import relay_job
 from rostra.serving.validation import check_logit_bias, check_model, check_stop_token_ids
+
+OPENAI_MAX_TOKENS = 16  # OpenAI's default length for Completions when neither request nor server sets one
 
 
 def _prompts(prompt) -> list[str | list[int]]:
@@ -156,8 +159,9 @@ class CompletionService(GenerationService):
     renderer = CompletionChunkRenderer
     fold = CompletionFold
 
-    def __init__(self, engine: Engine, served_names: Callable[[], list[str]]):
-        super().__init__(engine)
+    def __init__(self, engine: Engine, served_names: Callable[[], list[str]],
+                 defaults: GenerationDefaults = GenerationDefaults()):
+        super().__init__(engine, defaults)
         self.served_names = served_names
 
     async def _prompt_tokens(self, prompt: str | list[int], keep: int | None, context_length: int
@@ -212,8 +216,10 @@ class CompletionService(GenerationService):
         for prompt_index, prompt in enumerate(_prompts(request.prompt)):
             text, token_ids = await self._prompt_tokens(prompt, request.truncate_prompt_tokens, context_length)
             stats.prompt_tokens += len(token_ids)
-            max_tokens = check_context(len(token_ids), request.max_tokens, context_length, "prompt", "max_tokens")
-            params = sampling_params(request, max_tokens, request.logprobs, constraint, **extensions)
+            max_tokens = completion_budget(len(token_ids), request.max_tokens, self.defaults, context_length,
+                                           "prompt", "max_tokens", openai_default=OPENAI_MAX_TOKENS,
+                                           min_tokens=request.min_tokens)
+            params = sampling_params(request, max_tokens, request.logprobs, constraint, self.defaults, **extensions)
             self._check_params(params, scored)
             for n in range(request.n):
                 pipeline = ChoicePipeline(choice_decoder(request, engine, parsers_read_markup=False),

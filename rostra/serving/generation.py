@@ -14,6 +14,7 @@ from typing import Any, AsyncIterator, Callable, Sequence
 from rostra import __version__
 from rostra.engines.base import Engine, EngineError, Prompt, SamplingParams, TokenStep
 from rostra.errors import InvalidRequest, ServerError
+from rostra.generation_defaults import GenerationDefaults
 from rostra.guided.constraints import Constraint
 from rostra.parsing.events import Event, Finish, Text
 from rostra.parsing.parser import ChoicePipeline
@@ -203,22 +204,40 @@ def token_text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def completion_budget(prompt_tokens: int, requested: int | None, defaults: GenerationDefaults,
+                      context_length: int, prompt_param: str, max_tokens_param: str,
+                      openai_default: int | None = None, min_tokens: int = 0) -> int:
+    """max_tokens: the request's (400 if it does not fit), else the server's default length, else
+    OpenAI's (`openai_default`; None: all that fits). A default longer than the room left is cut to it.
+    `min_tokens` more than that is a 400 (vLLM's extension)."""
+    budget = check_context(prompt_tokens, requested, context_length, prompt_param, max_tokens_param)
+    default = defaults.get("max_tokens", openai_default)
+    budget = budget if requested is not None or default is None else min(budget, default)
+    if min_tokens > budget:
+        raise InvalidRequest(f"min_tokens ({min_tokens}) must not exceed max_tokens ({budget})", param="min_tokens")
+    return budget
+
+
 def sampling_params(request, max_tokens: int, top_logprobs: int | None,
-                    constraint: Constraint | None = None, **extensions: Any) -> SamplingParams:
-    """OpenAI defaults (temperature 1, top_p 1, no top_k/min_p) unless the request says otherwise."""
-    def given(value, default):
-        return default if value is None else value
+                    constraint: Constraint | None = None,
+                    defaults: GenerationDefaults = GenerationDefaults(), **extensions: Any) -> SamplingParams:
+    """What the request sets; for what it leaves out, the server's generation defaults (the model's
+    recommendation, see rostra/generation_defaults.py), else OpenAI's (temperature 1, top_p 1, no
+    top_k / min_p, no penalties). `extensions`: the engine-level vLLM extensions, as resolved."""
+    def given(name: str, openai_default):
+        value = getattr(request, name)
+        return defaults.get(name, openai_default) if value is None else value
 
     return SamplingParams(
         max_tokens=max_tokens,
-        temperature=given(request.temperature, 1.0),
-        top_p=given(request.top_p, 1.0),
-        top_k=max(0, given(request.top_k, 0)),
-        min_p=given(request.min_p, 0.0),
+        temperature=given("temperature", 1.0),
+        top_p=given("top_p", 1.0),
+        top_k=max(0, given("top_k", 0)),
+        min_p=given("min_p", 0.0),
         seed=request.seed,
-        presence_penalty=given(request.presence_penalty, 0.0),
-        frequency_penalty=given(request.frequency_penalty, 0.0),
-        repetition_penalty=given(request.repetition_penalty, 1.0),
+        presence_penalty=given("presence_penalty", 0.0),
+        frequency_penalty=given("frequency_penalty", 0.0),
+        repetition_penalty=given("repetition_penalty", 1.0),
         logit_bias={int(k): v for k, v in (request.logit_bias or {}).items()},
         top_logprobs=top_logprobs,
         ignore_eos=request.ignore_eos,
@@ -298,8 +317,9 @@ class GenerationService:
     # Called once a job's generations are over (metrics): the job and its choices' finish reasons.
     on_finished: Callable[[Job, list[str]], None] | None = None
 
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, defaults: GenerationDefaults = GenerationDefaults()):
         self.engine = engine
+        self.defaults = defaults  # for the sampling parameters a request leaves unset
 
     async def events(self, job: Job) -> AsyncIterator[tuple[int, Event]]:
         reasons: list[str] = []

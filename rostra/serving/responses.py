@@ -28,6 +28,7 @@ from typing import Any, AsyncIterator, Callable
 from pydantic import ValidationError
 
 from rostra.errors import APIError, InvalidRequest, NotFound, ServerError
+from rostra.generation_defaults import GenerationDefaults
 from rostra.parsing.events import Finish
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.protocol.responses import CreateResponseRequest
@@ -199,7 +200,7 @@ class ResponsesService:
         loop = ToolLoop(await resolve(servers, conversation, functions) if servers else McpTools(),
                         request.max_tool_calls)
         ready = loop.tools.listings + await approved_calls(items, conversation, loop)
-        builder = ResponseBuilder(base_response(request))
+        builder = ResponseBuilder(base_response(request, self.chat.defaults))
         job = await self._turn(request, conversation + ready, loop.chat_tools(), builder)
         builder.mcp = loop.tools.labels()
         if ENCRYPTED_REASONING in (request.include or []):
@@ -505,7 +506,8 @@ def as_api_error(exc: Exception) -> APIError:
 _REPLAYED = {"message", "function_call", "reasoning", "function_call_output", *MCP_ITEM_TYPES}
 
 
-def base_response(request: CreateResponseRequest) -> dict[str, Any]:
+def base_response(request: CreateResponseRequest, defaults: GenerationDefaults = GenerationDefaults()) -> dict[str, Any]:
+    """The response object before any output; temperature and top_p are those in force."""
     return {
         "id": new_id("resp"), "object": "response", "created_at": int(time.time()), "status": "in_progress",
         "completed_at": None, "error": None, "incomplete_details": None, "instructions": request.instructions,
@@ -513,8 +515,8 @@ def base_response(request: CreateResponseRequest) -> dict[str, Any]:
         "tools": [redacted(tool) if tool.get("type") == "mcp" else response_tool(tool) for tool in request.tools or []],
         "parallel_tool_calls": request.parallel_tool_calls, "metadata": request.metadata or {},
         "tool_choice": request.tool_choice or "auto",
-        "temperature": 1.0 if request.temperature is None else request.temperature,
-        "top_p": 1.0 if request.top_p is None else request.top_p,
+        "temperature": defaults.get("temperature", 1.0) if request.temperature is None else request.temperature,
+        "top_p": defaults.get("top_p", 1.0) if request.top_p is None else request.top_p,
         "max_output_tokens": request.max_output_tokens, "max_tool_calls": request.max_tool_calls,
         "previous_response_id": request.previous_response_id,
         "reasoning": {"effort": request.reasoning.effort if request.reasoning else None, "summary": None},

@@ -12,8 +12,9 @@ router = APIRouter()
 
 def model_card(context: ServerContext, name: str) -> dict:
     info = context.engine.model_info(name)
+    # generation_defaults (extension): what a request that leaves these fields out gets.
     return {"id": name, "object": "model", "created": context.started, "owned_by": info.owned_by,
-            "max_model_len": info.context_length}
+            "max_model_len": info.context_length, "generation_defaults": dict(context.generation_defaults.values)}
 
 
 @router.get("/v1/models")
