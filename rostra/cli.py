@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rostra import __version__
 from rostra.config import Settings
+from rostra.engines.registry import ENGINES, FlagGroup, build_engine
 from rostra.parsing.reasoning import reasoning_parser_names
 from rostra.parsing.tools import tool_parser_names
 
@@ -20,129 +21,142 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser(
         "serve", help="serve a model over the OpenAI API",
-        description="Serve a model over the OpenAI API (Chat Completions, Completions, Models).")
+        description="Serve a model over the OpenAI API (Chat Completions, Completions, Responses, Models).")
     parser.serve_parser = serve  # type: ignore[attr-defined]  # for --config defaults
     serve.add_argument("model", nargs="?", help="a GGUF file (default: the embedded SmolLM2-135M-Instruct); "
                                                 "transformers engine: a checkpoint directory or hub id")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
-    serve.add_argument("--engine", choices=["llamacpp", "scripted", "transformers", "vllm", "remote"],
-                       default="llamacpp",
-                       help="llamacpp (GGUF, default), scripted (deterministic, from --script), transformers "
-                            "(PyTorch; pip install 'rostra[transformers]'), vllm (GPU; MODEL is a Hugging Face "
-                            "model id or directory; pip install 'rostra[vllm]') or remote (a gateway in front of "
-                            "--upstream servers)")
-    serve.add_argument("--script", help="scripted engine: JSONL file of {\"match\", \"output\"} lines")
-    serve.add_argument("--tokenizer", help="scripted engine, raw upstreams: a GGUF, tokenizer.json or checkpoint "
-                                           "directory to tokenize with (scripted default: the embedded model's)")
-    gateway = serve.add_argument_group("remote engine (gateway)")
-    gateway.add_argument("--upstream", action="append", default=[], metavar="URL[,OPTION...]",
-                         help="an OpenAI-compatible base URL, e.g. http://127.0.0.1:8001/v1 (repeatable); options: "
-                              "mode=passthrough|raw, api_key_env=NAME (the variable holding its key), model=ID "
-                              "(declare its models instead of asking GET /models)")
-    gateway.add_argument("--upstream-api-key", help="Bearer key for every upstream (also env ROSTRA_UPSTREAM_API_KEY; "
-                                                    "prefer the environment: flags show in `ps`)")
-    gateway.add_argument("--upstream-retries", type=int, default=2,
-                         help="retries on connection errors, 5xx and 429, each on another upstream if any (default 2)")
-    gateway.add_argument("--upstream-timeout", type=float, default=600.0,
-                         help="seconds an upstream may take to answer (default 600)")
-    gateway.add_argument("--health-check-interval", type=float, default=5.0,
-                         help="seconds between upstream health checks (GET /models; default 5)")
-    serve.add_argument("--served-model-name", nargs="+", default=[],
+    serve.add_argument("--engine", choices=list(ENGINES), default="llamacpp",
+                       help="; ".join(f"{entry.name} ({entry.summary})" for entry in ENGINES.values()))
+    for title, add_flags in FLAG_GROUPS:
+        add_flags(serve.add_argument_group(title))
+    for entry in ENGINES.values():
+        if entry.add_flags is not None:
+            entry.add_flags(serve.add_argument_group(f"{entry.name} engine"))
+    serve.add_argument("--config", help="a YAML file of settings: the flags' names as keys (flags win)")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    return parser
+
+
+def _server_flags(group: FlagGroup) -> None:
+    """Where to listen."""
+    group.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    group.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
+
+
+def _model_flags(group: FlagGroup) -> None:
+    """The model, whatever the engine."""
+    group.add_argument("--served-model-name", nargs="+", default=[],
                        help="name(s) the API accepts for the model (default: the model file's name)")
-    serve.add_argument("--api-key", action="append", default=[],
-                       help="require this Bearer key on every route but /health and /version (repeatable; "
-                            "also env ROSTRA_API_KEY, comma-separated)")
-    serve.add_argument("--api-key-file", help="a file of API keys, one per line")
-    serve.add_argument("--admin-key", action="append", default=[],
-                       help="Bearer key for /admin/* routes (store maintenance; also env ROSTRA_ADMIN_KEY); "
-                            "without one they are closed")
-    serve.add_argument("--chat-template", help="a Jinja chat template, as a file or inline "
+    group.add_argument("--chat-template", help="a Jinja chat template, as a file or inline "
                                                "(default: the model's own)")
-    serve.add_argument("--max-model-len", type=int, help="context length (default: the model's)")
-    serve.add_argument("--parallel", type=int, default=4, help="concurrent sequences in the engine (default: 4)")
-    serve.add_argument("--threads", type=int, help="CPU threads for the engine (default: llama.cpp's choice)")
-    serve.add_argument("--dtype", choices=["auto", "bfloat16", "float16", "float32"], default="auto",
+    group.add_argument("--max-model-len", type=int, help="context length (default: the model's)")
+    group.add_argument("--parallel", type=int, default=4, help="concurrent sequences in the engine (default: 4)")
+    group.add_argument("--threads", type=int, help="CPU threads for the engine (default: llama.cpp's choice)")
+    group.add_argument("--dtype", choices=["auto", "bfloat16", "float16", "float32"], default="auto",
                        help="transformers and vllm engines: weight dtype (default auto: bfloat16 on CUDA, "
                             "float32 on CPU for transformers; the model's own for vllm)")
-    serve.add_argument("--device", default="auto",
-                       help="transformers engine: torch device, e.g. cpu, cuda, cuda:1 (default auto: CUDA if present)")
-    vllm = serve.add_argument_group("vllm engine")
-    vllm.add_argument("--tensor-parallel-size", type=int, default=1, help="GPUs each layer is split across (default 1)")
-    vllm.add_argument("--pipeline-parallel-size", type=int, default=1,
-                      help="GPUs or nodes the layers are split across (default 1)")
-    vllm.add_argument("--gpu-memory-utilization", type=float,
-                      help="fraction of each GPU's memory for weights and KV cache (default: vLLM's)")
-    vllm.add_argument("--vllm-arg", action="append", default=[], metavar="KEY=VALUE",
-                      help="any other vLLM engine argument, VALUE read as YAML, e.g. max_num_seqs=256 or "
-                           "distributed_executor_backend=ray (repeatable)")
-    serve.add_argument("--tool-call-parser", metavar="NAME",
+    group.add_argument("--tokenizer", help="scripted engine, raw upstreams: a GGUF, tokenizer.json or checkpoint "
+                                           "directory to tokenize with (scripted default: the embedded model's)")
+
+
+def _auth_flags(group: FlagGroup) -> None:
+    """Who may call."""
+    group.add_argument("--api-key", action="append", default=[],
+                       help="require this Bearer key on every route but /health and /version (repeatable; "
+                            "also env ROSTRA_API_KEY, comma-separated)")
+    group.add_argument("--api-key-file", help="a file of API keys, one per line")
+    group.add_argument("--admin-key", action="append", default=[],
+                       help="Bearer key for /admin/* routes (store maintenance; also env ROSTRA_ADMIN_KEY); "
+                            "without one they are closed")
+
+
+def _parsing_flags(group: FlagGroup) -> None:
+    """How the output is read: tool calls and reasoning."""
+    group.add_argument("--tool-call-parser", metavar="NAME",
                        help="tool-call format: " + ", ".join(tool_parser_names()) +
                             " (default: the one the chat template speaks, else the lenient json parser)")
-    serve.add_argument("--strict-tool-parsing", action="store_true",
+    group.add_argument("--strict-tool-parsing", action="store_true",
                        help="read tool calls only in the format's own markup (default: then also fenced or bare "
                             "JSON calls and other common shapes, to tools of the request only)")
-    serve.add_argument("--enable-auto-tool-choice", action="store_true",
+    group.add_argument("--enable-auto-tool-choice", action="store_true",
                        help="accepted for `vllm serve` compatibility: tool_choice auto is always on")
-    serve.add_argument("--reasoning-parser", metavar="NAME", choices=reasoning_parser_names(),
+    group.add_argument("--reasoning-parser", metavar="NAME", choices=reasoning_parser_names(),
                        help="separate the thinking from the answer: " + ", ".join(reasoning_parser_names()))
-    serve.add_argument("--reasoning-field", choices=["reasoning_content", "reasoning", "both"],
+    group.add_argument("--reasoning-field", choices=["reasoning_content", "reasoning", "both"],
                        default="reasoning_content",
                        help="message field(s) the thinking goes to (default: reasoning_content)")
-    serve.add_argument("--generation-config", default="auto", metavar="auto|openai|FILE",
+
+
+def _generation_flags(group: FlagGroup) -> None:
+    """What a request that leaves sampling parameters out gets."""
+    group.add_argument("--generation-config", default="auto", metavar="auto|openai|FILE",
                        help="defaults for the sampling parameters a request leaves unset: auto (default: what the "
                             "model recommends: generation_config.json, GGUF general.sampling.*, or the embedded "
                             "model's card), openai (OpenAI's: temperature 1, top_p 1, all the room left), or a "
                             "generation_config.json file or directory")
-    serve.add_argument("--override-generation-config", metavar="JSON",
+    group.add_argument("--override-generation-config", metavar="JSON",
                        help="defaults on top of --generation-config, e.g. '{\"temperature\": 0.5, \"max_tokens\": 512}' "
                             "(temperature, top_p, top_k, min_p, repetition_penalty, presence_penalty, "
                             "frequency_penalty, max_tokens)")
-    serve.add_argument("--data-dir", help="where the Responses API store lives (default: env ROSTRA_DATA_DIR, "
+
+
+def _store_flags(group: FlagGroup) -> None:
+    """Where the Responses API keeps its state."""
+    group.add_argument("--data-dir", help="where the Responses API store lives (default: env ROSTRA_DATA_DIR, "
                                           "else a per-user data directory)")
-    serve.add_argument("--store", metavar="URL",
+    group.add_argument("--store", metavar="URL",
                        help="the Responses API store: postgres://user:password@host:5432/db (shared by replicas) "
                             "or sqlite:///path/file.sqlite3 (default: env ROSTRA_STORE, else SQLite in --data-dir; "
                             "prefer the environment for a password: flags show in `ps`)")
-    serve.add_argument("--lease-seconds", type=float, default=10.0,
+    group.add_argument("--lease-seconds", type=float, default=10.0,
                        help="a background response whose replica stops renewing its lease this long is marked "
                             "failed by another replica (default 10)")
-    serve.add_argument("--max-concurrency", type=int, help="generation requests served at once (default: no limit)")
-    serve.add_argument("--max-queue", type=int, default=64,
+
+
+def _production_flags(group: FlagGroup) -> None:
+    """Limits, CORS, logging and shutdown."""
+    group.add_argument("--max-concurrency", type=int, help="generation requests served at once (default: no limit)")
+    group.add_argument("--max-queue", type=int, default=64,
                        help="requests waiting for a slot beyond --max-concurrency; more get 429 (default 64)")
-    serve.add_argument("--max-body-bytes", type=int, default=16 * 1024 * 1024,
+    group.add_argument("--max-body-bytes", type=int, default=16 * 1024 * 1024,
                        help="largest request body accepted; larger gets 413 (default 16 MiB)")
-    serve.add_argument("--allowed-origins", nargs="+", default=[], help="CORS: allowed origins (default: CORS off)")
-    serve.add_argument("--allowed-methods", nargs="+", default=["GET", "POST", "DELETE", "OPTIONS"])
-    serve.add_argument("--allowed-headers", nargs="+", default=["*"])
-    serve.add_argument("--allow-credentials", action="store_true")
-    serve.add_argument("--public-metrics", action="store_true",
+    group.add_argument("--allowed-origins", nargs="+", default=[], help="CORS: allowed origins (default: CORS off)")
+    group.add_argument("--allowed-methods", nargs="+", default=["GET", "POST", "DELETE", "OPTIONS"])
+    group.add_argument("--allowed-headers", nargs="+", default=["*"])
+    group.add_argument("--allow-credentials", action="store_true")
+    group.add_argument("--public-metrics", action="store_true",
                        help="serve /metrics without an API key (default: it needs one when keys are set)")
-    serve.add_argument("--request-timeout", type=float,
+    group.add_argument("--request-timeout", type=float,
                        help="seconds a generation request may take; then 504 (or an in-band error in a stream)")
-    serve.add_argument("--log-requests", action="store_true", help="log prompts (user data: off by default)")
-    serve.add_argument("--log-outputs", action="store_true", help="log outputs (user data: off by default)")
-    serve.add_argument("--shutdown-grace", type=float, default=10.0,
+    group.add_argument("--log-requests", action="store_true", help="log prompts (user data: off by default)")
+    group.add_argument("--log-outputs", action="store_true", help="log outputs (user data: off by default)")
+    group.add_argument("--shutdown-grace", type=float, default=10.0,
                        help="on SIGTERM, seconds running requests get to finish (default 10)")
-    serve.add_argument("--unknown-params", choices=["error", "ignore"], default="error",
+    group.add_argument("--unknown-params", choices=["error", "ignore"], default="error",
                        help="request fields rostra does not know: error (400 naming the field, as OpenAI; "
                             "default) or ignore (log a warning naming them, then drop them)")
-    mcp = serve.add_argument_group("MCP tools (Responses API)")
-    mcp.add_argument("--mcp-allow", nargs="+", action="extend", default=[], metavar="HOST",
-                     help="hosts (or HOST:PORT, or *) a request's mcp tool may name in server_url "
-                          "(default: none, remote MCP is off)")
-    mcp.add_argument("--tool-server", action="append", default=[], metavar="LABEL=URL",
-                     help="an MCP server configured here, enabled by requests with {\"type\": \"mcp\", "
-                          "\"server_label\": LABEL} (repeatable)")
-    mcp.add_argument("--mcp-timeout", type=float, default=30.0, help="seconds per MCP listing or call (default 30)")
-    mcp.add_argument("--mcp-max-output", type=int, default=65536,
-                     help="characters of an MCP tool's output kept; the rest is cut (default 65536)")
-    serve.add_argument("--reasoning-key", help="base64 of 32 bytes: the key that seals encrypted reasoning items "
+
+
+def _mcp_flags(group: FlagGroup) -> None:
+    """MCP tools and stateless clients in the Responses API."""
+    group.add_argument("--mcp-allow", nargs="+", action="extend", default=[], metavar="HOST",
+                       help="hosts (or HOST:PORT, or *) a request's mcp tool may name in server_url "
+                            "(default: none, remote MCP is off)")
+    group.add_argument("--tool-server", action="append", default=[], metavar="LABEL=URL",
+                       help="an MCP server configured here, enabled by requests with {\"type\": \"mcp\", "
+                            "\"server_label\": LABEL} (repeatable)")
+    group.add_argument("--mcp-timeout", type=float, default=30.0, help="seconds per MCP listing or call (default 30)")
+    group.add_argument("--mcp-max-output", type=int, default=65536,
+                       help="characters of an MCP tool's output kept; the rest is cut (default 65536)")
+    group.add_argument("--reasoning-key", help="base64 of 32 bytes: the key that seals encrypted reasoning items "
                                                "(also env ROSTRA_REASONING_KEY; default: DATA_DIR/reasoning.key, "
                                                "made on first use)")
-    serve.add_argument("--config", help="a YAML file of settings: the flags' names as keys (flags win)")
-    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-    return parser
+
+
+FLAG_GROUPS = [("server", _server_flags), ("model", _model_flags), ("authentication", _auth_flags),
+               ("tool calls and reasoning", _parsing_flags), ("generation defaults", _generation_flags),
+               ("Responses store", _store_flags), ("production", _production_flags),
+               ("MCP tools and stateless clients (Responses API)", _mcp_flags)]
 
 
 def _keys(given: list[str], env: str) -> list[str]:
@@ -189,74 +203,6 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     mcp_allow=args.mcp_allow, tool_servers=args.tool_server, mcp_timeout=args.mcp_timeout,
                     mcp_max_output=args.mcp_max_output,
                     reasoning_key=args.reasoning_key or os.environ.get("ROSTRA_REASONING_KEY"))
-
-
-def build_engine(settings: Settings):
-    from rostra.embedded import EMBEDDED_MODEL_NAME, embedded_model_path
-    from rostra.engines import load_engine
-    from rostra.generation_defaults import EMBEDDED_DEFAULTS
-
-    if settings.engine == "remote":
-        return build_gateway(settings)
-    if settings.engine == "vllm":
-        return build_vllm(settings)
-    if settings.engine == "scripted":
-        if settings.model:
-            raise SystemExit("the scripted engine takes no MODEL; use --script (and --tokenizer)")
-        name = settings.served_model_name[0] if settings.served_model_name else "scripted"
-        return load_engine("scripted", script_path=settings.script,
-                           tokenizer_path=settings.tokenizer or embedded_model_path(),
-                           model_name=name, max_model_len=settings.max_model_len)
-    if settings.engine == "transformers":
-        if not settings.model:
-            raise SystemExit("the transformers engine needs MODEL: a checkpoint directory or a Hugging Face Hub id")
-        return load_engine("transformers", model=settings.model,
-                           model_name=settings.served_model_name[0] if settings.served_model_name else None,
-                           max_model_len=settings.max_model_len, parallel=settings.parallel, dtype=settings.dtype,
-                           device=settings.device, threads=settings.threads)
-    path = Path(settings.model) if settings.model else embedded_model_path()
-    default_name = EMBEDDED_MODEL_NAME if not settings.model else path.stem
-    name = settings.served_model_name[0] if settings.served_model_name else default_name
-    engine = load_engine("llamacpp", model_path=path, model_name=name, max_model_len=settings.max_model_len,
-                         parallel=settings.parallel, threads=settings.threads)
-    if not settings.model:  # its GGUF recommends nothing: its model card does
-        engine.recommended_sampling = {**EMBEDDED_DEFAULTS, **engine.recommended_sampling}
-    return engine
-
-
-def build_gateway(settings: Settings):
-    from rostra.engines import load_engine
-    from rostra.engines.remote import parse_upstream
-
-    if settings.model:
-        raise SystemExit("the remote engine takes no MODEL: the upstreams' models are served (see --upstream)")
-    if not settings.upstreams:
-        raise SystemExit("the remote engine needs at least one --upstream URL")
-    if settings.served_model_name:
-        raise SystemExit("the remote engine serves the upstreams' model names (declare them with ,model=ID)")
-    try:
-        upstreams = [parse_upstream(spec, settings.upstream_api_key) for spec in settings.upstreams]
-        return load_engine("remote", upstreams=upstreams, tokenizer_path=settings.tokenizer,
-                           max_model_len=settings.max_model_len, retries=settings.upstream_retries,
-                           health_interval=settings.health_check_interval, timeout=settings.upstream_timeout)
-    except ValueError as exc:
-        raise SystemExit(str(exc)) from None
-
-
-def build_vllm(settings: Settings):
-    from rostra.engines import load_engine
-
-    if not settings.model:
-        raise SystemExit("the vllm engine needs a MODEL: a Hugging Face model id or a model directory")
-    name = settings.served_model_name[0] if settings.served_model_name else settings.model.rstrip("/")
-    try:
-        return load_engine("vllm", model=settings.model, model_name=name, max_model_len=settings.max_model_len,
-                           tensor_parallel_size=settings.tensor_parallel_size,
-                           pipeline_parallel_size=settings.pipeline_parallel_size,
-                           gpu_memory_utilization=settings.gpu_memory_utilization, dtype=settings.dtype,
-                           engine_args=settings.vllm_args)
-    except (ImportError, ValueError) as exc:  # vLLM missing, or a --vllm-arg it does not know
-        raise SystemExit(f"rostra: {exc}") from exc
 
 
 def serve(settings: Settings) -> None:

@@ -230,7 +230,7 @@ def test_truncations_and_penalties_on_a_known_distribution():
 
 
 def test_cli_needs_a_model_for_the_transformers_engine():
-    from rostra.cli import build_engine
+    from rostra.engines.registry import build_engine
     from rostra.config import Settings
 
     with pytest.raises(SystemExit, match="checkpoint directory"):

@@ -474,7 +474,7 @@ def test_serve_help_lists_the_vllm_engine():
 
 
 def test_building_the_vllm_engine_without_vllm_says_how_to_install(monkeypatch):
-    from rostra.cli import build_engine
+    from rostra.engines.registry import build_engine
 
     monkeypatch.setitem(sys.modules, "vllm", None)
     with pytest.raises(SystemExit) as exited:
@@ -483,7 +483,7 @@ def test_building_the_vllm_engine_without_vllm_says_how_to_install(monkeypatch):
 
 
 def test_the_vllm_engine_needs_a_model():
-    from rostra.cli import build_engine
+    from rostra.engines.registry import build_engine
 
     with pytest.raises(SystemExit, match="needs a MODEL"):
         build_engine(Settings(engine="vllm"))

@@ -1,0 +1,155 @@
+"""The engines `rostra serve --engine NAME` knows, registered like the parsers: each entry owns its own
+command-line flags and builds its engine from the settings.
+
+Nothing here imports an engine library: `load_engine` imports the chosen adapter only when it is built,
+so an unused engine's dependencies are never needed (and `rostra --help` stays fast).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from rostra.config import Settings
+from rostra.engines import load_engine
+from rostra.engines.base import Engine
+
+FlagGroup = argparse._ArgumentGroup
+
+
+@dataclass(frozen=True)
+class EngineEntry:
+    name: str
+    summary: str  # for --engine's help
+    build: Callable[[Settings], Engine]
+    add_flags: Callable[[FlagGroup], None] | None = None  # the flags only this engine reads
+
+
+def served_name(settings: Settings, default: str) -> str:
+    return settings.served_model_name[0] if settings.served_model_name else default
+
+
+# -- llama.cpp (the default) ----------------------------------------------------------------------------
+
+def _build_llamacpp(settings: Settings) -> Engine:
+    from rostra.embedded import EMBEDDED_MODEL_NAME, embedded_model_path
+    from rostra.generation_defaults import EMBEDDED_DEFAULTS
+
+    path = Path(settings.model) if settings.model else embedded_model_path()
+    name = served_name(settings, EMBEDDED_MODEL_NAME if not settings.model else path.stem)
+    engine = load_engine("llamacpp", model_path=path, model_name=name, max_model_len=settings.max_model_len,
+                         parallel=settings.parallel, threads=settings.threads)
+    if not settings.model:  # its GGUF recommends nothing: its model card does
+        engine.recommended_sampling = {**EMBEDDED_DEFAULTS, **engine.recommended_sampling}
+    return engine
+
+
+# -- scripted -------------------------------------------------------------------------------------------
+
+def _scripted_flags(group: FlagGroup) -> None:
+    group.add_argument("--script", help="scripted engine: JSONL file of {\"match\", \"output\"} lines")
+
+
+def _build_scripted(settings: Settings) -> Engine:
+    from rostra.embedded import embedded_model_path
+
+    if settings.model:
+        raise SystemExit("the scripted engine takes no MODEL; use --script (and --tokenizer)")
+    return load_engine("scripted", script_path=settings.script,
+                       tokenizer_path=settings.tokenizer or embedded_model_path(),
+                       model_name=served_name(settings, "scripted"), max_model_len=settings.max_model_len)
+
+
+# -- transformers ---------------------------------------------------------------------------------------
+
+def _transformers_flags(group: FlagGroup) -> None:
+    group.add_argument("--device", default="auto",
+                       help="transformers engine: torch device, e.g. cpu, cuda, cuda:1 (default auto: CUDA if present)")
+
+
+def _build_transformers(settings: Settings) -> Engine:
+    if not settings.model:
+        raise SystemExit("the transformers engine needs MODEL: a checkpoint directory or a Hugging Face Hub id")
+    return load_engine("transformers", model=settings.model,
+                       model_name=settings.served_model_name[0] if settings.served_model_name else None,
+                       max_model_len=settings.max_model_len, parallel=settings.parallel, dtype=settings.dtype,
+                       device=settings.device, threads=settings.threads)
+
+
+# -- vLLM -----------------------------------------------------------------------------------------------
+
+def _vllm_flags(group: FlagGroup) -> None:
+    group.add_argument("--tensor-parallel-size", type=int, default=1, help="GPUs each layer is split across (default 1)")
+    group.add_argument("--pipeline-parallel-size", type=int, default=1,
+                       help="GPUs or nodes the layers are split across (default 1)")
+    group.add_argument("--gpu-memory-utilization", type=float,
+                       help="fraction of each GPU's memory for weights and KV cache (default: vLLM's)")
+    group.add_argument("--vllm-arg", action="append", default=[], metavar="KEY=VALUE",
+                       help="any other vLLM engine argument, VALUE read as YAML, e.g. max_num_seqs=256 or "
+                            "distributed_executor_backend=ray (repeatable)")
+
+
+def _build_vllm(settings: Settings) -> Engine:
+    if not settings.model:
+        raise SystemExit("the vllm engine needs a MODEL: a Hugging Face model id or a model directory")
+    try:
+        return load_engine("vllm", model=settings.model, model_name=served_name(settings, settings.model.rstrip("/")),
+                           max_model_len=settings.max_model_len, tensor_parallel_size=settings.tensor_parallel_size,
+                           pipeline_parallel_size=settings.pipeline_parallel_size,
+                           gpu_memory_utilization=settings.gpu_memory_utilization, dtype=settings.dtype,
+                           engine_args=settings.vllm_args)
+    except (ImportError, ValueError) as exc:  # vLLM missing, or a --vllm-arg it does not know
+        raise SystemExit(f"rostra: {exc}") from exc
+
+
+# -- remote (a gateway) ---------------------------------------------------------------------------------
+
+def _remote_flags(group: FlagGroup) -> None:
+    group.add_argument("--upstream", action="append", default=[], metavar="URL[,OPTION...]",
+                       help="an OpenAI-compatible base URL, e.g. http://127.0.0.1:8001/v1 (repeatable); options: "
+                            "mode=passthrough|raw, api_key_env=NAME (the variable holding its key), model=ID "
+                            "(declare its models instead of asking GET /models)")
+    group.add_argument("--upstream-api-key", help="Bearer key for every upstream (also env ROSTRA_UPSTREAM_API_KEY; "
+                                                  "prefer the environment: flags show in `ps`)")
+    group.add_argument("--upstream-retries", type=int, default=2,
+                       help="retries on connection errors, 5xx and 429, each on another upstream if any (default 2)")
+    group.add_argument("--upstream-timeout", type=float, default=600.0,
+                       help="seconds an upstream may take to answer (default 600)")
+    group.add_argument("--health-check-interval", type=float, default=5.0,
+                       help="seconds between upstream health checks (GET /models; default 5)")
+
+
+def _build_remote(settings: Settings) -> Engine:
+    from rostra.engines.remote import parse_upstream
+
+    if settings.model:
+        raise SystemExit("the remote engine takes no MODEL: the upstreams' models are served (see --upstream)")
+    if not settings.upstreams:
+        raise SystemExit("the remote engine needs at least one --upstream URL")
+    if settings.served_model_name:
+        raise SystemExit("the remote engine serves the upstreams' model names (declare them with ,model=ID)")
+    try:
+        upstreams = [parse_upstream(spec, settings.upstream_api_key) for spec in settings.upstreams]
+        return load_engine("remote", upstreams=upstreams, tokenizer_path=settings.tokenizer,
+                           max_model_len=settings.max_model_len, retries=settings.upstream_retries,
+                           health_interval=settings.health_check_interval, timeout=settings.upstream_timeout)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+
+
+ENGINES: dict[str, EngineEntry] = {entry.name: entry for entry in [
+    # llama.cpp's own settings (--parallel, --threads) are shared with transformers: common model flags.
+    EngineEntry("llamacpp", "GGUF through llama.cpp, default", _build_llamacpp),
+    EngineEntry("scripted", "deterministic, from --script", _build_scripted, _scripted_flags),
+    EngineEntry("transformers", "PyTorch; pip install 'rostra[transformers]'", _build_transformers,
+                _transformers_flags),
+    EngineEntry("vllm", "GPU; MODEL is a Hugging Face model id or directory; pip install 'rostra[vllm]'",
+                _build_vllm, _vllm_flags),
+    EngineEntry("remote", "a gateway in front of --upstream servers", _build_remote, _remote_flags),
+]}
+
+
+def build_engine(settings: Settings) -> Engine:
+    return ENGINES[settings.engine].build(settings)
