@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from rostra.engines.base import Engine, Prompt, TokenStep
 from rostra.errors import InvalidRequest
@@ -20,8 +20,8 @@ from rostra.prompt.messages import message_text, template_messages
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.serving.generation import (
     ChoiceRun,
-    ChunkRenderer,
     GenerationService,
+    GenerationStream,
     Job,
     RequestStats,
     completion_budget,
@@ -59,22 +59,28 @@ def logprobs_content(tokens: tuple[TokenStep, ...]) -> list[dict]:
     ]
 
 
-class ChatChunkRenderer(ChunkRenderer):
+class ChatStream(GenerationStream):
+    """A chat completion: events -> chat.completion.chunk deltas; the message is the fold of those deltas."""
+
     object_name = "chat.completion.chunk"
     null_usage = True
 
-    def start(self) -> list[dict]:
+    def __init__(self, job: Job):
+        super().__init__(job)
+        self.choices = {run.index: _ChoiceState() for run in job.runs}
+
+    def start(self) -> list[dict[str, Any]]:
         chunks = [self.chunk([{"index": run.index, "delta": {"role": "assistant", "content": ""},
                                "logprobs": None, "finish_reason": None}]) for run in self.job.runs]
-        if self.job.request.return_token_ids and chunks:  # vLLM: the prompt's ids on the first chunk
+        if self.options.return_token_ids and chunks:  # vLLM: the prompt's ids on the first chunk
             chunks[0]["prompt_token_ids"] = list(self.job.runs[0].prompt.token_ids)
         return chunks
 
-    def render(self, index: int, event: Event) -> dict | None:
+    def render(self, index: int, event: Event) -> dict[str, Any] | None:
         if isinstance(event, Text):
-            logprobs = {"content": logprobs_content(event.logprobs), "refusal": None} if self.job.request.logprobs else None
+            logprobs = {"content": logprobs_content(event.logprobs), "refusal": None} if self.options.logprobs else None
             chunk = self._delta(index, {"content": event.text}, logprobs)
-            if self.job.request.return_token_ids:
+            if self.options.return_token_ids:
                 chunk["choices"][0]["token_ids"] = [step.token_id for step in event.logprobs]
             return chunk
         if isinstance(event, Reasoning):
@@ -87,13 +93,54 @@ class ChatChunkRenderer(ChunkRenderer):
             return self._delta(index, {"tool_calls": [{"index": event.index, "function": {"arguments": event.text}}]})
         if isinstance(event, Finish):
             chunk = self.chunk([{"index": index, "delta": {}, "logprobs": None, "finish_reason": event.reason}])
-            if self.job.request.prompt_logprobs is not None:  # in streams: on each choice's last chunk
+            if self.options.prompt_logprobs:  # in streams: on each choice's last chunk
                 chunk["prompt_logprobs"] = job_prompt_logprobs(self.job, index)
             return chunk
         return None
 
-    def _delta(self, index: int, delta: dict, logprobs: dict | None = None) -> dict:
+    def _delta(self, index: int, delta: dict[str, Any], logprobs: dict[str, Any] | None = None) -> dict[str, Any]:
         return self.chunk([{"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": None}])
+
+    def fold_choice(self, choice: dict[str, Any]) -> None:
+        """What a client's stream accumulator does with one chunk's choice."""
+        state, delta = self.choices[choice["index"]], choice["delta"]
+        if delta.get("content"):
+            state.content.append(delta["content"])
+        if self.job.reasoning_fields and self.job.reasoning_fields[0] in delta:
+            state.reasoning.append(delta[self.job.reasoning_fields[0]])
+        for call in delta.get("tool_calls", ()):
+            if "id" in call:
+                state.tool_calls.append({"id": call["id"], "type": "function",
+                                         "function": {"name": call["function"]["name"], "arguments": ""}})
+            state.tool_calls[call["index"]]["function"]["arguments"] += call["function"]["arguments"]
+        if choice["logprobs"]:
+            state.logprobs.extend(choice["logprobs"]["content"])
+        state.token_ids.extend(choice.get("token_ids", ()))
+        if choice["finish_reason"]:
+            state.finish_reason = choice["finish_reason"]
+
+    def response(self) -> dict[str, Any]:
+        choices = [self._choice(index, state) for index, state in sorted(self.choices.items())]
+        response = self.job.response("chat.completion", choices)
+        if self.options.return_token_ids:
+            response["prompt_token_ids"] = list(self.job.runs[0].prompt.token_ids)
+        if self.options.prompt_logprobs:
+            response["prompt_logprobs"] = job_prompt_logprobs(self.job)
+        return response
+
+    def _choice(self, index: int, state: _ChoiceState) -> dict[str, Any]:
+        content = "".join(state.content)
+        message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+        if state.tool_calls:
+            message["content"] = content or None  # OpenAI: no text beside the calls is null
+            message["tool_calls"] = state.tool_calls
+        if state.reasoning and self.job.reasoning_fields:
+            message.update({name: "".join(state.reasoning) for name in self.job.reasoning_fields})
+        logprobs = {"content": state.logprobs, "refusal": None} if self.options.logprobs else None
+        choice = {"index": index, "message": message, "logprobs": logprobs, "finish_reason": state.finish_reason or "stop"}
+        if self.options.return_token_ids:
+            choice["token_ids"] = state.token_ids
+        return choice
 
 
 def job_prompt_logprobs(job: Job, index: int = 0) -> list[dict | None] | None:
@@ -111,57 +158,8 @@ class _ChoiceState:
     finish_reason: str | None = None
 
 
-class ChatFold:
-    """The non-streamed response: the fold of the same semantic events a stream renders."""
-
-    def __init__(self, job: Job):
-        self.job = job
-        self.choices = {run.index: _ChoiceState() for run in job.runs}
-
-    def add(self, index: int, event: Event) -> None:
-        state = self.choices[index]
-        if isinstance(event, Text):
-            state.content.append(event.text)
-            if self.job.request.logprobs:
-                state.logprobs.extend(logprobs_content(event.logprobs))
-            state.token_ids.extend(step.token_id for step in event.logprobs)
-        elif isinstance(event, Reasoning):
-            state.reasoning.append(event.text)
-        elif isinstance(event, ToolCallStart):
-            state.tool_calls.append({"id": event.id, "type": "function",
-                                     "function": {"name": event.name, "arguments": ""}})
-        elif isinstance(event, ToolCallArgs):
-            state.tool_calls[event.index]["function"]["arguments"] += event.text
-        elif isinstance(event, Finish):
-            state.finish_reason = event.reason
-
-    def response(self) -> dict:
-        choices = []
-        for index, state in sorted(self.choices.items()):
-            content = "".join(state.content)
-            message = {"role": "assistant", "content": content, "refusal": None}
-            if state.tool_calls:
-                message["content"] = content or None  # OpenAI: no text beside the calls is null
-                message["tool_calls"] = state.tool_calls
-            if state.reasoning and self.job.reasoning_fields:
-                message.update({name: "".join(state.reasoning) for name in self.job.reasoning_fields})
-            logprobs = {"content": state.logprobs, "refusal": None} if self.job.request.logprobs else None
-            choice = {"index": index, "message": message, "logprobs": logprobs,
-                      "finish_reason": state.finish_reason or "stop"}
-            if self.job.request.return_token_ids:
-                choice["token_ids"] = state.token_ids
-            choices.append(choice)
-        response = self.job.response("chat.completion", choices)
-        if self.job.request.return_token_ids:
-            response["prompt_token_ids"] = list(self.job.runs[0].prompt.token_ids)
-        if self.job.request.prompt_logprobs is not None:
-            response["prompt_logprobs"] = job_prompt_logprobs(self.job)
-        return response
-
-
 class ChatService(GenerationService):
-    renderer = ChatChunkRenderer
-    fold = ChatFold
+    output = ChatStream
 
     def __init__(self, engine: Engine, template: ChatTemplate, served_names: Callable[[], list[str]],
                  tool_parser: Callable[..., ToolParser], reasoning_parser: type[ReasoningParser] | None = None,

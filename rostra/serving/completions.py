@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from rostra.engines.base import Engine, Prompt, TokenStep
 from rostra.errors import InvalidRequest
@@ -15,8 +15,8 @@ from rostra.parsing.parser import ChoicePipeline
 from rostra.protocol.completions import CompletionRequest
 from rostra.serving.generation import (
     ChoiceRun,
-    ChunkRenderer,
     GenerationService,
+    GenerationStream,
     Job,
     RequestStats,
     completion_budget,
@@ -77,18 +77,29 @@ class EchoTracker:
         return [step.token_id for step in event.logprobs]
 
 
-def _extension_fields(job: Job, index: int) -> dict:
+def _extension_fields(job: Job, index: int) -> dict[str, Any]:
     """vLLM's per-choice prompt fields: prompt_token_ids (return_token_ids), prompt_logprobs."""
     run = next(run for run in job.runs if run.index == index)
-    fields: dict = {}
-    if job.request.return_token_ids:
+    fields: dict[str, Any] = {}
+    if job.options.return_token_ids:
         fields["prompt_token_ids"] = list(run.prompt.token_ids)
-    if job.request.prompt_logprobs is not None:
+    if job.options.prompt_logprobs:
         fields["prompt_logprobs"] = vllm_prompt_logprobs(run.prompt_logprobs, token_text)
     return fields
 
 
-class CompletionChunkRenderer(ChunkRenderer):
+@dataclass
+class _ChoiceState:
+    text: list[str] = field(default_factory=list)
+    logprobs: dict[str, list[Any]] = field(default_factory=lambda: {"tokens": [], "token_logprobs": [],
+                                                                    "top_logprobs": [], "text_offset": []})
+    token_ids: list[int] = field(default_factory=list)
+    finish_reason: str | None = None
+
+
+class CompletionStream(GenerationStream):
+    """A completion: events -> text_completion chunks; each choice is the fold of its chunks."""
+
     object_name = "text_completion"
     null_usage = False
 
@@ -97,13 +108,13 @@ class CompletionChunkRenderer(ChunkRenderer):
         self.logprobs = {run.index: LegacyLogprobs() for run in job.runs}
         self.echo = EchoTracker(job)
         self.started: set[int] = set()
+        self.choices = {run.index: _ChoiceState() for run in job.runs}
 
-    def render(self, index: int, event: Event) -> dict | None:
-        request = self.job.request
+    def render(self, index: int, event: Event) -> dict[str, Any] | None:
         if isinstance(event, Text):
-            logprobs = self.logprobs[index].render(event.text, event.logprobs) if request.logprobs is not None else None
+            logprobs = self.logprobs[index].render(event.text, event.logprobs) if self.options.logprobs else None
             choice = {"index": index, "text": event.text, "logprobs": logprobs, "finish_reason": None}
-            if request.return_token_ids:
+            if self.options.return_token_ids:
                 choice["token_ids"] = self.echo.generated_ids(index, event)
                 if index not in self.started:  # vLLM: the prompt's ids on the choice's first chunk
                     self.started.add(index)
@@ -111,53 +122,34 @@ class CompletionChunkRenderer(ChunkRenderer):
             return self.chunk([choice])
         if isinstance(event, Finish):
             choice = {"index": index, "text": "", "logprobs": None, "finish_reason": event.reason}
-            if request.prompt_logprobs is not None:
+            if self.options.prompt_logprobs:
                 choice["prompt_logprobs"] = _extension_fields(self.job, index)["prompt_logprobs"]
             return self.chunk([choice])
         return None
 
+    def fold_choice(self, choice: dict[str, Any]) -> None:
+        state = self.choices[choice["index"]]
+        state.text.append(choice["text"])
+        for key, values in (choice["logprobs"] or {}).items():
+            state.logprobs[key].extend(values)
+        state.token_ids.extend(choice.get("token_ids", ()))
+        if choice["finish_reason"]:
+            state.finish_reason = choice["finish_reason"]
 
-@dataclass
-class _ChoiceState:
-    text: list[str] = field(default_factory=list)
-    logprobs: dict = field(default_factory=lambda: {"tokens": [], "token_logprobs": [], "top_logprobs": [],
-                                                    "text_offset": []})
-    legacy: LegacyLogprobs = field(default_factory=LegacyLogprobs)
-    token_ids: list[int] = field(default_factory=list)
-    finish_reason: str | None = None
-
-
-class CompletionFold:
-    def __init__(self, job: Job):
-        self.job = job
-        self.choices = {run.index: _ChoiceState() for run in job.runs}
-        self.echo = EchoTracker(job)
-
-    def add(self, index: int, event: Event) -> None:
-        state = self.choices[index]
-        if isinstance(event, Text):
-            state.text.append(event.text)
-            state.token_ids += self.echo.generated_ids(index, event)
-            for key, values in state.legacy.render(event.text, event.logprobs).items():
-                state.logprobs[key].extend(values)
-        elif isinstance(event, Finish):
-            state.finish_reason = event.reason
-
-    def response(self) -> dict:
-        with_logprobs = self.job.request.logprobs is not None
+    def response(self) -> dict[str, Any]:
         choices = []
         for index, state in sorted(self.choices.items()):
             choice = {"index": index, "text": "".join(state.text),
-                      "logprobs": state.logprobs if with_logprobs else None, "finish_reason": state.finish_reason or "stop", **_extension_fields(self.job, index)}
-            if self.job.request.return_token_ids:
+                      "logprobs": state.logprobs if self.options.logprobs else None,
+                      "finish_reason": state.finish_reason or "stop", **_extension_fields(self.job, index)}
+            if self.options.return_token_ids:
                 choice["token_ids"] = state.token_ids
             choices.append(choice)
         return self.job.response("text_completion", choices)
 
 
 class CompletionService(GenerationService):
-    renderer = CompletionChunkRenderer
-    fold = CompletionFold
+    output = CompletionStream
 
     def __init__(self, engine: Engine, served_names: Callable[[], list[str]],
                  defaults: GenerationDefaults = GenerationDefaults()):

@@ -261,6 +261,10 @@ class Job:
     reasoning_fields: tuple[str, ...] = ()
     # Where the events come from when not from the engine's generations (a relayed upstream stream).
     source: Callable[[], AsyncIterator[tuple[int, Event]]] | None = None
+    options: OutputOptions = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.options = OutputOptions.of(self.request)
 
     def envelope(self, object_name: str, choices: list[dict]) -> dict:
         """The fields every response and chunk of this job repeats."""
@@ -272,8 +276,33 @@ class Job:
         return {**self.envelope(object_name, choices), "usage": self.stats.usage(), "timings": self.stats.timings()}
 
 
-class ChunkRenderer:
-    """Semantic events -> stream chunks; subclasses render Text and Finish for their API."""
+@dataclass(frozen=True)
+class OutputOptions:
+    """What a job's output carries, resolved once when the request is prepared: the streams below never
+    read the request again."""
+
+    logprobs: bool = False  # chat: logprobs.content; completions: legacy logprobs
+    return_token_ids: bool = False  # vLLM: token_ids per choice, prompt_token_ids
+    prompt_logprobs: bool = False  # vLLM: the prompt's scores
+    include_usage: bool = False  # stream_options.include_usage: a last chunk with the usage
+    continuous_usage: bool = False  # vLLM: every chunk carries the usage so far
+
+    @classmethod
+    def of(cls, request: Any) -> "OutputOptions":
+        stream = getattr(request, "stream_options", None)
+        include_usage = bool(stream and stream.include_usage)
+        logprobs = getattr(request, "logprobs", None)
+        return cls(logprobs=logprobs is not None and logprobs is not False,  # completions: 0 asks for them
+                   return_token_ids=bool(getattr(request, "return_token_ids", False)),
+                   prompt_logprobs=getattr(request, "prompt_logprobs", None) is not None, include_usage=include_usage,
+                   continuous_usage=include_usage and bool(stream.continuous_usage_stats))
+
+
+class GenerationStream:
+    """One request's output, streamed or not. `add` turns a semantic event into the chunk a stream sends
+    and folds that same chunk into the state `response()` returns, so a non-streamed response is the fold
+    of the stream by construction. Subclasses write the event -> chunk mapping (`render`) and the fold of
+    one chunk's choice (`fold_choice`) for their API, once."""
 
     object_name: str
     # Chat chunks carry "usage": null until the last one when usage is asked for; the spec
@@ -282,38 +311,46 @@ class ChunkRenderer:
 
     def __init__(self, job: Job):
         self.job = job
-        options = job.request.stream_options
-        self.include_usage = bool(options and options.include_usage)
-        self.continuous_usage = self.include_usage and bool(options.continuous_usage_stats)
+        self.options = job.options
 
-    def start(self) -> list[dict]:
+    def start(self) -> list[dict[str, Any]]:
         return []
 
-    def render(self, index: int, event: Event) -> dict | None:
+    def add(self, index: int, event: Event) -> dict[str, Any] | None:
+        chunk = self.render(index, event)
+        if chunk is not None:
+            for choice in chunk["choices"]:
+                self.fold_choice(choice)
+        return chunk
+
+    def render(self, index: int, event: Event) -> dict[str, Any] | None:
         raise NotImplementedError
 
-    def chunk(self, choices: list[dict]) -> dict:
+    def fold_choice(self, choice: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def response(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def chunk(self, choices: list[dict[str, Any]]) -> dict[str, Any]:
         chunk = self.job.envelope(self.object_name, choices)
-        if self.continuous_usage:
+        if self.options.continuous_usage:
             chunk["usage"] = self.job.stats.usage(running=True)
-        elif self.include_usage and self.null_usage:
+        elif self.options.include_usage and self.null_usage:
             chunk["usage"] = None
         return chunk
 
-    def usage_chunk(self) -> dict | None:
-        if not self.include_usage:
+    def usage_chunk(self) -> dict[str, Any] | None:
+        if not self.options.include_usage:
             return None
         return self.job.response(self.object_name, [])
 
 
 class GenerationService:
-    """Runs a job's choices; renders the events as chunks, or folds them into one response.
+    """Runs a job's choices; its GenerationStream renders the events as chunks, and folds them into the
+    non-streamed response."""
 
-    Subclasses name their renderer (events -> chunks, with `start()` and `usage_chunk()`)
-    and their fold (events -> the non-streamed response)."""
-
-    renderer: type
-    fold: type
+    output: type[GenerationStream]
     # Called once a job's generations are over (metrics): the job and its choices' finish reasons.
     on_finished: Callable[[Job, list[str]], None] | None = None
 
@@ -334,23 +371,26 @@ class GenerationService:
             if self.on_finished is not None:
                 self.on_finished(job, reasons or ["abort"])
 
-    async def stream(self, job: Job, deadline: Deadline = NO_DEADLINE) -> AsyncIterator[dict]:
-        renderer = self.renderer(job)
-        for chunk in renderer.start():
+    async def stream(self, job: Job, deadline: Deadline = NO_DEADLINE) -> AsyncIterator[dict[str, Any]]:
+        output = self.output(job)
+        for chunk in output.start():
             yield chunk
         # aclosing: a client that leaves closes this stream, and with it the generations, at once.
         async with aclosing(deadline.bound(self.events(job))) as events:
             async for index, event in events:
-                chunk = renderer.render(index, event)
+                chunk = output.add(index, event)
                 if chunk is not None:
                     yield chunk
-        usage_chunk = renderer.usage_chunk()
+        usage_chunk = output.usage_chunk()
         if usage_chunk is not None:
             yield usage_chunk
 
-    async def complete(self, job: Job, deadline: Deadline = NO_DEADLINE) -> dict:
-        fold = self.fold(job)
+    async def complete(self, job: Job, deadline: Deadline = NO_DEADLINE) -> dict[str, Any]:
+        output = self.output(job)
+        for chunk in output.start():
+            for choice in chunk["choices"]:
+                output.fold_choice(choice)
         async with aclosing(deadline.bound(self.events(job))) as events:
             async for index, event in events:
-                fold.add(index, event)
-        return fold.response()
+                output.add(index, event)
+        return output.response()
