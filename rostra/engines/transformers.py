@@ -13,7 +13,7 @@ import asyncio
 import logging
 import time
 from pathlib import Path
-from typing import AsyncIterator
+from typing import AsyncGenerator
 
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig
@@ -141,7 +141,8 @@ class TransformersEngine(Engine):
             sequence.cancelled.set()
             sequence.deliver(_ABORTED)  # type: ignore[arg-type]  # ends the consumer's wait now
 
-    async def generate(self, request_id: str, prompt: Prompt, params: SamplingParams) -> AsyncIterator[EngineOutput]:
+    async def generate(self, request_id: str, prompt: Prompt,
+                       params: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
         if self._decoder is None or self._constraints is None:
             raise EngineError("engine not started")
         loop = asyncio.get_running_loop()

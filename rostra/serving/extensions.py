@@ -61,12 +61,12 @@ def choice_decoder(request: SamplingFields, engine: Engine, parsers_read_markup:
                    request.min_tokens, hidden)
 
 
-def vllm_prompt_logprobs(steps: tuple[TokenStep | None, ...] | None, detokenize) -> list[dict | None] | None:
+def vllm_prompt_logprobs(steps: tuple[TokenStep | None, ...] | None, detokenize) -> list[dict[str, Any] | None] | None:
     """vLLM's shape: per prompt token, None for the first, else {token id: {logprob, rank, decoded_token}}
     holding the prompt's own token and the top alternatives."""
     if steps is None:
         return None
-    out: list[dict | None] = []
+    out: list[dict[str, Any] | None] = []
     for step in steps:
         if step is None:
             out.append(None)
