@@ -168,4 +168,4 @@ def _token_content(token: object) -> str:
     """tokenizer_config.json writes a special token as a string or as {"content": ...}."""
     if isinstance(token, dict):
         return str(token.get("content", ""))
-    return token or ""
+    return str(token) if token else ""

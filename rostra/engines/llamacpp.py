@@ -26,7 +26,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncGenerator, Callable
 
 import httpx
 import xllamacpp
@@ -152,7 +152,8 @@ class LlamaCppEngine(Engine):
             raise InvalidRequest("min_tokens cannot be combined with structured outputs or a required tool "
                                  "choice on this engine", param="min_tokens")
 
-    async def generate(self, request_id: str, prompt: Prompt, params: SamplingParams) -> AsyncIterator[EngineOutput]:
+    async def generate(self, request_id: str, prompt: Prompt,
+                       params: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
         """With min_tokens, llama.cpp (which has no such option) first samples that many tokens with
         end-of-generation banned, then continues from them (its prefix cache holds them) as usual."""
         if not params.min_tokens or params.ignore_eos:
@@ -175,7 +176,7 @@ class LlamaCppEngine(Engine):
             yield dataclasses.replace(output, cached_tokens=None) if output.cached_tokens is not None else output
 
     async def _generate(self, request_id: str, prompt_ids: list[int],
-                        params: SamplingParams) -> AsyncIterator[EngineOutput]:
+                        params: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
         body = _request_body(prompt_ids, params, self.vocab_size)
         loop = asyncio.get_running_loop()
         chunks: asyncio.Queue = asyncio.Queue()
@@ -194,10 +195,14 @@ class LlamaCppEngine(Engine):
             if not cancelled.is_set():  # aborted while it waited for a slot
                 self._server.handle_completions(body, on_chunk)
 
+        def finished(_: asyncio.Future[None]) -> None:  # the slot is free again; the reader stops
+            self._free_slots.release()
+            chunks.put_nowait(_DONE)
+
         try:
             await self._free_slots.acquire()
             job = loop.run_in_executor(self._executor, run)
-            job.add_done_callback(lambda _: (self._free_slots.release(), chunks.put_nowait(_DONE)))
+            job.add_done_callback(finished)
             while True:
                 chunk = await chunks.get()
                 if chunk is _DONE:

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import time
 from pathlib import Path
-from typing import AsyncIterator
+from typing import AsyncGenerator
 
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig
@@ -106,7 +106,9 @@ class TransformersEngine(Engine):
     def _load(self) -> None:
         if self.threads:
             torch.set_num_threads(self.threads)
-        model = AutoModelForCausalLM.from_pretrained(self.source, dtype=self.dtype).to(self.device).eval()
+        model = AutoModelForCausalLM.from_pretrained(self.source, dtype=self.dtype)
+        # transformers declares `to` through functools.wraps(torch.nn.Module.to), which mypy reads as unbound.
+        model = model.to(self.device).eval()  # type: ignore[arg-type]
         if not stackable_cache(model.config) and self.parallel > 1:
             log.warning("%s has sliding-window or other special cache layers: one sequence at a time", self.source)
             self.parallel = 1
@@ -126,7 +128,12 @@ class TransformersEngine(Engine):
         return await asyncio.to_thread(self.tokenizer.encode, text, add_special_tokens=add_special)
 
     async def detokenize(self, token_ids: list[int]) -> str:
-        return await asyncio.to_thread(self.tokenizer.decode, token_ids)
+        return await asyncio.to_thread(self._decode, token_ids)
+
+    def _decode(self, token_ids: list[int]) -> str:
+        text = self.tokenizer.decode(token_ids)
+        assert isinstance(text, str)  # (a list comes back only for a batch of sequences)
+        return text
 
     def token_bytes(self, token_id: int) -> bytes:
         return self._token_bytes[token_id] if 0 <= token_id < len(self._token_bytes) else b""
@@ -144,7 +151,8 @@ class TransformersEngine(Engine):
             sequence.cancelled.set()
             sequence.deliver(_ABORTED)  # type: ignore[arg-type]  # ends the consumer's wait now
 
-    async def generate(self, request_id: str, prompt: Prompt, params: SamplingParams) -> AsyncIterator[EngineOutput]:
+    async def generate(self, request_id: str, prompt: Prompt,
+                       params: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
         if self._decoder is None or self._constraints is None:
             raise EngineError("engine not started")
         loop = asyncio.get_running_loop()

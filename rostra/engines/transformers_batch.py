@@ -38,7 +38,7 @@ import torch.nn.functional as F
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
-from rostra.engines.base import EngineOutput, TokenStep, TopLogprob
+from rostra.engines.base import EngineOutput, FinishReason, TokenStep, TopLogprob
 from rostra.engines.transformers_sampling import RequestSampler
 
 log = logging.getLogger("rostra.engine.transformers")
@@ -69,6 +69,17 @@ def stackable_cache(config: Any) -> bool:
     """Whether this model's KV cache is plain full-attention layers that can be padded and stacked."""
     layers = DynamicCache(config=config).layers
     return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
+
+
+def _filled_layers(cache: DynamicCache) -> list[tuple[DynamicLayer, torch.Tensor, torch.Tensor]]:
+    """Each layer with its keys and values. A batched cache holds only plain layers that a prefill
+    filled (stackable_cache), so anything else is a bug, not a state to handle."""
+    out = []
+    for layer in cache.layers:
+        if not isinstance(layer, DynamicLayer) or layer.keys is None or layer.values is None:
+            raise TypeError(f"only filled DynamicLayers can be batched, not {type(layer).__name__}")
+        out.append((layer, layer.keys, layer.values))
+    return out
 
 
 def _left_pad(tensor: torch.Tensor, amount: int, dim: int) -> torch.Tensor:
@@ -183,11 +194,10 @@ class BatchDecoder:
             return
         width = max(self._mask.shape[1], length)
         old_pad, new_pad = width - self._mask.shape[1], width - length
-        for batch_layer, new_layer in zip(self._cache.layers, cache.layers):
-            batch_layer.keys = torch.cat([_left_pad(batch_layer.keys, old_pad, -2),
-                                          _left_pad(new_layer.keys, new_pad, -2)])
-            batch_layer.values = torch.cat([_left_pad(batch_layer.values, old_pad, -2),
-                                            _left_pad(new_layer.values, new_pad, -2)])
+        for (batch_layer, keys, values), (_, new_keys, new_values) in zip(_filled_layers(self._cache),
+                                                                          _filled_layers(cache)):
+            batch_layer.keys = torch.cat([_left_pad(keys, old_pad, -2), _left_pad(new_keys, new_pad, -2)])
+            batch_layer.values = torch.cat([_left_pad(values, old_pad, -2), _left_pad(new_values, new_pad, -2)])
         self._mask = torch.cat([_left_pad(self._mask, old_pad, 1), _left_pad(mask, new_pad, 1)])
         self._rows.append(sequence)
 
@@ -229,6 +239,7 @@ class BatchDecoder:
         sampler.accept(sampled.token_id)
         row.generated += 1
         row.next_input = sampled.token_id
+        reason: FinishReason | None
         if row.generated >= row.max_tokens:
             reason = "length"
         elif sampler.constraint is not None and sampler.constraint.finished:
@@ -249,9 +260,9 @@ class BatchDecoder:
         mask = self._mask.index_select(0, index)
         # Columns that are padding in every remaining row carry nothing: cut them.
         start = int(torch.nonzero(mask.sum(dim=0))[0])
-        for layer in self._cache.layers:
-            layer.keys = layer.keys.index_select(0, index)[:, :, start:]
-            layer.values = layer.values.index_select(0, index)[:, :, start:]
+        for layer, keys, values in _filled_layers(self._cache):
+            layer.keys = keys.index_select(0, index)[:, :, start:]
+            layer.values = values.index_select(0, index)[:, :, start:]
         self._mask = mask[:, start:]
         self._rows = [self._rows[i] for i in keep]
 

@@ -33,7 +33,7 @@ import logging
 import re
 import time
 from contextlib import aclosing
-from typing import Any, AsyncIterator, Callable, Collection, Sequence
+from typing import Any, AsyncGenerator, Callable, Collection, Sequence
 
 import yaml
 
@@ -136,7 +136,8 @@ class VllmEngine(Engine):
             self._aborting.add(request_id)
             await self._llm.abort(request_id)  # vLLM ends the stream with an "abort" output
 
-    async def generate(self, request_id: str, prompt: Prompt, params: SamplingParams) -> AsyncIterator[EngineOutput]:
+    async def generate(self, request_id: str, prompt: Prompt,
+                       params: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
         from vllm import TokensPrompt
 
         if self._llm is None:

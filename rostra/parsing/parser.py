@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Protocol, Sequence
 
 from rostra.engines.base import EngineOutput, TokenStep
+from rostra.engines.base import FinishReason as EngineFinishReason
 from rostra.parsing.decoder import Decoder
-from rostra.parsing.events import Event, Finish, Text, ToolCallStart
+from rostra.parsing.events import Event, Finish, FinishReason, Text, ToolCallStart
 from rostra.parsing.reasoning.base import ReasoningParser
 
 
@@ -78,7 +79,7 @@ class ChoicePipeline:
         else:
             self._undecided_tokens = 0
 
-    def finish(self, engine_reason: str) -> list[Event]:
+    def finish(self, engine_reason: EngineFinishReason) -> list[Event]:
         events = self._parse(self._decoder.finish())
         for position, parser in enumerate(self._parsers):
             flushed = parser.finish()
@@ -91,6 +92,7 @@ class ChoicePipeline:
             events.append(Text("", tuple(self._pending_logprobs)))
             self._pending_logprobs = []
         self._note_tool_calls(events)
+        reason: FinishReason
         if self.made_tool_call:
             reason = "tool_calls"  # whenever a call was made, as OpenAI reports it
         else:

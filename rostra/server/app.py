@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Callable
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -19,6 +20,7 @@ from rostra.config import Settings
 from rostra.engines.base import Engine
 from rostra.parsing.reasoning import reasoning_parser_class
 from rostra.parsing.tools import detect_tool_parser, layered_tool_parser, tool_parser_class
+from rostra.parsing.tools.base import ToolParser
 from rostra.prompt.chat_template import ChatTemplate
 from rostra.server.admission import Admission
 from rostra.server.context import ServerContext
@@ -65,9 +67,9 @@ def build_context(engine: Engine, settings: Settings, store: ResponseStore) -> S
                             engine.eos_token)
     parser_name = settings.tool_call_parser or detect_tool_parser(template.source)
     log.info("tool-call parser: %s%s", parser_name, "" if settings.strict_tool_parsing else " (then the lenient ones)")
-    tool_parser = tool_parser_class(parser_name)
-    if not settings.strict_tool_parsing:
-        tool_parser = layered_tool_parser(tool_parser)
+    primary = tool_parser_class(parser_name)
+    # The class itself, or (the default) a factory like it that layers the lenient parsers after it.
+    tool_parser: Callable[..., ToolParser] = primary if settings.strict_tool_parsing else layered_tool_parser(primary)
     field = settings.reasoning_field
     fields = ("reasoning_content", "reasoning") if field == "both" else (field,)
     reasoning = settings.reasoning_parser

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
@@ -12,6 +13,8 @@ from rostra.errors import InvalidRequest
 from rostra.protocol.strict import RequestModel
 
 log = logging.getLogger("rostra.server")
+
+Body = TypeVar("Body", bound=BaseModel)
 
 # Parts of a pydantic error location that name a union member's type, not a field.
 _TYPE_TAG = re.compile(r"^(str|int|float|bool|list|dict|none|json-or-python)(\[.*\])?$|^(function|constrained)-|\[")
@@ -28,7 +31,7 @@ def param_from_location(location: tuple) -> str | None:
     return path or None
 
 
-async def parse_body(request: Request, model: type[BaseModel]) -> BaseModel:
+async def parse_body(request: Request, model: type[Body]) -> Body:
     body = await request.body()
     try:
         parsed = model.model_validate_json(body)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import AsyncIterator, Callable
+from typing import Any, AsyncGenerator, Callable
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -20,14 +20,15 @@ from rostra.errors import APIError, ServerError
 log = logging.getLogger("rostra.sse")
 
 
-def sse_data(payload: dict | str, named: bool = False) -> bytes:
+def sse_data(payload: dict[str, Any] | str, named: bool = False) -> bytes:
     """One SSE frame; `named` adds the `event:` line the Responses API sends (its event type)."""
     text = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
     name = f"event: {payload['type']}\n" if named and isinstance(payload, dict) and "type" in payload else ""
     return f"{name}data: {text}\n\n".encode()
 
 
-async def _sse_frames(objects: AsyncIterator[dict], responses_api: bool = False) -> AsyncIterator[bytes]:
+async def _sse_frames(objects: AsyncGenerator[dict[str, Any], None],
+                      responses_api: bool = False) -> AsyncGenerator[bytes, None]:
     """Objects -> SSE frames, then [DONE] (Chat/Completions; the Responses API names its events
     and sends no [DONE]). An error after the headers went out is sent in-band, in the API's own shape."""
     sequence = -1  # the Responses stream's last sequence number, which an error event continues
@@ -44,7 +45,7 @@ async def _sse_frames(objects: AsyncIterator[dict], responses_api: bool = False)
         yield sse_data("[DONE]")
 
 
-def _error_event(error: APIError, sequence_number: int) -> dict:
+def _error_event(error: APIError, sequence_number: int) -> dict[str, Any]:
     """The Responses stream's `error` event (the Chat envelope is not one of its events)."""
     return {"type": "error", "code": error.code or error.error_type, "message": error.message,
             "param": error.param, "sequence_number": sequence_number}
@@ -53,7 +54,7 @@ def _error_event(error: APIError, sequence_number: int) -> dict:
 class EventStreamResponse(Response):
     media_type = "text/event-stream"
 
-    def __init__(self, objects: AsyncIterator[dict], responses_api: bool = False,
+    def __init__(self, objects: AsyncGenerator[dict[str, Any], None], responses_api: bool = False,
                  on_close: Callable[[], None] | None = None):
         """`on_close` runs once the response is over, whether its stream ever started or not: the
         response owns what the stream holds (an admission slot), not a generator's `finally`."""

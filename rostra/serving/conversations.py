@@ -30,7 +30,7 @@ def check_metadata(metadata: Any, param: str = "metadata") -> dict[str, str]:
     return metadata
 
 
-def check_items(raw: Any, param: str = "items") -> list[dict]:
+def check_items(raw: Any, param: str = "items") -> list[dict[str, Any]]:
     if raw is None:
         return []
     if not isinstance(raw, list) or not all(isinstance(item, dict) for item in raw):
@@ -44,35 +44,35 @@ class ConversationsService:
     def __init__(self, store: ResponseStore):
         self.store = store
 
-    async def create(self, body: CreateConversationBody) -> dict:
+    async def create(self, body: CreateConversationBody) -> dict[str, Any]:
         conversation = {"id": new_id("conv"), "object": "conversation", "created_at": int(time.time()),
                         "metadata": check_metadata(body.metadata)}
         await self.store.create_conversation(conversation, check_items(body.items))
         return conversation
 
-    async def retrieve(self, conversation_id: str, param: str = "conversation_id") -> dict:
+    async def retrieve(self, conversation_id: str, param: str = "conversation_id") -> dict[str, Any]:
         conversation = await self.store.get_conversation(conversation_id)
         if conversation is None:
             raise NotFound(f"Conversation with id '{conversation_id}' not found.", param=param)
         return conversation
 
-    async def update(self, conversation_id: str, body: UpdateConversationBody) -> dict:
+    async def update(self, conversation_id: str, body: UpdateConversationBody) -> dict[str, Any]:
         conversation = {**await self.retrieve(conversation_id), "metadata": check_metadata(body.metadata)}
         await self.store.update_conversation(conversation)
         return conversation
 
-    async def delete(self, conversation_id: str) -> dict:
+    async def delete(self, conversation_id: str) -> dict[str, Any]:
         if not await self.store.delete_conversation(conversation_id):
             raise NotFound(f"Conversation with id '{conversation_id}' not found.", param="conversation_id")
         return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
 
-    async def add_items(self, conversation_id: str, body: CreateConversationItemsBody) -> dict:
+    async def add_items(self, conversation_id: str, body: CreateConversationItemsBody) -> dict[str, Any]:
         await self.retrieve(conversation_id)
         items = check_items(body.items)
         await self.store.add_conversation_items(conversation_id, items)
         return item_list(items, has_more=False)
 
-    async def list_items(self, conversation_id: str, after: str | None, limit: int, order: str) -> dict:
+    async def list_items(self, conversation_id: str, after: str | None, limit: int, order: str) -> dict[str, Any]:
         await self.retrieve(conversation_id)
         try:
             items, has_more = await self.store.conversation_items(conversation_id, after=after, limit=limit,
@@ -81,7 +81,7 @@ class ConversationsService:
             raise InvalidRequest(str(exc), param="after") from exc
         return item_list(items, has_more)
 
-    async def get_item(self, conversation_id: str, item_id: str) -> dict:
+    async def get_item(self, conversation_id: str, item_id: str) -> dict[str, Any]:
         await self.retrieve(conversation_id)
         item = await self.store.get_conversation_item(conversation_id, item_id)
         if item is None:
@@ -89,7 +89,7 @@ class ConversationsService:
                            param="item_id")
         return item
 
-    async def delete_item(self, conversation_id: str, item_id: str) -> dict:
+    async def delete_item(self, conversation_id: str, item_id: str) -> dict[str, Any]:
         conversation = await self.retrieve(conversation_id)
         if not await self.store.delete_conversation_item(conversation_id, item_id):
             raise NotFound(f"Item with id '{item_id}' not found in conversation '{conversation_id}'.",
@@ -97,7 +97,7 @@ class ConversationsService:
         return conversation
 
 
-def item_list(items: list[dict], has_more: bool) -> dict:
+def item_list(items: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
     # first_id/last_id are required strings in the spec: an empty page has empty ones.
     return {"object": "list", "data": items, "has_more": has_more,
             "first_id": items[0]["id"] if items else "", "last_id": items[-1]["id"] if items else ""}

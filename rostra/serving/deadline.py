@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import AsyncIterator, TypeVar
+from typing import AsyncGenerator, TypeVar
 
 from rostra.errors import RequestTimeout
 
@@ -28,12 +28,12 @@ class Deadline:
     def error(self) -> RequestTimeout:
         return RequestTimeout(f"the request took longer than {self.seconds} s")
 
-    def bound(self, stream: AsyncIterator[T]) -> AsyncIterator[T]:
+    def bound(self, stream: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
         """`stream`'s items until the deadline; past it, RequestTimeout (and `stream` is closed).
         Without a deadline, `stream` itself: no hop per item."""
         return stream if self.at is None else self._bounded(stream)
 
-    async def _bounded(self, stream: AsyncIterator[T]) -> AsyncIterator[T]:
+    async def _bounded(self, stream: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
         async with aclosing(stream):
             while True:
                 try:

@@ -8,7 +8,7 @@ truncate_prompt_tokens cuts the prompt before it is checked against the context.
 
 from __future__ import annotations
 
-from typing import Any, Collection
+from typing import Any, Callable, Collection
 
 from rostra.engines.base import Engine, TokenStep
 from rostra.errors import InvalidRequest
@@ -61,12 +61,13 @@ def choice_decoder(request: SamplingFields, engine: Engine, parsers_read_markup:
                    request.min_tokens, hidden)
 
 
-def vllm_prompt_logprobs(steps: tuple[TokenStep | None, ...] | None, detokenize) -> list[dict | None] | None:
+def vllm_prompt_logprobs(steps: tuple[TokenStep | None, ...] | None,
+                         detokenize: Callable[[bytes], str]) -> list[dict[str, Any] | None] | None:
     """vLLM's shape: per prompt token, None for the first, else {token id: {logprob, rank, decoded_token}}
     holding the prompt's own token and the top alternatives."""
     if steps is None:
         return None
-    out: list[dict | None] = []
+    out: list[dict[str, Any] | None] = []
     for step in steps:
         if step is None:
             out.append(None)

@@ -11,8 +11,13 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:  # the SDK itself loads on first use
+    from mcp import Client
+    from mcp.client import Transport
+    from mcp.types import Tool
 
 log = logging.getLogger("rostra.mcp")
 
@@ -39,7 +44,7 @@ class CallResult:
     error: dict[str, Any] | None = None  # an MCPToolCallError: mcp_protocol_error, mcp_tool_execution_error, http_error
 
 
-def _transport(server: McpServer):
+def _transport(server: McpServer) -> Transport:
     import httpx2
     from mcp.client.sse import sse_client
     from mcp.client.streamable_http import streamable_http_client
@@ -51,14 +56,14 @@ def _transport(server: McpServer):
     return streamable_http_client(server.url, http_client=client)
 
 
-def _client(server: McpServer):
+def _client(server: McpServer) -> Client:
     from mcp import Client
 
     # legacy: the initialize handshake every MCP server speaks; no response cache (each call is fresh).
     return Client(_transport(server), mode="legacy", read_timeout_seconds=server.timeout, cache=None)
 
 
-async def list_tools(server: McpServer) -> tuple[list[dict], str | None]:
+async def list_tools(server: McpServer) -> tuple[list[dict[str, Any]], str | None]:
     """The server's tools as `mcp_list_tools` entries, or an error message."""
     import anyio
 
@@ -80,7 +85,7 @@ async def list_tools(server: McpServer) -> tuple[list[dict], str | None]:
     return [_tool_entry(tool) for tool in tools], None
 
 
-def _tool_entry(tool) -> dict:
+def _tool_entry(tool: Tool) -> dict[str, Any]:
     annotations = tool.annotations.model_dump(mode="json", exclude_none=True) if tool.annotations else None
     return {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema,
             "annotations": annotations}
@@ -124,7 +129,7 @@ def _call_error(server: McpServer, name: str, exc: BaseException) -> dict[str, A
     return {"type": "http_error", "code": _status(exc) or 502, "message": _describe(exc)}
 
 
-def _text_of(content: list[dict], structured: Any) -> str:
+def _text_of(content: list[dict[str, Any]], structured: Any) -> str:
     texts = [block["text"] for block in content if block.get("type") == "text"]
     if texts:
         return "\n".join(texts)
@@ -153,9 +158,9 @@ def _is_cancel(exc: BaseException) -> bool:
 
 def _status(exc: BaseException) -> int | None:
     for leaf in _leaves(exc):
-        response = getattr(leaf, "response", None)
-        if response is not None and isinstance(getattr(response, "status_code", None), int):
-            return response.status_code
+        status = getattr(getattr(leaf, "response", None), "status_code", None)
+        if isinstance(status, int):
+            return status
     return None
 
 

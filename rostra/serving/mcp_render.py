@@ -9,7 +9,7 @@ arguments are complete. Listings are `mcp_list_tools` items (in_progress, comple
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rostra.parsing.events import ToolCallStart
 from rostra.serving.mcp_client import CallResult
@@ -21,9 +21,14 @@ class McpRendering:
     response: dict[str, Any]
     _open: dict[str, Any] | None
 
+    if TYPE_CHECKING:  # ResponseBuilder's, declared for the type checker only
+        def event(self, kind: str, **fields: Any) -> dict[str, Any]: ...
+        def _open_item(self, item: dict[str, Any]) -> list[dict[str, Any]]: ...
+        def _index(self) -> int: ...
+
     def _init_mcp(self) -> None:
         self.mcp: dict[str, tuple[str, bool]] = {}  # tool name -> (server label, needs approval)
-        self.pending_calls: list[dict] = []  # mcp_call items of this turn, waiting to be run
+        self.pending_calls: list[dict[str, Any]] = []  # mcp_call items of this turn, waiting to be run
 
     def _open_mcp(self, event: ToolCallStart) -> list[dict[str, Any]]:
         from rostra.serving.responses_render import new_id
@@ -33,13 +38,13 @@ class McpRendering:
             self._open = {"id": new_id("mcpr"), "type": "mcp_approval_request", "server_label": label,
                           "name": event.name, "arguments": ""}
             return []
-        item = {"id": new_id("mcp"), "type": "mcp_call", "server_label": label, "name": event.name,
+        item: dict[str, Any] = {"id": new_id("mcp"), "type": "mcp_call", "server_label": label, "name": event.name,
                 "arguments": "", "output": None, "error": None, "status": "in_progress"}
         out = self._open_item(item)
         return out + [self.event("response.mcp_call.in_progress", item_id=item["id"], output_index=self._index())]
 
-    def _mcp_args(self, text: str) -> list[dict[str, Any]]:
-        item = self._open
+    def _mcp_args(self, item: dict[str, Any], text: str) -> list[dict[str, Any]]:
+        """More arguments for `item`, the open MCP item."""
         item["arguments"] += text
         if item["type"] == "mcp_approval_request":
             return []

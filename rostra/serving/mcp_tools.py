@@ -53,8 +53,8 @@ class McpTools:
     """A request's MCP tools: the routes by tool name, and the listings this response adds to its output."""
 
     routes: dict[str, McpRoute] = field(default_factory=dict)
-    listings: list[dict] = field(default_factory=list)  # new mcp_list_tools items
-    chat_tools: list[dict] = field(default_factory=list)  # the tools as the chat template sees them
+    listings: list[dict[str, Any]] = field(default_factory=list)  # new mcp_list_tools items
+    chat_tools: list[dict[str, Any]] = field(default_factory=list)  # the tools as the chat template sees them
 
     def labels(self) -> dict[str, tuple[str, bool]]:
         """Tool name -> (server label, needs approval): what the response builder needs."""
@@ -72,9 +72,9 @@ def parse_tool_servers(specs: list[str]) -> dict[str, str]:
     return servers
 
 
-def requested_servers(tools: list[dict] | None, policy: McpPolicy) -> list[tuple[McpServer, dict]]:
+def requested_servers(tools: list[dict[str, Any]] | None, policy: McpPolicy) -> list[tuple[McpServer, dict[str, Any]]]:
     """The request's MCP servers and their tool specs; a 400 for one the policy refuses."""
-    servers: list[tuple[McpServer, dict]] = []
+    servers: list[tuple[McpServer, dict[str, Any]]] = []
     for index, tool in enumerate(tools or []):
         if tool.get("type") != "mcp":
             continue
@@ -97,7 +97,7 @@ def requested_servers(tools: list[dict] | None, policy: McpPolicy) -> list[tuple
     return servers
 
 
-def _headers(tool: dict, param: str) -> dict[str, str]:
+def _headers(tool: dict[str, Any], param: str) -> dict[str, str]:
     headers = tool.get("headers") or {}
     if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
         raise InvalidRequest("headers must map names to strings", param=f"{param}.headers")
@@ -106,7 +106,7 @@ def _headers(tool: dict, param: str) -> dict[str, str]:
     return dict(headers)
 
 
-def redacted(tool: dict) -> dict:
+def redacted(tool: dict[str, Any]) -> dict[str, Any]:
     """An mcp tool as the response echoes (and the store keeps) it: no header value, no token in clear."""
     out = {key: value for key, value in tool.items() if key != "authorization"}
     if isinstance(out.get("headers"), dict):
@@ -114,7 +114,7 @@ def redacted(tool: dict) -> dict:
     return out
 
 
-async def resolve(servers: list[tuple[McpServer, dict]], conversation: list[dict],
+async def resolve(servers: list[tuple[McpServer, dict[str, Any]]], conversation: list[dict[str, Any]],
                   function_names: set[str]) -> McpTools:
     """List each server's tools (or reuse a listing already in the conversation) and route them."""
     cached = {item["server_label"]: item for item in conversation
@@ -140,7 +140,7 @@ async def resolve(servers: list[tuple[McpServer, dict]], conversation: list[dict
     return result
 
 
-def _matches(rule: Any, tool: dict, default: bool) -> bool:
+def _matches(rule: Any, tool: dict[str, Any], default: bool) -> bool:
     """An allowed_tools / approval filter: a list of names, or {tool_names, read_only}; None: `default`."""
     if rule is None:
         return default
@@ -152,7 +152,7 @@ def _matches(rule: Any, tool: dict, default: bool) -> bool:
     return default
 
 
-def _needs_approval(spec: dict, tool: dict) -> bool:
+def _needs_approval(spec: dict[str, Any], tool: dict[str, Any]) -> bool:
     """OpenAI's rule: approval is required unless `require_approval` says `never` for this tool."""
     rule = spec.get("require_approval")
     if rule is None or rule == "always":

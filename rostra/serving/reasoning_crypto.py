@@ -16,6 +16,7 @@ import json
 import os
 import secrets
 from pathlib import Path
+from typing import Any
 
 from rostra.errors import InvalidRequest
 
@@ -73,13 +74,16 @@ class ReasoningSealer:
             if raw[:1] != VERSION or len(raw) < 1 + 12 + 16:
                 raise ValueError("unknown format")
             plain = AESGCM(self.key()).decrypt(raw[1:13], raw[13:], _AAD)
-            return json.loads(plain)["text"]
+            text = json.loads(plain)["text"]
+            if not isinstance(text, str):  # (what this server seals is always text)
+                raise TypeError("the sealed text is not a string")
+            return text
         except (binascii.Error, ValueError, InvalidTag, KeyError, TypeError) as exc:
             raise InvalidRequest("encrypted_content could not be decrypted: it was not made by this server "
                                  "(or its key changed), or it was altered", param=param) from exc
 
 
-def reasoning_text(item: dict, sealer: ReasoningSealer, param: str) -> str:
+def reasoning_text(item: dict[str, Any], sealer: ReasoningSealer, param: str) -> str:
     """What a reasoning input item says: its sealed text, else its content, else its summary."""
     if item.get("encrypted_content"):
         return sealer.open(item["encrypted_content"], f"{param}.encrypted_content")
@@ -93,7 +97,7 @@ def reasoning_text(item: dict, sealer: ReasoningSealer, param: str) -> str:
     return ""
 
 
-def opened(items: list[dict], sealer: ReasoningSealer, param: str | None = None) -> list[dict]:
+def opened(items: list[dict[str, Any]], sealer: ReasoningSealer, param: str | None = None) -> list[dict[str, Any]]:
     """The items with each reasoning item's text in `content` (what the chat template reads); `param` names
     where they came from in errors (default: the request's input)."""
     out = []

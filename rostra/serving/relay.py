@@ -8,20 +8,25 @@ stream it, the same fold answers non-streamed requests and the Responses API is 
 from __future__ import annotations
 
 import uuid
-from typing import AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, get_args
 
 from rostra.engines.base import Engine, Prompt, RelayedStream
 from rostra.errors import BadGateway, InvalidRequest
-from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, ToolCallEnd, ToolCallStart
+from rostra.parsing.events import (Event, Finish, FinishReason, Reasoning, Text, ToolCallArgs, ToolCallEnd,
+                                   ToolCallStart)
 from rostra.parsing.tools.emitter import CallEmitter
+from rostra.protocol.chat import ChatCompletionRequest
+from rostra.protocol.completions import CompletionRequest
 from rostra.protocol.logprobs import chat_step, completion_steps
 from rostra.serving.generation import ChoiceRun, Job, RequestStats
 
-FINISH_REASONS = {"stop", "length", "tool_calls", "content_filter"}
+# An upstream's finish_reason -> rostra's (one it does not know reads as "stop").
+FINISH_REASONS: dict[str, FinishReason] = {reason: reason for reason in get_args(FinishReason)}
 
 
-async def relay_job(engine: Engine, request, api: str, id_prefix: str, choices: int, last_text: str,
-                    reasoning_fields: tuple[str, ...] = (), make_emitter: Callable[[], CallEmitter] | None = None) -> Job:
+async def relay_job(engine: Engine, request: ChatCompletionRequest | CompletionRequest, api: str, id_prefix: str,
+                    choices: int, last_text: str, reasoning_fields: tuple[str, ...] = (),
+                    make_emitter: Callable[[], CallEmitter] | None = None) -> Job:
     """Open the upstream stream now (its 4xx are the client's error, before any byte is sent).
     `make_emitter`: the request's CallEmitter, which the upstream's tool calls pass too.
     Sampling extensions (min_tokens, bad_words, ...) go upstream with the body; the ones that add
@@ -32,7 +37,7 @@ async def relay_job(engine: Engine, request, api: str, id_prefix: str, choices: 
     body = request.model_dump(mode="json", exclude_unset=True)
     body.update(stream=True, stream_options={"include_usage": True})
     upstream = await engine.relay(request.model, api, body)
-    chunk_events = ChatChunkEvents() if api == "chat/completions" else CompletionChunkEvents()
+    chunk_events: ChunkEvents = ChatChunkEvents() if api == "chat/completions" else CompletionChunkEvents()
     runs = [ChoiceRun(index, Prompt([], last_text, model=request.model)) for index in range(choices)]
     stats = RequestStats()
     job = Job(request, f"{id_prefix}-{uuid.uuid4().hex}", request.model, runs, stats,
@@ -42,7 +47,7 @@ async def relay_job(engine: Engine, request, api: str, id_prefix: str, choices: 
     return job
 
 
-async def relayed_events(upstream: RelayedStream, chunk_events, stats: RequestStats, indices: range,
+async def relayed_events(upstream: RelayedStream, chunk_events: ChunkEvents, stats: RequestStats, indices: range,
                          emitters: dict[int, CallEmitter] | None = None) -> AsyncIterator[tuple[int, Event]]:
     emitters = emitters or {}
 
@@ -82,10 +87,10 @@ class ChatChunkEvents:
     """chat.completion.chunk choices -> events; tool calls are announced once, then their
     argument pieces, and closed when the choice finishes."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.open_calls: dict[int, list[int]] = {}
 
-    def events(self, index: int, choice: dict) -> list[Event]:
+    def events(self, index: int, choice: dict[str, Any]) -> list[Event]:
         delta = choice.get("delta") or {}
         events: list[Event] = []
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
@@ -102,7 +107,7 @@ class ChatChunkEvents:
             events += self.finish(index, reason)
         return events
 
-    def _tool_call(self, index: int, call: dict) -> list[Event]:
+    def _tool_call(self, index: int, call: dict[str, Any]) -> list[Event]:
         number = call.get("index", 0)
         function = call.get("function") or {}
         calls = self.open_calls.setdefault(index, [])
@@ -117,13 +122,13 @@ class ChatChunkEvents:
 
     def finish(self, index: int, reason: str) -> list[Event]:
         ends: list[Event] = [ToolCallEnd(number) for number in self.open_calls.pop(index, [])]
-        return ends + [Finish(reason if reason in FINISH_REASONS else "stop", 0)]
+        return ends + [Finish(FINISH_REASONS.get(reason, "stop"), 0)]
 
 
 class CompletionChunkEvents:
     """text_completion choices -> events (legacy logprobs become token steps)."""
 
-    def events(self, index: int, choice: dict) -> list[Event]:
+    def events(self, index: int, choice: dict[str, Any]) -> list[Event]:
         events: list[Event] = []
         text = choice.get("text") or ""
         if text:
@@ -134,5 +139,8 @@ class CompletionChunkEvents:
         return events
 
     def finish(self, index: int, reason: str) -> list[Event]:
-        return [Finish(reason if reason in FINISH_REASONS else "stop", 0)]
+        return [Finish(FINISH_REASONS.get(reason, "stop"), 0)]
+
+
+ChunkEvents = ChatChunkEvents | CompletionChunkEvents
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import AsyncIterator
+from typing import Any, AsyncGenerator
 
 from rostra.errors import InvalidRequest
 from rostra.serving.mcp_client import CallResult, call_tool
@@ -37,10 +37,10 @@ class ToolLoop:
         within_calls = self.max_calls is None or self.calls < self.max_calls
         return within_calls and self.turns < MAX_TURNS
 
-    def chat_tools(self) -> list[dict]:
+    def chat_tools(self) -> list[dict[str, Any]]:
         return self.tools.chat_tools if self.room() else []
 
-    async def run(self, builder: ResponseBuilder, calls: list[dict]) -> AsyncIterator[dict]:
+    async def run(self, builder: ResponseBuilder, calls: list[dict[str, Any]]) -> AsyncGenerator[dict[str, Any], None]:
         """Run this turn's MCP calls (concurrently), then emit each one's end, in order."""
         allowed = calls if self.max_calls is None else calls[:max(0, self.max_calls - self.calls)]
         self.calls += len(allowed)
@@ -49,17 +49,18 @@ class ToolLoop:
             for event in builder.call_done(item, result):
                 yield event
 
-    async def _call(self, item: dict) -> CallResult:
+    async def _call(self, item: dict[str, Any]) -> CallResult:
         route = self.tools.routes[item["name"]]
         return await call_tool(route.server, route.name, item["arguments"])
 
 
-def awaits_client(items: list[dict]) -> bool:
+def awaits_client(items: list[dict[str, Any]]) -> bool:
     """A turn that called a function tool or asked for an approval ends the response: the client acts next."""
     return any(item["type"] in ("function_call", "mcp_approval_request") for item in items)
 
 
-async def approved_calls(items: list[dict], conversation: list[dict], loop: ToolLoop) -> list[dict]:
+async def approved_calls(items: list[dict[str, Any]], conversation: list[dict[str, Any]],
+                         loop: ToolLoop) -> list[dict[str, Any]]:
     """The calls this request's `mcp_approval_response` items approve, run now: `mcp_call` items."""
     requests = {item["id"]: item for item in conversation if item.get("type") == "mcp_approval_request"}
     done = {item.get("approval_request_id") for item in conversation if item.get("type") == "mcp_call"}
@@ -85,11 +86,11 @@ async def approved_calls(items: list[dict], conversation: list[dict], loop: Tool
     return approved
 
 
-def expand_mcp(items: list[dict]) -> list[dict]:
+def expand_mcp(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """MCP items as the function calls and outputs the chat template renders; listings and unanswered
     approval requests are not part of what the model reads."""
     requests = {item["id"]: item for item in items if item.get("type") == "mcp_approval_request"}
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     for item in items:
         kind = item.get("type")
         if kind == "mcp_call":
@@ -109,7 +110,7 @@ def expand_mcp(items: list[dict]) -> list[dict]:
     return out
 
 
-def _result_text(item: dict) -> str:
+def _result_text(item: dict[str, Any]) -> str:
     error = item.get("error")
     if not error:
         return item.get("output") or ""
@@ -121,7 +122,7 @@ def _result_text(item: dict) -> str:
     return f"Error: {error.get('message', 'the tool call failed')}"
 
 
-def check_mcp_item(item: dict, param: str) -> None:
+def check_mcp_item(item: dict[str, Any], param: str) -> None:
     """Input MCP items (as a stateless client sends them back): the fields rostra reads."""
     kind = item["type"]
     if kind == "mcp_approval_response":

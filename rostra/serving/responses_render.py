@@ -16,6 +16,7 @@ from rostra.errors import APIError
 from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, ToolCallEnd, ToolCallStart
 from rostra.serving.chat import logprobs_content
 from rostra.serving.mcp_render import McpRendering
+from rostra.serving.reasoning_crypto import ReasoningSealer
 
 
 def new_id(prefix: str) -> str:
@@ -29,9 +30,9 @@ class ResponseBuilder(McpRendering):
         self.sequence = 0
         self._open: dict[str, Any] | None = None  # the output item being written
         self._text = ""  # its text so far (message or reasoning)
-        self._logprobs: list[dict] = []  # its tokens' logprobs so far (messages, when asked for)
+        self._logprobs: list[dict[str, Any]] = []  # its tokens' logprobs so far (messages, when asked for)
         self.error: APIError | None = None  # why the response failed, once it has
-        self.sealer = None  # a ReasoningSealer when reasoning items carry encrypted_content
+        self.sealer: ReasoningSealer | None = None  # set when reasoning items carry encrypted_content
 
     # -- the envelope ------------------------------------------------------------------------
     def event(self, kind: str, **fields: Any) -> dict[str, Any]:
@@ -61,7 +62,7 @@ class ResponseBuilder(McpRendering):
                     "arguments": "", "status": "in_progress"}
             return out + self._open_item(item)
         if isinstance(event, ToolCallArgs) and self._open and self._open["type"].startswith("mcp_"):
-            return self._mcp_args(event.text)
+            return self._mcp_args(self._open, event.text)
         if isinstance(event, ToolCallArgs) and self._open and self._open["type"] == "function_call":
             self._open["arguments"] += event.text
             return [self.event("response.function_call_arguments.delta", item_id=self._open["id"],
@@ -111,9 +112,10 @@ class ResponseBuilder(McpRendering):
                                      content_index=0, part=part))
         return events
 
-    def _write(self, kind: str, text: str, logprobs: list[dict] | None = None) -> list[dict[str, Any]]:
+    def _write(self, kind: str, text: str, logprobs: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        if self._open is None or self._open["type"] != kind:
+        item = self._open
+        if item is None or item["type"] != kind:
             out += self._close()
             if kind == "message":
                 item = {"id": new_id("msg"), "type": "message", "role": "assistant", "status": "in_progress",
@@ -125,10 +127,10 @@ class ResponseBuilder(McpRendering):
         self._text += text
         if kind == "message":
             self._logprobs += logprobs or []
-            out.append(self.event("response.output_text.delta", item_id=self._open["id"],
+            out.append(self.event("response.output_text.delta", item_id=item["id"],
                                   output_index=self._index(), content_index=0, delta=text, logprobs=logprobs or []))
         else:
-            out.append(self.event("response.reasoning_text.delta", item_id=self._open["id"],
+            out.append(self.event("response.reasoning_text.delta", item_id=item["id"],
                                   output_index=self._index(), content_index=0, delta=text))
         return out
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import AsyncIterator
+from typing import AsyncGenerator
 
 from rostra.engines.base import Engine, EngineOutput, ModelInfo, Prompt, SamplingParams
 from rostra.engines.remote.pool import UpstreamPool, UpstreamResponse
@@ -104,7 +104,8 @@ class RemoteEngine(Engine):
         if stream is not None:
             await stream.aclose()
 
-    async def generate(self, request_id: str, prompt: Prompt, params: SamplingParams) -> AsyncIterator[EngineOutput]:
+    async def generate(self, request_id: str, prompt: Prompt,
+                       params: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
         stream = await self.pool.post(prompt.model, "/completions", completion_body(prompt, params))
         self._streams[request_id] = stream
         try:

@@ -22,4 +22,4 @@ def reasoning_parser_names() -> list[str]:
 
 
 def reasoning_parser_class(name: str) -> type[ReasoningParser]:
-    return load_class(REGISTRY, "rostra.parsing.reasoning", "reasoning parser", name)
+    return load_class(REGISTRY, "rostra.parsing.reasoning", "reasoning parser", name, ReasoningParser)

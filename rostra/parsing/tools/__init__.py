@@ -5,6 +5,8 @@ Select one with `--tool-call-parser NAME`; `tool_parser_class(NAME)` finds it in
 
 from __future__ import annotations
 
+from typing import Callable
+
 from rostra.parsing.tools.base import ToolParser
 from rostra.parsing.registry import load_class
 
@@ -47,10 +49,10 @@ def tool_parser_names() -> list[str]:
 
 
 def tool_parser_class(name: str) -> type[ToolParser]:
-    return load_class(REGISTRY, "rostra.parsing.tools", "tool-call parser", name)
+    return load_class(REGISTRY, "rostra.parsing.tools", "tool-call parser", name, ToolParser)
 
 
-def layered_tool_parser(primary: type[ToolParser]):
+def layered_tool_parser(primary: type[ToolParser]) -> Callable[..., ToolParser]:
     """The default: `primary`, then the lenient recognisers on the text it leaves (layered.py)."""
     from rostra.parsing.tools.layered import layered_tool_parser as make
 

@@ -70,10 +70,11 @@ class ArgumentsWriter:
         out: list[str] = []
         i = 0
         while i < len(text) and not (self.done or self.broken):
-            if self.token is not None and self.token.kind == "string" and self.token.escape is None:
+            token = self.token
+            if token is not None and token.kind == "string" and token.escape is None:
                 run = STRING_RUN.match(text, i)
                 if run:
-                    self._string_run(run.group(), out)
+                    self._string_run(token, run.group(), out)
                     i = run.end()
                     continue
             self._char(text[i], out)
@@ -90,7 +91,7 @@ class ArgumentsWriter:
             return "{}"
         out: list[str] = []
         if self.token is not None and self.token.kind != "string" and not self.broken:
-            self._end_scalar(out)  # a whole number or literal at the cut stays
+            self._end_scalar(self.token, out)  # a whole number or literal at the cut stays
         token, self.token = self.token, None
         if token is not None and token.kind == "string" and not token.is_key and self._writing():
             out.append('"')  # a string value cut off: what was written of it stays
@@ -110,12 +111,12 @@ class ArgumentsWriter:
         token = self.token
         if token is not None:
             if token.kind == "string":
-                self._string_char(char, out)
+                self._string_char(token, char, out)
                 return
             if char in NUMBER_CHARS or char.isalpha():
                 token.text.append(char)
                 return
-            self._end_scalar(out)
+            self._end_scalar(token, out)
             if self.broken:
                 return
         if char in SPACE:
@@ -193,8 +194,8 @@ class ArgumentsWriter:
         if not self.stack:
             self.done = True
 
-    def _end_scalar(self, out: list[str]) -> None:
-        token, self.token = self.token, None
+    def _end_scalar(self, token: _Token, out: list[str]) -> None:
+        self.token = None
         text = "".join(token.text)
         if token.kind == "number" and NUMBER.match(text) and math.isfinite(float(text)):
             text = json.dumps(json.loads(text))  # (1e400 would come back as Infinity: not JSON)
@@ -207,8 +208,7 @@ class ArgumentsWriter:
 
     # -- strings -------------------------------------------------------------------------
 
-    def _string_run(self, run: str, out: list[str]) -> None:
-        token = self.token
+    def _string_run(self, token: _Token, run: str, out: list[str]) -> None:
         if token.high:
             run, token.high = "\ufffd" + run, ""
         if token.is_key:
@@ -216,11 +216,10 @@ class ArgumentsWriter:
         elif self._writing():
             out.append(_encode(run))
 
-    def _string_char(self, char: str, out: list[str]) -> None:
-        token = self.token
+    def _string_char(self, token: _Token, char: str, out: list[str]) -> None:
         if token.escape is None:
             if char == '"':
-                self._end_string(out)
+                self._end_string(token, out)
             else:  # a backslash
                 token.escape = ""
             return
@@ -230,7 +229,7 @@ class ArgumentsWriter:
             if decoded is None:
                 self.broken = True
             else:
-                self._decoded(decoded, out)
+                self._decoded(token, decoded, out)
             return
         token.escape += char
         if len(token.escape) == 5:
@@ -240,25 +239,23 @@ class ArgumentsWriter:
                 self.broken = True
                 return
             token.escape = None
-            self._code_point(code, out)
+            self._code_point(token, code, out)
 
-    def _code_point(self, code: int, out: list[str]) -> None:
-        token = self.token
+    def _code_point(self, token: _Token, code: int, out: list[str]) -> None:
         if 0xD800 <= code < 0xDC00:
             if token.high:
-                self._decoded("\ufffd", out)
+                self._decoded(token, "\ufffd", out)
             token.high = chr(code)
             return
         if 0xDC00 <= code < 0xE000:
             if token.high:
                 high, token.high = token.high, ""
-                self._decoded(chr(0x10000 + ((ord(high) - 0xD800) << 10) + (code - 0xDC00)), out)
+                self._decoded(token, chr(0x10000 + ((ord(high) - 0xD800) << 10) + (code - 0xDC00)), out)
                 return
             code = 0xFFFD
-        self._decoded(chr(code), out)
+        self._decoded(token, chr(code), out)
 
-    def _decoded(self, text: str, out: list[str]) -> None:
-        token = self.token
+    def _decoded(self, token: _Token, text: str, out: list[str]) -> None:
         if token.high:
             text, token.high = "\ufffd" + text, ""
         if token.is_key:
@@ -266,8 +263,8 @@ class ArgumentsWriter:
         elif self._writing():
             out.append(_encode(text))
 
-    def _end_string(self, out: list[str]) -> None:
-        token, self.token = self.token, None
+    def _end_string(self, token: _Token, out: list[str]) -> None:
+        self.token = None
         if token.high:
             if token.is_key:
                 token.text.append("\ufffd")

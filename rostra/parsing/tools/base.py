@@ -22,9 +22,12 @@ import logging
 import secrets
 import string
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from rostra.parsing.events import Event, Text, ToolCallArgs, ToolCallEnd, ToolCallStart
+
+if TYPE_CHECKING:  # call_stream builds on this module: imported at run time where used
+    from rostra.parsing.tools.call_stream import CallStream
 
 log = logging.getLogger("rostra.tools")
 
@@ -183,7 +186,7 @@ class MarkupToolParser(ToolParser):
         self._pending = ""  # text not yet released (outside: a partial start marker)
         self._inside = False
         self._searched = 0  # inside: the end marker does not start before this index of _pending
-        self._stream: Any = None  # inside, with stream_calls: the block's CallStream
+        self._stream: CallStream | None = None  # inside, with stream_calls: the block's CallStream
         self._streamed = 0  # inside: _pending up to here went to the stream
         self._after: list[str] = []  # inside: text after a streamed call object, before the end
 

@@ -58,7 +58,8 @@ class CallStream:
             return []
         self.state = CLOSED
         tail = self._writer.close()
-        return ([ToolCallArgs(self._index, tail)] if tail else []) + [ToolCallEnd(self._index)]
+        events: list[Event] = [ToolCallArgs(self._index, tail)] if tail else []
+        return events + [ToolCallEnd(self._index)]
 
     def _read_head(self, text: str) -> tuple[list[Event], str]:
         self._head += text

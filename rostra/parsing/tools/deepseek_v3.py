@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from rostra.parsing.tools.base import ParsedCall, SectionToolParser
 
@@ -75,7 +76,7 @@ def parse_call(body: str) -> ParsedCall | None:
     return ParsedCall(name, parsed) if name and parsed is not None else None
 
 
-def _arguments(text: str) -> dict | None:
+def _arguments(text: str) -> dict[str, Any] | None:
     """The JSON object of a call, with or without its ```json fence; None if incomplete."""
     text = text.strip()
     fence = FENCE_OPEN.match(text)

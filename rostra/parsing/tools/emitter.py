@@ -90,17 +90,18 @@ class CallEmitter:
             self._open[event.index] = _Call(event.name, None)
             return out
         strict = self.strict or spec.strict
-        call = _Call(event.name, self.count, writer=ArgumentsWriter(allowed_properties(spec) if strict else None))
+        index = self.count
+        call = _Call(event.name, index, writer=ArgumentsWriter(allowed_properties(spec) if strict else None))
         self.count += 1
         self._open[event.index] = call
-        return out + [ToolCallStart(call.index, event.id or openai_call_id(), event.name)]
+        return out + [ToolCallStart(index, event.id or openai_call_id(), event.name)]
 
     def _arguments(self, event: ToolCallArgs) -> list[Event]:
         call = self._open.get(event.index)
         if call is None:
             log.warning("tool-call arguments for a call never started (index %d) dropped", event.index)
             return []
-        if call.writer is None:
+        if call.writer is None or call.index is None:  # not let through (the two go together)
             call.raw.append(event.text)
             return []
         text = call.writer.feed(event.text)
@@ -110,7 +111,7 @@ class CallEmitter:
         call = self._open.pop(source_index, None)
         if call is None:
             return []
-        if call.writer is None:
+        if call.writer is None or call.index is None:  # not let through (the two go together)
             raw = "".join(call.raw)
             return [Text(raw)] if call.as_text and raw else []
         writer = call.writer
@@ -119,13 +120,14 @@ class CallEmitter:
             log.warning("tool call %r: arguments that are not JSON were cut where they broke", call.name)
         if writer.dropped:
             log.info("tool call %r: properties outside the schema left out: %s", call.name, writer.dropped)
-        self._check_required(call)
-        return ([ToolCallArgs(call.index, tail)] if tail else []) + [ToolCallEnd(call.index)]
+        self._check_required(call.name, writer)
+        events: list[Event] = [ToolCallArgs(call.index, tail)] if tail else []
+        return events + [ToolCallEnd(call.index)]
 
-    def _check_required(self, call: _Call) -> None:
-        spec = self.tools[call.name]
+    def _check_required(self, name: str, writer: ArgumentsWriter) -> None:
+        spec = self.tools[name]
         if not (self.strict or spec.strict):
             return
-        missing = [name for name in spec.parameters.get("required") or () if name not in call.writer.seen]
+        missing = [key for key in spec.parameters.get("required") or () if key not in writer.seen]
         if missing:
-            log.warning("strict tool call %r lacks required properties %s", call.name, missing)
+            log.warning("strict tool call %r lacks required properties %s", name, missing)

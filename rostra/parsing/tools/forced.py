@@ -52,7 +52,7 @@ class RequiredCallsParser(_WholeOutputParser):
         self._buffer.append(text)
         events: list[Event] = []
         while text and self._mode not in ("done", "whole"):
-            if self._mode == "element":
+            if self._mode == "element" and self._stream is not None:  # (element: a call is open)
                 more, text = self._stream.feed(text)
                 events += more
                 if self._stream.state in (WHOLE, DROPPED):
@@ -110,10 +110,12 @@ class NamedCallParser(_WholeOutputParser):
         self.calls = 1
         self._writer = ArgumentsWriter()
         out = self._writer.feed(lead)
-        return [ToolCallStart(0, self.new_call_id(), self.function)] + ([ToolCallArgs(0, out)] if out else [])
+        events: list[Event] = [ToolCallStart(0, self.new_call_id(), self.function)]
+        return events + ([ToolCallArgs(0, out)] if out else [])
 
     def finish(self) -> list[Event]:
         if self._writer is None:
             return self.whole()
         tail = self._writer.close()
-        return ([ToolCallArgs(0, tail)] if tail else []) + [ToolCallEnd(0)]
+        events: list[Event] = [ToolCallArgs(0, tail)] if tail else []
+        return events + [ToolCallEnd(0)]
