@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
 from pathlib import Path
@@ -22,7 +23,6 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve", help="serve a model over the OpenAI API",
         description="Serve a model over the OpenAI API (Chat Completions, Completions, Responses, Models).")
-    parser.serve_parser = serve  # type: ignore[attr-defined]  # for --config defaults
     serve.add_argument("model", nargs="?", help="a GGUF file (default: the embedded SmolLM2-135M-Instruct); "
                                                 "transformers engine: a checkpoint directory or hub id")
     serve.add_argument("--engine", choices=list(ENGINES), default="llamacpp",
@@ -230,7 +230,14 @@ def serve(settings: Settings) -> None:
     # On SIGTERM uvicorn stops accepting, lets running requests (streams too) finish for the grace
     # period, then the app's shutdown cancels what is left and closes the engine and the store.
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level,
-                timeout_graceful_shutdown=settings.shutdown_grace)
+                timeout_graceful_shutdown=math.ceil(settings.shutdown_grace))
+
+
+def serve_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The `serve` command's own parser (where --config sets defaults)."""
+    commands = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    serve: argparse.ArgumentParser = commands.choices["serve"]
+    return serve
 
 
 def apply_config_file(parser: argparse.ArgumentParser, argv: list[str] | None) -> None:
@@ -243,7 +250,7 @@ def apply_config_file(parser: argparse.ArgumentParser, argv: list[str] | None) -
     values = yaml.safe_load(Path(args.config).read_text()) or {}
     if not isinstance(values, dict):
         raise SystemExit(f"--config {args.config}: expected a mapping of settings")
-    serve = parser.serve_parser
+    serve = serve_parser(parser)
     known = {action.dest for action in serve._actions}
     defaults = {key.replace("-", "_"): value for key, value in values.items()}
     unknown = sorted(set(defaults) - known)

@@ -11,8 +11,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.types
-@pytest.mark.xfail(strict=False, reason="errors remain in serving/generation.py, chat.py, completions.py, "
-                   "responses.py and cli.py, which another branch is changing; they are fixed after its merge")
 def test_mypy_is_clean():
     result = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, f"mypy found errors:\n{result.stdout}{result.stderr}"

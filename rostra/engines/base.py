@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Literal, Protocol
+from typing import AsyncGenerator, AsyncIterator, Literal, Protocol
 
 from rostra.errors import InvalidRequest
 
@@ -145,7 +145,7 @@ class Engine(abc.ABC):
         """The bytes one token stands for (cheap; used for echoed prompts)."""
 
     @abc.abstractmethod
-    def generate(self, request_id: str, prompt: Prompt, params: SamplingParams) -> AsyncIterator[EngineOutput]:
+    def generate(self, request_id: str, prompt: Prompt, params: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
         """Stream sampled tokens. Closing the iterator early aborts the generation."""
 
     @abc.abstractmethod

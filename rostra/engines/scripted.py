@@ -22,7 +22,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AsyncIterator
+from typing import AsyncGenerator
 
 import jsonschema
 
@@ -109,7 +109,7 @@ class ScriptedEngine(Engine):
         if request_id in self._running:
             self._running[request_id].set()
 
-    async def generate(self, request_id: str, prompt: Prompt, params: SamplingParams) -> AsyncIterator[EngineOutput]:
+    async def generate(self, request_id: str, prompt: Prompt, params: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
         cancelled = self._running[request_id] = asyncio.Event()
         try:
             text, delay_ms = pick_output(self.script, prompt.last_message_text, prompt.last_message_role,

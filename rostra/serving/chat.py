@@ -12,7 +12,7 @@ from rostra.errors import InvalidRequest
 from rostra.generation_defaults import GenerationDefaults
 from rostra.guided.constraints import Constraint, response_constraint
 from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, ToolCallStart
-from rostra.parsing.parser import ChoicePipeline
+from rostra.parsing.parser import ChoicePipeline, OutputParser
 from rostra.parsing.reasoning.base import ReasoningParser
 from rostra.parsing.tools.base import ToolParser
 from rostra.prompt.chat_template import ChatTemplate
@@ -44,7 +44,7 @@ def _constraint(request: ChatCompletionRequest, plan: ToolPlan) -> Constraint | 
     return plan.constraint or content
 
 
-def logprobs_content(tokens: tuple[TokenStep, ...]) -> list[dict]:
+def logprobs_content(tokens: tuple[TokenStep, ...]) -> list[dict[str, Any]]:
     return [
         {
             "token": token_text(step.token_bytes),
@@ -143,7 +143,7 @@ class ChatStream(GenerationStream):
         return choice
 
 
-def job_prompt_logprobs(job: Job, index: int = 0) -> list[dict | None] | None:
+def job_prompt_logprobs(job: Job, index: int = 0) -> list[dict[str, Any] | None] | None:
     run = next(run for run in job.runs if run.index == index)
     return vllm_prompt_logprobs(run.prompt_logprobs, token_text)
 
@@ -153,8 +153,8 @@ class _ChoiceState:
     token_ids: list[int] = field(default_factory=list)
     content: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
-    logprobs: list[dict] = field(default_factory=list)
-    tool_calls: list[dict] = field(default_factory=list)
+    logprobs: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
     finish_reason: str | None = None
 
 
@@ -210,8 +210,8 @@ class ChatService(GenerationService):
         # output is the (JSON) answer, never to be taken for thinking.
         thinking = request.thinking_enabled() and not (constraint and engine.enforces_constraints)
 
-        def parsers() -> list:  # fresh ones per choice: reasoning first, then tools on the answer
-            chain = []
+        def parsers() -> list[OutputParser]:  # fresh ones per choice: reasoning first, then tools on the answer
+            chain: list[OutputParser] = []
             if self.reasoning_parser:
                 chain.append(self.reasoning_parser(text, enabled=thinking))
             if plan.make_parser:

@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from rostra.engines.base import Engine, Prompt, TokenStep
+from rostra.engines.base import Engine, Prompt, SamplingParams, TokenStep
 from rostra.errors import InvalidRequest
 from rostra.generation_defaults import GenerationDefaults
 from rostra.guided.constraints import response_constraint
@@ -31,24 +31,24 @@ from rostra.serving.validation import check_logit_bias, check_model, check_stop_
 OPENAI_MAX_TOKENS = 16  # OpenAI's default length for Completions when neither request nor server sets one
 
 
-def _prompts(prompt) -> list[str | list[int]]:
+def _prompts(prompt: str | list[str] | list[int] | list[list[int]]) -> list[str | list[int]]:
     if isinstance(prompt, str):
         return [prompt]
     if not prompt:
         raise InvalidRequest("prompt must not be empty", param="prompt")
     if all(isinstance(p, int) for p in prompt):
-        return [list(prompt)]
-    return list(prompt)
+        return [[p for p in prompt if isinstance(p, int)]]
+    return [p for p in prompt if not isinstance(p, int)]
 
 
 class LegacyLogprobs:
     """The Completions logprobs format: parallel lists, text offsets counted per choice."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.offset = 0
 
-    def render(self, text: str, tokens: tuple[TokenStep, ...]) -> dict:
-        out = {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
+    def render(self, text: str, tokens: tuple[TokenStep, ...]) -> dict[str, list[Any]]:
+        out: dict[str, list[Any]] = {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
         for step in tokens:
             token = token_text(step.token_bytes)
             out["tokens"].append(token)
@@ -174,7 +174,7 @@ class CompletionService(GenerationService):
         text = prompt if isinstance(prompt, str) and cut is token_ids else await engine.detokenize(cut)
         return text, cut
 
-    def _check_params(self, params, scored: bool) -> None:
+    def _check_params(self, params: SamplingParams, scored: bool) -> None:
         try:
             self.engine.check_params(params)
         except InvalidRequest as exc:
@@ -201,7 +201,7 @@ class CompletionService(GenerationService):
         scored = request.echo and request.logprobs is not None
         extensions = await engine_extensions(engine, request)
         if scored:  # the prompt's alternatives as many as either asks for
-            extensions["prompt_logprobs"] = max(request.logprobs, request.prompt_logprobs or 0)
+            extensions["prompt_logprobs"] = max(request.logprobs or 0, request.prompt_logprobs or 0)
         runs: list[ChoiceRun] = []
         stats = RequestStats()
         context_length = engine.model_info(request.model).context_length

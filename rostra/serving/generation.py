@@ -9,15 +9,16 @@ import dataclasses
 import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Sequence
+from typing import Any, AsyncGenerator, Callable, Sequence
 
 from rostra import __version__
-from rostra.engines.base import Engine, EngineError, Prompt, SamplingParams, TokenStep
+from rostra.engines.base import Engine, EngineError, FinishReason, Prompt, SamplingParams, TokenStep
 from rostra.errors import InvalidRequest, ServerError
 from rostra.generation_defaults import GenerationDefaults
 from rostra.guided.constraints import Constraint
 from rostra.parsing.events import Event, Finish, Text
 from rostra.parsing.parser import ChoicePipeline
+from rostra.protocol.common import SamplingFields
 from rostra.serving.deadline import NO_DEADLINE, Deadline
 
 # Identifies the serving stack a response came from (OpenAI's field for backend changes).
@@ -68,17 +69,17 @@ class RequestStats:
     def cached_tokens(self) -> int:
         return sum(self.cached_by_group.values())
 
-    def usage(self, running: bool = False) -> dict:
+    def usage(self, running: bool = False) -> dict[str, Any]:
         """`running`: mid-stream, the tokens generated so far (continuous_usage_stats)."""
         completion = max(self.generated, self.completion_tokens) if running else self.completion_tokens
-        usage = {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
+        usage: dict[str, Any] = {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
                  "total_tokens": self.prompt_tokens + completion,
                  "prompt_tokens_details": {"cached_tokens": self.cached_tokens}}
         if self.reasoning_tokens is not None:
             usage["completion_tokens_details"] = {"reasoning_tokens": self.reasoning_tokens}
         return usage
 
-    def timings(self) -> dict:
+    def timings(self) -> dict[str, Any]:
         """rostra extension (SDKs ignore it): prompt and generation time, tokens per second."""
         now = time.monotonic()
         first = self.first_token or now
@@ -113,14 +114,16 @@ def check_context(prompt_tokens: int, max_tokens: int | None, context_length: in
     return max_tokens
 
 
-async def choice_events(engine: Engine, request_id: str, run: ChoiceRun, stats: RequestStats) -> AsyncIterator[Event]:
+async def choice_events(engine: Engine, request_id: str, run: ChoiceRun, stats: RequestStats) -> AsyncGenerator[Event, None]:
     """One choice: engine outputs through its pipeline. Closing it early aborts the generation."""
     if run.prefix and not run.score_prefix:
         yield Text(run.prefix)
-    reason = "stop"
-    pipeline = run.pipeline
+    reason: FinishReason = "stop"
+    pipeline, params = run.pipeline, run.params
+    if pipeline is None or params is None:
+        raise ServerError("a relayed choice has no generation of its own")  # relay_job gives it a source
     try:
-        async with aclosing(engine.generate(f"{request_id}-{run.index}", run.prompt, run.params)) as outputs:
+        async with aclosing(engine.generate(f"{request_id}-{run.index}", run.prompt, params)) as outputs:
             async for output in outputs:
                 if output.prompt_logprobs is not None:
                     run.prompt_logprobs = output.prompt_logprobs
@@ -135,18 +138,18 @@ async def choice_events(engine: Engine, request_id: str, run: ChoiceRun, stats: 
                 for event in events:
                     yield event
                 reason = output.finish_reason or reason
-                if run.pipeline.stopped:
+                if pipeline.stopped:
                     break  # a stop string or stop token: closing the generation aborts it
     except EngineError as exc:
         raise ServerError(f"the engine failed: {exc}") from exc
     if run.score_prefix and run.prompt_logprobs is None:  # the engine ended before scoring: echo it unscored
         yield Text(run.prefix)
-    for event in run.pipeline.finish(reason):
+    for event in pipeline.finish(reason):
         yield event
 
 
 async def run_choices(engine: Engine, request_id: str, runs: Sequence[ChoiceRun],
-                      stats: RequestStats) -> AsyncIterator[tuple[int, Event]]:
+                      stats: RequestStats) -> AsyncGenerator[tuple[int, Event], None]:
     """All choices' events, merged as they come. Leaving early aborts every generation."""
     if len(runs) == 1:  # the common case: no tasks, no queue, one hop less per token
         async with aclosing(choice_events(engine, request_id, runs[0], stats)) as events:
@@ -154,7 +157,7 @@ async def run_choices(engine: Engine, request_id: str, runs: Sequence[ChoiceRun]
                 stats.observe(event)
                 yield runs[0].index, event
         return
-    queue: asyncio.Queue = asyncio.Queue()
+    queue: asyncio.Queue[tuple[int, Any]] = asyncio.Queue()
     done = object()
 
     async def drive(run: ChoiceRun) -> None:
@@ -218,13 +221,13 @@ def completion_budget(prompt_tokens: int, requested: int | None, defaults: Gener
     return budget
 
 
-def sampling_params(request, max_tokens: int, top_logprobs: int | None,
+def sampling_params(request: SamplingFields, max_tokens: int, top_logprobs: int | None,
                     constraint: Constraint | None = None,
                     defaults: GenerationDefaults = GenerationDefaults(), **extensions: Any) -> SamplingParams:
     """What the request sets; for what it leaves out, the server's generation defaults (the model's
     recommendation, see rostra/generation_defaults.py), else OpenAI's (temperature 1, top_p 1, no
     top_k / min_p, no penalties). `extensions`: the engine-level vLLM extensions, as resolved."""
-    def given(name: str, openai_default):
+    def given(name: str, openai_default: float) -> Any:
         value = getattr(request, name)
         return defaults.get(name, openai_default) if value is None else value
 
@@ -260,18 +263,18 @@ class Job:
     # Chat: the message field(s) the thinking goes to; empty: it is left out of the response.
     reasoning_fields: tuple[str, ...] = ()
     # Where the events come from when not from the engine's generations (a relayed upstream stream).
-    source: Callable[[], AsyncIterator[tuple[int, Event]]] | None = None
+    source: Callable[[], AsyncGenerator[tuple[int, Event], None]] | None = None
     options: OutputOptions = field(init=False)
 
     def __post_init__(self) -> None:
         self.options = OutputOptions.of(self.request)
 
-    def envelope(self, object_name: str, choices: list[dict]) -> dict:
+    def envelope(self, object_name: str, choices: list[dict[str, Any]]) -> dict[str, Any]:
         """The fields every response and chunk of this job repeats."""
         return {"id": self.id, "object": object_name, "created": self.created, "model": self.model,
                 "system_fingerprint": SYSTEM_FINGERPRINT, "choices": choices}
 
-    def response(self, object_name: str, choices: list[dict]) -> dict:
+    def response(self, object_name: str, choices: list[dict[str, Any]]) -> dict[str, Any]:
         """A non-streamed response: the choices, usage and timings."""
         return {**self.envelope(object_name, choices), "usage": self.stats.usage(), "timings": self.stats.timings()}
 
@@ -290,12 +293,12 @@ class OutputOptions:
     @classmethod
     def of(cls, request: Any) -> "OutputOptions":
         stream = getattr(request, "stream_options", None)
-        include_usage = bool(stream and stream.include_usage)
         logprobs = getattr(request, "logprobs", None)
         return cls(logprobs=logprobs is not None and logprobs is not False,  # completions: 0 asks for them
                    return_token_ids=bool(getattr(request, "return_token_ids", False)),
-                   prompt_logprobs=getattr(request, "prompt_logprobs", None) is not None, include_usage=include_usage,
-                   continuous_usage=include_usage and bool(stream.continuous_usage_stats))
+                   prompt_logprobs=getattr(request, "prompt_logprobs", None) is not None,
+                   include_usage=bool(stream and stream.include_usage),
+                   continuous_usage=bool(stream and stream.include_usage and stream.continuous_usage_stats))
 
 
 class GenerationStream:
@@ -358,7 +361,7 @@ class GenerationService:
         self.engine = engine
         self.defaults = defaults  # for the sampling parameters a request leaves unset
 
-    async def events(self, job: Job) -> AsyncIterator[tuple[int, Event]]:
+    async def events(self, job: Job) -> AsyncGenerator[tuple[int, Event], None]:
         reasons: list[str] = []
         try:
             source = job.source() if job.source else run_choices(self.engine, job.id, job.runs, job.stats)
@@ -371,16 +374,16 @@ class GenerationService:
             if self.on_finished is not None:
                 self.on_finished(job, reasons or ["abort"])
 
-    async def stream(self, job: Job, deadline: Deadline = NO_DEADLINE) -> AsyncIterator[dict[str, Any]]:
+    async def stream(self, job: Job, deadline: Deadline = NO_DEADLINE) -> AsyncGenerator[dict[str, Any], None]:
         output = self.output(job)
         for chunk in output.start():
             yield chunk
         # aclosing: a client that leaves closes this stream, and with it the generations, at once.
         async with aclosing(deadline.bound(self.events(job))) as events:
             async for index, event in events:
-                chunk = output.add(index, event)
-                if chunk is not None:
-                    yield chunk
+                rendered = output.add(index, event)
+                if rendered is not None:
+                    yield rendered
         usage_chunk = output.usage_chunk()
         if usage_chunk is not None:
             yield usage_chunk

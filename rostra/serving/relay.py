@@ -8,7 +8,7 @@ stream it, the same fold answers non-streamed requests and the Responses API is 
 from __future__ import annotations
 
 import uuid
-from typing import Any, AsyncIterator, Callable, get_args
+from typing import Any, AsyncGenerator, Callable, get_args
 
 from rostra.engines.base import Engine, Prompt, RelayedStream
 from rostra.errors import BadGateway, InvalidRequest
@@ -48,7 +48,7 @@ async def relay_job(engine: Engine, request: ChatCompletionRequest | CompletionR
 
 
 async def relayed_events(upstream: RelayedStream, chunk_events: ChunkEvents, stats: RequestStats, indices: range,
-                         emitters: dict[int, CallEmitter] | None = None) -> AsyncIterator[tuple[int, Event]]:
+                         emitters: dict[int, CallEmitter] | None = None) -> AsyncGenerator[tuple[int, Event], None]:
     emitters = emitters or {}
 
     def gated(index: int, events: list[Event]) -> list[Event]:

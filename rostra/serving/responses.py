@@ -23,7 +23,7 @@ import socket
 import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncGenerator, Callable
 
 from pydantic import ValidationError
 
@@ -72,13 +72,13 @@ def replica_id() -> str:
 class LiveRun:
     """A background response while it runs: its events so far, for followers."""
 
-    task: asyncio.Task | None = None
-    events: list[dict] = field(default_factory=list)
+    task: asyncio.Task[None] | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     done: bool = False
     finishing: bool = False  # in its final store update: no longer to be cancelled
 
-    def publish(self, event: dict) -> None:
+    def publish(self, event: dict[str, Any]) -> None:
         self.events.append(event)
         self.changed.set()
         self.changed = asyncio.Event()
@@ -95,16 +95,16 @@ class ResponseJob:
     request: CreateResponseRequest
     chat: Job
     builder: ResponseBuilder
-    items: list[dict]  # the request's input items, as stored
-    conversation: list[dict] = field(default_factory=list)  # the stored history, then the input items
+    items: list[dict[str, Any]]  # the request's input items, as stored
+    conversation: list[dict[str, Any]] = field(default_factory=list)  # the stored history, then the input items
     loop: ToolLoop = field(default_factory=lambda: ToolLoop(McpTools()))  # MCP tools run by rostra
-    ready: list[dict] = field(default_factory=list)  # output items made before the model runs (MCP)
+    ready: list[dict[str, Any]] = field(default_factory=list)  # output items made before the model runs (MCP)
     turns: list[Job] = field(default_factory=list)  # the chat job of every model turn, `chat` the last
 
     # What the access log and the request log read of any job.
     @property
     def id(self) -> str:
-        return self.builder.response["id"]
+        return str(self.builder.response["id"])
 
     @property
     def model(self) -> str:
@@ -131,7 +131,7 @@ class ResponsesService:
         self.owner = replica_id()
         self.lease_seconds = lease_seconds
         self.tick = min(1.0, lease_seconds / 4)  # several renewals fit in one lease
-        self._keeper: asyncio.Task | None = None
+        self._keeper: asyncio.Task[None] | None = None
 
     # -- leases ----------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -196,7 +196,8 @@ class ResponsesService:
         conversation = (opened(history, self.sealer, "conversation" if reference else "previous_response_id")
                         + opened(items, self.sealer))
         servers = requested_servers(request.tools, self.mcp_policy)
-        functions = {tool.get("name") for tool in request.tools or [] if tool.get("type") == "function"}
+        functions = {tool["name"] for tool in request.tools or []
+                     if tool.get("type") == "function" and isinstance(tool.get("name"), str)}
         loop = ToolLoop(await resolve(servers, conversation, functions) if servers else McpTools(),
                         request.max_tool_calls)
         ready = loop.tools.listings + await approved_calls(items, conversation, loop)
@@ -207,7 +208,7 @@ class ResponsesService:
             builder.sealer = self.sealer
         return ResponseJob(request, job, builder, items, conversation, loop, ready, [job])
 
-    async def _turn(self, request: CreateResponseRequest, conversation: list[dict], tools: list[dict],
+    async def _turn(self, request: CreateResponseRequest, conversation: list[dict[str, Any]], tools: list[dict[str, Any]],
                     builder: ResponseBuilder) -> Job:
         """The chat job of one model turn. With `truncation: "auto"`, a conversation that outgrows the context
         loses its oldest items (whole turns: it then starts at a user message) until it fits; the response says how
@@ -220,16 +221,17 @@ class ResponsesService:
             except InvalidRequest as exc:
                 if request.truncation != "auto" or exc.code != "context_length_exceeded":
                     raise
-                dropped = next_start(conversation, dropped)
-                if dropped is None:  # nothing left to drop but the newest item
+                start = next_start(conversation, dropped)
+                if start is None:  # nothing left to drop but the newest item
                     raise
+                dropped = start
         if dropped:
             builder.response["truncated_items"] = max(dropped, builder.response.get("truncated_items", 0))
             log.info("response %s: %d oldest conversation items dropped to fit the context",
                      builder.response["id"], dropped)
         return job
 
-    async def complete(self, job: ResponseJob, deadline: Deadline = NO_DEADLINE) -> dict:
+    async def complete(self, job: ResponseJob, deadline: Deadline = NO_DEADLINE) -> dict[str, Any]:
         """A non-streamed response: the fold of its events. A failure is raised (as for Chat), once stored."""
         try:
             async with aclosing(self._events(job, deadline)) as events:
@@ -242,7 +244,7 @@ class ResponsesService:
             raise job.builder.error
         return job.builder.response
 
-    async def stream(self, job: ResponseJob, deadline: Deadline = NO_DEADLINE) -> AsyncIterator[dict]:
+    async def stream(self, job: ResponseJob, deadline: Deadline = NO_DEADLINE) -> AsyncGenerator[dict[str, Any], None]:
         """A streamed response; every event is stored as it goes (when stored) for replay."""
         response, store = job.builder.response, job.request.store
         if store:
@@ -265,7 +267,7 @@ class ResponsesService:
                 self.streaming.discard(response["id"])
                 await self._store_final(response)
 
-    async def start_background(self, job: ResponseJob, deadline: Deadline, on_done: Callable[[], None]) -> dict:
+    async def start_background(self, job: ResponseJob, deadline: Deadline, on_done: Callable[[], None]) -> dict[str, Any]:
         """Store the response as queued and run it in a task of its own; `on_done` runs when the run has
         ended, however it ends."""
         response = job.builder.response
@@ -299,7 +301,7 @@ class ResponsesService:
                 live.end()
                 self.live.pop(response["id"], None)
 
-    async def _store_final(self, response: dict) -> None:
+    async def _store_final(self, response: dict[str, Any]) -> None:
         """The end of a run this replica owns, unless the response was deleted meanwhile, or failed by
         another replica (this one's lease expired): then there is nothing left to write."""
         try:
@@ -309,7 +311,7 @@ class ResponsesService:
         except Exception:  # nothing more can be done: its lease expires and a sweep marks it failed
             log.exception("could not store the final state of response %s", response["id"])
 
-    async def _events(self, job: ResponseJob, deadline: Deadline) -> AsyncIterator[dict]:
+    async def _events(self, job: ResponseJob, deadline: Deadline) -> AsyncGenerator[dict[str, Any], None]:
         builder = job.builder
         yield builder.lifecycle("response.created")
         builder.response["status"] = "in_progress"
@@ -353,13 +355,13 @@ class ResponsesService:
         yield final
 
     # -- read, follow, cancel, delete ------------------------------------------------------------
-    async def retrieve(self, response_id: str) -> dict:
+    async def retrieve(self, response_id: str) -> dict[str, Any]:
         response = await self.store.get(response_id)
         if response is None:
             raise NotFound(f"No response found with id '{response_id}'.", param="response_id")
         return response
 
-    async def follow(self, response_id: str, starting_after: int | None) -> AsyncIterator[dict]:
+    async def follow(self, response_id: str, starting_after: int | None) -> AsyncGenerator[dict[str, Any], None]:
         """Stored events after `starting_after`, then live ones until the response ends."""
         await self.retrieve(response_id)
         live = self.live.get(response_id)  # taken before the store is read: no event falls between the two
@@ -381,7 +383,7 @@ class ResponsesService:
                 return
             await waiting.wait()
 
-    async def _follow_store(self, response_id: str, starting_after: int | None) -> AsyncIterator[dict]:
+    async def _follow_store(self, response_id: str, starting_after: int | None) -> AsyncGenerator[dict[str, Any], None]:
         """The logged events after `starting_after`, read by sequence number (so never repeated
         nor reordered) each time the store says there may be more, until the response ends."""
         last = -1 if starting_after is None else starting_after
@@ -404,7 +406,7 @@ class ResponsesService:
         response = await self.store.get(response_id)
         return response is not None and response["status"] in RUNNING_STATUSES
 
-    async def cancel(self, response_id: str) -> dict:
+    async def cancel(self, response_id: str) -> dict[str, Any]:
         response = await self.retrieve(response_id)
         live = self.live.get(response_id)
         if live is not None and live.task is not None:
@@ -416,7 +418,7 @@ class ResponsesService:
         raise InvalidRequest(f"Response '{response_id}' is not a running background response "
                              f"(status: {response['status']}); it cannot be cancelled.", param="response_id")
 
-    async def _until_ended(self, response_id: str) -> dict:
+    async def _until_ended(self, response_id: str) -> dict[str, Any]:
         """The response once it has stopped running on whichever replica runs it. If that replica
         died, its lease expires and a sweep fails the response: bounded by about two leases."""
         deadline = asyncio.get_running_loop().time() + 2 * self.lease_seconds + 2 * self.tick
@@ -432,7 +434,7 @@ class ResponsesService:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def delete(self, response_id: str) -> dict:
+    async def delete(self, response_id: str) -> dict[str, Any]:
         live = self.live.get(response_id)
         if live and live.task:
             live.task.cancel()
@@ -441,7 +443,7 @@ class ResponsesService:
             raise NotFound(f"No response found with id '{response_id}'.", param="response_id")
         return {"id": response_id, "object": "response.deleted", "deleted": True}
 
-    async def input_items(self, response_id: str, after: str | None, limit: int, order: str) -> dict:
+    async def input_items(self, response_id: str, after: str | None, limit: int, order: str) -> dict[str, Any]:
         await self.retrieve(response_id)
         try:
             items, has_more = await self.store.input_items(response_id, after=after, limit=limit, order=order)
@@ -450,15 +452,15 @@ class ResponsesService:
         return {"object": "list", "data": items, "has_more": has_more,
                 "first_id": items[0]["id"] if items else None, "last_id": items[-1]["id"] if items else None}
 
-    async def _conversation_items(self, conversation: str) -> list[dict]:
+    async def _conversation_items(self, conversation: str) -> list[dict[str, Any]]:
         if await self.store.get_conversation(conversation) is None:
             raise NotFound(f"Conversation with id '{conversation}' not found.", param="conversation")
         items, _ = await self.store.conversation_items(conversation, limit=MAX_HISTORY_ITEMS, order="asc")
         return items
 
-    async def _conversation(self, response_id: str) -> list[dict]:
+    async def _conversation(self, response_id: str) -> list[dict[str, Any]]:
         """Every item of the conversation up to and including `response_id`'s output, oldest first."""
-        chain: list[dict] = []
+        chain: list[dict[str, Any]] = []
         current: str | None = response_id
         while current:
             if len(chain) >= MAX_HISTORY:
@@ -468,7 +470,7 @@ class ResponsesService:
                 raise NotFound(f"Previous response with id '{current}' not found.", param="previous_response_id")
             chain.append(response)
             current = response.get("previous_response_id")
-        items: list[dict] = []
+        items: list[dict[str, Any]] = []
         for response in reversed(chain):
             stored, _ = await self.store.input_items(response["id"], limit=10_000, order="asc")
             items += stored + [item for item in response["output"] if item.get("type") in _REPLAYED]
@@ -478,18 +480,19 @@ class ResponsesService:
 def conversation_id(request: CreateResponseRequest) -> str | None:
     conversation = request.conversation
     if isinstance(conversation, dict):
-        if not isinstance(conversation.get("id"), str):
+        reference = conversation.get("id")
+        if not isinstance(reference, str):
             raise InvalidRequest("conversation must be an id or {\"id\": ...}", param="conversation")
-        return conversation["id"]
+        return reference
     return conversation
 
 
-def with_status(items: list[dict]) -> list[dict]:
+def with_status(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Items as the API returns them from a conversation: every one has a status."""
     return [{**item, "status": item.get("status") or "completed"} for item in items]
 
 
-def next_start(conversation: list[dict], start: int) -> int | None:
+def next_start(conversation: list[dict[str, Any]], start: int) -> int | None:
     """Where the conversation starts once its oldest turn is dropped: at the next user message (a whole
     turn goes: never a tool output without its call), and never past the newest item."""
     index = start + 1
@@ -527,7 +530,7 @@ def base_response(request: CreateResponseRequest, defaults: GenerationDefaults =
     }
 
 
-def response_tool(tool: dict) -> dict:
+def response_tool(tool: dict[str, Any]) -> dict[str, Any]:
     """A function tool as the response object echoes it (strict and parameters always present)."""
     return {**tool, "parameters": tool.get("parameters") or {"type": "object", "properties": {}},
             "strict": bool(tool.get("strict", False))}
@@ -553,7 +556,7 @@ _ID_PREFIX = {"message": "msg", "function_call": "fc", "function_call_output": "
 _ROLES = {"user", "system", "developer", "assistant"}
 
 
-def normalize_input(value: str | list[dict], param: str = "input") -> list[dict]:
+def normalize_input(value: str | list[dict[str, Any]], param: str = "input") -> list[dict[str, Any]]:
     """The input as stored items: each has a type and an id. `param` names the list in errors."""
     if isinstance(value, str):
         value = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": value}]}]
@@ -590,15 +593,15 @@ def normalize_input(value: str | list[dict], param: str = "input") -> list[dict]
     return items
 
 
-def text_part(role: str, text: str) -> dict:
+def text_part(role: str, text: str) -> dict[str, Any]:
     """A message's text as the part the API lists it with (an assistant's is output text)."""
     if role == "assistant":
         return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
     return {"type": "input_text", "text": text}
 
 
-def items_to_messages(items: list[dict]) -> list[dict]:
-    messages: list[dict] = []
+def items_to_messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
     reasoning = ""  # a reasoning item belongs to the assistant turn that follows it
     for item in expand_mcp(items):
         kind = item["type"]
@@ -628,8 +631,8 @@ def items_to_messages(items: list[dict]) -> list[dict]:
     return messages
 
 
-def chat_request(request: CreateResponseRequest, items: list[dict],
-                 mcp_tools: list[dict] | None = None) -> ChatCompletionRequest:
+def chat_request(request: CreateResponseRequest, items: list[dict[str, Any]],
+                 mcp_tools: list[dict[str, Any]] | None = None) -> ChatCompletionRequest:
     """The chat request of one model turn: the conversation so far, the function tools and the MCP tools."""
     messages = items_to_messages(items)
     if request.instructions:
@@ -668,7 +671,7 @@ def chat_request(request: CreateResponseRequest, items: list[dict],
         raise InvalidRequest(f"invalid request: {first['msg']}", param="input") from exc
 
 
-def chat_tool(tool: dict, index: int) -> dict:
+def chat_tool(tool: dict[str, Any], index: int) -> dict[str, Any]:
     if tool.get("type") != "function":
         raise InvalidRequest("only function tools are supported", param=f"tools[{index}].type")
     function = {key: tool[key] for key in ("name", "description", "parameters", "strict") if key in tool}
