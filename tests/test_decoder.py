@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from rostra.engines.base import EngineOutput, TokenStep
+from rostra.core import EngineOutput, TokenStep
 from rostra.parsing.decoder import Decoder
 from rostra.parsing.events import Finish, Text
 from rostra.parsing.parser import ChoicePipeline

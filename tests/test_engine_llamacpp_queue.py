@@ -4,7 +4,7 @@ is never started, so it costs no prefill (on the embedded model, one slot)."""
 import asyncio
 
 from rostra.embedded import embedded_model_path
-from rostra.engines.base import Prompt, SamplingParams
+from rostra.core import Prompt, SamplingParams
 from rostra.engines.llamacpp import LlamaCppEngine
 
 

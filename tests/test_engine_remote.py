@@ -271,7 +271,7 @@ def _healthy(server: RunningServer, url: str) -> bool:
 
 
 def test_raw_mode_sends_vllms_sampling_extensions_upstream():
-    from rostra.engines.base import Prompt, SamplingParams
+    from rostra.core import Prompt, SamplingParams
     from rostra.engines.remote.engine import completion_body
 
     body = completion_body(Prompt([1, 2], model="alpha"), SamplingParams(

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 import torch
 
-from rostra.engines.base import Prompt, SamplingParams
+from rostra.core import Prompt, SamplingParams
 from rostra.engines.transformers import TransformersEngine
 from rostra.engines.transformers_sampling import RequestSampler
 from rostra.guided.constraints import choice_grammar, regex_grammar

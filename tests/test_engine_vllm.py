@@ -22,7 +22,8 @@ import jsonschema
 import pytest
 
 from rostra.config import Settings
-from rostra.engines.base import EngineError, Prompt, SamplingParams
+from rostra.engines.base import EngineError
+from rostra.core import Prompt, SamplingParams
 from rostra.engines.vllm import (
     MISSING_VLLM,
     engine_arg_kwargs,

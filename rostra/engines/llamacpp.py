@@ -31,16 +31,8 @@ from typing import Any, AsyncGenerator, Callable
 import httpx
 import xllamacpp
 
-from rostra.engines.base import (
-    Engine,
-    EngineError,
-    EngineOutput,
-    ModelInfo,
-    Prompt,
-    SamplingParams,
-    TokenStep,
-    TopLogprob,
-)
+from rostra.core import EngineOutput, ModelInfo, Prompt, SamplingParams, TokenStep, TopLogprob
+from rostra.engines.base import Engine, EngineError
 from rostra.errors import InvalidRequest
 from rostra.generation_defaults import from_gguf_metadata
 from rostra.gguf_metadata import context_length, read_gguf_metadata

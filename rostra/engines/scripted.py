@@ -26,7 +26,8 @@ from typing import AsyncGenerator
 
 import jsonschema
 
-from rostra.engines.base import Engine, EngineOutput, ModelInfo, Prompt, SamplingParams, TokenStep, TopLogprob
+from rostra.engines.base import Engine
+from rostra.core import EngineOutput, ModelInfo, Prompt, SamplingParams, TokenStep, TopLogprob
 from rostra.tokenizer import TextTokenizer, load_local_tokenizer
 
 

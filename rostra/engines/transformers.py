@@ -18,7 +18,8 @@ from typing import AsyncGenerator
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-from rostra.engines.base import Engine, EngineError, EngineOutput, ModelInfo, Prompt, SamplingParams
+from rostra.engines.base import Engine, EngineError
+from rostra.core import EngineOutput, ModelInfo, Prompt, SamplingParams
 from rostra.engines.transformers_batch import BatchDecoder, Sequence, stackable_cache
 from rostra.engines.transformers_constraints import ConstraintCompiler, ConstraintError
 from rostra.engines.transformers_sampling import RequestSampler

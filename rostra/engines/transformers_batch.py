@@ -38,7 +38,7 @@ import torch.nn.functional as F
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
-from rostra.engines.base import EngineOutput, FinishReason, TokenStep, TopLogprob
+from rostra.core import EngineOutput, FinishReason, TokenStep, TopLogprob
 from rostra.engines.transformers_sampling import RequestSampler
 
 log = logging.getLogger("rostra.engine.transformers")

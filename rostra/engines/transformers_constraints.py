@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from llguidance.gbnf_to_lark import any_to_lark
 
-from rostra.engines.base import SamplingParams
+from rostra.core import SamplingParams
 
 
 class ConstraintError(ValueError):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from rostra.engines.base import SamplingParams
+from rostra.core import SamplingParams
 from rostra.engines.transformers_constraints import TokenConstraint
 
 

@@ -37,17 +37,8 @@ from typing import Any, AsyncGenerator, Callable, Collection, Sequence
 
 import yaml
 
-from rostra.engines.base import (
-    Engine,
-    EngineError,
-    EngineOutput,
-    FinishReason,
-    ModelInfo,
-    Prompt,
-    SamplingParams,
-    TokenStep,
-    TopLogprob,
-)
+from rostra.core import EngineOutput, FinishReason, ModelInfo, Prompt, SamplingParams, TokenStep, TopLogprob
+from rostra.engines.base import Engine, EngineError
 from rostra.generation_defaults import FIELD_RANGES, checked
 from rostra.tokenizer import END_MARKERS, vocab_token_bytes
 

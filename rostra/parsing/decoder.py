@@ -11,7 +11,7 @@ from __future__ import annotations
 import codecs
 from typing import Collection, Sequence
 
-from rostra.engines.base import TokenStep
+from rostra.core import TokenStep
 
 
 class Decoder:

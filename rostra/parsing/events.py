@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Union
 
-from rostra.engines.base import TokenStep
+from rostra.core import TokenStep
 
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Protocol, Sequence
 
-from rostra.engines.base import EngineOutput, TokenStep
-from rostra.engines.base import FinishReason as EngineFinishReason
+from rostra.core import EngineOutput, TokenStep
+from rostra.core import FinishReason as EngineFinishReason
 from rostra.parsing.decoder import Decoder
 from rostra.parsing.events import Event, Finish, FinishReason, Text, ToolCallStart
 from rostra.parsing.reasoning.base import ReasoningParser

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rostra.engines.base import TokenStep, TopLogprob
+from rostra.core import TokenStep, TopLogprob
 
 UNKNOWN_TOKEN = -1  # an upstream names tokens by their text, not their ids
 

@@ -7,7 +7,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from rostra.engines.base import Engine, Prompt, TokenStep
+from rostra.engines.base import Engine
+from rostra.core import Prompt, TokenStep
 from rostra.errors import InvalidRequest
 from rostra.generation_defaults import GenerationDefaults
 from rostra.guided.constraints import Constraint, response_constraint

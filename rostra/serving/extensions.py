@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Collection
 
-from rostra.engines.base import Engine, TokenStep
+from rostra.engines.base import Engine
+from rostra.core import TokenStep
 from rostra.errors import InvalidRequest
 from rostra.parsing.decoder import Decoder
 from rostra.protocol.common import SamplingFields

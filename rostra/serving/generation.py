@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncGenerator, Callable, Sequence
 
 from rostra import __version__
-from rostra.engines.base import Engine, EngineError, FinishReason, Prompt, SamplingParams, TokenStep
+from rostra.engines.base import Engine, EngineError
+from rostra.core import FinishReason, Prompt, SamplingParams, TokenStep
 from rostra.errors import InvalidRequest, ServerError
 from rostra.generation_defaults import GenerationDefaults
 from rostra.guided.constraints import Constraint

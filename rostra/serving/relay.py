@@ -10,7 +10,8 @@ from __future__ import annotations
 import uuid
 from typing import Any, AsyncGenerator, Callable, get_args
 
-from rostra.engines.base import Engine, Prompt, RelayedStream
+from rostra.engines.base import Engine, RelayedStream
+from rostra.core import Prompt
 from rostra.errors import BadGateway, InvalidRequest
 from rostra.parsing.events import (Event, Finish, FinishReason, Reasoning, Text, ToolCallArgs, ToolCallEnd,
                                    ToolCallStart)

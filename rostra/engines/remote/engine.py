@@ -15,7 +15,8 @@ import logging
 from pathlib import Path
 from typing import AsyncGenerator
 
-from rostra.engines.base import Engine, EngineOutput, ModelInfo, Prompt, SamplingParams
+from rostra.engines.base import Engine
+from rostra.core import EngineOutput, ModelInfo, Prompt, SamplingParams
 from rostra.engines.remote.pool import UpstreamPool, UpstreamResponse
 from rostra.engines.remote.upstream import UpstreamConfig
 from rostra.errors import InvalidRequest

@@ -17,7 +17,7 @@ from typing import AsyncIterator
 
 import httpx
 
-from rostra.engines.base import ModelInfo
+from rostra.core import ModelInfo
 from rostra.engines.remote.upstream import Upstream, UpstreamConfig
 from rostra.errors import APIError, BadGateway, ServiceUnavailable, UpstreamRejected
 

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from rostra.engines.base import ModelInfo
+from rostra.core import ModelInfo
 
 MODES = ("passthrough", "raw")
 

@@ -1,0 +1,88 @@
+"""The data every layer shares: a prompt, the sampling parameters, and what an engine samples.
+
+Plain frozen dataclasses, no behaviour: the engines (rostra/engines/) produce and consume them, the parsers
+(rostra/parsing/) and the wire formats (rostra/protocol/) read them, and none of those layers has to import
+another to do so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+FinishReason = Literal["stop", "length"]
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    max_tokens: int
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0  # 0: off
+    min_p: float = 0.0
+    seed: int | None = None
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    repetition_penalty: float = 1.0
+    logit_bias: dict[int, float] = field(default_factory=dict)
+    top_logprobs: int | None = None  # None: no logprobs; 0: the sampled token's only
+    ignore_eos: bool = False
+    # Constrained decoding (structured outputs, forced tool calls): at most one of the two.
+    json_schema: dict[str, Any] | None = None
+    grammar: str | None = None  # GBNF
+    # vLLM's extensions. min_tokens: no end-of-generation token (nor stop_token_ids) before that many.
+    min_tokens: int = 0
+    stop_token_ids: tuple[int, ...] = ()
+    allowed_token_ids: tuple[int, ...] | None = None  # only these may be sampled
+    # Never generated: the strings (for engines that take them) and their tokenizations (with and
+    # without a leading space), whose last token is banned where the others precede it.
+    bad_words: tuple[str, ...] = ()
+    bad_words_ids: tuple[tuple[int, ...], ...] = ()
+    prompt_logprobs: int | None = None  # None: the prompt is not scored; N: its tokens' logprobs and top N
+
+
+@dataclass(frozen=True)
+class Prompt:
+    token_ids: list[int]
+    # What the scripted engine matches on: the last message of a chat (or a completion prompt).
+    last_message_text: str = ""
+    last_message_role: str | None = None
+    model: str = ""  # the model the request names (a gateway routes by it)
+
+
+@dataclass(frozen=True)
+class TopLogprob:
+    token_id: int
+    token_bytes: bytes
+    logprob: float
+
+
+@dataclass(frozen=True)
+class TokenStep:
+    token_id: int
+    token_bytes: bytes
+    logprob: float | None = None
+    top_logprobs: tuple[TopLogprob, ...] = ()
+
+
+@dataclass(frozen=True)
+class EngineOutput:
+    """Tokens sampled since the previous output; `finish_reason` is set on the last one."""
+
+    tokens: tuple[TokenStep, ...] = ()
+    finish_reason: FinishReason | None = None
+    # The engine's own count of the tokens generated so far, when it knows better than the
+    # steps it reported (a remote upstream streams text pieces, then its usage).
+    completion_tokens: int | None = None
+    # Prompt tokens the engine took from its prefix cache (on the output that reports it; None: not said).
+    cached_tokens: int | None = None
+    # The prompt's tokens scored (params.prompt_logprobs): None for the first token, which nothing
+    # predicts, then each token's step with its top alternatives. On the first output only.
+    prompt_logprobs: tuple[TokenStep | None, ...] | None = None
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    id: str
+    context_length: int
+    owned_by: str = "rostra"
