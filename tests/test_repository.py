@@ -35,3 +35,10 @@ def test_vendored_spec_carries_its_licence_and_source():
     assert (spec_dir / "openapi.json").stat().st_size > 1_000_000
     assert "MIT License" in (spec_dir / "LICENSE").read_text()
     assert "github.com/openai/openai-openapi" in (spec_dir / "SOURCE.md").read_text()
+
+
+def test_parsers_and_wire_formats_do_not_import_the_engine_layer():
+    """The layering the architecture promises: parsing/ and protocol/ share rostra/core.py with the engines."""
+    offenders = [str(path.relative_to(ROOT)) for layer in ("parsing", "protocol")
+                 for path in (ROOT / "rostra" / layer).rglob("*.py") if "rostra.engines" in path.read_text()]
+    assert offenders == []
