@@ -2,24 +2,9 @@
 
 import pytest
 
-from wire import check, post, stream
+from wire import check, fold_completion_stream, post, stream
 
 MODEL = "scripted"
-
-
-def fold(chunks):
-    choices = {}
-    for chunk in chunks:
-        for choice in chunk["choices"]:
-            state = choices.setdefault(choice["index"], {"text": "", "finish_reason": None, "finishes": 0,
-                                                          "tokens": []})
-            state["text"] += choice["text"]
-            if choice["logprobs"]:
-                state["tokens"] += choice["logprobs"]["tokens"]
-            if choice["finish_reason"]:
-                state["finish_reason"] = choice["finish_reason"]
-                state["finishes"] += 1
-    return choices
 
 
 @pytest.mark.parametrize("prompt", ["say hello", "count to ten"])
@@ -28,7 +13,7 @@ def test_completion_stream_equals_non_stream(scripted_server, prompt):
     whole = check("completion", post(scripted_server.base_url, "/v1/completions", request).json())
     assert whole["object"] == "text_completion"
     chunks = stream(scripted_server.base_url, "/v1/completions", request, "completion_chunk")
-    folded = fold(chunks)
+    folded = fold_completion_stream(chunks)
     assert folded[0]["text"] == whole["choices"][0]["text"]
     assert folded[0]["finish_reason"] == whole["choices"][0]["finish_reason"] == "stop"
     assert folded[0]["finishes"] == 1
@@ -58,7 +43,7 @@ def test_echo(scripted_server):
     request = {"model": MODEL, "prompt": "say hello", "echo": True, "max_tokens": 40}
     whole = check("completion", post(scripted_server.base_url, "/v1/completions", request).json())
     assert whole["choices"][0]["text"] == "say helloHello! How can I help you today?"
-    assert fold(stream(scripted_server.base_url, "/v1/completions", request, "completion_chunk"))[0]["text"] == \
+    assert fold_completion_stream(stream(scripted_server.base_url, "/v1/completions", request, "completion_chunk"))[0]["text"] == \
         whole["choices"][0]["text"]
 
 
@@ -71,7 +56,7 @@ def test_legacy_logprobs(scripted_server):
     assert logprobs["text_offset"][0] == 0
     assert all(text[offset:].startswith(token) for token, offset in zip(logprobs["tokens"], logprobs["text_offset"]))
     assert len(logprobs["token_logprobs"]) == len(logprobs["tokens"]) == len(logprobs["top_logprobs"])
-    assert fold(stream(scripted_server.base_url, "/v1/completions", request, "completion_chunk"))[0]["tokens"] == \
+    assert fold_completion_stream(stream(scripted_server.base_url, "/v1/completions", request, "completion_chunk"))[0]["tokens"] == \
         logprobs["tokens"]
 
 

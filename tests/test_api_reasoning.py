@@ -5,7 +5,7 @@ import json
 import pytest
 
 from test_api_tools import TOOLS, fold_tool_calls
-from wire import check, post, stream
+from wire import check, fold_chat_stream, post, stream
 
 MODEL = "scripted"
 
@@ -15,14 +15,11 @@ def ask(content, **extra):
 
 
 def fold(chunks):
-    reasoning = content = ""
-    for chunk in chunks:
-        for choice in chunk["choices"]:
-            delta = choice["delta"]
-            assert delta.get("reasoning") == delta.get("reasoning_content")  # --reasoning-field both
-            reasoning += delta.get("reasoning_content") or ""
-            content += delta.get("content") or ""
-    return reasoning, content
+    """(reasoning, content) of a one-choice stream, as the one assembler (wire.fold_chat_stream) folds them."""
+    for chunk in chunks:  # the server runs with --reasoning-field both: every delta carries both or neither
+        assert all(c["delta"].get("reasoning") == c["delta"].get("reasoning_content") for c in chunk["choices"])
+    folded = fold_chat_stream(chunks)[0]
+    return folded["reasoning"], folded["content"]
 
 
 @pytest.mark.parametrize("content,reasoning,answer", [

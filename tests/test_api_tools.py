@@ -20,21 +20,8 @@ def ask(content, **extra):
 
 
 def fold_tool_calls(chunks):
-    """Assemble streamed tool calls, checking each is announced once and then only gets arguments."""
-    calls = {}
-    for chunk in chunks:
-        for choice in chunk["choices"]:
-            for delta in choice["delta"].get("tool_calls") or []:
-                if "id" in delta:
-                    assert delta["index"] not in calls, "a call is announced once"
-                    assert delta["type"] == "function" and delta["function"]["name"]
-                    calls[delta["index"]] = {"id": delta["id"], "name": delta["function"]["name"],
-                                             "arguments": delta["function"].get("arguments", "")}
-                else:
-                    assert set(delta) == {"index", "function"} and set(delta["function"]) == {"arguments"}
-                    calls[delta["index"]]["arguments"] += delta["function"]["arguments"]
-    assert sorted(calls) == list(range(len(calls)))
-    return [calls[i] for i in sorted(calls)]
+    """The calls of a one-choice stream, as the one assembler (wire.fold_chat_stream) folds them."""
+    return fold_chat_stream(chunks)[0]["tool_calls"]
 
 
 def plain(calls):

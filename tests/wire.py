@@ -74,17 +74,52 @@ def stream(base_url: str, path: str, body: dict, kind: str) -> list[dict]:
 
 
 def fold_chat_stream(chunks: list[dict]) -> dict[int, dict]:
-    """Per choice: content, finish reason, logprobs, as a client assembles them."""
+    """The one client-side assembler of chat streams, as a client folds them, per choice: content, reasoning,
+    tool calls (each announced once with id, type and name, then only argument deltas), logprobs, finish
+    reason; with counts of role deltas and finish reasons to check the stream's shape."""
     choices: dict[int, dict] = {}
     for chunk in chunks:
         for choice in chunk["choices"]:
-            state = choices.setdefault(choice["index"], {"content": "", "finish_reason": None, "logprobs": [],
-                                                          "roles": 0, "finishes": 0})
+            state = choices.setdefault(choice["index"], {"content": "", "reasoning": "", "tool_calls": [],
+                                                          "finish_reason": None, "logprobs": [], "roles": 0,
+                                                          "finishes": 0})
             delta = choice["delta"]
             state["roles"] += "role" in delta
             state["content"] += delta.get("content") or ""
+            if "reasoning" in delta and "reasoning_content" in delta:  # --reasoning-field both: the same text
+                assert delta["reasoning"] == delta["reasoning_content"]
+            state["reasoning"] += delta.get("reasoning_content") or delta.get("reasoning") or ""
+            for call in delta.get("tool_calls") or []:
+                _fold_tool_call(state["tool_calls"], call)
             if choice.get("logprobs"):
                 state["logprobs"] += choice["logprobs"]["content"] or []
+            if choice["finish_reason"]:
+                state["finish_reason"] = choice["finish_reason"]
+                state["finishes"] += 1
+    return choices
+
+
+def _fold_tool_call(calls: list[dict], delta: dict) -> None:
+    if "id" in delta:
+        assert delta["index"] == len(calls), "calls are announced once, in index order"
+        assert delta["type"] == "function" and delta["function"]["name"]
+        calls.append({"id": delta["id"], "name": delta["function"]["name"],
+                      "arguments": delta["function"].get("arguments", "")})
+    else:
+        assert set(delta) == {"index", "function"} and set(delta["function"]) == {"arguments"}
+        calls[delta["index"]]["arguments"] += delta["function"]["arguments"]
+
+
+def fold_completion_stream(chunks: list[dict]) -> dict[int, dict]:
+    """The same for Completions streams: text, logprob tokens, finish reason (and how many), per choice."""
+    choices: dict[int, dict] = {}
+    for chunk in chunks:
+        for choice in chunk["choices"]:
+            state = choices.setdefault(choice["index"], {"text": "", "finish_reason": None, "finishes": 0,
+                                                          "tokens": []})
+            state["text"] += choice["text"]
+            if choice["logprobs"]:
+                state["tokens"] += choice["logprobs"]["tokens"]
             if choice["finish_reason"]:
                 state["finish_reason"] = choice["finish_reason"]
                 state["finishes"] += 1
