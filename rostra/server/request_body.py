@@ -58,3 +58,11 @@ def check_fields(body: RequestModel, unknown_params: str) -> None:
     refusal = body.unsupported()
     if refusal is not None:
         raise refusal
+
+
+def check_page(limit: int, order: str) -> None:
+    """The paging parameters of OpenAI's list endpoints."""
+    if not 1 <= limit <= 100:
+        raise InvalidRequest("limit must be between 1 and 100", param="limit")
+    if order not in ("asc", "desc"):
+        raise InvalidRequest("order must be 'asc' or 'desc'", param="order")

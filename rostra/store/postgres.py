@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
@@ -27,6 +26,7 @@ from rostra.store.base import (
     failed_copy,
     failed_event,
 )
+from rostra.store.tables import ItemTable, dumps
 
 log = logging.getLogger("rostra.store")
 CHANNEL = "rostra_responses"
@@ -83,26 +83,12 @@ MIGRATIONS: list[str] = [
 ]
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-@dataclass(frozen=True)
-class _ItemTable:
-    """A table of ordered items that belong to an owner (a response's input, a conversation)."""
-
-    owners: str  # the owners' table
-    items: str
-    owner_column: str
-    owner_name: str  # for error messages
-
-
-_RESPONSE_ITEMS = _ItemTable("rostra_responses", "rostra_input_items", "response_id", "response")
-_CONVERSATION_ITEMS = _ItemTable("rostra_conversations", "rostra_conversation_items", "conversation_id",
+_RESPONSE_ITEMS = ItemTable("rostra_responses", "rostra_input_items", "response_id", "response")
+_CONVERSATION_ITEMS = ItemTable("rostra_conversations", "rostra_conversation_items", "conversation_id",
                                  "conversation")
 
 
-async def _page(pool: asyncpg.Pool, table: _ItemTable, owner: str, after: str | None, limit: int,
+async def _page(pool: asyncpg.Pool, table: ItemTable, owner: str, after: str | None, limit: int,
                 order: str) -> tuple[list[dict], bool]:
     """One page of an owner's items, as OpenAI's list endpoints page them: (items, has_more)."""
     if order not in ("asc", "desc"):
@@ -247,19 +233,19 @@ class PostgresResponseStore(ResponseStore):
                 await conn.execute(
                     "INSERT INTO rostra_responses (id, created_at, status, body, owner, lease_until) "
                     f"VALUES ($1, $2, $3, $4, $5, {NOW} + $6::float8)",
-                    response["id"], response.get("created_at"), response.get("status"), _dumps(response),
+                    response["id"], response.get("created_at"), response.get("status"), dumps(response),
                     owner, lease)
             except asyncpg.UniqueViolationError as exc:
                 raise StoreError(f"response {response['id']!r} already exists") from exc
             await conn.executemany(
                 "INSERT INTO rostra_input_items (response_id, position, item_id, body) VALUES ($1, $2, $3, $4)",
-                [(response["id"], position, item.get("id"), _dumps(item)) for position, item in enumerate(input_items)])
+                [(response["id"], position, item.get("id"), dumps(item)) for position, item in enumerate(input_items)])
 
     async def update(self, response: dict) -> None:
         done = await self.pool.execute(
             "WITH changed AS (UPDATE rostra_responses SET created_at = $1, status = $2, body = $3 WHERE id = $4 "
             f"RETURNING id) SELECT pg_notify('{CHANNEL}', id) FROM changed",
-            response.get("created_at"), response.get("status"), _dumps(response), response["id"])
+            response.get("created_at"), response.get("status"), dumps(response), response["id"])
         if done == "SELECT 0":
             raise StoreError(f"no response {response['id']!r} to update")
 
@@ -268,7 +254,7 @@ class PostgresResponseStore(ResponseStore):
             "WITH changed AS (UPDATE rostra_responses SET status = $1, body = $2, owner = NULL, lease_until = NULL "
             f"WHERE id = $3 AND owner = $4 AND {_RUNNING} RETURNING id) "
             f"SELECT pg_notify('{CHANNEL}', id) FROM changed",
-            response.get("status"), _dumps(response), response["id"], owner)
+            response.get("status"), dumps(response), response["id"], owner)
         return done != "SELECT 0"
 
     async def get(self, response_id: str) -> dict | None:
@@ -300,7 +286,7 @@ class PostgresResponseStore(ResponseStore):
             await self.pool.execute(
                 "WITH added AS (INSERT INTO rostra_events (response_id, sequence_number, body) "
                 f"VALUES ($1, $2, $3) RETURNING response_id) SELECT pg_notify('{CHANNEL}', response_id) FROM added",
-                response_id, event["sequence_number"], _dumps(event))
+                response_id, event["sequence_number"], dumps(event))
         except asyncpg.IntegrityConstraintViolationError as exc:
             # Either the foreign key (unknown response) or the primary key (repeated number).
             raise StoreError(f"cannot log event {event['sequence_number']} for response "
@@ -347,9 +333,9 @@ class PostgresResponseStore(ResponseStore):
                 number = await conn.fetchval("SELECT COALESCE(MAX(sequence_number) + 1, 0) FROM rostra_events "
                                              "WHERE response_id = $1", row["id"])
                 await conn.execute("UPDATE rostra_responses SET status = 'failed', body = $2, owner = NULL, "
-                                   "lease_until = NULL WHERE id = $1", row["id"], _dumps(response))
+                                   "lease_until = NULL WHERE id = $1", row["id"], dumps(response))
                 await conn.execute("INSERT INTO rostra_events (response_id, sequence_number, body) VALUES ($1, $2, $3)",
-                                   row["id"], number, _dumps(failed_event(response, number)))
+                                   row["id"], number, dumps(failed_event(response, number)))
                 await conn.execute(f"SELECT pg_notify('{CHANNEL}', $1)", row["id"])
         return [row["id"] for row in rows]
 
@@ -360,7 +346,7 @@ class PostgresResponseStore(ResponseStore):
         async with self.pool.acquire() as conn, conn.transaction():
             try:
                 await conn.execute("INSERT INTO rostra_conversations (id, created_at, body) VALUES ($1, $2, $3)",
-                                   conversation["id"], conversation.get("created_at"), _dumps(conversation))
+                                   conversation["id"], conversation.get("created_at"), dumps(conversation))
             except asyncpg.UniqueViolationError as exc:
                 raise StoreError(f"conversation {conversation['id']!r} already exists") from exc
             await _append_items(conn, conversation["id"], items)
@@ -371,7 +357,7 @@ class PostgresResponseStore(ResponseStore):
 
     async def update_conversation(self, conversation: dict) -> None:
         done = await self.pool.execute("UPDATE rostra_conversations SET body = $1 WHERE id = $2",
-                                       _dumps(conversation), conversation["id"])
+                                       dumps(conversation), conversation["id"])
         if done == "UPDATE 0":
             raise StoreError(f"no conversation {conversation['id']!r} to update")
 
@@ -411,7 +397,7 @@ async def _append_items(conn: asyncpg.Connection, conversation_id: str, items: l
                                "WHERE conversation_id = $1", conversation_id)
     await conn.executemany(
         "INSERT INTO rostra_conversation_items (conversation_id, position, item_id, body) VALUES ($1, $2, $3, $4)",
-        [(conversation_id, last + 1 + offset, item.get("id"), _dumps(item)) for offset, item in enumerate(items)])
+        [(conversation_id, last + 1 + offset, item.get("id"), dumps(item)) for offset, item in enumerate(items)])
 
 
 async def _migrate(conn: asyncpg.Connection) -> None:

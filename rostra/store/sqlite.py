@@ -15,7 +15,6 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,6 +27,7 @@ from rostra.store.base import (
     failed_copy,
     failed_event,
 )
+from rostra.store.tables import ItemTable, dumps
 
 T = TypeVar("T")
 
@@ -83,10 +83,6 @@ MIGRATIONS: list[str] = [
 _RUNNING = "status IN (" + ", ".join(f"'{status}'" for status in RUNNING_STATUSES) + ")"
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
 def _statements(script: str) -> Iterator[str]:
     """Split a script into single statements. `executescript` would commit any open transaction
     first, so migrations run statement by statement inside our own transaction instead;
@@ -118,21 +114,11 @@ def _transaction(conn: sqlite3.Connection, mode: str = "IMMEDIATE") -> Iterator[
     conn.execute("COMMIT")
 
 
-@dataclass(frozen=True)
-class _ItemTable:
-    """A table of ordered items that belong to an owner (a response's input, a conversation)."""
-
-    owners: str  # the owners' table
-    items: str
-    owner_column: str
-    owner_name: str  # for error messages
+_RESPONSE_ITEMS = ItemTable("responses", "input_items", "response_id", "response")
+_CONVERSATION_ITEMS = ItemTable("conversations", "conversation_items", "conversation_id", "conversation")
 
 
-_RESPONSE_ITEMS = _ItemTable("responses", "input_items", "response_id", "response")
-_CONVERSATION_ITEMS = _ItemTable("conversations", "conversation_items", "conversation_id", "conversation")
-
-
-def _page(conn: sqlite3.Connection, table: _ItemTable, owner: str, after: str | None, limit: int,
+def _page(conn: sqlite3.Connection, table: ItemTable, owner: str, after: str | None, limit: int,
           order: str) -> tuple[list[dict], bool]:
     """One page of an owner's items, as OpenAI's list endpoints page them: (items, has_more)."""
     if order not in ("asc", "desc"):
@@ -259,11 +245,11 @@ class SqliteResponseStore(ResponseStore):
             with _transaction(conn):
                 conn.execute(
                     "INSERT INTO responses (id, created_at, status, body, owner, lease_until) VALUES (?, ?, ?, ?, ?, ?)",
-                    (response["id"], response.get("created_at"), response.get("status"), _dumps(response),
+                    (response["id"], response.get("created_at"), response.get("status"), dumps(response),
                      owner, lease_until))
                 conn.executemany(
                     "INSERT INTO input_items (response_id, position, item_id, body) VALUES (?, ?, ?, ?)",
-                    [(response["id"], position, item.get("id"), _dumps(item))
+                    [(response["id"], position, item.get("id"), dumps(item))
                      for position, item in enumerate(input_items)])
         except sqlite3.IntegrityError as exc:
             raise StoreError(f"response {response['id']!r} already exists") from exc
@@ -275,7 +261,7 @@ class SqliteResponseStore(ResponseStore):
     def _update_sync(conn: sqlite3.Connection, response: dict) -> None:
         cursor = conn.execute(
             "UPDATE responses SET created_at = ?, status = ?, body = ? WHERE id = ?",
-            (response.get("created_at"), response.get("status"), _dumps(response), response["id"]))
+            (response.get("created_at"), response.get("status"), dumps(response), response["id"]))
         if cursor.rowcount == 0:
             raise StoreError(f"no response {response['id']!r} to update")
 
@@ -287,7 +273,7 @@ class SqliteResponseStore(ResponseStore):
         cursor = conn.execute(
             "UPDATE responses SET status = ?, body = ?, owner = NULL, lease_until = NULL "
             f"WHERE id = ? AND owner = ? AND {_RUNNING}",
-            (response.get("status"), _dumps(response), response["id"], owner))
+            (response.get("status"), dumps(response), response["id"], owner))
         return cursor.rowcount > 0
 
     async def get(self, response_id: str) -> dict | None:
@@ -336,7 +322,7 @@ class SqliteResponseStore(ResponseStore):
     def _append_event_sync(conn: sqlite3.Connection, response_id: str, event: dict) -> None:
         try:
             conn.execute("INSERT INTO events (response_id, sequence_number, body) VALUES (?, ?, ?)",
-                         (response_id, event["sequence_number"], _dumps(event)))
+                         (response_id, event["sequence_number"], dumps(event)))
         except sqlite3.IntegrityError as exc:
             # Either the foreign key (unknown response) or the primary key (repeated number).
             raise StoreError(f"cannot log event {event['sequence_number']} for response "
@@ -402,9 +388,9 @@ class SqliteResponseStore(ResponseStore):
                                     (response_id,)).fetchone()[0]
                 number = 0 if last is None else last + 1
                 conn.execute("UPDATE responses SET status = ?, body = ?, owner = NULL, lease_until = NULL "
-                             "WHERE id = ?", ("failed", _dumps(response), response_id))
+                             "WHERE id = ?", ("failed", dumps(response), response_id))
                 conn.execute("INSERT INTO events (response_id, sequence_number, body) VALUES (?, ?, ?)",
-                             (response_id, number, _dumps(failed_event(response, number))))
+                             (response_id, number, dumps(failed_event(response, number))))
         return [response_id for response_id, _ in rows]
 
     # -- conversations ------------------------------------------------------------------------
@@ -417,7 +403,7 @@ class SqliteResponseStore(ResponseStore):
         try:
             with _transaction(conn):
                 conn.execute("INSERT INTO conversations (id, created_at, body) VALUES (?, ?, ?)",
-                             (conversation["id"], conversation.get("created_at"), _dumps(conversation)))
+                             (conversation["id"], conversation.get("created_at"), dumps(conversation)))
                 _append_items(conn, conversation["id"], items)
         except sqlite3.IntegrityError as exc:
             raise StoreError(f"conversation {conversation['id']!r} already exists") from exc
@@ -436,7 +422,7 @@ class SqliteResponseStore(ResponseStore):
     @staticmethod
     def _update_conversation_sync(conn: sqlite3.Connection, conversation: dict) -> None:
         cursor = conn.execute("UPDATE conversations SET body = ? WHERE id = ?",
-                              (_dumps(conversation), conversation["id"]))
+                              (dumps(conversation), conversation["id"]))
         if cursor.rowcount == 0:
             raise StoreError(f"no conversation {conversation['id']!r} to update")
 
@@ -486,4 +472,4 @@ def _append_items(conn: sqlite3.Connection, conversation_id: str, items: list[di
                         (conversation_id,)).fetchone()[0]
     conn.executemany(
         "INSERT INTO conversation_items (conversation_id, position, item_id, body) VALUES (?, ?, ?, ?)",
-        [(conversation_id, last + 1 + offset, item.get("id"), _dumps(item)) for offset, item in enumerate(items)])
+        [(conversation_id, last + 1 + offset, item.get("id"), dumps(item)) for offset, item in enumerate(items)])

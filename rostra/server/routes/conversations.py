@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from rostra.errors import InvalidRequest
 from rostra.protocol.conversations import CreateConversationBody, CreateConversationItemsBody, UpdateConversationBody
 from rostra.server.context import server_context
-from rostra.server.request_body import parse_body
+from rostra.server.request_body import check_page, parse_body
 
 router = APIRouter()
 
@@ -43,10 +42,7 @@ async def create_items(request: Request, conversation_id: str):
 @router.get("/v1/conversations/{conversation_id}/items")
 async def list_items(request: Request, conversation_id: str, after: str | None = None, limit: int = 20,
                      order: str = "desc"):
-    if not 1 <= limit <= 100:
-        raise InvalidRequest("limit must be between 1 and 100", param="limit")
-    if order not in ("asc", "desc"):
-        raise InvalidRequest("order must be 'asc' or 'desc'", param="order")
+    check_page(limit, order)
     return await server_context(request).conversations.list_items(conversation_id, after, limit, order)
 
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from rostra.errors import InvalidRequest
 from rostra.protocol.responses import CreateResponseRequest
 from rostra.server.context import server_context
 from rostra.server.generation_endpoint import serve_generation
-from rostra.server.request_body import parse_body
+from rostra.server.request_body import check_page, parse_body
 from rostra.server.sse import EventStreamResponse
 
 router = APIRouter()
@@ -43,8 +42,5 @@ async def delete_response(request: Request, response_id: str):
 @router.get("/v1/responses/{response_id}/input_items")
 async def list_input_items(request: Request, response_id: str, after: str | None = None, limit: int = 20,
                            order: str = "desc"):
-    if not 1 <= limit <= 100:
-        raise InvalidRequest("limit must be between 1 and 100", param="limit")
-    if order not in ("asc", "desc"):
-        raise InvalidRequest("order must be 'asc' or 'desc'", param="order")
+    check_page(limit, order)
     return await server_context(request).responses.input_items(response_id, after, limit, order)
