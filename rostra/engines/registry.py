@@ -95,7 +95,8 @@ def _build_vllm(settings: Settings) -> Engine:
     if not settings.model:
         raise SystemExit("the vllm engine needs a MODEL: a Hugging Face model id or a model directory")
     try:
-        return load_engine("vllm", model=settings.model, model_name=served_name(settings, settings.model.rstrip("/")),
+        return load_engine("vllm", model=settings.model,
+                           model_name=served_name(settings, settings.model.rstrip("/")),
                            max_model_len=settings.max_model_len, tensor_parallel_size=settings.tensor_parallel_size,
                            pipeline_parallel_size=settings.pipeline_parallel_size,
                            gpu_memory_utilization=settings.gpu_memory_utilization, dtype=settings.dtype,

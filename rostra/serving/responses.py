@@ -183,7 +183,6 @@ class ResponsesService:
             if value not in INCLUDABLE:
                 raise InvalidRequest(f"include: unknown value {value!r}", param=f"include[{index}]")
         items = normalize_input(request.input)
-        items = normalize_input(request.input)
         reference = conversation_id(request)
         if reference and request.previous_response_id:
             raise InvalidRequest("give either previous_response_id or conversation, not both", param="conversation")
@@ -208,8 +207,8 @@ class ResponsesService:
             builder.sealer = self.sealer
         return ResponseJob(request, job, builder, items, conversation, loop, ready, [job])
 
-    async def _turn(self, request: CreateResponseRequest, conversation: list[dict[str, Any]], tools: list[dict[str, Any]],
-                    builder: ResponseBuilder) -> Job:
+    async def _turn(self, request: CreateResponseRequest, conversation: list[dict[str, Any]],
+                    tools: list[dict[str, Any]], builder: ResponseBuilder) -> Job:
         """The chat job of one model turn. With `truncation: "auto"`, a conversation that outgrows the context
         loses its oldest items (whole turns: it then starts at a user message) until it fits; the response says how
         many (`truncated_items`)."""
@@ -267,7 +266,8 @@ class ResponsesService:
                 self.streaming.discard(response["id"])
                 await self._store_final(response)
 
-    async def start_background(self, job: ResponseJob, deadline: Deadline, on_done: Callable[[], None]) -> dict[str, Any]:
+    async def start_background(self, job: ResponseJob, deadline: Deadline,
+                               on_done: Callable[[], None]) -> dict[str, Any]:
         """Store the response as queued and run it in a task of its own; `on_done` runs when the run has
         ended, however it ends."""
         response = job.builder.response
