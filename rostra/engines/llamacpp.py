@@ -31,7 +31,7 @@ from typing import Any, AsyncGenerator, Callable
 import httpx
 import xllamacpp
 
-from rostra.core import EngineOutput, ModelInfo, Prompt, SamplingParams, TokenStep, TopLogprob
+from rostra.core import EngineOutput, FinishReason, ModelInfo, Prompt, SamplingParams, TokenStep, TopLogprob
 from rostra.engines.base import Engine, EngineError
 from rostra.errors import InvalidRequest
 from rostra.generation_defaults import from_gguf_metadata
@@ -39,7 +39,6 @@ from rostra.gguf_metadata import context_length, read_gguf_metadata
 from rostra.tokenizer import end_of_generation_ids, gguf_token_bytes
 
 log = logging.getLogger("rostra.engine.llamacpp")
-_DONE = object()
 _CONTROL = 3  # GGUF token type of control (special) tokens
 
 
@@ -171,16 +170,25 @@ class LlamaCppEngine(Engine):
                         params: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
         body = _request_body(prompt_ids, params, self.vocab_size)
         loop = asyncio.get_running_loop()
-        chunks: asyncio.Queue = asyncio.Queue()
+        # Chunks the worker thread produced that the loop has not taken yet. The loop is woken once
+        # per batch, not per chunk, and takes the whole batch at once: when it falls behind (other
+        # requests, a slow client), the tokens that piled up go out as one output, one chunk.
+        ready: list[dict] = []
+        lock = threading.Lock()
+        wake = asyncio.Event()
         cancelled = threading.Event()
         self._cancel[request_id] = cancelled
         top_n = params.top_logprobs or 0
 
         def on_chunk(chunk: dict) -> bool:  # runs in the worker thread
-            try:
-                loop.call_soon_threadsafe(chunks.put_nowait, chunk)
-            except RuntimeError:  # the event loop is gone (shutdown): stop generating
-                return True
+            with lock:
+                ready.append(chunk)
+                first = len(ready) == 1
+            if first:  # the loop has taken everything before this chunk: it needs a wake-up
+                try:
+                    loop.call_soon_threadsafe(wake.set)
+                except RuntimeError:  # the event loop is gone (shutdown): stop generating
+                    return True
             return cancelled.is_set()
 
         def run() -> None:
@@ -189,21 +197,28 @@ class LlamaCppEngine(Engine):
 
         def finished(_: asyncio.Future[None]) -> None:  # the slot is free again; the reader stops
             self._free_slots.release()
-            chunks.put_nowait(_DONE)
+            wake.set()
 
         try:
             await self._free_slots.acquire()
             job = loop.run_in_executor(self._executor, run)
             job.add_done_callback(finished)
             while True:
-                chunk = await chunks.get()
-                if chunk is _DONE:
+                await wake.wait()
+                wake.clear()
+                over = job.done()  # before taking the batch: every chunk was added before the job ended
+                with lock:
+                    batch = ready[:]
+                    ready.clear()
+                output, error = _merge_chunks(batch, top_n, self.token_bytes)
+                if output.tokens or output.finish_reason:
+                    yield output
+                if error is not None:
+                    raise error
+                if over:
                     if job.exception():
                         raise EngineError(f"llama.cpp failed: {job.exception()}")
                     return
-                output = _parse_chunk(chunk, top_n, self.token_bytes)
-                if output.tokens or output.finish_reason:
-                    yield output
         finally:
             cancelled.set()
             self._cancel.pop(request_id, None)
@@ -255,6 +270,24 @@ def _logit_bias(params: SamplingParams, vocab_size: int) -> list[list]:
         allowed = set(params.allowed_token_ids)
         bias.update({token: False for token in range(vocab_size) if token not in allowed})
     return [[token, value] for token, value in bias.items()]
+
+
+def _merge_chunks(chunks: list[dict], top_n: int,
+                  token_bytes: Callable[[int], bytes]) -> tuple[EngineOutput, EngineError | None]:
+    """The chunks of one batch as one output (their tokens in order, the last finish reason), and the
+    error a chunk reported, if any: the tokens before it are still output first."""
+    tokens: list[TokenStep] = []
+    reason: FinishReason | None = None
+    cached: int | None = None
+    for chunk in chunks:
+        try:
+            output = _parse_chunk(chunk, top_n, token_bytes)
+        except EngineError as exc:
+            return EngineOutput(tuple(tokens), reason, cached_tokens=cached), exc
+        tokens += output.tokens
+        reason = output.finish_reason or reason
+        cached = output.cached_tokens if output.cached_tokens is not None else cached
+    return EngineOutput(tuple(tokens), reason, cached_tokens=cached), None
 
 
 def _parse_chunk(chunk: dict, top_n: int, token_bytes: Callable[[int], bytes]) -> EngineOutput:
