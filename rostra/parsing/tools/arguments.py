@@ -74,7 +74,7 @@ class ArgumentsWriter:
             if token is not None and token.kind == "string" and token.escape is None:
                 run = STRING_RUN.match(text, i)
                 if run:
-                    self._string_run(token, run.group(), out)
+                    self._decoded(token, run.group(), out)  # a run of plain characters
                     i = run.end()
                     continue
             self._char(text[i], out)
@@ -207,14 +207,6 @@ class ArgumentsWriter:
             out.append(text)
 
     # -- strings -------------------------------------------------------------------------
-
-    def _string_run(self, token: _Token, run: str, out: list[str]) -> None:
-        if token.high:
-            run, token.high = "\ufffd" + run, ""
-        if token.is_key:
-            token.text.append(run)
-        elif self._writing():
-            out.append(_encode(run))
 
     def _string_char(self, token: _Token, char: str, out: list[str]) -> None:
         if token.escape is None:
