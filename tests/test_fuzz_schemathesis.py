@@ -1,8 +1,8 @@
 """Fuzz the server with Schemathesis against OpenAI's spec: never a 5xx, and every documented answer conforms.
 
-Requests are generated from tests/spec/openapi.json for createChatCompletion, createCompletion and
-createResponse: valid ones (positive) and ones that break the spec on purpose (negative). Most positive
-bodies get `model: "scripted"` so that they reach the engine instead of stopping at the 404 for an unknown
+Requests are generated from tests/spec/openapi.json for createChatCompletion, createCompletion,
+createResponse and createConversation: valid ones (positive) and ones that break the spec on purpose
+(negative). Most positive bodies of the first three get `model: "scripted"` so that they reach the engine instead of stopping at the 404 for an unknown
 model. Every answer must not be a server error; a non-streaming answer whose status the spec documents
 (200, 429) must match its schema. Streamed (SSE) answers are held to "no 5xx" only.
 
@@ -30,7 +30,8 @@ from schemathesis.specs.openapi.checks import response_schema_conformance  # noq
 from conftest import SCRIPTED_MODEL  # noqa: E402
 from spec import SPEC_PATH, _nullable_as_null  # noqa: E402
 
-OPERATIONS = ["createChatCompletion", "createCompletion", "createResponse"]
+OPERATIONS = ["createChatCompletion", "createCompletion", "createResponse", "createConversation"]
+TAKES_A_MODEL = {"createChatCompletion", "createCompletion", "createResponse"}
 EXAMPLES = int(os.environ.get("ROSTRA_FUZZ_EXAMPLES", "50"))
 SEED = os.environ.get("ROSTRA_FUZZ_SEED")
 REQUEST_TIMEOUT = 30
@@ -58,7 +59,7 @@ def _prepare(case, operation_id: str, treatment: int) -> bool:
     body = case.body
     if not isinstance(body, dict):
         return False
-    if treatment >= SERVED_MODEL:
+    if treatment >= SERVED_MODEL and operation_id in TAKES_A_MODEL:
         body["model"] = SCRIPTED_MODEL
     if treatment == TIDIED:
         for key, value in list(body.items()):
