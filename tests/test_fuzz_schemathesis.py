@@ -3,8 +3,9 @@
 Requests are generated from tests/spec/openapi.json for createChatCompletion, createCompletion,
 createResponse and createConversation: valid ones (positive) and ones that break the spec on purpose
 (negative). Most positive bodies of the first three get `model: "scripted"` so that they reach the engine
-instead of stopping at the 404 for an unknown model. Every answer must not be a server error; a non-streaming answer whose status the spec documents
-(200, 429) must match its schema. Streamed (SSE) answers are held to "no 5xx" only.
+instead of stopping at the 404 for an unknown model. Every answer must not be a server error; a
+non-streaming answer whose status the spec documents (200, 429) must match its schema. Streamed (SSE)
+answers are held to "no 5xx" only.
 
 The scripted engine answers at once, so the whole run takes seconds. ROSTRA_FUZZ_EXAMPLES raises the number
 of examples per operation and mode for a longer local run; ROSTRA_FUZZ_SEED makes a run reproducible.
