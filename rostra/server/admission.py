@@ -4,8 +4,6 @@ beyond that a 429 with Retry-After, at once, rather than an unbounded queue."""
 from __future__ import annotations
 
 import asyncio
-from contextlib import asynccontextmanager
-from typing import AsyncIterator
 
 from rostra.errors import TooManyRequests
 
@@ -34,11 +32,3 @@ class Admission:
         self.running -= 1
         if self._slots is not None:
             self._slots.release()
-
-    @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        await self.acquire()
-        try:
-            yield
-        finally:
-            self.release()
