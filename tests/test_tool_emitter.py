@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from rostra.parsing.events import Finish, Text, ToolCallArgs, ToolCallEnd, ToolCallStart
 from rostra.parsing.reasoning.gpt_oss import GptOssReasoningParser
 from rostra.parsing.tools import tool_parser_class
@@ -128,7 +130,8 @@ def test_forced_constraints_are_strict_schemas():
     assert schema["properties"]["opts"]["additionalProperties"] is False
     assert "additionalProperties" not in schema["properties"]["free"]  # lists nothing: any object
     required = plan_tools([magic], "required", None, None).constraint.json_schema
-    assert required["items"]["anyOf"][0]["properties"]["arguments"] == schema
+    assert required["items"]["anyOf"][0]["properties"]["arguments"] == {
+        key: value for key, value in schema.items() if key != "x-guidance"}
     allowing = {"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "string"}}
     assert strict_schema(allowing) == allowing
     strict = response_constraint({"type": "json_schema", "json_schema": {
@@ -137,6 +140,30 @@ def test_forced_constraints_are_strict_schemas():
     loose = response_constraint({"type": "json_schema", "json_schema": {
         "name": "x", "schema": {"type": "object", "properties": {"a": {"type": "string"}}}}}, {})
     assert "additionalProperties" not in loose.json_schema
+
+
+@pytest.mark.parametrize("choice", ["required", {"type": "function", "function": {"name": "f"}}])
+def test_forced_calls_bound_the_whitespace_between_tokens(choice):
+    """A forced call's grammar, compiled by llguidance as the llama.cpp and transformers engines
+    do, takes indented JSON (the model's own layout) but never more than 16 blanks in a row: with
+    free whitespace, Qwen2.5-Coder-0.5B once padded `[` with blanks until max_tokens."""
+    import llguidance
+
+    from rostra.serving.tools import plan_tools
+
+    tool = {"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}}}
+    grammar = llguidance.LLMatcher.grammar_from_json_schema(plan_tools([tool], choice, None, None).constraint.json_schema)
+    tokenizer = llguidance.LLTokenizer("byte")
+
+    def accepts(text: str) -> bool:
+        matcher = llguidance.LLMatcher(tokenizer, grammar, log_level=0)
+        return matcher.consume_tokens(tokenizer.tokenize_str(text)) and not matcher.is_error()
+
+    indented = '{\n    "x": 3\n}' if isinstance(choice, dict) else '[\n  {\n    "name": "f",\n    "arguments": {"x": 3}\n  }\n]'
+    assert accepts(indented)
+    assert accepts("[" * (choice == "required") + "{" + " " * 16)
+    assert not accepts("[" * (choice == "required") + "{" + " " * 17)
 
 
 def test_mistral_history_ids_become_nine_characters_consistently():

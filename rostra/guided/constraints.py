@@ -121,3 +121,16 @@ def tool_call_schema(tools: dict[str, dict[str, Any]], parallel: bool) -> dict[s
     if not parallel:
         schema["maxItems"] = 1
     return schema
+
+
+def bounded_whitespace(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with at most 16 spaces or newlines between two JSON tokens.
+
+    A forced tool call is rostra's format, not the model's, and where a grammar lets whitespace
+    repeat freely a small model can take it forever at temperature 0 (Qwen2.5-Coder-0.5B under
+    tool_choice "required" once wrote `[` and then only spaces and newlines until max_tokens).
+    Bounded, the model keeps its own layout (indented JSON), which matters: laid out on one line
+    (no whitespace at all), the same model wrote fewer of the calls BFCL's parallel cases expect
+    (benchmarks/README.md, tool calling). `x-guidance` is llguidance's option, read by the llama.cpp and transformers
+    engines' constraint compiler; validators ignore it as an unknown keyword."""
+    return {**schema, "x-guidance": {"whitespace_pattern": r"[\n ]{0,16}"}}
