@@ -13,6 +13,10 @@ tool_choice "auto" and "required" (irrelevance cases: "auto" only). Measured:
 - irrelevance: cases where no tool fits and the answer made no call;
 - agreement: cases whose streamed calls (folded from the deltas) equal the non-streamed ones.
 
+`--servers` may add `rostra-json`: rostra with `--tool-call-parser json`, the parser pinned to the way
+this model writes calls (the configuration the issue compared with). Its irrelevance figure is what any
+parser that reads the model's calls gets: the model's own decisions, not the parser's.
+
 `--raw FILE` also writes what the model wrote for each case (rostra, tool_choice "none": the same
 prompt, no parsing), which is where the recorded test samples in tests/data come from.
 """
@@ -37,6 +41,7 @@ from bench_serving import free_port, machine_info, run_reference_server, stop_pr
 CATEGORIES = {"simple": "simple_python", "multiple": "multiple", "parallel": "parallel",
               "irrelevance": "irrelevance"}
 RESULTS = Path(__file__).parent / "results" / "toolcalls.md"
+SERVERS = ("rostra", "rostra-json", "llama.cpp")
 
 
 def load_checker():
@@ -197,7 +202,7 @@ async def bench_server(kind: str, args, cases: list[Case], check) -> tuple[dict,
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=600, limits=limits) as client:
             model = await wait_ready(client, process)
             for case in cases:
-                choices = ["auto"] if case.category == "irrelevance" else ["auto", "required"]
+                choices = ["auto"] if case.category == "irrelevance" else args.choices
                 for choice in choices:
                     results = {}
                     for stream in (False, True):
@@ -241,8 +246,9 @@ def server_command(kind: str, args, port: int) -> list[str]:
     common = ["--port", str(port), "--parallel", "1", "--max-model-len", str(args.max_model_len)]
     if args.threads:
         common += ["--threads", str(args.threads)]
-    if kind == "rostra":
-        return [sys.executable, "-m", "rostra.cli", "serve", args.model, "--log-level", "warning", *common]
+    if kind.startswith("rostra"):
+        pinned = ["--tool-call-parser", "json"] if kind == "rostra-json" else []
+        return [sys.executable, "-m", "rostra.cli", "serve", args.model, "--log-level", "warning", *pinned, *common]
     return [sys.executable, __file__, "--reference-server", "--model", args.model, *common]
 
 
@@ -300,7 +306,7 @@ async def main_async(args) -> None:
         saved_path(args, kind).write_text(json.dumps({"per_category": args.per_category, "tallies": saved}))
     # Each server's figures are kept beside the table, so one server can be re-run alone.
     results: dict[str, dict] = {}
-    for kind in ("rostra", "llama.cpp"):
+    for kind in SERVERS:
         if saved_path(args, kind).exists():
             data = json.loads(saved_path(args, kind).read_text())
             if data["per_category"] == args.per_category:
@@ -310,7 +316,8 @@ async def main_async(args) -> None:
     categories = ", ".join(f"{c} ({CATEGORIES[c]} first {args.per_category})" for c in CATEGORIES)
     header = (f"# Tool calling: rostra vs llama.cpp server\n\n{datetime.date.today()}, {machine_info()}\n\n"
               f"Model `{Path(args.model).name}`, BFCL v4 cases: {categories}; temperature 0, "
-              f"max_tokens {args.max_tokens}; both servers at zero configuration.\n\n")
+              f"max_tokens {args.max_tokens}; rostra and llama.cpp at zero configuration"
+              f" (rostra-json: `--tool-call-parser json`).\n\n")
     Path(args.output).write_text(header + report + "\n")
     if args.raw:
         Path(args.raw).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in raw))
@@ -326,7 +333,9 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--max-model-len", type=int, default=4096)
     parser.add_argument("--threads", type=int, default=0)
-    parser.add_argument("--servers", nargs="+", default=["rostra", "llama.cpp"], choices=["rostra", "llama.cpp"])
+    parser.add_argument("--servers", nargs="+", default=["rostra", "llama.cpp"], choices=SERVERS)
+    parser.add_argument("--choices", nargs="+", default=["auto", "required"], choices=["auto", "required"],
+                        help="tool_choice values for the relevant cases (irrelevance cases: auto only)")
     parser.add_argument("--raw", help="write the model's unparsed outputs (JSON lines) here")
     parser.add_argument("--output", default=str(RESULTS))
     asyncio.run(main_async(parser.parse_args()))
