@@ -143,16 +143,16 @@ def test_forced_constraints_are_strict_schemas():
 
 
 @pytest.mark.parametrize("choice", ["required", {"type": "function", "function": {"name": "f"}}])
-def test_forced_calls_bound_the_whitespace_between_tokens(choice):
+def test_forced_calls_are_laid_out_on_one_line(choice):
     """A forced call's grammar, compiled by llguidance as the llama.cpp and transformers engines
-    do, takes indented JSON (the model's own layout) but never more than 16 blanks in a row: with
-    free whitespace, Qwen2.5-Coder-0.5B once padded `[` with blanks until max_tokens."""
+    do, takes JSON on one line with fixed separators and no other whitespace: with free whitespace,
+    Qwen2.5-Coder-0.5B padded `[` with blanks until max_tokens (see single_line)."""
     import llguidance
 
     from rostra.serving.tools import plan_tools
 
     tool = {"type": "function", "function": {"name": "f", "parameters": {
-        "type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}}}
+        "type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "string"}}, "required": ["x"]}}}
     grammar = llguidance.LLMatcher.grammar_from_json_schema(plan_tools([tool], choice, None, None).constraint.json_schema)
     tokenizer = llguidance.LLTokenizer("byte")
 
@@ -160,10 +160,12 @@ def test_forced_calls_bound_the_whitespace_between_tokens(choice):
         matcher = llguidance.LLMatcher(tokenizer, grammar, log_level=0)
         return matcher.consume_tokens(tokenizer.tokenize_str(text)) and not matcher.is_error()
 
-    indented = '{\n    "x": 3\n}' if isinstance(choice, dict) else '[\n  {\n    "name": "f",\n    "arguments": {"x": 3}\n  }\n]'
-    assert accepts(indented)
-    assert accepts("[" * (choice == "required") + "{" + " " * 16)
-    assert not accepts("[" * (choice == "required") + "{" + " " * 17)
+    arguments = '{"x": 3, "y": "a b"}'
+    one_line = arguments if isinstance(choice, dict) else f'[{{"name": "f", "arguments": {arguments}}}]'
+    assert accepts(one_line)
+    assert not accepts(one_line[:1] + " ")
+    assert not accepts(one_line[:1] + "\n")
+    assert not accepts('{"x":3}')  # the separators are fixed too
 
 
 def test_mistral_history_ids_become_nine_characters_consistently():

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from rostra.errors import InvalidRequest
-from rostra.guided.constraints import Constraint, bounded_whitespace, checked_schema, strict_schema, tool_call_schema
+from rostra.guided.constraints import Constraint, checked_schema, single_line, strict_schema, tool_call_schema
 from rostra.parsing.tools.base import ToolParser, ToolSpec
 from rostra.parsing.tools.emitter import CallEmitter
 from rostra.parsing.tools.forced import NamedCallParser, RequiredCallsParser
@@ -95,7 +95,7 @@ def plan_tools(tools: list[dict[str, Any]] | None, tool_choice: Any, parallel: b
     if choice == "required":
         schema = tool_call_schema({spec.name: strict_schema(spec.parameters) for spec in specs}, parallel is not False)
         return ToolPlan(emitter(strict=True), lambda: RequiredCallsParser(specs, max_calls=max_calls),
-                        Constraint(json_schema=bounded_whitespace(schema)))
+                        Constraint(json_schema=single_line(schema)))
     if isinstance(choice, dict) and choice.get("type") == "function":
         name = (choice.get("function") or {}).get("name")
         spec = next((s for s in specs if s.name == name), None)
@@ -103,5 +103,5 @@ def plan_tools(tools: list[dict[str, Any]] | None, tool_choice: Any, parallel: b
             raise InvalidRequest(f"tool_choice names {name!r}, which is not among the tools",
                                  param="tool_choice.function.name")
         return ToolPlan(emitter(strict=True), lambda: NamedCallParser(specs, spec.name),
-                        Constraint(json_schema=bounded_whitespace(strict_schema(spec.parameters))))
+                        Constraint(json_schema=single_line(strict_schema(spec.parameters))))
     raise InvalidRequest("tool_choice must be 'none', 'auto', 'required' or a function", param="tool_choice")
