@@ -8,6 +8,8 @@ decoding of --max-tokens tokens:
 
 - rostra: a `BatchDecoder` (rostra/engines/transformers_batch.py) fed `concurrency` requests at a
   time, a new one submitted as soon as one finishes, as the serving benchmark's clients do;
+- rostra-prefill-alone: the same loop, each new request prefilled by itself (rostra before batched
+  prefill), for the difference batched prefill makes;
 - transformers-cb: transformers' continuous batching manager (the
   engine behind `transformers serve --continuous-batching`), fed the same way through its manager
   (`init_continuous_batching`, `add_request`, `get_result`).
@@ -19,6 +21,7 @@ With --py-spy DIR, each rostra level is also recorded by py-spy (speedscope form
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import queue
 import subprocess
@@ -30,7 +33,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_serving import PROMPT  # noqa: E402
+from bench_serving import PROMPT, machine_info, rostra_version  # noqa: E402
 
 from rostra.core import SamplingParams  # noqa: E402
 from rostra.engines.transformers_batch import BatchDecoder, Sequence  # noqa: E402
@@ -45,9 +48,14 @@ def prompts(tokenizer, count: int, start: int) -> list[list[int]]:
             for i in range(count)]
 
 
-def run_rostra(model, tokenizer, eos: set[int], batch: list[list[int]], concurrency: int, max_tokens: int) -> int:
-    """Generated tokens; at most `concurrency` requests in flight, each replaced as soon as it ends."""
+def run_rostra(model, tokenizer, eos: set[int], batch: list[list[int]], concurrency: int, max_tokens: int,
+               prefill_alone: bool = False) -> int:
+    """Generated tokens; at most `concurrency` requests in flight, each replaced as soon as it ends.
+    `prefill_alone`: every waiting request is prefilled by itself, as before batched prefill."""
     decoder = BatchDecoder(model, concurrency, eos, lambda token_id: b"")
+    if prefill_alone:
+        prefill = decoder._prefill
+        decoder._prefill = lambda group: [prefill([sequence]) for sequence in group]  # type: ignore[method-assign]
     finished: queue.Queue[str] = queue.Queue()
     tokens = 0
 
@@ -102,7 +110,9 @@ def main() -> None:
     parser.add_argument("--requests-per-level", type=int, help="default: max(4, 2 x concurrency)")
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--engines", nargs="+", default=["rostra", "transformers-cb"])
+    parser.add_argument("--engines", nargs="+", choices=["rostra", "rostra-prefill-alone", "transformers-cb"],
+                        default=["rostra", "rostra-prefill-alone", "transformers-cb"])
+    parser.add_argument("--output", type=Path, help="also write the figures to this markdown file")
     parser.add_argument("--py-spy", type=Path, help="folder for py-spy profiles of the rostra levels")
     args = parser.parse_args()
     from rostra.embedded import embedded_model_path
@@ -111,7 +121,7 @@ def main() -> None:
     checkpoint = checkpoint_from_gguf(embedded_model_path(), ROOT / ".cache" / "smollm2-hf")
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
     eos = {tokenizer.eos_token_id, *tokenizer.convert_tokens_to_ids(["<|im_end|>", "<|endoftext|>"])}
-    models = {"rostra": AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32).eval()}
+    rostra_model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32).eval()
     if "transformers-cb" in args.engines:
         # A model of its own: the manager switches the attention implementation to its paged one.
         reference = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32).eval()
@@ -119,12 +129,14 @@ def main() -> None:
             max_new_tokens=args.max_tokens, do_sample=False, eos_token_id=sorted(eos)))
         manager.start()
     with torch.inference_mode():  # warm-up: first passes pay for allocations that steady serving does not
-        run_rostra(models["rostra"], tokenizer, eos, prompts(tokenizer, 2, 10_000), 2, 8)
+        run_rostra(rostra_model, tokenizer, eos, prompts(tokenizer, 2, 10_000), 2, 8)
         if "transformers-cb" in args.engines:
             run_transformers_cb(manager, prompts(tokenizer, 2, 10_000), 2, 8, eos)
     print(f"torch threads {torch.get_num_threads()}, load {os.getloadavg()[0]:.2f}", flush=True)
     results: dict[tuple[str, int], list[float]] = {}
     counter = 0
+    log: list[str] = []
+    started = datetime.datetime.now().astimezone()
     for round_number in range(args.rounds):
         for concurrency in args.concurrency:
             count = args.requests_per_level or max(4, 2 * concurrency)
@@ -142,8 +154,9 @@ def main() -> None:
                 load = os.getloadavg()[0]
                 started = time.perf_counter()
                 with torch.inference_mode():
-                    if engine == "rostra":
-                        tokens = run_rostra(models[engine], tokenizer, eos, batch, concurrency, args.max_tokens)
+                    if engine.startswith("rostra"):
+                        tokens = run_rostra(rostra_model, tokenizer, eos, batch, concurrency, args.max_tokens,
+                                            prefill_alone=engine == "rostra-prefill-alone")
                     else:
                         tokens = run_transformers_cb(manager, batch, concurrency, args.max_tokens, eos)
                 elapsed = time.perf_counter() - started
@@ -151,14 +164,30 @@ def main() -> None:
                     spy.send_signal(2)  # SIGINT: py-spy writes its profile and exits
                     spy.wait()
                 results.setdefault((engine, concurrency), []).append(tokens / elapsed)
-                print(f"round {round_number + 1} {engine} c={concurrency}: {tokens} tokens, {tokens / elapsed:.1f} tok/s"
-                      f" (load {load:.2f})", flush=True)
+                log.append(f"round {round_number + 1} {engine} c={concurrency}: {tokens} tokens, "
+                           f"{tokens / elapsed:.1f} tok/s (load {load:.2f})")
+                print(log[-1], flush=True)
     if "transformers-cb" in args.engines:
         manager.stop(block=True)
-    print("\n| engine | concurrency | tok/s (median) | every round |\n|---|---:|---:|---|")
+    lines = ["| engine | concurrency | tok/s (median) | every round |", "|---|---:|---:|---|"]
     for (engine, concurrency), rates in sorted(results.items(), key=lambda item: (item[0][1], item[0][0])):
-        print(f"| {engine} | {concurrency} | {sorted(rates)[len(rates) // 2]:.1f} | "
-              f"{', '.join(f'{r:.1f}' for r in rates)} |")
+        lines.append(f"| {engine} | {concurrency} | {sorted(rates)[len(rates) // 2]:.1f} | "
+                     f"{', '.join(f'{r:.1f}' for r in rates)} |")
+    print("\n" + "\n".join(lines))
+    if args.output:
+        command = " ".join(["python benchmarks/profile_transformers.py", *sys.argv[1:]])
+        args.output.write_text(f"""# Engine only: rostra's decode loop vs transformers' continuous batching (in process)
+
+- date: {started:%Y-%m-%d %H:%M %Z}; machine: {machine_info()}; rostra commit: {rostra_version()}
+- {args.max_tokens} greedy tokens per request, requests per level max(4, 2 x concurrency), {args.rounds} rounds
+- command: `{command}`
+
+{chr(10).join(lines)}
+
+Every level, in the order run, with the 1-minute load average before it (2 cores):
+
+{chr(10).join("- " + line for line in log)}
+""")
 
 
 if __name__ == "__main__":
