@@ -12,7 +12,7 @@ import torch
 
 from rostra.core import Prompt, SamplingParams
 from rostra.engines.transformers import TransformersEngine
-from rostra.engines.transformers_batch import BatchDecoder, Sequence
+from rostra.engines.transformers_batch import BatchDecoder, Sequence, prefill_groups
 from rostra.engines.transformers_sampling import RequestSampler
 from rostra.guided.constraints import choice_grammar, regex_grammar
 
@@ -179,8 +179,21 @@ def test_waiting_prompts_are_prefilled_together_and_match_their_solo_runs(engine
         together = first + [tokens(index) for index in range(1, 6)]
     finally:
         decoder.stop()
-    assert groups[0] == ["0", "1", "2", "3"]
+    assert sorted(groups[0]) == ["0", "1", "2", "3"]  # (longest first)
     assert together == solo
+
+
+def test_prefill_groups_keep_padding_small_and_scored_prompts_alone():
+    def sequence(name: str, length: int, scored: bool = False) -> Sequence:
+        params = SamplingParams(max_tokens=4, prompt_logprobs=1 if scored else None)
+        sampler = RequestSampler(params, [1] * length, 8, 8, [], None, torch.device("cpu"))
+        return Sequence(name, [1] * length, 4, sampler, lambda output: None)
+
+    waiting = [sequence("short", 30), sequence("scored", 40, scored=True), sequence("long", 1000),
+               sequence("mid", 45), sequence("long2", 900)]
+    groups = [[s.request_id for s in group] for group in prefill_groups(waiting)]
+    # 30 and 45 pad little beside each other; beside 1000 and 900 they would pad ~1,900 tokens.
+    assert groups == [["scored"], ["long", "long2"], ["mid", "short"]]
 
 
 def test_abort_and_early_close_end_the_generation(engine):

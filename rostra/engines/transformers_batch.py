@@ -92,6 +92,34 @@ def _left_pad(tensor: torch.Tensor, amount: int, dim: int) -> torch.Tensor:
     return torch.cat([tensor.new_zeros(shape), tensor], dim=dim)
 
 
+# Padding costs what real tokens cost: a prefill group pads at most this many tokens (or a quarter
+# of its real tokens, when that is more), so a long prompt is not prefilled beside short ones at
+# the price of their padding. A few dozen padded tokens cost little next to reading the weights.
+PADDING_ALLOWANCE = 64
+
+
+def prefill_groups(waiting: list[Sequence]) -> list[list[Sequence]]:
+    """Split the waiting requests into prefill groups: a prompt to be scored alone (it needs the
+    logits of every position, too costly for a whole group), the others longest first, a new group
+    whenever the next prompt would pad the current one past the allowance."""
+    groups = [[s] for s in waiting if s.sampler.params.prompt_logprobs is not None]
+    current: list[Sequence] = []
+    real = 0
+    for sequence in sorted((s for s in waiting if s.sampler.params.prompt_logprobs is None),
+                           key=lambda s: len(s.prompt_ids), reverse=True):
+        length = len(sequence.prompt_ids)
+        if current:
+            padding = (len(current) + 1) * len(current[0].prompt_ids) - (real + length)
+            if padding > max(PADDING_ALLOWANCE, (real + length) // 4):
+                groups.append(current)
+                current, real = [], 0
+        current.append(sequence)
+        real += length
+    if current:
+        groups.append(current)
+    return groups
+
+
 def _take_rows(cache: DynamicCache, mask: torch.Tensor, keep: list[int]) -> torch.Tensor:
     """Keep only rows `keep` of a left-padded cache (in place) and return their mask; columns that
     are padding in every remaining row carry nothing and are cut."""
@@ -170,13 +198,7 @@ class BatchDecoder:
                 sequence.deliver(EngineOutput(finish_reason="length"))
                 continue
             waiting.append(sequence)
-        # A prompt to be scored needs the logits of every position, too costly to compute for the
-        # whole group: those are prefilled alone.
-        scored = [s for s in waiting if s.sampler.params.prompt_logprobs is not None]
-        groups = [[s] for s in scored] + [[s for s in waiting if s not in scored]]
-        for group in groups:
-            if not group:
-                continue
+        for group in prefill_groups(waiting):
             try:
                 self._prefill(group)
             except Exception as exc:
@@ -207,6 +229,7 @@ class BatchDecoder:
                             **(self._last_logits_only if top_n is None else {})).logits
         if top_n is not None:
             group[0].prompt_scores = self._score_prompt(group[0].prompt_ids, logits[0], top_n)
+        log.debug("prefilled %d prompt(s), %d tokens padded to %d", len(group), int(mask.sum()), mask.numel())
         keep = [index for index, sequence in enumerate(group) if self._sample(sequence, logits[index, -1])]
         if not keep:
             return
