@@ -152,14 +152,14 @@ def main() -> None:
                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                     time.sleep(1)
                 load = os.getloadavg()[0]
-                started = time.perf_counter()
+                level_started = time.perf_counter()
                 with torch.inference_mode():
                     if engine.startswith("rostra"):
                         tokens = run_rostra(rostra_model, tokenizer, eos, batch, concurrency, args.max_tokens,
                                             prefill_alone=engine == "rostra-prefill-alone")
                     else:
                         tokens = run_transformers_cb(manager, batch, concurrency, args.max_tokens, eos)
-                elapsed = time.perf_counter() - started
+                elapsed = time.perf_counter() - level_started
                 if spy is not None:
                     spy.send_signal(2)  # SIGINT: py-spy writes its profile and exits
                     spy.wait()
@@ -167,19 +167,25 @@ def main() -> None:
                 log.append(f"round {round_number + 1} {engine} c={concurrency}: {tokens} tokens, "
                            f"{tokens / elapsed:.1f} tok/s (load {load:.2f})")
                 print(log[-1], flush=True)
+        report(args, results, log, started, rounds_done=round_number + 1)
     if "transformers-cb" in args.engines:
         manager.stop(block=True)
+    print("\n" + report(args, results, log, started, rounds_done=args.rounds))
+
+
+def report(args: argparse.Namespace, results: dict[tuple[str, int], list[float]], log: list[str],
+           started: datetime.datetime, rounds_done: int) -> str:
+    """The medians table; also written to --output (after every round, so a run cut short keeps its rounds)."""
     lines = ["| engine | concurrency | tok/s (median) | every round |", "|---|---:|---:|---|"]
     for (engine, concurrency), rates in sorted(results.items(), key=lambda item: (item[0][1], item[0][0])):
         lines.append(f"| {engine} | {concurrency} | {sorted(rates)[len(rates) // 2]:.1f} | "
                      f"{', '.join(f'{r:.1f}' for r in rates)} |")
-    print("\n" + "\n".join(lines))
     if args.output:
         command = " ".join(["python benchmarks/profile_transformers.py", *sys.argv[1:]])
         args.output.write_text(f"""# Engine only: rostra's decode loop vs transformers' continuous batching (in process)
 
 - date: {started:%Y-%m-%d %H:%M %Z}; machine: {machine_info()}; rostra commit: {rostra_version()}
-- {args.max_tokens} greedy tokens per request, requests per level max(4, 2 x concurrency), {args.rounds} rounds
+- {args.max_tokens} greedy tokens per request, requests per level {args.requests_per_level or 'max(4, 2 x concurrency)'}, {rounds_done} of {args.rounds} rounds
 - command: `{command}`
 
 {chr(10).join(lines)}
@@ -188,6 +194,7 @@ Every level, in the order run, with the 1-minute load average before it (2 cores
 
 {chr(10).join("- " + line for line in log)}
 """)
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
