@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import queue
 import re
 import time
 
@@ -11,6 +12,7 @@ import torch
 
 from rostra.core import Prompt, SamplingParams
 from rostra.engines.transformers import TransformersEngine
+from rostra.engines.transformers_batch import BatchDecoder, Sequence, prefill_groups
 from rostra.engines.transformers_sampling import RequestSampler
 from rostra.guided.constraints import choice_grammar, regex_grammar
 
@@ -135,6 +137,63 @@ def test_concurrent_requests_are_batched_and_match_their_solo_runs(engine):
     while engine.batch_size() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert engine.running_requests() == 0 and engine.batch_size() == 0
+
+
+def test_waiting_prompts_are_prefilled_together_and_match_their_solo_runs(engine):
+    """Prompts of different lengths, all waiting before the loop starts: one left-padded prefill,
+    then a decode batch that a later group joins; greedy tokens equal each prompt run alone. One
+    prompt ends at its first token (its row leaves the group before joining the batch)."""
+    prompts = [chat_ids(engine, q) for q in [*QUESTIONS, "Hi", "Explain in detail why the sky is blue at noon."]]
+    budgets = [10, 10, 1, 10, 10, 10]
+    solo = [tokens_of(asyncio.run(collect(engine, f"alone-{i}", ids, SamplingParams(max_tokens=n, temperature=0))))
+            for i, (ids, n) in enumerate(zip(prompts, budgets))]
+
+    decoder = BatchDecoder(engine.hf_model, 8, engine.eos_ids, engine.token_bytes)
+    groups: list[list[str]] = []
+    prefill = decoder._prefill
+    decoder._prefill = lambda group: (groups.append([s.request_id for s in group]), prefill(group))  # type: ignore[method-assign]
+    outputs: dict[str, queue.Queue] = {}
+
+    def submit(index: int) -> None:
+        params = SamplingParams(max_tokens=budgets[index], temperature=0)
+        sampler = RequestSampler(params, prompts[index], engine.vocab_size, engine._usable_vocab,
+                                 sorted(engine.eos_ids), None, engine.device)
+        outputs[str(index)] = queue.Queue()
+        decoder.submit(Sequence(str(index), prompts[index], budgets[index], sampler, outputs[str(index)].put))
+
+    def tokens(index: int) -> list[int]:
+        got = []
+        while True:
+            output = outputs[str(index)].get(timeout=60)
+            got += [step.token_id for step in output.tokens]
+            if output.finish_reason:
+                return got
+
+    for index in range(4):
+        submit(index)
+    decoder.start()
+    try:
+        first = [tokens(0)]  # the batch is decoding; the next two wait for the loop's next admission
+        submit(4)
+        submit(5)
+        together = first + [tokens(index) for index in range(1, 6)]
+    finally:
+        decoder.stop()
+    assert sorted(groups[0]) == ["0", "1", "2", "3"]  # (longest first)
+    assert together == solo
+
+
+def test_prefill_groups_keep_padding_small_and_scored_prompts_alone():
+    def sequence(name: str, length: int, scored: bool = False) -> Sequence:
+        params = SamplingParams(max_tokens=4, prompt_logprobs=1 if scored else None)
+        sampler = RequestSampler(params, [1] * length, 8, 8, [], None, torch.device("cpu"))
+        return Sequence(name, [1] * length, 4, sampler, lambda output: None)
+
+    waiting = [sequence("short", 30), sequence("scored", 40, scored=True), sequence("long", 1000),
+               sequence("mid", 45), sequence("long2", 900)]
+    groups = [[s.request_id for s in group] for group in prefill_groups(waiting)]
+    # 30 and 45 pad little beside each other; beside 1000 and 900 they would pad ~1,900 tokens.
+    assert groups == [["scored"], ["long", "long2"], ["mid", "short"]]
 
 
 def test_abort_and_early_close_end_the_generation(engine):

@@ -7,17 +7,19 @@ but its sampling is configured once per manager: one `do_sample` and one seed fo
 temperature/top-k/top-p at most per request, only the sampled token's logprob, and no
 per-request logits processors. rostra needs per-request seeds, penalties, logit bias, min-p,
 top-N logprobs and a grammar mask per request, so this loop samples each sequence itself
-(transformers_sampling.py). What it gives up: paged attention and batched prefill (a new
-request's prefill pauses the batch's decoding for its duration).
+(transformers_sampling.py). What it gives up: paged attention, and prefill inside the decode
+step (new requests' prefill pauses the batch's decoding for its duration).
 
-How the batch works: a new request is prefilled alone (batch of 1, its own KV cache), its first
-token sampled, and its cache then joins the running batch between two decode steps. The batch
-cache is left-padded: every layer's keys/values are [batch, heads, length, dim] with shorter
-sequences padded at the front, an attention mask that hides the padding, and position ids that
-count only real tokens, so each row computes what it would compute alone. A finished or
-aborted row is dropped between steps (and columns that became padding for every row are cut).
-Each decode step is one forward pass for all rows: on CPU the weights are read once per step
-for the whole batch, which is where batching pays (see benchmarks/README.md).
+How the batch works: the requests that are waiting when the loop takes new work are prefilled
+together, in one forward pass over their prompts left-padded to the longest (an attention mask
+hides the padding, position ids count only real tokens, so each row computes what it would alone);
+their first tokens are sampled and their cache rows then join the running batch between two decode
+steps. The batch cache is left-padded the same way: every layer's keys/values are [batch, heads,
+length, dim] with shorter sequences padded at the front. A finished or aborted row is dropped
+between steps (and columns that became padding for every row are cut).
+Each step is one forward pass for all rows: on CPU the weights are read once per step for the
+whole batch, which is where batching pays (see benchmarks/README.md); the same goes for a prefill
+of several prompts, which also means the running batch waits for one prefill instead of several.
 
 Only plain growing caches (DynamicLayer, full attention) can be padded and stacked like this;
 a model with sliding-window or other cache layers runs one sequence at a time.
@@ -90,6 +92,46 @@ def _left_pad(tensor: torch.Tensor, amount: int, dim: int) -> torch.Tensor:
     return torch.cat([tensor.new_zeros(shape), tensor], dim=dim)
 
 
+# Padding costs what real tokens cost: a prefill group pads at most this many tokens (or a quarter
+# of its real tokens, when that is more), so a long prompt is not prefilled beside short ones at
+# the price of their padding. A few dozen padded tokens cost little next to reading the weights.
+PADDING_ALLOWANCE = 64
+
+
+def prefill_groups(waiting: list[Sequence]) -> list[list[Sequence]]:
+    """Split the waiting requests into prefill groups: a prompt to be scored alone (it needs the
+    logits of every position, too costly for a whole group), the others longest first, a new group
+    whenever the next prompt would pad the current one past the allowance."""
+    groups = [[s] for s in waiting if s.sampler.params.prompt_logprobs is not None]
+    current: list[Sequence] = []
+    real = 0
+    for sequence in sorted((s for s in waiting if s.sampler.params.prompt_logprobs is None),
+                           key=lambda s: len(s.prompt_ids), reverse=True):
+        length = len(sequence.prompt_ids)
+        if current:
+            padding = (len(current) + 1) * len(current[0].prompt_ids) - (real + length)
+            if padding > max(PADDING_ALLOWANCE, (real + length) // 4):
+                groups.append(current)
+                current, real = [], 0
+        current.append(sequence)
+        real += length
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _take_rows(cache: DynamicCache, mask: torch.Tensor, keep: list[int]) -> torch.Tensor:
+    """Keep only rows `keep` of a left-padded cache (in place) and return their mask; columns that
+    are padding in every remaining row carry nothing and are cut."""
+    index = torch.tensor(keep, dtype=torch.long, device=mask.device)
+    mask = mask.index_select(0, index)
+    start = int(torch.nonzero(mask.sum(dim=0))[0])
+    for layer, keys, values in _filled_layers(cache):
+        layer.keys = keys.index_select(0, index)[:, :, start:]
+        layer.values = values.index_select(0, index)[:, :, start:]
+    return mask[:, start:]
+
+
 class BatchDecoder:
     def __init__(self, model: Any, max_batch: int, eos_ids: set[int], token_bytes: Callable[[int], bytes]):
         self.model = model
@@ -142,35 +184,58 @@ class BatchDecoder:
             self._pending.get_nowait().deliver(shutting_down)
 
     def _admit_pending(self) -> None:
-        while len(self._rows) < self.max_batch:
+        waiting: list[Sequence] = []
+        while len(self._rows) + len(waiting) < self.max_batch:
             try:
                 # Idle: wait (briefly, to notice `stop`); busy: take only what is already there.
-                sequence = self._pending.get(timeout=0.2) if not self._rows else self._pending.get_nowait()
+                idle = not self._rows and not waiting
+                sequence = self._pending.get(timeout=0.2) if idle else self._pending.get_nowait()
             except queue.Empty:
-                return
+                break
             if sequence.cancelled.is_set():
                 continue
+            if sequence.max_tokens <= 0:
+                sequence.deliver(EngineOutput(finish_reason="length"))
+                continue
+            waiting.append(sequence)
+        for group in prefill_groups(waiting):
             try:
-                self._prefill(sequence)
+                self._prefill(group)
             except Exception as exc:
-                log.exception("prefill failed for %s", sequence.request_id)
-                sequence.deliver(exc)
+                log.exception("prefill failed for %s", ", ".join(s.request_id for s in group))
+                for sequence in group:
+                    sequence.deliver(exc)
 
-    def _prefill(self, sequence: Sequence) -> None:
-        if sequence.max_tokens <= 0:
-            sequence.deliver(EngineOutput(finish_reason="length"))
-            return
+    def _prefill(self, group: list[Sequence]) -> None:
+        """One forward pass over the group's prompts, left-padded to the longest; the first token of
+        each is sampled and the rows that go on join the batch."""
+        device = self.model.device
+        width = max(len(s.prompt_ids) for s in group)
+        input_ids = torch.zeros((len(group), width), dtype=torch.long, device=device)
+        mask = torch.zeros((len(group), width), dtype=torch.long, device=device)
+        for index, sequence in enumerate(group):
+            length = len(sequence.prompt_ids)
+            input_ids[index, width - length:] = torch.tensor(sequence.prompt_ids, dtype=torch.long)
+            mask[index, width - length:] = 1
+        padded = not bool(mask.all())
+        # Without padding (one prompt, or prompts of one length) the mask and positions say nothing:
+        # leaving them out takes the plain causal path, as a prompt alone would.
+        shape = {"attention_mask": mask, "position_ids": (mask.cumsum(dim=1) - 1).clamp(min=0)} if padded else {}
+        top_n = group[0].sampler.params.prompt_logprobs  # (a scored prompt is always alone)
         cache = DynamicCache(config=self.model.config)
-        input_ids = torch.tensor([sequence.prompt_ids], dtype=torch.long, device=self.model.device)
-        top_n = sequence.sampler.params.prompt_logprobs
         # Only the last position's logits are needed (the lm head over a whole prompt is costly),
         # unless the prompt is to be scored.
-        logits = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True,
+        logits = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True, **shape,
                             **(self._last_logits_only if top_n is None else {})).logits
         if top_n is not None:
-            sequence.prompt_scores = self._score_prompt(sequence.prompt_ids, logits[0], top_n)
-        if self._sample(sequence, logits[0, -1]):
-            self._join(sequence, cache)
+            group[0].prompt_scores = self._score_prompt(group[0].prompt_ids, logits[0], top_n)
+        log.debug("prefilled %d prompt(s), %d tokens padded to %d", len(group), int(mask.sum()), mask.numel())
+        keep = [index for index, sequence in enumerate(group) if self._sample(sequence, logits[index, -1])]
+        if not keep:
+            return
+        if len(keep) < len(group):
+            mask = _take_rows(cache, mask, keep)
+        self._join([group[index] for index in keep], cache, mask)
 
     def _score_prompt(self, prompt_ids: list[int], logits: torch.Tensor, top_n: int) -> tuple[TokenStep | None, ...]:
         """Each prompt token's logprob under the model (the raw distribution: no penalties or
@@ -186,20 +251,19 @@ class BatchDecoder:
             steps.append(TokenStep(token_id, self.token_bytes(token_id), float(logprobs[token_id]), top))
         return tuple(steps)
 
-    def _join(self, sequence: Sequence, cache: DynamicCache) -> None:
-        length = len(sequence.prompt_ids)
-        mask = torch.ones((1, length), dtype=torch.long, device=self.model.device)
+    def _join(self, sequences: list[Sequence], cache: DynamicCache, mask: torch.Tensor) -> None:
+        """Append prefilled rows (their cache and padding mask) to the batch, padding the narrower side."""
         if self._cache is None or self._mask is None:
-            self._rows, self._cache, self._mask = [sequence], cache, mask
+            self._rows, self._cache, self._mask = sequences, cache, mask
             return
-        width = max(self._mask.shape[1], length)
-        old_pad, new_pad = width - self._mask.shape[1], width - length
+        width = max(self._mask.shape[1], mask.shape[1])
+        old_pad, new_pad = width - self._mask.shape[1], width - mask.shape[1]
         for (batch_layer, keys, values), (_, new_keys, new_values) in zip(_filled_layers(self._cache),
                                                                           _filled_layers(cache)):
             batch_layer.keys = torch.cat([_left_pad(keys, old_pad, -2), _left_pad(new_keys, new_pad, -2)])
             batch_layer.values = torch.cat([_left_pad(values, old_pad, -2), _left_pad(new_values, new_pad, -2)])
         self._mask = torch.cat([_left_pad(self._mask, old_pad, 1), _left_pad(mask, new_pad, 1)])
-        self._rows.append(sequence)
+        self._rows.extend(sequences)
 
     def _decode_step(self) -> None:
         assert self._cache is not None and self._mask is not None
@@ -256,14 +320,7 @@ class BatchDecoder:
             self._reset()
             return
         assert self._cache is not None and self._mask is not None
-        index = torch.tensor(keep, dtype=torch.long, device=self._mask.device)
-        mask = self._mask.index_select(0, index)
-        # Columns that are padding in every remaining row carry nothing: cut them.
-        start = int(torch.nonzero(mask.sum(dim=0))[0])
-        for layer, keys, values in _filled_layers(self._cache):
-            layer.keys = keys.index_select(0, index)[:, :, start:]
-            layer.values = values.index_select(0, index)[:, :, start:]
-        self._mask = mask[:, start:]
+        self._mask = _take_rows(self._cache, self._mask, keep)
         self._rows = [self._rows[i] for i in keep]
 
     def _reset(self) -> None:
