@@ -5,7 +5,9 @@ sustained load of bench_gateway.py, profiled with py-spy (a benchmark tool: `pip
 
 Prints the requests served and rostra's CPU seconds per request (from /proc, so without py-spy's
 own overhead when --no-pyspy), and with py-spy writes its collapsed stacks (`--format raw`) to
---output; `--top` prints the functions with the most samples, self and cumulative.
+--output; `--top` prints the packages and the functions with the most samples (self, cumulative).
+`python benchmarks/profile_gateway.py --summarize RAW` prints that for an existing file. Coroutine
+stacks start where the event loop resumed them, so cumulative figures undercount callers.
 """
 
 from __future__ import annotations
@@ -34,10 +36,20 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def package(frame: str) -> str:
+    """`name (path/to/file.py:12)` -> the top-level package (rostra's modules one by one)."""
+    path = frame.rpartition("(")[2].partition(":")[0]
+    parts = path.split("/")
+    if parts[0] == "rostra":
+        return "/".join(parts[:3])
+    return parts[0] if len(parts) > 1 else f"stdlib {path}" if path.endswith(".py") else path or "(native)"
+
+
 def top(raw: Path, count: int) -> str:
     """The functions with the most samples in py-spy's collapsed stacks: self, then cumulative."""
     own: collections.Counter[str] = collections.Counter()
     total: collections.Counter[str] = collections.Counter()
+    packages: collections.Counter[str] = collections.Counter()
     samples = 0
     for line in raw.read_text().splitlines():
         stack, _, n = line.rpartition(" ")
@@ -46,9 +58,12 @@ def top(raw: Path, count: int) -> str:
         frames = stack.split(";")
         samples += int(n)
         own[frames[-1]] += int(n)
+        packages[package(frames[-1])] += int(n)
         for frame in set(frames):
             total[frame] += int(n)
-    lines = [f"{samples} samples", "self:"]
+    lines = [f"{samples} samples", "self, by package (rostra by module):"]
+    lines += [f"  {100 * n / samples:5.1f}%  {name}" for name, n in packages.most_common(count)]
+    lines += ["self:"]
     lines += [f"  {100 * n / samples:5.1f}%  {name}" for name, n in own.most_common(count)]
     lines += ["cumulative:"]
     lines += [f"  {100 * n / samples:5.1f}%  {name}" for name, n in total.most_common(count)]
@@ -65,8 +80,12 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
     parser.add_argument("--output", type=Path, default=Path("/tmp/profile-gateway.txt"))
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--summarize", type=Path, help="only print the summary of an existing raw profile")
     parser.add_argument("rostra_args", nargs="*", help="more `rostra serve` arguments (after --)")
     args = parser.parse_args()
+    if args.summarize:
+        print(top(args.summarize, args.top))
+        return
 
     workers = concurrent.futures.ProcessPoolExecutor(args.clients, mp_context=multiprocessing.get_context("fork"))
     workdir = Path(tempfile.mkdtemp(prefix="profile-gateway-"))
