@@ -17,6 +17,7 @@ import asyncio
 import json
 import logging
 import random
+import urllib.request
 from typing import AsyncIterator
 
 import aiohttp
@@ -126,8 +127,10 @@ class UpstreamPool:
                 # No limit on connections (admission control bounds the requests); idle ones kept 30 s.
                 connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30),
                 timeout=self.timeout,
-                # JSON bodies are encoded here (orjson); no cookies: upstreams are APIs, not browsers.
-                cookie_jar=aiohttp.DummyCookieJar())
+                # No cookies: upstreams are APIs, not browsers.
+                cookie_jar=aiohttp.DummyCookieJar(),
+                # HTTP(S)_PROXY / NO_PROXY are honoured as httpx did; read per request, so only when set.
+                trust_env=bool(urllib.request.getproxies()))
         return self._session
 
     async def start(self) -> None:
