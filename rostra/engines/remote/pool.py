@@ -6,9 +6,9 @@ Retried: connection failures, 5xx and 429 (honouring a short Retry-After), each 
 another upstream when there is one. Never retried: 4xx (the request itself is wrong; the
 upstream's error is relayed), and anything once the upstream's answer has started.
 
-The client is aiohttp: its C HTTP parser and lean request path cost a fraction of httpx's
-Python per request (httpx, httpcore, anyio and h11 were half of the gateway's CPU; see
-"Gateway overhead" in benchmarks/README.md and benchmarks/bench_http_clients.py).
+The client is aiohttp: its C HTTP parser and lean request path cost a fifth of httpx's CPU
+per request (httpx, httpcore, anyio and h11 were half of the gateway's CPU; see "Gateway
+overhead" in benchmarks/README.md and benchmarks/bench_http_clients.py).
 """
 
 from __future__ import annotations
