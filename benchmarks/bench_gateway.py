@@ -105,6 +105,13 @@ def start_servers(args: argparse.Namespace, workdir: Path) -> dict[str, Server]:
             "--upstream", f"http://127.0.0.1:{upstream_port}/v1", "--port", str(port),
             "--data-dir", str(workdir / "rostra-data"), "--log-level", "warning"],
             port, workdir, gateway_cpus, env={"ROSTRA_API_KEY": API_KEY})
+    if args.baseline:  # another rostra (a checkout's package directory) beside this one, same flags
+        port = free_port()
+        servers["baseline"] = start("baseline", [
+            sys.executable, "-m", "rostra.cli", "serve", "--engine", "remote",
+            "--upstream", f"http://127.0.0.1:{upstream_port}/v1", "--port", str(port),
+            "--data-dir", str(workdir / "baseline-data"), "--log-level", "warning"],
+            port, workdir, gateway_cpus, env={"ROSTRA_API_KEY": API_KEY, "PYTHONPATH": str(args.baseline)})
     if "litellm" in args.targets:
         config = workdir / "litellm.yaml"
         config.write_text(litellm_config(upstream_port))
@@ -209,20 +216,21 @@ def summary(results: dict[str, list[Round]]) -> str:
             cells.append(f"{median(r.rate[kind] for r in rounds):.0f}")
         rows.append(f"| {name} | " + " | ".join(cells) + " |")
     text = "\n".join(rows)
-    if "rostra" in results and "litellm" in results:
-        text += "\n\n" + ratios(results, added)
+    for other, label in (("litellm", "LiteLLM"), ("baseline", "baseline")):
+        if "rostra" in results and other in results:
+            text += "\n\n" + ratios(results, added, other, label)
     return text
 
 
-def ratios(results: dict[str, list[Round]], added: dict[str, dict[str, float]]) -> str:
-    """rostra / LiteLLM: below 1x means rostra adds less latency; above 1x means it serves more."""
-    rows = ["| rostra / LiteLLM | plain | stream |", "|---|---:|---:|"]
+def ratios(results: dict[str, list[Round]], added: dict[str, dict[str, float]], other: str, label: str) -> str:
+    """rostra / another gateway: below 1x means rostra adds less latency; above 1x means it serves more."""
+    rows = [f"| rostra / {label} | plain | stream |", "|---|---:|---:|"]
     for q in (50, 99):
         rows.append(f"| added latency p{q} | " + " | ".join(
-            f"{added['rostra'][f'{kind} p{q}'] / added['litellm'][f'{kind} p{q}']:.2f}x"
+            f"{added['rostra'][f'{kind} p{q}'] / added[other][f'{kind} p{q}']:.2f}x"
             for kind in ("plain", "stream")) + " |")
     rows.append("| sustained req/s | " + " | ".join(
-        f"{median(r.rate[kind] for r in results['rostra']) / median(r.rate[kind] for r in results['litellm']):.2f}x"
+        f"{median(r.rate[kind] for r in results['rostra']) / median(r.rate[kind] for r in results[other]):.2f}x"
         for kind in ("plain", "stream")) + " |")
     return "\n".join(rows)
 
@@ -262,6 +270,9 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=2, help="client processes for the sustained rate")
     parser.add_argument("--pin", action="store_true",
                         help="gateways on CPU 0, upstream and clients on CPU 1 (needs 2+ CPUs)")
+    parser.add_argument("--baseline", type=Path,
+                        help="also measure the rostra package found in this directory (e.g. an exported older "
+                             "commit: `git archive COMMIT rostra | tar -x -C DIR`), run with this environment")
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
     if "litellm" in args.targets:
@@ -308,7 +319,7 @@ def main() -> None:
 
 - date: {started:%Y-%m-%d %H:%M %Z}
 - machine: {machine_info()}
-- rostra commit: {rostra_version()}; LiteLLM {litellm_version(args.litellm) if "litellm" in args.targets else "-"}
+- rostra commit: {rostra_version()}{f"; baseline: the rostra package in {args.baseline}" if args.baseline else ""}; LiteLLM {litellm_version(args.litellm) if "litellm" in args.targets else "-"}
 - upstream: benchmarks/fast_upstream.py (answers at once: {len(PIECES)} content chunks streamed)
 - latency: concurrency 1, {args.requests} requests per kind after {args.warmup} warm-up, one kept-alive connection
 - sustained: {args.concurrency} kept-alive connections over {args.clients} client processes, {args.seconds:g} s per kind

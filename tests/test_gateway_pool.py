@@ -1,62 +1,100 @@
-"""The gateway's retry, ejection and balancing policy, against upstreams simulated at the HTTP
-transport (statuses and connection failures a live server cannot be made to produce on cue)."""
+"""The gateway's retry, ejection and balancing policy, against scripted upstreams on loopback: raw
+asyncio servers that answer each POST as told (a status, a dropped connection, an SSE body), which a
+real model server cannot be made to do on cue."""
 
 import asyncio
 import json
 
-import httpx
 import pytest
 
 from rostra.engines.remote.pool import UpstreamPool
 from rostra.engines.remote.upstream import UpstreamConfig, parse_upstream
 from rostra.errors import BadGateway, ServiceUnavailable, UpstreamRejected
 
-A, B = "http://a.test/v1", "http://b.test/v1"
 MODELS = {"object": "list", "data": [{"id": "m", "object": "model", "created": 0, "owned_by": "x",
                                       "max_model_len": 4096}]}
 SSE = b'data: {"choices": [{"index": 0, "text": "hi", "finish_reason": "stop"}]}\n\ndata: [DONE]\n\n'
+DROP = "drop"  # an answer: the upstream closes the connection without answering (a connection failure)
 
 
-def pool_with(answers: list, upstreams=(A, B), eject_after: int = 2) -> tuple[UpstreamPool, list[str]]:
-    """POSTs are answered from `answers` in turn, whichever upstream gets them: a status code,
-    or an exception to raise."""
-    calls: list[str] = []
+class ScriptedUpstreams:
+    """Upstreams on loopback that answer POSTs from one script, in turn, whichever gets them: a status
+    code, DROP, or raw bytes of an SSE body. GET /models lists model "m"."""
 
-    def handle(request: httpx.Request) -> httpx.Response:
-        base = f"{request.url.scheme}://{request.url.host}/v1"
-        if request.method == "GET":
-            return httpx.Response(200, json=MODELS)
-        calls.append(base)
-        answer = answers.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        if answer == 200:
-            return httpx.Response(200, content=SSE, headers={"content-type": "text/event-stream"})
-        body = {"error": {"message": f"status {answer}", "type": "invalid_request_error", "param": "max_tokens",
-                          "code": "too_big"}}
-        return httpx.Response(answer, json=body, headers={"retry-after": "0"})
+    def __init__(self, answers: list, count: int = 2):
+        self.answers = answers
+        self.count = count
+        self.calls: list[str] = []  # the base URL of the upstream each POST went to
+        self.urls: list[str] = []
+        self._servers: list[asyncio.Server] = []
 
-    pool = UpstreamPool([UpstreamConfig(url) for url in upstreams], backoff=0.001, eject_after=eject_after,
-                        transport=httpx.MockTransport(handle))
-    return pool, calls
+    async def __aenter__(self) -> "ScriptedUpstreams":
+        for _ in range(self.count):
+            server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+            self._servers.append(server)
+            self.urls.append(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1")
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        for server in self._servers:
+            server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        base = f"http://127.0.0.1:{writer.get_extra_info('sockname')[1]}/v1"
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                method = head.split(b" ", 1)[0]
+                length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                               if line.lower().startswith(b"content-length:")), 0)
+                await reader.readexactly(length)
+                if method == b"GET":
+                    writer.write(answer(200, json.dumps(MODELS).encode(), "application/json"))
+                    continue
+                self.calls.append(base)
+                reply = self.answers.pop(0)
+                if reply == DROP:
+                    break
+                if reply == 200:
+                    writer.write(answer(200, SSE, "text/event-stream"))
+                elif isinstance(reply, bytes):
+                    writer.write(answer(200, reply, "text/event-stream"))
+                else:
+                    body = {"error": {"message": f"status {reply}", "type": "invalid_request_error",
+                                      "param": "max_tokens", "code": "too_big"}}
+                    writer.write(answer(reply, json.dumps(body).encode(), "application/json", "Retry-After: 0\r\n"))
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+def answer(status: int, body: bytes, content_type: str, extra: str = "") -> bytes:
+    return (f"HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n{extra}\r\n"
+            .encode() + body)
+
+
+def pool_for(upstreams: ScriptedUpstreams, eject_after: int = 2) -> UpstreamPool:
+    return UpstreamPool([UpstreamConfig(url) for url in upstreams.urls], backoff=0.001, eject_after=eject_after)
 
 
 async def post_and_read(pool: UpstreamPool) -> list[dict]:
     await pool.check_all()
-    response = await pool.post("m", "/completions", {"model": "m"})
     try:
-        return [chunk async for chunk in response.events()]
+        response = await pool.post("m", "/completions", {"model": "m"})
+        try:
+            return [chunk async for chunk in response.events()]
+        finally:
+            await response.aclose()
     finally:
-        await response.aclose()
+        await pool.close()
 
 
-def run(coro):
-    return asyncio.run(coro)
-
-
-def test_a_5xx_is_retried_on_another_upstream_and_counts_against_the_first():
-    pool, calls = pool_with([500, 200], eject_after=1)
-    chunks = run(post_and_read(pool))
+async def test_a_5xx_is_retried_on_another_upstream_and_counts_against_the_first():
+    async with ScriptedUpstreams([500, 200]) as upstreams:
+        pool = pool_for(upstreams, eject_after=1)
+        chunks = await post_and_read(pool)
+    calls = upstreams.calls
     assert chunks[0]["choices"][0]["text"] == "hi"
     assert len(calls) == 2 and calls[0] != calls[1]
     failed, served = (next(u for u in pool.upstreams if u.url == url) for url in calls)
@@ -64,68 +102,88 @@ def test_a_5xx_is_retried_on_another_upstream_and_counts_against_the_first():
     assert failed.outstanding == served.outstanding == 0
 
 
-def test_connection_errors_and_429_are_retried():
-    pool, calls = pool_with([httpx.ConnectError("refused"), 429, 200], upstreams=(A,))
-    run(post_and_read(pool))
-    assert calls == [A, A, A]
+async def test_connection_errors_and_429_are_retried():
+    async with ScriptedUpstreams([DROP, 429, 200], count=1) as upstreams:
+        await post_and_read(pool_for(upstreams))
+    assert upstreams.calls == upstreams.urls * 3
 
 
-def test_no_pause_after_the_last_attempt(monkeypatch):
+async def test_no_pause_after_the_last_attempt(monkeypatch):
     """A 429 on the last attempt is relayed at once: waiting out its Retry-After would only delay the error."""
     pauses: list[float] = []
+    sleep = asyncio.sleep
 
     async def record(seconds):
         pauses.append(seconds)
+        await sleep(0)
 
-    pool, calls = pool_with([429, 429, 429], upstreams=(A,))
-    monkeypatch.setattr("rostra.engines.remote.pool.asyncio.sleep", record)
-    with pytest.raises(UpstreamRejected):
-        run(post_and_read(pool))
-    assert len(calls) == 3
+    async with ScriptedUpstreams([429, 429, 429], count=1) as upstreams:
+        monkeypatch.setattr("rostra.engines.remote.pool.asyncio.sleep", record)
+        with pytest.raises(UpstreamRejected):
+            await post_and_read(pool_for(upstreams))
+    assert len(upstreams.calls) == 3
     retry_after_pauses = [p for p in pauses if p == 0]  # the answers say Retry-After: 0
     assert len(retry_after_pauses) == 2  # after the first and the second attempt, not after the third
 
 
-def test_a_4xx_is_relayed_at_once_never_retried():
-    pool, calls = pool_with([400, 200])
-    with pytest.raises(UpstreamRejected) as raised:
-        run(post_and_read(pool))
-    assert len(calls) == 1
+async def test_a_4xx_is_relayed_at_once_never_retried():
+    async with ScriptedUpstreams([400, 200]) as upstreams:
+        pool = pool_for(upstreams)
+        with pytest.raises(UpstreamRejected) as raised:
+            await post_and_read(pool)
+    assert len(upstreams.calls) == 1
     error = raised.value
     assert (error.status_code, error.param, error.code, error.message) == (400, "max_tokens", "too_big", "status 400")
     assert all(upstream.outstanding == 0 and not upstream.ejected for upstream in pool.upstreams)
 
 
-def test_the_upstreams_own_credentials_failing_is_a_502():
-    pool, _ = pool_with([401], upstreams=(A,))
-    with pytest.raises(BadGateway, match="credentials"):
-        run(post_and_read(pool))
+async def test_the_upstreams_own_credentials_failing_is_a_502():
+    async with ScriptedUpstreams([401], count=1) as upstreams:
+        with pytest.raises(BadGateway, match="credentials"):
+            await post_and_read(pool_for(upstreams))
 
 
-def test_when_every_attempt_fails_the_last_error_is_raised():
-    pool, calls = pool_with([httpx.ConnectError("x")] * 3, upstreams=(A,))
+async def test_when_every_attempt_fails_the_last_error_is_raised():
+    async with ScriptedUpstreams([DROP] * 3, count=1) as upstreams:
+        with pytest.raises(ServiceUnavailable):
+            await post_and_read(pool_for(upstreams))
+    assert len(upstreams.calls) == 3  # one try and two retries
+    async with ScriptedUpstreams([503] * 3, count=1) as upstreams:
+        with pytest.raises(BadGateway, match="status 503"):
+            await post_and_read(pool_for(upstreams))
+
+
+async def test_an_unreachable_upstream_is_a_503_and_ejected():
+    async with ScriptedUpstreams([], count=1) as upstreams:
+        pass  # closed: connections to it are refused
+    pool = pool_for(upstreams)
     with pytest.raises(ServiceUnavailable):
-        run(post_and_read(pool))
-    assert len(calls) == 3  # one try and two retries
-    pool, _ = pool_with([503] * 3, upstreams=(A,))
-    with pytest.raises(BadGateway, match="status 503"):
-        run(post_and_read(pool))
+        await post_and_read(pool)
+    assert pool.upstreams[0].ejected
 
 
-def test_an_in_band_error_in_the_stream_is_raised():
-    def handle(request):
-        if request.method == "GET":
-            return httpx.Response(200, json=MODELS)
-        return httpx.Response(200, content=b'data: {"error": {"message": "engine died"}}\n\n')
-
-    pool = UpstreamPool([UpstreamConfig(A)], transport=httpx.MockTransport(handle))
-    with pytest.raises(BadGateway, match="engine died"):
-        run(post_and_read(pool))
+async def test_an_in_band_error_in_the_stream_is_raised():
+    async with ScriptedUpstreams([b'data: {"error": {"message": "engine died"}}\n\n'], count=1) as upstreams:
+        with pytest.raises(BadGateway, match="engine died"):
+            await post_and_read(pool_for(upstreams))
 
 
-def test_the_least_busy_healthy_upstream_is_picked():
-    pool, _ = pool_with([])
-    run(pool.check_all())
+async def test_stream_lines_split_across_reads_and_longer_than_a_read_buffer():
+    """Events are cut wherever the network cuts them; one line can be larger than any read buffer;
+    \\r\\n line ends and a last line without its newline are read too."""
+    text = "x" * 600_000
+    body = (b"data: " + json.dumps({"choices": [{"index": 0, "text": text}]}).encode() + b"\r\n\r\n"
+            + b": a comment\n\ndata: " + json.dumps({"choices": [{"index": 0, "text": "end"}]}).encode())
+    async with ScriptedUpstreams([body], count=1) as upstreams:
+        chunks = await post_and_read(pool_for(upstreams))
+    assert [chunk["choices"][0]["text"] for chunk in chunks] == [text, "end"]
+
+
+async def test_the_least_busy_healthy_upstream_is_picked():
+    async with ScriptedUpstreams([]) as upstreams:
+        pool = pool_for(upstreams)
+        await pool.check_all()
+        await pool.close()
     first, second = pool.upstreams
     first.outstanding = 3
     assert {pool.pick("m", set()) for _ in range(4)} == {second}

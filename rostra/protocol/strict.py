@@ -23,7 +23,10 @@ class StrictModel(BaseModel):
 
     def unknown_fields(self, prefix: str = "") -> list[str]:
         names = [f"{prefix}{name}" for name in (self.model_extra or {})]
-        for name in type(self).model_fields:
+        given = self.model_fields_set
+        for name in type(self).model_fields:  # in declaration order: the first unknown named is stable
+            if name not in given:  # a default holds no unknown keys; most fields are left out
+                continue
             value = getattr(self, name)
             if isinstance(value, StrictModel):
                 names += value.unknown_fields(f"{prefix}{name}.")
@@ -32,7 +35,10 @@ class StrictModel(BaseModel):
     def drop_unknown_fields(self) -> None:
         if self.__pydantic_extra__:
             self.__pydantic_extra__.clear()
+        given = self.model_fields_set
         for name in type(self).model_fields:
+            if name not in given:
+                continue
             value = getattr(self, name)
             if isinstance(value, StrictModel):
                 value.drop_unknown_fields()

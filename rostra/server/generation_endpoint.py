@@ -12,12 +12,11 @@ import logging
 from contextlib import aclosing
 from typing import Callable
 
-from fastapi.responses import JSONResponse
 from starlette.requests import Request
 from starlette.responses import Response
 
 from rostra.server.context import server_context
-from rostra.server.sse import EventStreamResponse, until_disconnected
+from rostra.server.sse import EventStreamResponse, json_bytes, until_disconnected
 from rostra.serving.deadline import Deadline
 
 log = logging.getLogger("rostra.server")
@@ -39,7 +38,7 @@ async def serve_generation(request: Request, service, body, responses_api: bool 
             response, release = await service.start_background(job, deadline, release), None
             if body.stream:
                 return EventStreamResponse(service.follow(response["id"], None), responses_api=True)
-            return JSONResponse(response)
+            return json_response(response)
         if body.stream:
             stream = service.stream(job, deadline)
             streamed = EventStreamResponse(_logged(stream) if settings.log_outputs else stream, responses_api,
@@ -52,7 +51,12 @@ async def serve_generation(request: Request, service, body, responses_api: bool 
             release()
     if settings.log_outputs and result:
         log.info("request %s output: %r", job.id, result.get("choices", result.get("output")))
-    return Response(status_code=CLIENT_CLOSED) if result is None else JSONResponse(result)
+    return Response(status_code=CLIENT_CLOSED) if result is None else json_response(result)
+
+
+def json_response(body: dict) -> Response:
+    """A JSON answer encoded with orjson (see json_bytes), not the standard library's JSONResponse."""
+    return Response(json_bytes(body), media_type="application/json")
 
 
 async def _logged(stream):

@@ -41,6 +41,9 @@ def _json(payload: dict[str, Any]) -> bytes:
         return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+# Non-streamed answers are encoded the same way (rostra/server/generation_endpoint.py).
+json_bytes = _json
+
 _DONE_FRAME = sse_data("[DONE]")
 
 

@@ -5,6 +5,10 @@ checks that bring them back.
 Retried: connection failures, 5xx and 429 (honouring a short Retry-After), each time on
 another upstream when there is one. Never retried: 4xx (the request itself is wrong; the
 upstream's error is relayed), and anything once the upstream's answer has started.
+
+The client is aiohttp: its C HTTP parser and lean request path cost a fifth of httpx's CPU
+per request (httpx, httpcore, anyio and h11 were half of the gateway's CPU; see "Gateway
+overhead" in benchmarks/README.md and benchmarks/bench_http_clients.py).
 """
 
 from __future__ import annotations
@@ -13,9 +17,11 @@ import asyncio
 import json
 import logging
 import random
+import urllib.request
 from typing import AsyncIterator
 
-import httpx
+import aiohttp
+import orjson
 
 from rostra.core import ModelInfo
 from rostra.engines.remote.upstream import Upstream, UpstreamConfig
@@ -29,57 +35,103 @@ MAX_RETRY_AFTER = 2.0  # seconds: a longer Retry-After is the client's to honour
 class UpstreamResponse:
     """An upstream's answer whose status was 2xx; iterate its SSE objects, then close it."""
 
-    def __init__(self, upstream: Upstream, response: httpx.Response):
+    def __init__(self, upstream: Upstream, response: aiohttp.ClientResponse):
         self.upstream = upstream
         self.response = response
         self._closed = False
 
     async def events(self) -> AsyncIterator[dict]:
-        """The `data:` objects of the stream, up to [DONE]. An in-band error becomes an APIError."""
+        """The `data:` objects of the stream, up to [DONE]. An in-band error becomes an APIError.
+
+        Lines are split here from whatever each read brings (every event of one network read is
+        parsed without another await), not with the reader's readline, which refuses lines over its
+        buffer size: one chunk of a long tool call can be bigger. SSE lines end in \\n or \\r\\n
+        (what OpenAI-compatible servers send)."""
         done = False
+        pending = b""
         try:
             # Read on past [DONE] to the body's end: a response read to its end returns its
             # connection to the pool, one closed early costs a new connection next time.
-            async for line in self.response.aiter_lines():
-                if done or not line.startswith("data:"):
+            async for data in self.response.content.iter_any():
+                if done:
                     continue
-                data = line[5:].strip()
-                if data == "[DONE]":
-                    done = True
-                    continue
-                try:
-                    obj = json.loads(data)
-                except json.JSONDecodeError as exc:
-                    raise BadGateway(f"the upstream sent malformed JSON in its stream: {exc}") from exc
-                if isinstance(obj, dict) and "error" in obj and "choices" not in obj:
-                    raise _relayed_error(200, obj, self.upstream)
-                yield obj
-        except httpx.HTTPError as exc:
+                lines = (pending + data).split(b"\n")
+                pending = lines.pop()
+                for line in lines:
+                    obj = self._data(line)
+                    if obj is _DONE:
+                        done = True
+                        break
+                    if obj is not None:
+                        yield obj
+            if not done and pending:  # a last line without its newline
+                obj = self._data(pending)
+                if obj is not None and obj is not _DONE:
+                    yield obj
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             self.upstream.failed(f"{type(exc).__name__}: {exc}")
             raise BadGateway(f"the upstream's stream broke off: {type(exc).__name__}") from exc
 
+    def _data(self, line: bytes):
+        """One SSE line: its `data:` object, _DONE, or None (another field, a comment, a blank)."""
+        if not line.startswith(b"data:"):
+            return None
+        payload = line[5:].strip()
+        if payload == b"[DONE]":
+            return _DONE
+        try:
+            obj = orjson.loads(payload)
+        except orjson.JSONDecodeError:
+            try:  # orjson refuses some of what the standard library reads (integers over 64 bits)
+                obj = json.loads(payload)
+            except ValueError as exc:
+                raise BadGateway(f"the upstream sent malformed JSON in its stream: {exc}") from exc
+        if isinstance(obj, dict) and "error" in obj and "choices" not in obj:
+            raise _relayed_error(200, obj, self.upstream)
+        return obj
+
     async def aclose(self) -> None:
-        """Closing early drops the connection: the upstream sees the client gone and aborts."""
+        """Closing early drops the connection: the upstream sees the client gone and aborts.
+        A response read to its end gives its connection back to the pool."""
         if not self._closed:
             self._closed = True
             self.upstream.outstanding -= 1
-            await self.response.aclose()
+            if self.response.content.is_eof():
+                self.response.release()
+            else:
+                self.response.close()
+
+
+_DONE = object()  # the stream's `data: [DONE]`
 
 
 class UpstreamPool:
     def __init__(self, configs: list[UpstreamConfig], retries: int = 2, backoff: float = 0.1,
                  eject_after: int = 2, health_interval: float = 5.0, timeout: float = 600.0,
-                 connect_timeout: float = 5.0, transport: httpx.AsyncBaseTransport | None = None):
+                 connect_timeout: float = 5.0):
         self.upstreams = [Upstream(config, eject_after) for config in configs]
         self.retries = retries
         self.backoff = backoff
         self.health_interval = health_interval
-        self.client = httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, connect=connect_timeout),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256, keepalive_expiry=30),
-            transport=transport)
+        # `timeout` bounds each wait for the upstream's next bytes (a long generation streams on).
+        self.timeout = aiohttp.ClientTimeout(total=None, connect=connect_timeout, sock_read=timeout)
+        self._session: aiohttp.ClientSession | None = None
         self._health_task: asyncio.Task | None = None
         self._turn = 0  # rotates ties, so equal upstreams share the load
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        """The pooled client, made on first use: aiohttp binds it to the running event loop."""
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                # No limit on connections (admission control bounds the requests); idle ones kept 30 s.
+                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30),
+                timeout=self.timeout,
+                # No cookies: upstreams are APIs, not browsers.
+                cookie_jar=aiohttp.DummyCookieJar(),
+                # HTTP(S)_PROXY / NO_PROXY are honoured as httpx did; read per request, so only when set.
+                trust_env=bool(urllib.request.getproxies()))
+        return self._session
 
     async def start(self) -> None:
         await self.check_all()
@@ -89,7 +141,8 @@ class UpstreamPool:
         if self._health_task:
             self._health_task.cancel()
             await asyncio.gather(self._health_task, return_exceptions=True)
-        await self.client.aclose()
+        if self._session is not None:
+            await self._session.close()
 
     # -- models and health ------------------------------------------------------------------
 
@@ -110,12 +163,14 @@ class UpstreamPool:
     async def check(self, upstream: Upstream) -> None:
         """GET /models: alive or not, and (unless declared) which models it serves."""
         try:
-            response = await self.client.get(f"{upstream.url}/models", headers=_auth(upstream), timeout=5.0)
-            response.raise_for_status()
-            listed = {entry["id"]: _model_info(entry) for entry in response.json()["data"]}
-        except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+            async with self.session.get(f"{upstream.url}/models", headers=_auth(upstream),
+                                        timeout=aiohttp.ClientTimeout(total=5.0)) as response:
+                response.raise_for_status()
+                listed = {entry["id"]: _model_info(entry) for entry in (await response.json(content_type=None))["data"]}
+        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError, KeyError, TypeError) as exc:
             if not upstream.ejected:
-                log.warning("upstream %s failed its health check: %s", upstream.config.display_url, exc)
+                log.warning("upstream %s failed its health check: %s", upstream.config.display_url,
+                            f"{type(exc).__name__}: {exc}")
             upstream.failed(f"health check: {type(exc).__name__}")
             upstream.ejected = True  # a failed health check ejects at once
         else:
@@ -139,6 +194,8 @@ class UpstreamPool:
         serving = [upstream for upstream in self.upstreams_for(model) if upstream not in tried]
         if not serving:
             return None
+        if len(serving) == 1:  # the common case: nothing to choose
+            return serving[0]
         healthy = [upstream for upstream in serving if not upstream.ejected] or serving
         self._turn += 1
         rotated = healthy[self._turn % len(healthy):] + healthy[:self._turn % len(healthy)]
@@ -147,7 +204,8 @@ class UpstreamPool:
     async def post(self, model: str, path: str, body: dict) -> UpstreamResponse:
         """POST a streamed request to an upstream serving `model`; the answer once its status is 2xx."""
         tried: set[Upstream] = set()
-        error: APIError = ServiceUnavailable(f"no upstream serves the model '{model}' right now")
+        error: APIError | None = None
+        data = _encoded(body)
         for attempt in range(self.retries + 1):
             upstream = self.pick(model, tried) or self.pick(model, set())
             if upstream is None:
@@ -157,34 +215,48 @@ class UpstreamPool:
             tried.add(upstream)
             upstream.outstanding += 1
             try:
-                request = self.client.build_request("POST", f"{upstream.url}{path}", json=body,
-                                                    headers=_auth(upstream))
-                response = await self.client.send(request, stream=True)
-            except httpx.ReadTimeout as exc:  # it may be working on it: trying elsewhere doubles the load
+                response = await self.session.post(f"{upstream.url}{path}", data=data,
+                                                   headers=_post_headers(upstream))
+            except aiohttp.SocketTimeoutError as exc:  # it may be working on it: trying elsewhere doubles the load
                 upstream.outstanding -= 1
                 raise BadGateway("the upstream did not answer in time") from exc
-            except httpx.TransportError as exc:
+            except (aiohttp.ClientConnectionError, asyncio.TimeoutError) as exc:
                 upstream.outstanding -= 1
                 upstream.failed(f"{type(exc).__name__}: {exc}")
                 log.warning("upstream %s: %s (attempt %d)", upstream.config.display_url, type(exc).__name__,
                             attempt + 1)
                 error = ServiceUnavailable(f"the upstream for '{model}' could not be reached")
                 continue
-            if response.status_code < 400:
+            if response.status < 400:
                 upstream.succeeded()
                 return UpstreamResponse(upstream, response)
-            content = await response.aread()
-            await response.aclose()
+            try:
+                content = await response.read()
+            except (aiohttp.ClientError, asyncio.TimeoutError):
+                content = b""
+            finally:
+                response.release()
             upstream.outstanding -= 1
-            error = _relayed_error(response.status_code, _json_or_none(content), upstream)
-            if response.status_code == 429:
+            error = _relayed_error(response.status, _json_or_none(content), upstream)
+            if response.status == 429:
                 if attempt < self.retries:  # after the last attempt the error is relayed at once
                     await asyncio.sleep(min(_retry_after(response), MAX_RETRY_AFTER))
-            elif response.status_code >= 500:
-                upstream.failed(f"HTTP {response.status_code}")
+            elif response.status >= 500:
+                upstream.failed(f"HTTP {response.status}")
             else:
                 raise error
-        raise error
+        raise error or ServiceUnavailable(f"no upstream serves the model '{model}' right now")
+
+
+def _encoded(body: dict) -> bytes:
+    try:
+        return orjson.dumps(body)
+    except TypeError:  # what orjson refuses (integers over 64 bits), the standard library writes
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _post_headers(upstream: Upstream) -> dict[str, str]:
+    return {"Content-Type": "application/json", **_auth(upstream)}
 
 
 def _auth(upstream: Upstream) -> dict[str, str]:
@@ -203,7 +275,7 @@ def _json_or_none(content: bytes):
         return None
 
 
-def _retry_after(response: httpx.Response) -> float:
+def _retry_after(response: aiohttp.ClientResponse) -> float:
     try:
         return float(response.headers.get("retry-after", "0.5"))
     except ValueError:
