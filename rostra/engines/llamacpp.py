@@ -23,6 +23,7 @@ import dataclasses
 import logging
 import secrets
 import time
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any, AsyncGenerator, Callable
 
@@ -143,23 +144,27 @@ class LlamaCppEngine(Engine):
         """With min_tokens, llama.cpp (which has no such option) first samples that many tokens with
         end-of-generation banned, then continues from them (its prefix cache holds them) as usual."""
         if not params.min_tokens or params.ignore_eos:
-            async for output in self._generate(request_id, prompt.token_ids, params):
-                yield output
+            # aclosing: leaving early closes the stream at once, which stops llama.cpp's generation.
+            async with aclosing(self._generate(request_id, prompt.token_ids, params)) as outputs:
+                async for output in outputs:
+                    yield output
             return
         first = min(params.min_tokens, params.max_tokens)
         banned = {token: float("-inf") for token in params.stop_token_ids}
         forced = dataclasses.replace(params, max_tokens=first, ignore_eos=True, logit_bias={**params.logit_bias, **banned})
         sampled: list[int] = []
-        async for output in self._generate(request_id, prompt.token_ids, forced):
-            sampled += [step.token_id for step in output.tokens]
-            done = output.finish_reason is not None and len(sampled) >= params.max_tokens
-            yield dataclasses.replace(output, finish_reason=output.finish_reason if done else None)
-            if done:
-                return
+        async with aclosing(self._generate(request_id, prompt.token_ids, forced)) as outputs:
+            async for output in outputs:
+                sampled += [step.token_id for step in output.tokens]
+                done = output.finish_reason is not None and len(sampled) >= params.max_tokens
+                yield dataclasses.replace(output, finish_reason=output.finish_reason if done else None)
+                if done:
+                    return
         rest = dataclasses.replace(params, max_tokens=params.max_tokens - len(sampled), min_tokens=0)
-        async for output in self._generate(request_id, prompt.token_ids + sampled, rest):
-            # Its cache hits are mostly the tokens just sampled: the prompt's were counted by the first part.
-            yield dataclasses.replace(output, cached_tokens=None) if output.cached_tokens is not None else output
+        async with aclosing(self._generate(request_id, prompt.token_ids + sampled, rest)) as outputs:
+            async for output in outputs:
+                # Its cache hits are mostly the tokens just sampled: the prompt's were counted by the first part.
+                yield dataclasses.replace(output, cached_tokens=None) if output.cached_tokens is not None else output
 
     async def _generate(self, request_id: str, prompt_ids: list[int],
                         params: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
