@@ -1,19 +1,17 @@
 """llama.cpp engine (GGUF files) through `xllamacpp`, the default engine.
 
 Why xllamacpp and not llama-cpp-python: xllamacpp embeds llama.cpp's own server loop, so
-requests run in parallel slots with continuous batching, streamed token by token through a
-callback (ids, bytes, logprobs) that cancels the request when it returns True; it ships a
-prebuilt wheel. llama-cpp-python compiles for ~15 minutes here and runs one sequence at a
+requests run in parallel slots with continuous batching, streamed token by token (ids, bytes,
+logprobs); it ships a prebuilt wheel. llama-cpp-python compiles for ~15 minutes here and runs one sequence at a
 time behind a lock. Measured on this 2-core machine with the embedded SmolLM2-135M
 (128 tokens per request): 1 stream 58 tok/s; 4 concurrent streams 76 tok/s aggregate with
 xllamacpp, where a one-sequence engine stays at the single-stream rate. See benchmarks/.
 
-`handle_completions` blocks its thread until the generation ends, so every generation runs
-in a worker thread and its callback hands chunks to the event loop.
-
-xllamacpp's server also opens llama.cpp's HTTP listener on a random loopback port. It cannot
-be turned off, so it is guarded: it gets a random API key that never leaves this process.
-rostra uses it for nothing but /tokenize and /detokenize (exact llama.cpp tokenization).
+Tokens are read from llama.cpp's own HTTP server, which xllamacpp opens on a random loopback port, on
+the event loop (see llamacpp_http.py for why not xllamacpp's blocking, per-token-callback
+`handle_completions`). That listener cannot be turned off anyway, so it is guarded: it gets a random
+API key that never leaves this process. rostra sends it exactly what `handle_completions` would get
+(a /v1/completions body with token ids), plus /tokenize and /detokenize (exact llama.cpp tokenization).
 """
 
 from __future__ import annotations
