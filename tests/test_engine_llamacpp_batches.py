@@ -1,8 +1,10 @@
-"""The llama.cpp engine takes the chunks its worker thread produced in batches: tokens that piled up
-while the event loop was busy come out as one output, in order, with nothing lost (embedded model)."""
+"""The llama.cpp engine reads llama.cpp's stream in batches: tokens that piled up while the event loop was
+busy come out as one output, in order, with nothing lost (embedded model)."""
 
 import asyncio
-import threading
+import os
+import socket
+import time
 
 from rostra.core import Prompt, SamplingParams
 from rostra.embedded import embedded_model_path
@@ -10,26 +12,21 @@ from rostra.engines.base import EngineError
 from rostra.engines.llamacpp import LlamaCppEngine, _merge_chunks
 
 
-class HoldingServer:
-    """llama.cpp's server; `piled` is set once `count` chunks after the first have reached the engine."""
-
-    def __init__(self, server, count: int):
-        self.server, self.count, self.piled = server, count, threading.Event()
-
-    def handle_completions(self, body, callback):
-        seen = 0
-
-        def counting(chunk):
-            nonlocal seen
-            seen += 1
-            if seen == 1 + self.count:
-                self.piled.set()
-            return callback(chunk)
-
-        try:
-            return self.server.handle_completions(body, counting)
-        finally:
-            self.piled.set()
+def _hold_loop_until_events_wait(engine: LlamaCppEngine, request_id: str, count: int) -> None:
+    """Block the event loop until `count` more events wait, unread, in the request's socket (or it ended)."""
+    transport = engine._streams[request_id]._exchange.transport
+    peek = socket.socket(fileno=os.dup(transport.get_extra_info("socket").fileno()))  # closing it closes the copy
+    try:
+        for _ in range(6000):
+            try:
+                waiting = peek.recv(1 << 20, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                waiting = b""
+            if waiting.count(b"data: ") >= count or b"[DONE]" in waiting:
+                return
+            time.sleep(0.01)
+    finally:
+        peek.close()
 
 
 def _generate(hold: bool) -> list[tuple[int, ...]]:
@@ -37,12 +34,11 @@ def _generate(hold: bool) -> list[tuple[int, ...]]:
         engine = LlamaCppEngine(embedded_model_path(), "m", max_model_len=512, parallel=1)
         await engine.start()
         try:
-            engine._server = holding = HoldingServer(engine._server, 4)
             prompt = Prompt(await engine.tokenize("Count to twenty.", add_special=False))
             outputs = engine.generate("a", prompt, SamplingParams(max_tokens=12, temperature=0, ignore_eos=True))
             got = [await anext(outputs)]
             if hold:  # the loop is busy (blocked) while llama.cpp produces four more tokens
-                holding.piled.wait(60)
+                _hold_loop_until_events_wait(engine, "a", 4)
             got += [output async for output in outputs]
             assert got[-1].finish_reason == "length"
             return [tuple(step.token_id for step in output.tokens) for output in got]

@@ -1,19 +1,17 @@
 """llama.cpp engine (GGUF files) through `xllamacpp`, the default engine.
 
 Why xllamacpp and not llama-cpp-python: xllamacpp embeds llama.cpp's own server loop, so
-requests run in parallel slots with continuous batching, streamed token by token through a
-callback (ids, bytes, logprobs) that cancels the request when it returns True; it ships a
-prebuilt wheel. llama-cpp-python compiles for ~15 minutes here and runs one sequence at a
+requests run in parallel slots with continuous batching, streamed token by token (ids, bytes,
+logprobs); it ships a prebuilt wheel. llama-cpp-python compiles for ~15 minutes here and runs one sequence at a
 time behind a lock. Measured on this 2-core machine with the embedded SmolLM2-135M
 (128 tokens per request): 1 stream 58 tok/s; 4 concurrent streams 76 tok/s aggregate with
 xllamacpp, where a one-sequence engine stays at the single-stream rate. See benchmarks/.
 
-`handle_completions` blocks its thread until the generation ends, so every generation runs
-in a worker thread and its callback hands chunks to the event loop.
-
-xllamacpp's server also opens llama.cpp's HTTP listener on a random loopback port. It cannot
-be turned off, so it is guarded: it gets a random API key that never leaves this process.
-rostra uses it for nothing but /tokenize and /detokenize (exact llama.cpp tokenization).
+Tokens are read from llama.cpp's own HTTP server, which xllamacpp opens on a random loopback port, on
+the event loop (see llamacpp_http.py for why not xllamacpp's blocking, per-token-callback
+`handle_completions`). That listener cannot be turned off anyway, so it is guarded: it gets a random
+API key that never leaves this process. rostra sends it exactly what `handle_completions` would get
+(a /v1/completions body with token ids), plus /tokenize and /detokenize (exact llama.cpp tokenization).
 """
 
 from __future__ import annotations
@@ -22,17 +20,16 @@ import asyncio
 import dataclasses
 import logging
 import secrets
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any, AsyncGenerator, Callable
 
-import httpx
 import xllamacpp
 
 from rostra.core import EngineOutput, FinishReason, ModelInfo, Prompt, SamplingParams, TokenStep, TopLogprob
 from rostra.engines.base import Engine, EngineError
+from rostra.engines.llamacpp_http import EventStream, LoopbackClient, LoopbackError
 from rostra.errors import InvalidRequest
 from rostra.generation_defaults import from_gguf_metadata
 from rostra.gguf_metadata import context_length, read_gguf_metadata
@@ -70,13 +67,13 @@ class LlamaCppEngine(Engine):
         types = self.metadata.get("tokenizer.ggml.token_type") or []
         self.special_token_ids = frozenset(i for i, kind in enumerate(types) if kind == _CONTROL and i not in end_ids)
         self._server: Any = None
-        self._http: httpx.AsyncClient | None = None
-        self._cancel: dict[str, threading.Event] = {}
+        self._loopback: LoopbackClient | None = None
+        self._running: set[str] = set()  # requests holding a slot
+        self._streams: dict[str, EventStream] = {}
         # At most one request per llama.cpp slot is handed over; the rest wait here, where a request
         # cancelled while it waits is simply never started (in llama.cpp's own queue it would still
         # be prefilled before its first token could say "stop").
         self._free_slots = asyncio.Semaphore(self.parallel)
-        self._executor = ThreadPoolExecutor(max_workers=self.parallel, thread_name_prefix="llamacpp")
 
     async def start(self) -> None:
         params = xllamacpp.CommonParams()
@@ -92,21 +89,18 @@ class LlamaCppEngine(Engine):
         params.api_keys = [key]
         params.hostnames = ["127.0.0.1"]
         params.endpoint_slots = params.endpoint_metrics = params.endpoint_props = False
+        # One connection thread per streaming slot, and some to spare for tokenization meanwhile.
+        params.n_threads_http = self.parallel + 4
         log.info("loading %s (%.0f MB, context %d, %d slots)...", self.path.name,
                  self.path.stat().st_size / 1e6, self.model.context_length, self.parallel)
         started = time.monotonic()
         self._server = await asyncio.to_thread(xllamacpp.Server, params)
         log.info("model loaded in %.1f s", time.monotonic() - started)
-        self._http = httpx.AsyncClient(base_url=self._server.listening_address,
-                                       headers={"Authorization": f"Bearer {key}"}, timeout=60)
+        self._loopback = LoopbackClient(self._server.listening_address, key)
 
     async def close(self) -> None:
-        for event in self._cancel.values():
-            event.set()
-        if self._http:
-            await self._http.aclose()
-        # Waiting for the worker threads and freeing the model both block: not on the loop.
-        await asyncio.to_thread(self._executor.shutdown, wait=True, cancel_futures=True)
+        for stream in list(self._streams.values()):
+            stream.close()
         last_reference, self._server = [self._server], None
         await asyncio.to_thread(last_reference.clear)  # llama.cpp's server is freed in that thread
 
@@ -118,22 +112,22 @@ class LlamaCppEngine(Engine):
         return (await self._internal("/detokenize", {"tokens": token_ids}))["content"]
 
     async def _internal(self, path: str, body: dict) -> dict:
-        assert self._http is not None, "engine not started"
-        reply = await self._http.post(path, json=body)
-        if reply.status_code != 200:
-            raise EngineError(f"llama.cpp {path} failed: {reply.status_code} {reply.text[:200]}")
-        return reply.json()
+        assert self._loopback is not None, "engine not started"
+        try:
+            return await self._loopback.post(path, body)
+        except LoopbackError as exc:
+            raise EngineError(str(exc)) from exc
 
     def token_bytes(self, token_id: int) -> bytes:
         return self._vocab_bytes[token_id] if 0 <= token_id < len(self._vocab_bytes) else b""
 
     def running_requests(self) -> int:
-        return len(self._cancel)
+        return len(self._running)
 
     async def abort(self, request_id: str) -> None:
-        event = self._cancel.get(request_id)
-        if event:
-            event.set()
+        stream = self._streams.get(request_id)
+        if stream is not None:
+            stream.close()
 
     def check_params(self, params: SamplingParams) -> None:
         super().check_params(params)
@@ -148,80 +142,54 @@ class LlamaCppEngine(Engine):
         """With min_tokens, llama.cpp (which has no such option) first samples that many tokens with
         end-of-generation banned, then continues from them (its prefix cache holds them) as usual."""
         if not params.min_tokens or params.ignore_eos:
-            async for output in self._generate(request_id, prompt.token_ids, params):
-                yield output
+            # aclosing: leaving early closes the stream at once, which stops llama.cpp's generation.
+            async with aclosing(self._generate(request_id, prompt.token_ids, params)) as outputs:
+                async for output in outputs:
+                    yield output
             return
         first = min(params.min_tokens, params.max_tokens)
         banned = {token: float("-inf") for token in params.stop_token_ids}
         forced = dataclasses.replace(params, max_tokens=first, ignore_eos=True, logit_bias={**params.logit_bias, **banned})
         sampled: list[int] = []
-        async for output in self._generate(request_id, prompt.token_ids, forced):
-            sampled += [step.token_id for step in output.tokens]
-            done = output.finish_reason is not None and len(sampled) >= params.max_tokens
-            yield dataclasses.replace(output, finish_reason=output.finish_reason if done else None)
-            if done:
-                return
+        async with aclosing(self._generate(request_id, prompt.token_ids, forced)) as outputs:
+            async for output in outputs:
+                sampled += [step.token_id for step in output.tokens]
+                done = output.finish_reason is not None and len(sampled) >= params.max_tokens
+                yield dataclasses.replace(output, finish_reason=output.finish_reason if done else None)
+                if done:
+                    return
         rest = dataclasses.replace(params, max_tokens=params.max_tokens - len(sampled), min_tokens=0)
-        async for output in self._generate(request_id, prompt.token_ids + sampled, rest):
-            # Its cache hits are mostly the tokens just sampled: the prompt's were counted by the first part.
-            yield dataclasses.replace(output, cached_tokens=None) if output.cached_tokens is not None else output
+        async with aclosing(self._generate(request_id, prompt.token_ids + sampled, rest)) as outputs:
+            async for output in outputs:
+                # Its cache hits are mostly the tokens just sampled: the prompt's were counted by the first part.
+                yield dataclasses.replace(output, cached_tokens=None) if output.cached_tokens is not None else output
 
     async def _generate(self, request_id: str, prompt_ids: list[int],
                         params: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
+        assert self._loopback is not None, "engine not started"
         body = _request_body(prompt_ids, params, self.vocab_size)
-        loop = asyncio.get_running_loop()
-        # Chunks the worker thread produced that the loop has not taken yet. The loop is woken once
-        # per batch, not per chunk, and takes the whole batch at once: when it falls behind (other
-        # requests, a slow client), the tokens that piled up go out as one output, one chunk.
-        ready: list[dict] = []
-        lock = threading.Lock()
-        wake = asyncio.Event()
-        cancelled = threading.Event()
-        self._cancel[request_id] = cancelled
         top_n = params.top_logprobs or 0
-
-        def on_chunk(chunk: dict) -> bool:  # runs in the worker thread
-            with lock:
-                ready.append(chunk)
-                first = len(ready) == 1
-            if first:  # the loop has taken everything before this chunk: it needs a wake-up
-                try:
-                    loop.call_soon_threadsafe(wake.set)
-                except RuntimeError:  # the event loop is gone (shutdown): stop generating
-                    return True
-            return cancelled.is_set()
-
-        def run() -> None:
-            if not cancelled.is_set():  # aborted while it waited for a slot
-                self._server.handle_completions(body, on_chunk)
-
-        def finished(_: asyncio.Future[None]) -> None:  # the slot is free again; the reader stops
-            self._free_slots.release()
-            wake.set()
-
+        stream: EventStream | None = None
+        self._running.add(request_id)
         try:
-            await self._free_slots.acquire()
-            job = loop.run_in_executor(self._executor, run)
-            job.add_done_callback(finished)
-            while True:
-                await wake.wait()
-                wake.clear()
-                over = job.done()  # before taking the batch: every chunk was added before the job ended
-                with lock:
-                    batch = ready[:]
-                    ready.clear()
-                output, error = _merge_chunks(batch, top_n, self.token_bytes)
-                if output.tokens or output.finish_reason:
-                    yield output
-                if error is not None:
-                    raise error
-                if over:
-                    if job.exception():
-                        raise EngineError(f"llama.cpp failed: {job.exception()}")
-                    return
+            async with self._free_slots:
+                stream = await self._loopback.stream("/v1/completions", body)
+                self._streams[request_id] = stream
+                # Every event that arrived while the loop was busy elsewhere comes in one batch: the tokens
+                # that piled up go out as one output, one chunk; a token that arrives alone goes out at once.
+                while batch := await stream.next_batch():
+                    output, error = _merge_chunks(batch, top_n, self.token_bytes)
+                    if output.tokens or output.finish_reason:
+                        yield output
+                    if error is not None:
+                        raise error
+        except LoopbackError as exc:
+            raise EngineError(str(exc)) from exc
         finally:
-            cancelled.set()
-            self._cancel.pop(request_id, None)
+            self._running.discard(request_id)
+            self._streams.pop(request_id, None)
+            if stream is not None:
+                stream.close()  # a generation left early stops here: llama.cpp sees its connection closed
 
 
 def _token_at(tokens: list[str], index: int | None) -> str:
