@@ -150,19 +150,17 @@ def test_a_failed_response_closes_its_open_item_as_incomplete_without_a_gap():
 
 # -- errors other than cancellation ---------------------------------------------------------------
 
-def break_store_after(server: InProcessServer, good_writes: int) -> None:
-    """The store's event writes fail (a locked database) after `good_writes` of them."""
-    append = server.store.append_event
-    writes = 0
+def break_store_after(server: InProcessServer, good_events: int) -> None:
+    """The store's event writes fail (a locked database) once they reach event number `good_events`
+    (events are written in batches: the batch holding it fails whole)."""
+    append = server.store.append_events
 
-    async def flaky(response_id, event):
-        nonlocal writes
-        writes += 1
-        if writes > good_writes:
+    async def flaky(response_id, events):
+        if events[-1]["sequence_number"] >= good_events:
             raise StoreError("database is locked")
-        await append(response_id, event)
+        await append(response_id, events)
 
-    server.store.append_event = flaky
+    server.store.append_events = flaky
 
 
 @pytest.mark.anyio
