@@ -45,8 +45,8 @@ class EventLog:
     async def flush(self) -> None:
         """Store every queued event now; raises if a write failed. The writes go on if the caller is
         cancelled meanwhile (shielded), so a cancelled run still leaves a complete log behind it."""
-        self._hurry.set()
         while self._writer is not None:
+            self._hurry.set()
             await asyncio.shield(self._writer)
         if self._failure is not None:
             raise self._failure
@@ -68,3 +68,4 @@ class EventLog:
             self._pending = []
         finally:
             self._writer = None
+            self._hurry.clear()  # events queued after this flush wait for an interval again
