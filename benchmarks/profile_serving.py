@@ -49,6 +49,8 @@ async def measure(args: argparse.Namespace) -> None:
     data_dir = tempfile.TemporaryDirectory(prefix="profile-serving-")  # a fresh store, removed afterwards
     command = [sys.executable, "-m", "rostra.cli", "serve", args.model, "--log-level", "warning", "--port", str(port),
                "--parallel", "8", "--max-model-len", "8192", "--data-dir", data_dir.name]
+    if args.threads:
+        command += ["--threads", str(args.threads)]
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     spy = None
     try:
@@ -94,6 +96,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=24)
     parser.add_argument("--api", choices=list(bench_responses.REQUESTS), default="chat",
                         help="what the load streams: chat completions, or responses with store true / false")
+    parser.add_argument("--threads", type=int, help="llama.cpp threads (default: llama.cpp's choice)")
     parser.add_argument("--py-spy", type=Path, help="record a py-spy profile (raw) to this file meanwhile")
     args = parser.parse_args()
     if not args.model:
