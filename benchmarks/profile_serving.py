@@ -1,5 +1,8 @@
 """CPU time per generated token, thread by thread, of `rostra serve` under streamed chat load.
 
+With --api responses (or responses-nostore), the load is streamed Responses API requests instead
+(bench_responses.py's, `store: true` / `false`); the SQLite store's thread is among "other Python threads".
+
 Starts rostra on the embedded model (or --model), warms it up, runs one level of bench_serving.py's
 requests (--concurrency, --requests, 128 tokens each) and reads each thread's CPU time from /proc
 before and after: the event loop (main thread), llama.cpp's compute threads and the per-request
@@ -16,11 +19,13 @@ import itertools
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
+import bench_responses  # noqa: E402
 import bench_serving  # noqa: E402
 
 
@@ -41,8 +46,11 @@ def thread_cpu(pid: int) -> dict[str, tuple[str, float]]:
 
 async def measure(args: argparse.Namespace) -> None:
     port = bench_serving.free_port()
+    data_dir = tempfile.TemporaryDirectory(prefix="profile-serving-")  # a fresh store, removed afterwards
     command = [sys.executable, "-m", "rostra.cli", "serve", args.model, "--log-level", "warning", "--port", str(port),
-               "--parallel", "8", "--max-model-len", "8192"]
+               "--parallel", "8", "--max-model-len", "8192", "--data-dir", data_dir.name]
+    if args.threads:
+        command += ["--threads", str(args.threads)]
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     spy = None
     try:
@@ -50,18 +58,20 @@ async def measure(args: argparse.Namespace) -> None:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=600, limits=limits) as client:
             model = await bench_serving.wait_ready(client, server)
             ids = itertools.count()
-            await bench_serving.run_level(client, model, ids, 2, 2, 128)  # warm-up
+            request = bench_responses.REQUESTS[args.api]
+            await bench_responses.run_level(client, model, request, ids, 2, 2, 128)  # warm-up
             if args.py_spy:
                 spy = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "-p", str(server.pid),
                                         "-o", str(args.py_spy), "-f", "raw", "--threads", "-r", "100", "-d", "20"])
             before = thread_cpu(server.pid)
-            level = await bench_serving.run_level(client, model, ids, args.concurrency, args.requests, 128)
+            level = await bench_responses.run_level(client, model, request, ids, args.concurrency, args.requests, 128)
             after = thread_cpu(server.pid)
         report(level, before, after)
     finally:
         if spy is not None:
             spy.wait()
         bench_serving.stop_process(server)
+        data_dir.cleanup()
 
 
 def report(level: bench_serving.Level, before: dict, after: dict) -> None:
@@ -74,7 +84,8 @@ def report(level: bench_serving.Level, before: dict, after: dict) -> None:
     print(f"c={level.concurrency}: {level.tokens_per_s:.1f} tok/s, {level.tokens} tokens")
     print(f"  event loop thread:           {per_token(loop):8.0f} us CPU per token")
     print(f"  llama.cpp compute (2 busiest): {per_token(sum(s for s, _ in compute)):6.0f} us CPU per token")
-    print(f"  every other thread:          {per_token(workers):8.0f} us CPU per token")
+    # Python 3.11 leaves its threads' OS names alone: the store's thread (SQLite) is counted here too.
+    print(f"  other Python threads:        {per_token(workers):8.0f} us CPU per token")
 
 
 def main() -> None:
@@ -82,6 +93,9 @@ def main() -> None:
     parser.add_argument("--model", help="GGUF file (default: the embedded SmolLM2-135M-Instruct)")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--requests", type=int, default=24)
+    parser.add_argument("--api", choices=list(bench_responses.REQUESTS), default="chat",
+                        help="what the load streams: chat completions, or responses with store true / false")
+    parser.add_argument("--threads", type=int, help="llama.cpp threads (default: llama.cpp's choice)")
     parser.add_argument("--py-spy", type=Path, help="record a py-spy profile (raw) to this file meanwhile")
     args = parser.parse_args()
     if not args.model:

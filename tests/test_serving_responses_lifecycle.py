@@ -17,6 +17,7 @@ from spec import validate
 
 SLOW = "a slow answer " * 20  # about 60 tokens at 50 ms each: 3 s, far longer than any test waits for it
 SCRIPT = [{"match": "^slow", "output": SLOW, "delay_ms": 50},
+          {"match": "^medium", "output": "a medium answer " * 6, "delay_ms": 20},
           {"match": "^quick", "output": "A quick answer."}]
 
 
@@ -110,6 +111,30 @@ async def test_a_streamed_response_whose_client_leaves_is_stored_as_cancelled(tm
         await asyncio.sleep(0.1)
         assert server.engine.running_requests() == 0
         assert (await server.client.get(f"/v1/responses/{response_id}")).json()["status"] == "cancelled"
+        # Every event it was sent was stored (in batches), with none missing between them.
+        stored = (await server.call("GET", f"/v1/responses/{response_id}?stream=true").finished()).events()
+        received = exchange.events()
+        assert stored[:len(received)] == received
+        assert [e["sequence_number"] for e in stored] == list(range(len(stored)))
+
+
+# -- events stored in batches: replay and follow see the stream whole --------------------------
+
+@pytest.mark.anyio
+async def test_a_stored_stream_is_followed_mid_run_and_replayed_exactly_as_it_was_sent(tmp_path):
+    async with InProcessServer(tmp_path, SCRIPT) as server:
+        stream = server.call("POST", "/v1/responses", body("medium", stream=True))
+        await stream.wait_for("output_text.delta")
+        response_id = stream.events()[0]["response"]["id"]
+        # A follower that joins mid-run reads the store, where events arrive in batches.
+        follower = server.call("GET", f"/v1/responses/{response_id}?stream=true&starting_after=2")
+        sent = (await stream.finished()).events()
+        check_events(sent)
+        assert sent[-1]["type"] == "response.completed"
+        assert (await follower.finished()).events() == sent[3:]
+        replay = (await server.call("GET", f"/v1/responses/{response_id}?stream=true").finished()).events()
+        assert replay == sent
+        assert (await server.client.get(f"/v1/responses/{response_id}")).json()["status"] == "completed"
 
 
 # -- follow(): nothing dropped at the end -----------------------------------------------------
@@ -150,19 +175,17 @@ def test_a_failed_response_closes_its_open_item_as_incomplete_without_a_gap():
 
 # -- errors other than cancellation ---------------------------------------------------------------
 
-def break_store_after(server: InProcessServer, good_writes: int) -> None:
-    """The store's event writes fail (a locked database) after `good_writes` of them."""
-    append = server.store.append_event
-    writes = 0
+def break_store_after(server: InProcessServer, good_events: int) -> None:
+    """The store's event writes fail (a locked database) once they reach event number `good_events`
+    (events are written in batches: the batch holding it fails whole)."""
+    append = server.store.append_events
 
-    async def flaky(response_id, event):
-        nonlocal writes
-        writes += 1
-        if writes > good_writes:
+    async def flaky(response_id, events):
+        if events[-1]["sequence_number"] >= good_events:
             raise StoreError("database is locked")
-        await append(response_id, event)
+        await append(response_id, events)
 
-    server.store.append_event = flaky
+    server.store.append_events = flaky
 
 
 @pytest.mark.anyio

@@ -34,6 +34,7 @@ from rostra.protocol.chat import ChatCompletionRequest
 from rostra.protocol.responses import CreateResponseRequest
 from rostra.serving.chat import ChatService
 from rostra.serving.deadline import NO_DEADLINE, Deadline
+from rostra.serving.event_log import DEFAULT_INTERVAL, EventLog
 from rostra.serving.generation import ChoiceRun, Job, RequestStats
 from rostra.serving.reasoning_crypto import ReasoningSealer, opened
 from rostra.serving.mcp_tools import McpPolicy, McpTools, redacted, requested_servers, resolve
@@ -121,7 +122,8 @@ class ResponseJob:
 
 class ResponsesService:
     def __init__(self, chat: ChatService, store: ResponseStore, mcp_policy: McpPolicy = McpPolicy(),
-                 sealer: ReasoningSealer | None = None, *, lease_seconds: float = 10.0):
+                 sealer: ReasoningSealer | None = None, *, lease_seconds: float = 10.0,
+                 event_interval: float = DEFAULT_INTERVAL):
         self.chat = chat
         self.store = store
         self.mcp_policy = mcp_policy
@@ -130,6 +132,7 @@ class ResponsesService:
         self.streaming: set[str] = set()  # stored foreground streams running here (leased too)
         self.owner = replica_id()
         self.lease_seconds = lease_seconds
+        self.event_interval = event_interval  # seconds between batched writes of stream events
         self.tick = min(1.0, lease_seconds / 4)  # several renewals fit in one lease
         self._keeper: asyncio.Task[None] | None = None
 
@@ -246,14 +249,18 @@ class ResponsesService:
     async def stream(self, job: ResponseJob, deadline: Deadline = NO_DEADLINE) -> AsyncGenerator[dict[str, Any], None]:
         """A streamed response; every event is stored as it goes (when stored) for replay."""
         response, store = job.builder.response, job.request.store
+        event_log = None
         if store:
             await self.store.create(response, job.items, owner=self.owner, lease_seconds=self.lease_seconds)
             self.streaming.add(response["id"])
+            event_log = EventLog(self.store, response["id"], self.event_interval)
         try:
             async with aclosing(self._events(job, deadline)) as events:
                 async for event in events:
-                    if store:
-                        await self.store.append_event(response["id"], event)
+                    if event_log is not None:
+                        event_log.append(event)
+                        if event["type"] in TERMINAL_EVENTS:  # the client hears of the end once it is all stored
+                            await event_log.flush()
                     yield event
         except Exception as exc:  # the store failed (the engine's failures are events already)
             log.exception("response %s failed", response["id"])
@@ -262,9 +269,9 @@ class ResponsesService:
         finally:
             if response["status"] == "in_progress":  # the client left mid-stream
                 response["status"] = "cancelled"
-            if store:
+            if event_log is not None:
                 self.streaming.discard(response["id"])
-                await self._store_final(response)
+                await self._store_final(response, event_log)
 
     async def start_background(self, job: ResponseJob, deadline: Deadline,
                                on_done: Callable[[], None]) -> dict[str, Any]:
@@ -280,12 +287,15 @@ class ResponsesService:
 
     async def _run_in_background(self, job: ResponseJob, deadline: Deadline, live: LiveRun) -> None:
         response = job.builder.response
+        event_log = EventLog(self.store, response["id"], self.event_interval)
         try:
             async with aclosing(self._events(job, deadline)) as events:
                 async for event in events:
-                    await self.store.append_event(response["id"], event)
+                    event_log.append(event)
                     if event["type"] == "response.in_progress":  # what a client polling any replica sees
                         await self.store.update(response)
+                    elif event["type"] in TERMINAL_EVENTS:  # followers here hear of the end once it is stored
+                        await event_log.flush()
                     live.publish(event)
         except asyncio.CancelledError:
             response["status"] = "cancelled"
@@ -296,14 +306,19 @@ class ResponsesService:
         finally:
             live.finishing = True
             try:
-                await asyncio.shield(self._store_final(response))
+                await asyncio.shield(self._store_final(response, event_log))
             finally:  # followers here end even if this task is cancelled once more meanwhile
                 live.end()
                 self.live.pop(response["id"], None)
 
-    async def _store_final(self, response: dict[str, Any]) -> None:
-        """The end of a run this replica owns, unless the response was deleted meanwhile, or failed by
-        another replica (this one's lease expired): then there is nothing left to write."""
+    async def _store_final(self, response: dict[str, Any], events: EventLog) -> None:
+        """The end of a run this replica owns: its events still queued, then its final state (a follower
+        that sees the response ended finds every event stored). Unless the response was deleted meanwhile,
+        or failed by another replica (this one's lease expired): then there is nothing left to write."""
+        try:
+            await events.flush()
+        except Exception:  # already reported by the stream, which failed for it
+            pass
         try:
             if not await self.store.finish(response, self.owner):
                 log.warning("response %s was deleted, or failed by another replica, before it ended here",

@@ -126,10 +126,16 @@ class ResponseStore(ABC):
         (items, has_more). Raises StoreError for an unknown response or an unknown `after`.
         """
 
-    @abstractmethod
     async def append_event(self, response_id: str, event: dict) -> None:
-        """Append a streaming event (it has a `sequence_number`) to the response's event log.
+        """Append one streaming event (it has a `sequence_number`) to the response's event log.
         Raises StoreError for an unknown response or a repeated sequence number."""
+        await self.append_events(response_id, [event])
+
+    @abstractmethod
+    async def append_events(self, response_id: str, events: list[dict]) -> None:
+        """Append streaming events, in order, to the response's event log in one transaction: a
+        reader sees all of them or none, and never one without those before it. Raises StoreError
+        (and appends none) for an unknown response or a repeated sequence number."""
 
     @abstractmethod
     async def events(self, response_id: str, starting_after: int | None = None) -> list[dict]:

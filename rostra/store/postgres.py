@@ -281,16 +281,21 @@ class PostgresResponseStore(ResponseStore):
 
     # -- events -----------------------------------------------------------------------------
 
-    async def append_event(self, response_id: str, event: dict) -> None:
+    async def append_events(self, response_id: str, events: list[dict]) -> None:
+        if not events:
+            return
+        numbers = [event["sequence_number"] for event in events]
         try:
+            # One statement, so one transaction, and one notification for the whole batch.
             await self.pool.execute(
                 "WITH added AS (INSERT INTO rostra_events (response_id, sequence_number, body) "
-                f"VALUES ($1, $2, $3) RETURNING response_id) SELECT pg_notify('{CHANNEL}', response_id) FROM added",
-                response_id, event["sequence_number"], dumps(event))
+                "SELECT $1, number, body FROM unnest($2::int[], $3::text[]) AS batch(number, body) RETURNING 1) "
+                f"SELECT pg_notify('{CHANNEL}', $1) WHERE EXISTS (SELECT 1 FROM added)",
+                response_id, numbers, [dumps(event) for event in events])
         except asyncpg.IntegrityConstraintViolationError as exc:
             # Either the foreign key (unknown response) or the primary key (repeated number).
-            raise StoreError(f"cannot log event {event['sequence_number']} for response "
-                             f"{response_id!r}: {exc}") from exc
+            shown = f"{numbers[0]}" if len(numbers) == 1 else f"{numbers[0]}-{numbers[-1]}"
+            raise StoreError(f"cannot log events {shown} for response {response_id!r}: {exc}") from exc
 
     async def events(self, response_id: str, starting_after: int | None = None) -> list[dict]:
         rows = await self.pool.fetch(

@@ -315,18 +315,24 @@ class SqliteResponseStore(ResponseStore):
 
     # -- events -----------------------------------------------------------------------------
 
-    async def append_event(self, response_id: str, event: dict) -> None:
-        await self._run(self._append_event_sync, response_id, event)
+    async def append_events(self, response_id: str, events: list[dict]) -> None:
+        if events:
+            await self._run(self._append_events_sync, response_id, events)
 
     @staticmethod
-    def _append_event_sync(conn: sqlite3.Connection, response_id: str, event: dict) -> None:
+    def _append_events_sync(conn: sqlite3.Connection, response_id: str, events: list[dict]) -> None:
+        rows = [(response_id, event["sequence_number"], dumps(event)) for event in events]
+        insert = "INSERT INTO events (response_id, sequence_number, body) VALUES (?, ?, ?)"
         try:
-            conn.execute("INSERT INTO events (response_id, sequence_number, body) VALUES (?, ?, ?)",
-                         (response_id, event["sequence_number"], dumps(event)))
+            if len(rows) == 1:  # autocommit: one statement is its own transaction
+                conn.execute(insert, rows[0])
+            else:
+                with _transaction(conn):
+                    conn.executemany(insert, rows)
         except sqlite3.IntegrityError as exc:
             # Either the foreign key (unknown response) or the primary key (repeated number).
-            raise StoreError(f"cannot log event {event['sequence_number']} for response "
-                             f"{response_id!r}: {exc}") from exc
+            numbers = f"{rows[0][1]}" if len(rows) == 1 else f"{rows[0][1]}-{rows[-1][1]}"
+            raise StoreError(f"cannot log events {numbers} for response {response_id!r}: {exc}") from exc
 
     async def events(self, response_id: str, starting_after: int | None = None) -> list[dict]:
         return await self._run(self._events_sync, response_id, starting_after)

@@ -6,10 +6,17 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 
 def dumps(value: Any) -> str:
-    """JSON as the stores keep it: compact, non-ASCII kept as is."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """JSON as the stores keep it: compact, non-ASCII kept as is. orjson, as for the SSE frames: a
+    stored stream writes every event, ~10x faster than the standard library (which takes the rare
+    value orjson refuses, an integer over 64 bits); NaN and infinities, not JSON, become null."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
