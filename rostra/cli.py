@@ -213,7 +213,6 @@ def serve(settings: Settings) -> None:
     from rostra.store import StoreError, default_data_dir, open_store
 
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # the engine's internal tokenize calls
     try:  # before the engine: a mistyped store URL should not wait for a model to load
         store = open_store(Path(settings.data_dir) if settings.data_dir else default_data_dir(), settings.store)
     except StoreError as exc:
