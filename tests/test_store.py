@@ -4,6 +4,7 @@ round trips, paging, event logs, restart recovery, leases across replicas, schem
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import subprocess
 import sys
@@ -533,15 +534,25 @@ def test_follower_on_another_replica_sees_every_event_once_in_order(backend):
     asyncio.run(main())
 
 
+@contextlib.asynccontextmanager
+async def writer_and_follower(dsn: str):
+    """Two stores on one database, as two replicas: one runs a response, the other follows it."""
+    writer, follower = PostgresResponseStore(dsn), PostgresResponseStore(dsn)
+    await writer.open()
+    await follower.open()
+    try:
+        yield writer, follower
+    finally:
+        await writer.close()
+        await follower.close()
+
+
 def test_postgres_watch_is_notified(postgres):
     """On Postgres a follower is woken by NOTIFY, not by its timeout: wait() returns True."""
     dsn = postgres.new_database()
 
     async def main():
-        writer, follower = PostgresResponseStore(dsn), PostgresResponseStore(dsn)
-        await writer.open()
-        await follower.open()
-        try:
+        async with writer_and_follower(dsn) as (writer, follower):
             await writer.create(response("resp_n", "in_progress"), [], owner="replica-a", lease_seconds=60)
             with follower.watch("resp_n") as watch, follower.watch("resp_other") as other:
                 await writer.append_event("resp_n", {"type": "x", "sequence_number": 0})
@@ -550,11 +561,7 @@ def test_postgres_watch_is_notified(postgres):
                 assert await writer.finish(response("resp_n", "completed"), "replica-a")
                 assert await watch.wait(30) is True  # the end of the run wakes it too
             assert follower._watches == {}  # closed watches are forgotten
-        finally:
-            await writer.close()
-            await follower.close()
     asyncio.run(main())
-
 
 
 def test_postgres_listens_again_after_losing_its_connection(postgres):
@@ -563,10 +570,7 @@ def test_postgres_listens_again_after_losing_its_connection(postgres):
     dsn = postgres.new_database()
 
     async def main():
-        writer, follower = PostgresResponseStore(dsn), PostgresResponseStore(dsn)
-        await writer.open()
-        await follower.open()
-        try:
+        async with writer_and_follower(dsn) as (writer, follower):
             await writer.create(response("resp_l", "in_progress"), [], owner="replica-a", lease_seconds=60)
             with follower.watch("resp_l") as watch:
                 old_pid = follower._listener.get_server_pid()
@@ -575,9 +579,6 @@ def test_postgres_listens_again_after_losing_its_connection(postgres):
                 assert follower._listener is not None and follower._listener.get_server_pid() != old_pid
                 await writer.append_event("resp_l", {"type": "x", "sequence_number": 0})
                 assert await watch.wait(30) is True
-        finally:
-            await writer.close()
-            await follower.close()
     asyncio.run(main())
 
 
