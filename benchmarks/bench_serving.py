@@ -1,7 +1,8 @@
 """Serving benchmark: rostra against llama.cpp's own server, on the same GGUF file.
 
-Each server is started alone (so the two never compete for the CPU), warmed up, and then
-driven with streamed chat completions at each concurrency level. Every request generates
+Both servers are started and warmed up; then, round after round, each concurrency level of
+streamed chat completions runs on one server and right after on the other (only one works at a
+time, the other idles, so they never compete for the CPU). Every request generates
 exactly --max-tokens tokens (`ignore_eos`), so the servers do the same amount of work.
 
     python benchmarks/bench_serving.py            # embedded SmolLM2-135M, concurrency 1 4 8
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime
 import itertools
 import json
@@ -27,11 +29,12 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import AsyncIterator, Iterator
 
 import httpx
 
 RESULTS = Path(__file__).parent / "results" / "serving.md"
+KINDS = ("rostra", "reference")
 PROMPT = "Write a long story about a lighthouse keeper who finds a message in a bottle. (request {i})"
 
 
@@ -164,6 +167,26 @@ async def run_level(client: httpx.AsyncClient, model: str, ids: Iterator[int], c
                  statistics.mean(r[2] for r in results))
 
 
+async def measure_level(client: httpx.AsyncClient, model: str, kind: str, ids: Iterator[int], concurrency: int,
+                        args: argparse.Namespace, ignore_eos: bool = True) -> Level:
+    """One level on one server, printed as it ends."""
+    requests = args.requests_per_level or max(4, 2 * concurrency)
+    level = await run_level(client, model, ids, concurrency, requests, args.max_tokens, ignore_eos=ignore_eos)
+    expected = requests * args.max_tokens
+    if ignore_eos and level.tokens != expected:  # without ignore_eos a model may stop early
+        print(f"[{kind}] warning: {level.tokens} tokens generated, expected {expected}", flush=True)
+    print(f"[{kind}] c={concurrency}: {level.tokens_per_s:.1f} tok/s ({level.tokens} tokens), "
+          f"TTFT mean {level.ttft_mean_ms:.0f} ms, p50 {level.ttft_p50_ms:.0f} ms, "
+          f"{level.prompt_tokens:.0f} prompt tokens", flush=True)
+    return level
+
+
+async def warm_up(client: httpx.AsyncClient, model: str, ids: Iterator[int], args: argparse.Namespace,
+                  ignore_eos: bool = True) -> None:
+    """First requests pay for allocations and cache faults that steady serving does not."""
+    await run_level(client, model, ids, 2, 2, args.max_tokens, ignore_eos=ignore_eos)
+
+
 async def measure_levels(client: httpx.AsyncClient, model: str, kind: str, args: argparse.Namespace,
                          ignore_eos: bool = True) -> dict[int, Level]:
     """A warm-up, then every level of `args.concurrency` on one server."""
@@ -171,23 +194,13 @@ async def measure_levels(client: httpx.AsyncClient, model: str, kind: str, args:
     # still reuse the shared prefix from their prompt cache, as in real use); every server gets
     # the same sequence of prompts.
     ids = itertools.count()
-    # Warm-up: first requests pay for allocations and cache faults that steady serving does not.
-    await run_level(client, model, ids, 2, 2, args.max_tokens, ignore_eos=ignore_eos)
-    levels: dict[int, Level] = {}
-    for concurrency in args.concurrency:
-        requests = args.requests_per_level or max(4, 2 * concurrency)
-        level = await run_level(client, model, ids, concurrency, requests, args.max_tokens, ignore_eos=ignore_eos)
-        expected = requests * args.max_tokens
-        if ignore_eos and level.tokens != expected:  # without ignore_eos a model may stop early
-            print(f"[{kind}] warning: {level.tokens} tokens generated, expected {expected}", flush=True)
-        print(f"[{kind}] c={concurrency}: {level.tokens_per_s:.1f} tok/s ({level.tokens} tokens), "
-              f"TTFT mean {level.ttft_mean_ms:.0f} ms, p50 {level.ttft_p50_ms:.0f} ms, "
-              f"{level.prompt_tokens:.0f} prompt tokens", flush=True)
-        levels[concurrency] = level
-    return levels
+    await warm_up(client, model, ids, args, ignore_eos)
+    return {c: await measure_level(client, model, kind, ids, c, args, ignore_eos) for c in args.concurrency}
 
 
-async def bench_server(kind: str, args: argparse.Namespace) -> dict[int, Level]:
+@contextlib.asynccontextmanager
+async def running_server(kind: str, args: argparse.Namespace) -> AsyncIterator[tuple[httpx.AsyncClient, str]]:
+    """A started server of `kind`, ready: a client for it and the model name it lists. Stopped on leaving."""
     port = free_port()
     log = tempfile.NamedTemporaryFile(prefix=f"bench-{kind}-", suffix=".log", delete=False)
     process = subprocess.Popen(server_command(kind, args, port), stdout=log, stderr=subprocess.STDOUT)
@@ -197,8 +210,8 @@ async def bench_server(kind: str, args: argparse.Namespace) -> dict[int, Level]:
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=600, limits=limits) as client:
             model = await wait_ready(client, process)
-            print(f"[{kind}] ready on port {port}, model {model!r}; warming up", flush=True)
-            levels = await measure_levels(client, model, kind, args)
+            print(f"[{kind}] ready on port {port}, model {model!r}", flush=True)
+            yield client, model
     except Exception:
         print(f"[{kind}] failed; server exit code {process.poll()}; log tail ({log.name}):\n"
               + Path(log.name).read_text()[-3000:], file=sys.stderr)
@@ -207,7 +220,34 @@ async def bench_server(kind: str, args: argparse.Namespace) -> dict[int, Level]:
         stop_process(process)
         log.close()
     os.unlink(log.name)
-    return levels
+
+
+async def bench_server(kind: str, args: argparse.Namespace) -> dict[int, Level]:
+    async with running_server(kind, args) as (client, model):
+        return await measure_levels(client, model, kind, args)
+
+
+async def bench_paired(args: argparse.Namespace) -> dict[str, list[dict[int, Level]]]:
+    """Both servers started once, then every round runs each level on one server right after the other
+    (the other idles meanwhile: llama.cpp's threads sleep, rostra's loop waits), rostra first in even
+    rounds and second in odd ones. Load from elsewhere on the machine changes over minutes; two runs
+    seconds apart see nearly the same, so the ratio of each pair is far steadier than that of rounds
+    minutes apart."""
+    results: dict[str, list[dict[int, Level]]] = {kind: [] for kind in KINDS}
+    async with contextlib.AsyncExitStack() as stack:
+        servers = {kind: await stack.enter_async_context(running_server(kind, args)) for kind in KINDS}
+        ids = {kind: itertools.count() for kind in KINDS}  # the same prompts for both, in the same order
+        for kind, (client, model) in servers.items():
+            await warm_up(client, model, ids[kind], args)
+        for n in range(args.rounds):
+            print(f"--- round {n + 1}/{args.rounds}", flush=True)
+            for kind in KINDS:
+                results[kind].append({})
+            for c in args.concurrency:
+                for kind in (KINDS if n % 2 == 0 else KINDS[::-1]):
+                    client, model = servers[kind]
+                    results[kind][n][c] = await measure_level(client, model, kind, ids[kind], c, args)
+    return results
 
 
 def median_of_rounds(rounds: list[dict[int, Level]], c: int) -> tuple[float, float, float]:
@@ -218,15 +258,18 @@ def median_of_rounds(rounds: list[dict[int, Level]], c: int) -> tuple[float, flo
 
 
 def table(rostra: list[dict[int, Level]], reference: list[dict[int, Level]]) -> str:
+    """Medians over the rounds; "paired ratio": the median of each round's own ratio (the steadier
+    figure when the rounds ran the two servers back to back, see bench_paired)."""
     rows = [
-        "| concurrency | rostra tok/s | reference tok/s | ratio | rostra TTFT mean / p50 ms "
+        "| concurrency | rostra tok/s | reference tok/s | ratio | paired ratio | rostra TTFT mean / p50 ms "
         "| reference TTFT mean / p50 ms | TTFT ratio (mean) |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for c in rostra[0]:
         tps, mean, p50 = median_of_rounds(rostra, c)
         ref_tps, ref_mean, ref_p50 = median_of_rounds(reference, c)
-        rows.append(f"| {c} | {tps:.1f} | {ref_tps:.1f} | {tps / ref_tps:.2f}x | {mean:.0f} / {p50:.0f} "
+        paired = statistics.median(r[c].tokens_per_s / ref[c].tokens_per_s for r, ref in zip(rostra, reference))
+        rows.append(f"| {c} | {tps:.1f} | {ref_tps:.1f} | {tps / ref_tps:.2f}x | {paired:.2f}x | {mean:.0f} / {p50:.0f} "
                     f"| {ref_mean:.0f} / {ref_p50:.0f} | {mean / ref_mean:.2f}x |")
     return "\n".join(rows)
 
@@ -276,6 +319,9 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=8, help="server slots, for both servers")
     parser.add_argument("--max-model-len", type=int, default=8192, help="context per slot, for both servers")
     parser.add_argument("--threads", type=int, help="CPU threads, for both servers (default: llama.cpp's choice)")
+    parser.add_argument("--one-at-a-time", action="store_true",
+                        help="run each round on a freshly started server, one server at a time (the method before "
+                             "2026-11-23's paired rounds)")
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--reference-server", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -289,17 +335,22 @@ def main() -> None:
 
     started = datetime.datetime.now().astimezone()
     version = rostra_version()
-    results: dict[str, list[dict[int, Level]]] = {"rostra": [], "reference": []}
-    # Alternate the servers round by round, so a burst of load from elsewhere on the machine
-    # hits both rather than one; the medians over rounds then shrug off a single bad round.
-    for n in range(args.rounds):
-        for kind in results:
-            print(f"--- round {n + 1}/{args.rounds}: {kind}", flush=True)
-            results[kind].append(asyncio.run(bench_server(kind, args)))
+    if args.one_at_a_time:
+        results: dict[str, list[dict[int, Level]]] = {kind: [] for kind in KINDS}
+        # Alternate the servers round by round, so a burst of load from elsewhere on the machine
+        # hits both rather than one; the medians over rounds then shrug off a single bad round.
+        for n in range(args.rounds):
+            for kind in KINDS:
+                print(f"--- round {n + 1}/{args.rounds}: {kind}", flush=True)
+                results[kind].append(asyncio.run(bench_server(kind, args)))
+    else:
+        results = asyncio.run(bench_paired(args))
     result = table(results["rostra"], results["reference"])
     print("\n" + result)
 
     command = " ".join(["python benchmarks/bench_serving.py", *sys.argv[1:]])
+    method = ("servers alternating round by round, each started afresh" if args.one_at_a_time else
+              "both servers up, each level run on one right after the other (order alternating by round)")
     per_level = ", ".join(f"c={c}: {level.requests}" for c, level in results["rostra"][0].items())
     report = f"""# Serving benchmark: rostra vs llama.cpp server
 
@@ -308,7 +359,7 @@ def main() -> None:
 - rostra commit: {version}
 - model: `{Path(args.model).name}` ({Path(args.model).stat().st_size / 1e6:.0f} MB)
 - {args.max_tokens} generated tokens per request (streamed chat completions, temperature 0, `ignore_eos`)
-- requests per level: {per_level}; {args.rounds} rounds, servers alternating, medians reported
+- requests per level: {per_level}; {args.rounds} rounds, {method}, medians reported
 - both servers: {args.parallel} slots, {args.max_model_len} context per slot, threads: {args.threads or "llama.cpp default"}
 - command: `{command}`
 
