@@ -9,7 +9,7 @@ import time
 from rostra.core import Prompt, SamplingParams
 from rostra.embedded import embedded_model_path
 from rostra.engines.base import EngineError
-from rostra.engines.llamacpp import LlamaCppEngine, _merge_chunks
+from rostra.engines.llamacpp import LlamaCppEngine, _Chunks
 
 
 def _hold_loop_until_events_wait(engine: LlamaCppEngine, request_id: str, count: int) -> None:
@@ -22,7 +22,7 @@ def _hold_loop_until_events_wait(engine: LlamaCppEngine, request_id: str, count:
                 waiting = peek.recv(1 << 20, socket.MSG_PEEK | socket.MSG_DONTWAIT)
             except BlockingIOError:
                 waiting = b""
-            if waiting.count(b"data: ") >= count or b"[DONE]" in waiting:
+            if waiting.count(b"data: ") >= count or b'"stop":true' in waiting:
                 return
             time.sleep(0.01)
     finally:
@@ -56,29 +56,74 @@ def test_tokens_that_piled_up_come_out_together_in_order():
     assert len(held[1]) >= 4  # the four (or more) tokens produced while the loop was blocked: one output
 
 
-# Chunks as xllamacpp 2026.10 streams them for the embedded model (`n_probs: 1`), shortened.
-def _token_chunk(token_id: int, text: str) -> dict:
-    step = {"id": token_id, "token": text, "bytes": list(text.encode()), "logprob": -1.0}
-    return {"choices": [{"text": text, "index": 0, "logprobs": {"content": [{**step, "top_logprobs": [step]}]},
-                         "finish_reason": None}], "object": "text_completion"}
+# Chunks as xllamacpp 2026.10 streams them from /completion with `return_tokens` (embedded model), shortened.
+def _token_chunk(token_id: int, text: str, predicted: int) -> dict:
+    return {"index": 0, "content": text, "tokens": [token_id], "stop": False, "id_slot": -1,
+            "tokens_predicted": predicted, "tokens_evaluated": 4}
 
 
-FINAL = {"choices": [{"text": "", "index": 0, "logprobs": None, "finish_reason": "length"}],
-         "object": "text_completion", "usage": {"completion_tokens": 3, "prompt_tokens": 4, "total_tokens": 7,
-                                                "prompt_tokens_details": {"cached_tokens": 3}}}
+def _final(predicted: int, stop_type: str = "limit") -> dict:
+    return {"index": 0, "content": "", "tokens": [], "id_slot": 1, "stop": True, "tokens_predicted": predicted,
+            "tokens_evaluated": 4, "stop_type": stop_type, "stopping_word": "", "tokens_cached": 7,
+            "timings": {"cache_n": 3, "prompt_n": 1, "predicted_n": predicted}}
+
+
+def _chunks(top_n: int = 0) -> _Chunks:
+    pieces = {174: b"\xe3", 219: b"\x81", 79: b"_", 100: b"t", 43405: b"utorial"}
+    return _Chunks(top_n, lambda token_id: pieces.get(token_id, b"?"), {piece: i for i, piece in pieces.items()})
 
 
 def test_a_batch_is_one_output_with_the_last_finish_reason_and_cache_count():
-    chunks = [_token_chunk(79, "_"), _token_chunk(100, "t"), _token_chunk(43405, "utorial"), FINAL]
-    output, error = _merge_chunks(chunks, 0, lambda token_id: str(token_id).encode())
+    chunks = [_token_chunk(79, "_", 1), _token_chunk(100, "t", 2), _token_chunk(43405, "utorial", 3), _final(3)]
+    output, error = _chunks().merge(chunks)
     assert error is None
     assert [step.token_id for step in output.tokens] == [79, 100, 43405]
-    assert output.tokens[2].token_bytes == b"43405" and output.tokens[0].top_logprobs == ()
-    assert output.finish_reason == "length" and output.cached_tokens == 3
+    assert output.tokens[2].token_bytes == b"utorial" and output.tokens[0].top_logprobs == ()
+    assert output.finish_reason == "length" and output.cached_tokens == 3 and output.completion_tokens is None
+    assert _chunks().merge([_final(0, "eos")])[0].finish_reason == "stop"
 
 
 def test_an_error_in_a_batch_keeps_the_tokens_before_it():
-    chunks = [_token_chunk(79, "_"), {"error": {"message": "slot failed"}}, _token_chunk(100, "t")]
-    output, error = _merge_chunks(chunks, 1, lambda token_id: b"x")
+    chunks = [_token_chunk(79, "_", 1), {"error": {"message": "slot failed"}}, _token_chunk(100, "t", 2)]
+    output, error = _chunks(1).merge(chunks)
     assert [step.token_id for step in output.tokens] == [79] and output.finish_reason is None
     assert isinstance(error, EngineError) and "slot failed" in str(error)
+
+
+def test_tokens_held_back_inside_a_character_are_recovered_from_the_text():
+    """What llama.cpp streamed for six tokens E3 81 81 E3 81 81 ("ぁぁ", forced with logit_bias): a token whose
+    text ends inside a character gets no chunk of its own; the next chunk lists only its own token, with the
+    text of all three, and tokens_predicted counts them all."""
+    chunks = [_token_chunk(219, "ぁ", 3), _token_chunk(219, "ぁ", 6), _final(6)]
+    for split in ([chunks], [chunks[:1], chunks[1:]]):
+        reader = _chunks()
+        outputs = [reader.merge(batch)[0] for batch in split]
+        steps = [step for output in outputs for step in output.tokens]
+        assert [step.token_id for step in steps] == [174, 219, 219] * 2
+        assert b"".join(step.token_bytes for step in steps).decode() == "ぁぁ"
+        assert all(output.completion_tokens is None for output in outputs)
+
+
+def test_tokens_of_a_character_cut_off_at_the_end_still_count():
+    """Seven tokens: the seventh (E3) starts a character that the limit cuts off; llama.cpp never sends it."""
+    output, error = _chunks().merge([_token_chunk(219, "ぁ", 3), _token_chunk(219, "ぁ", 6), _final(7)])
+    assert len(output.tokens) == 6 and output.completion_tokens == 7 and output.finish_reason == "length"
+
+
+def test_held_back_tokens_on_the_embedded_model():
+    """The same, from llama.cpp itself: every forced token comes out, with its bytes; usage counts the cut one."""
+    async def scenario():
+        engine = LlamaCppEngine(embedded_model_path(), "m", max_model_len=512, parallel=1)
+        await engine.start()
+        try:
+            lead, continuation = engine._token_ids[b"\xe3"], engine._token_ids[b"\x81"]
+            prompt = Prompt(await engine.tokenize("Hi", add_special=False))
+            params = SamplingParams(max_tokens=7, temperature=0, logit_bias={lead: 30.0, continuation: 29.0})
+            return [output async for output in engine.generate("a", prompt, params)]
+        finally:
+            await engine.close()
+
+    outputs = asyncio.run(scenario())
+    steps = [step for output in outputs for step in output.tokens]
+    assert b"".join(step.token_bytes for step in steps) == "ぁぁ".encode()
+    assert len(steps) == 6 and outputs[-1].completion_tokens == 7 and outputs[-1].finish_reason == "length"

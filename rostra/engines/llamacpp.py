@@ -10,14 +10,15 @@ xllamacpp, where a one-sequence engine stays at the single-stream rate. See benc
 Tokens are read from llama.cpp's own HTTP server, which xllamacpp opens on a random loopback port, on
 the event loop (see llamacpp_http.py for why not xllamacpp's blocking, per-token-callback
 `handle_completions`). That listener cannot be turned off anyway, so it is guarded: it gets a random
-API key that never leaves this process. rostra sends it exactly what `handle_completions` would get
-(a /v1/completions body with token ids), plus /tokenize and /detokenize (exact llama.cpp tokenization).
+API key that never leaves this process. rostra uses its native /completion endpoint (token ids in, token
+ids out), plus /tokenize and /detokenize (exact llama.cpp tokenization).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import secrets
 import time
@@ -66,6 +67,10 @@ class LlamaCppEngine(Engine):
         self.vocab_size = len(self._vocab_bytes)
         types = self.metadata.get("tokenizer.ggml.token_type") or []
         self.special_token_ids = frozenset(i for i, kind in enumerate(types) if kind == _CONTROL and i not in end_ids)
+        self._token_ids: dict[bytes, int] = {}  # a text piece -> its token (held-back tokens, see _Chunks)
+        for token_id, piece in enumerate(self._vocab_bytes):
+            if piece and token_id not in self.special_token_ids:
+                self._token_ids.setdefault(piece, token_id)
         self._server: Any = None
         self._loopback: LoopbackClient | None = None
         self._running: set[str] = set()  # requests holding a slot
@@ -168,17 +173,17 @@ class LlamaCppEngine(Engine):
                         params: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
         assert self._loopback is not None, "engine not started"
         body = _request_body(prompt_ids, params, self.vocab_size)
-        top_n = params.top_logprobs or 0
+        chunks = _Chunks(params.top_logprobs or 0, self.token_bytes, self._token_ids)
         stream: EventStream | None = None
         self._running.add(request_id)
         try:
             async with self._free_slots:
-                stream = await self._loopback.stream("/v1/completions", body)
+                stream = await self._loopback.stream("/completion", body)
                 self._streams[request_id] = stream
                 # Every event that arrived while the loop was busy elsewhere comes in one batch: the tokens
                 # that piled up go out as one output, one chunk; a token that arrives alone goes out at once.
                 while batch := await stream.next_batch():
-                    output, error = _merge_chunks(batch, top_n, self.token_bytes)
+                    output, error = chunks.merge(batch)
                     if output.tokens or output.finish_reason:
                         yield output
                     if error is not None:
@@ -201,9 +206,10 @@ def _request_body(prompt_ids: list[int], params: SamplingParams, vocab_size: int
         "prompt": prompt_ids,
         "stream": True,
         "n_predict": params.max_tokens,
-        # Always ask for one probability: it carries each token's id and bytes, so rostra
-        # detokenizes and matches stop strings itself, identically for every engine.
-        "n_probs": max(1, params.top_logprobs or 0),
+        # Each chunk lists its token ids: rostra detokenizes and matches stop strings itself, identically
+        # for every engine. (Not `n_probs: 1` for the ids: llama.cpp then computes a softmax over the whole
+        # vocabulary per token, ~7% of its generation speed on the embedded model.)
+        "return_tokens": True,
         "temperature": params.temperature,
         "top_p": params.top_p,
         "top_k": params.top_k,
@@ -214,6 +220,8 @@ def _request_body(prompt_ids: list[int], params: SamplingParams, vocab_size: int
         "ignore_eos": params.ignore_eos,
         "cache_prompt": True,
     }
+    if params.top_logprobs is not None:
+        body["n_probs"] = max(1, params.top_logprobs)  # 1: the sampled token's own logprob
     if params.seed is not None:
         body["seed"] = params.seed
     if params.json_schema is not None:
@@ -240,45 +248,81 @@ def _logit_bias(params: SamplingParams, vocab_size: int) -> list[list]:
     return [[token, value] for token, value in bias.items()]
 
 
-def _merge_chunks(chunks: list[dict], top_n: int,
-                  token_bytes: Callable[[int], bytes]) -> tuple[EngineOutput, EngineError | None]:
-    """The chunks of one batch as one output (their tokens in order, the last finish reason), and the
-    error a chunk reported, if any: the tokens before it are still output first."""
-    tokens: list[TokenStep] = []
-    reason: FinishReason | None = None
-    cached: int | None = None
-    for chunk in chunks:
-        try:
-            output = _parse_chunk(chunk, top_n, token_bytes)
-        except EngineError as exc:
-            return EngineOutput(tuple(tokens), reason, cached_tokens=cached), exc
-        tokens += output.tokens
-        reason = output.finish_reason or reason
-        cached = output.cached_tokens if output.cached_tokens is not None else cached
-    return EngineOutput(tuple(tokens), reason, cached_tokens=cached), None
+class _Chunks:
+    """llama.cpp's /completion stream chunks (`return_tokens`: each lists its token ids) -> engine outputs.
+
+    llama.cpp holds back a token whose text ends inside a UTF-8 character, and its chunk never comes: the
+    next chunk lists only its own token, though its `content` carries the held-back tokens' text too, and
+    `tokens_predicted` counts them. Those tokens are recovered here from that text (the vocabulary
+    pieces it splits into), so text, logprobs and usage lose none of them. A character still incomplete
+    when the generation ends is never sent: its tokens count in the usage (`completion_tokens`) only.
+    """
+
+    def __init__(self, top_n: int, token_bytes: Callable[[int], bytes], token_ids: dict[bytes, int]):
+        self.top_n = top_n
+        self.token_bytes = token_bytes
+        self.token_ids = token_ids  # a piece's bytes -> its token id (for held-back tokens)
+        self.counted = 0  # tokens accounted for so far
+
+    def merge(self, chunks: list[dict]) -> tuple[EngineOutput, EngineError | None]:
+        """The chunks of one batch as one output (their tokens in order, the last finish reason), and the
+        error a chunk reported, if any: the tokens before it are still output first."""
+        tokens: list[TokenStep] = []
+        reason: FinishReason | None = None
+        cached: int | None = None
+        count: int | None = None
+        for chunk in chunks:
+            if "error" in chunk:
+                return EngineOutput(tuple(tokens), reason, count, cached), EngineError(str(chunk["error"]))
+            tokens += self._steps(chunk)
+            predicted = chunk.get("tokens_predicted", 0)
+            if predicted > self.counted:  # held back, never to be sent: counted only
+                count, self.counted = predicted, predicted
+            if chunk.get("stop"):
+                reason = "length" if chunk.get("stop_type") == "limit" else "stop"
+                cached = (chunk.get("timings") or {}).get("cache_n")
+        return EngineOutput(tuple(tokens), reason, count, cached), None
+
+    def _steps(self, chunk: dict) -> list[TokenStep]:
+        ids = chunk.get("tokens") or []
+        if not ids:
+            return []
+        probabilities = chunk.get("completion_probabilities")
+        if probabilities:
+            steps = [TokenStep(item["id"], self.token_bytes(item["id"]), item.get("logprob"),
+                               tuple(TopLogprob(top["id"], self.token_bytes(top["id"]), top["logprob"])
+                                     for top in (item.get("top_logprobs") or [])[:self.top_n]))
+                     for item in probabilities]
+        else:
+            steps = [TokenStep(token_id, self.token_bytes(token_id)) for token_id in ids]
+        held_back = chunk.get("tokens_predicted", 0) - self.counted - len(steps)
+        if held_back > 0:
+            steps = self._held_back(chunk.get("content", ""), steps, held_back) + steps
+        self.counted += len(steps)
+        return steps
+
+    def _held_back(self, content: str, sent: list[TokenStep], count: int) -> list[TokenStep]:
+        """The `count` tokens before `sent` whose text opens `content`, split into vocabulary pieces."""
+        text = content.encode()
+        tail = b"".join(step.token_bytes for step in sent)
+        if not text.endswith(tail):  # a control token's marker, which content leaves empty
+            tail = b""
+        ids = _split_into_pieces(text[:len(text) - len(tail)], count, self.token_ids)
+        return [TokenStep(token_id, self.token_bytes(token_id)) for token_id in ids or ()]
 
 
-def _parse_chunk(chunk: dict, top_n: int, token_bytes: Callable[[int], bytes]) -> EngineOutput:
-    if "error" in chunk:
-        raise EngineError(str(chunk["error"]))
-    choices = chunk.get("choices") or []
-    if not choices:
-        return EngineOutput()
-    choice = choices[0]
-    content = (choice.get("logprobs") or {}).get("content") or []
-    tokens = tuple(
-        TokenStep(
-            token_id=item["id"],
-            token_bytes=token_bytes(item["id"]),
-            logprob=item.get("logprob"),
-            top_logprobs=tuple(
-                TopLogprob(top["id"], token_bytes(top["id"]), top["logprob"])
-                for top in (item.get("top_logprobs") or [])[:top_n]
-            ),
-        )
-        for item in content
-    )
-    reason = choice.get("finish_reason")
-    cached = ((chunk.get("usage") or {}).get("prompt_tokens_details") or {}).get("cached_tokens")
-    return EngineOutput(tokens=tokens, finish_reason=("length" if reason == "length" else "stop") if reason else None,
-                        cached_tokens=cached)
+def _split_into_pieces(data: bytes, count: int, token_ids: dict[bytes, int]) -> list[int] | None:
+    """`data` as exactly `count` vocabulary pieces (longest first), or None if it cannot be. The data is a
+    character or two, so the search is tiny."""
+    @functools.cache
+    def split(start: int, left: int) -> tuple[int, ...] | None:
+        if left == 0:
+            return () if start == len(data) else None
+        for end in range(len(data), start, -1):
+            token_id = token_ids.get(data[start:end])
+            if token_id is not None and (rest := split(end, left - 1)) is not None:
+                return (token_id, *rest)
+        return None
+
+    found = split(0, count)
+    return list(found) if found is not None else None
