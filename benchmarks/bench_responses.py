@@ -133,17 +133,21 @@ async def one_round(args: argparse.Namespace, number: int) -> dict[str, dict[int
 
 
 def table(results: dict[str, list[dict[int, Level]]]) -> str:
+    """Medians over the rounds; "paired": the median of each round's own ratio to Chat (the APIs of a round
+    ran seconds apart on one server, so their ratio is steadier than that of the medians)."""
     apis = [api for api in results if api != "chat"]
-    head = "| concurrency | chat tok/s | " + " | ".join(f"{api} tok/s | ratio" for api in apis) + \
+    head = "| concurrency | chat tok/s | " + " | ".join(f"{api} tok/s | ratio | paired" for api in apis) + \
            " | chat TTFT p50 ms | " + " | ".join(f"{api} TTFT p50 ms" for api in apis) + " |"
-    rows = [head, "|" + "---:|" * (2 + 2 * len(apis) + 1 + len(apis))]
+    rows = [head, "|" + "---:|" * (2 + 3 * len(apis) + 1 + len(apis))]
     for c in results["chat"][0]:
         tps, _, p50 = bench_serving.median_of_rounds(results["chat"], c)
         cells = [f"{c}", f"{tps:.1f}"]
         ttfts = [f"{p50:.0f}"]
         for api in apis:
             api_tps, _, api_p50 = bench_serving.median_of_rounds(results[api], c)
-            cells += [f"{api_tps:.1f}", f"{api_tps / tps:.2f}x"]
+            paired = statistics.median(r[c].tokens_per_s / chat[c].tokens_per_s
+                                       for r, chat in zip(results[api], results["chat"]))
+            cells += [f"{api_tps:.1f}", f"{api_tps / tps:.2f}x", f"{paired:.2f}x"]
             ttfts.append(f"{api_p50:.0f}")
         rows.append("| " + " | ".join(cells + ttfts) + " |")
     return "\n".join(rows)
