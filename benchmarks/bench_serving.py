@@ -59,6 +59,69 @@ def run_reference_server(args: argparse.Namespace) -> None:
     threading.Event().wait()  # serve until the benchmark terminates this process
 
 
+def run_relay_server(args: argparse.Namespace) -> None:
+    """A control for rostra's own cost: llama.cpp's server in a Python process, as rostra runs it, behind a
+    byte relay on the process's event loop (one read and one write per chunk, no Python per token beyond
+    that). What it loses against the plain reference is what the extra hop costs; the rest of rostra's gap
+    is rostra's own work per token."""
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = args.model
+    params.n_parallel = args.parallel
+    params.n_ctx = args.max_model_len * args.parallel
+    params.kv_unified = False
+    if args.threads:
+        params.cpuparams.n_threads = params.cpuparams_batch.n_threads = args.threads
+    params.port, params.hostnames = free_port(), ["127.0.0.1"]
+    server = xllamacpp.Server(params)
+    upstream = params.port
+
+    class Back(asyncio.Protocol):
+        def __init__(self, front: "Front"):
+            self.front = front
+
+        def data_received(self, data: bytes) -> None:
+            self.front.transport.write(data)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self.front.transport.close()
+
+    class Front(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            self.transport, self.early, self.back = transport, [], None
+            asyncio.ensure_future(self.connect())
+
+        async def connect(self) -> None:
+            try:
+                self.back, _ = await asyncio.get_running_loop().create_connection(lambda: Back(self), "127.0.0.1", upstream)
+            except OSError:
+                self.transport.close()
+                return
+            for data in self.early:
+                self.back.write(data)
+
+        def data_received(self, data: bytes) -> None:
+            if self.back is None:
+                self.early.append(data)
+            else:
+                self.back.write(data)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self.back is not None:
+                self.back.close()
+
+    async def relay() -> None:
+        listener = await asyncio.get_running_loop().create_server(Front, "127.0.0.1", args.port)
+        print(f"relay on {args.port} to llama.cpp's server on {upstream}", flush=True)
+        await listener.serve_forever()
+
+    import uvloop
+
+    uvloop.run(relay())
+    del server
+
+
 @dataclass
 class Level:
     concurrency: int
@@ -91,6 +154,8 @@ def server_command(kind: str, args: argparse.Namespace, port: int) -> list[str]:
     common = ["--port", str(port), "--parallel", str(args.parallel), "--max-model-len", str(args.max_model_len)]
     if args.threads:
         common += ["--threads", str(args.threads)]
+    if kind == "rostra" and getattr(args, "measure", "rostra") == "relay":  # (other scripts: no such option)
+        return [sys.executable, __file__, "--relay-server", "--model", args.model, *common]
     if kind == "rostra":
         return [sys.executable, "-m", "rostra.cli", "serve", args.model, "--log-level", "warning", *common]
     return [sys.executable, __file__, "--reference-server", "--model", args.model, *common]
@@ -258,19 +323,21 @@ def median_of_rounds(rounds: list[dict[int, Level]], c: int) -> tuple[float, flo
 
 
 def table(rostra: list[dict[int, Level]], reference: list[dict[int, Level]]) -> str:
-    """Medians over the rounds; "paired ratio": the median of each round's own ratio (the steadier
-    figure when the rounds ran the two servers back to back, see bench_paired)."""
+    """Medians over the rounds; the paired columns are the median of each round's own ratio (tok/s) or
+    difference (TTFT p50): the steadier figures when the rounds ran the two servers back to back (bench_paired)."""
     rows = [
         "| concurrency | rostra tok/s | reference tok/s | ratio | paired ratio | rostra TTFT mean / p50 ms "
-        "| reference TTFT mean / p50 ms | TTFT ratio (mean) |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| reference TTFT mean / p50 ms | TTFT ratio (mean) | TTFT p50 paired difference |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for c in rostra[0]:
         tps, mean, p50 = median_of_rounds(rostra, c)
         ref_tps, ref_mean, ref_p50 = median_of_rounds(reference, c)
-        paired = statistics.median(r[c].tokens_per_s / ref[c].tokens_per_s for r, ref in zip(rostra, reference))
+        pairs = list(zip(rostra, reference))
+        paired = statistics.median(r[c].tokens_per_s / ref[c].tokens_per_s for r, ref in pairs)
+        ttft_difference = statistics.median(r[c].ttft_p50_ms - ref[c].ttft_p50_ms for r, ref in pairs)
         rows.append(f"| {c} | {tps:.1f} | {ref_tps:.1f} | {tps / ref_tps:.2f}x | {paired:.2f}x | {mean:.0f} / {p50:.0f} "
-                    f"| {ref_mean:.0f} / {ref_p50:.0f} | {mean / ref_mean:.2f}x |")
+                    f"| {ref_mean:.0f} / {ref_p50:.0f} | {mean / ref_mean:.2f}x | {ttft_difference:+.0f} ms |")
     return "\n".join(rows)
 
 
@@ -323,7 +390,11 @@ def main() -> None:
                         help="run each round on a freshly started server, one server at a time (the method before "
                              "2026-11-23's paired rounds)")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--measure", choices=["rostra", "relay"], default="rostra",
+                        help="the server measured against the reference: rostra, or (a control) llama.cpp's server "
+                             "behind a byte relay in the same process")
     parser.add_argument("--reference-server", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--relay-server", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.model is None:
@@ -332,6 +403,8 @@ def main() -> None:
         args.model = str(embedded_model_path())
     if args.reference_server:
         return run_reference_server(args)
+    if args.relay_server:
+        return run_relay_server(args)
 
     started = datetime.datetime.now().astimezone()
     version = rostra_version()
@@ -356,7 +429,7 @@ def main() -> None:
 
 - date: {started:%Y-%m-%d %H:%M %Z}
 - machine: {machine_info()}
-- rostra commit: {version}
+- rostra commit: {version}{" (measured: the byte relay, not rostra)" if args.measure == "relay" else ""}
 - model: `{Path(args.model).name}` ({Path(args.model).stat().st_size / 1e6:.0f} MB)
 - {args.max_tokens} generated tokens per request (streamed chat completions, temperature 0, `ignore_eos`)
 - requests per level: {per_level}; {args.rounds} rounds, {method}, medians reported
