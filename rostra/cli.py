@@ -51,7 +51,8 @@ def _model_flags(group: FlagGroup) -> None:
                                                "(default: the model's own)")
     group.add_argument("--max-model-len", type=int, help="context length (default: the model's)")
     group.add_argument("--parallel", type=int, default=4, help="concurrent sequences in the engine (default: 4)")
-    group.add_argument("--threads", type=int, help="CPU threads for the engine (default: llama.cpp's choice)")
+    group.add_argument("--threads", type=int, help="CPU threads for the engine (default: llama.cpp's choice; "
+                       "transformers on CPU: all cores but one)")
     group.add_argument("--dtype", choices=["auto", "bfloat16", "float16", "float32"], default="auto",
                        help="transformers and vllm engines: weight dtype (default auto: bfloat16 on CUDA, "
                             "float32 on CPU for transformers; the model's own for vllm)")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from pathlib import Path
 from typing import AsyncGenerator
@@ -43,6 +44,16 @@ def pick_dtype(dtype: str, device: torch.device) -> torch.dtype:
     if dtype == "auto":  # bf16 halves memory and is fast on GPUs; on CPU fp32 is the fast, exact path
         return torch.bfloat16 if device.type == "cuda" else torch.float32
     return DTYPES[dtype]
+
+
+def cpu_threads() -> int:
+    """torch's intra-op threads on CPU when --threads is not given: every core this process may use but
+    one. That core is the server's: its event loop, the tokenizer and, on a small machine, the clients.
+    torch's OpenMP workers meet at a barrier after every operation, and a decode step is thousands of
+    small operations, so one worker preempted by the server's work stalls the step. Measured served on 2
+    cores (benchmarks/README.md, transformers engine): 1 thread 16.1 / 40.8 tok/s at c=1 / 4, torch's
+    default 2 threads 12.5 / 21.7."""
+    return max(1, len(os.sched_getaffinity(0)) - 1)
 
 
 def _eos_ids(tokenizer, generation_config: GenerationConfig | None) -> set[int]:
@@ -105,8 +116,8 @@ class TransformersEngine(Engine):
                  str(self.dtype).removeprefix("torch."), time.monotonic() - started, self.parallel)
 
     def _load(self) -> None:
-        if self.threads:
-            torch.set_num_threads(self.threads)
+        if self.threads or self.device.type == "cpu":
+            torch.set_num_threads(self.threads or cpu_threads())
         model = AutoModelForCausalLM.from_pretrained(self.source, dtype=self.dtype)
         # transformers declares `to` through functools.wraps(torch.nn.Module.to), which mypy reads as unbound.
         model = model.to(self.device).eval()  # type: ignore[arg-type]
