@@ -47,12 +47,12 @@ def pick_dtype(dtype: str, device: torch.device) -> torch.dtype:
 
 
 def cpu_threads() -> int:
-    """torch's intra-op threads on CPU when --threads is not given: every core this process may use but
-    one. That core is the server's: its event loop, the tokenizer and, on a small machine, the clients.
-    torch's OpenMP workers meet at a barrier after every operation, and a decode step is thousands of
-    small operations, so one worker preempted by the server's work stalls the step. Measured served on 2
-    cores (benchmarks/README.md, transformers engine): 1 thread 16.1 / 40.8 tok/s at c=1 / 4, torch's
-    default 2 threads 12.5 / 21.7."""
+    """torch's intra-op threads on CPU for decode steps when --threads is not given: every core this
+    process may use but one (prefills get them all: BatchDecoder's prefill_threads). That core is the
+    server's: its event loop, the tokenizer and, on a small machine, the clients. torch's OpenMP workers
+    meet at a barrier after every operation, and a decode step is thousands of small operations, so one
+    worker preempted by the server's work stalls the step. Measured served on 2 cores (benchmarks/README.md,
+    transformers engine): 1 thread 16.1 / 40.8 tok/s at c=1 / 4, torch's default 2 threads 12.5 / 21.7."""
     return max(1, len(os.sched_getaffinity(0)) - 1)
 
 
@@ -126,7 +126,9 @@ class TransformersEngine(Engine):
             self.parallel = 1
         self.hf_model = model
         self._constraints = ConstraintCompiler(self.tokenizer, self.vocab_size, sorted(self.eos_ids))
-        self._decoder = BatchDecoder(model, self.parallel, self.eos_ids, self.token_bytes)
+        # On CPU without --threads: prefills on every core, decode steps on all but one (cpu_threads).
+        all_cores = len(os.sched_getaffinity(0)) if self.device.type == "cpu" and not self.threads else None
+        self._decoder = BatchDecoder(model, self.parallel, self.eos_ids, self.token_bytes, prefill_threads=all_cores)
         self._decoder.start()
 
     async def close(self) -> None:

@@ -27,13 +27,14 @@ a model with sliding-window or other cache layers runs one sequence at a time.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import logging
 import queue
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 import torch.nn.functional as F
@@ -133,8 +134,13 @@ def _take_rows(cache: DynamicCache, mask: torch.Tensor, keep: list[int]) -> torc
 
 
 class BatchDecoder:
-    def __init__(self, model: Any, max_batch: int, eos_ids: set[int], token_bytes: Callable[[int], bytes]):
+    def __init__(self, model: Any, max_batch: int, eos_ids: set[int], token_bytes: Callable[[int], bytes],
+                 prefill_threads: int | None = None):
+        """`prefill_threads`: torch's threads while prefilling, if not the decode steps' (CPU: a prefill is a
+        few large matrix products, which every core speeds up; a decode step is thousands of small
+        operations, which extra threads slow down, see cpu_threads in transformers.py)."""
         self.model = model
+        self.prefill_threads = prefill_threads
         # Most causal LMs can compute the lm head for the last position only; older ones cannot.
         self._last_logits_only = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(
             model.forward).parameters else {}
@@ -225,8 +231,9 @@ class BatchDecoder:
         cache = DynamicCache(config=self.model.config)
         # Only the last position's logits are needed (the lm head over a whole prompt is costly),
         # unless the prompt is to be scored.
-        logits = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True, **shape,
-                            **(self._last_logits_only if top_n is None else {})).logits
+        with self._threads(self.prefill_threads):
+            logits = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True, **shape,
+                                **(self._last_logits_only if top_n is None else {})).logits
         if top_n is not None:
             group[0].prompt_scores = self._score_prompt(group[0].prompt_ids, logits[0], top_n)
         log.debug("prefilled %d prompt(s), %d tokens padded to %d", len(group), int(mask.sum()), mask.numel())
@@ -236,6 +243,19 @@ class BatchDecoder:
         if len(keep) < len(group):
             mask = _take_rows(cache, mask, keep)
         self._join([group[index] for index in keep], cache, mask)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _threads(count: int | None) -> Iterator[None]:
+        if count is None:
+            yield
+            return
+        decode = torch.get_num_threads()
+        torch.set_num_threads(count)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(decode)
 
     def _score_prompt(self, prompt_ids: list[int], logits: torch.Tensor, top_n: int) -> tuple[TokenStep | None, ...]:
         """Each prompt token's logprob under the model (the raw distribution: no penalties or
