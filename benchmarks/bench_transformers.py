@@ -175,7 +175,7 @@ def write_report(args: argparse.Namespace, results: dict[str, list[dict[int, Lev
 - checkpoint: `{args.checkpoint.name}` (SmolLM2-135M-Instruct dequantized from the embedded Q4_1 GGUF), float32 on CPU
 - {args.max_tokens} max tokens per request (streamed chat completions, temperature 0, no `ignore_eos`)
 - requests per level: {per_level}; {rounds_done} of {args.rounds} rounds done, servers alternating, medians reported
-- rostra: batch of {args.parallel}; torch's default threads for every server
+- rostra: batch of {args.parallel}, its own default threads (CPU: prefills on every core, decode steps on all but one); the others: torch's default
 - command: `{command}`
 
 tok/s: generated tokens / wall time of the level (higher is better; ratio = rostra / reference).

@@ -51,8 +51,9 @@ def cpu_threads() -> int:
     process may use but one (prefills get them all: BatchDecoder's prefill_threads). That core is the
     server's: its event loop, the tokenizer and, on a small machine, the clients. torch's OpenMP workers
     meet at a barrier after every operation, and a decode step is thousands of small operations, so one
-    worker preempted by the server's work stalls the step. Measured served on 2 cores (benchmarks/README.md,
-    transformers engine): 1 thread 16.1 / 40.8 tok/s at c=1 / 4, torch's default 2 threads 12.5 / 21.7."""
+    worker preempted by the server's work stalls the step. Served on 2 cores (bench_transformers.py, medians
+    of 3 rounds, benchmarks/README.md): torch's 2 threads 12.4 / 24.7 tok/s at c=1 / 4; 1 thread 13.7 / 29.8;
+    1 for decode steps and 2 for prefills 14.4 / 35.7."""
     return max(1, len(os.sched_getaffinity(0)) - 1)
 
 
