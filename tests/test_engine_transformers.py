@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from rostra.core import Prompt, SamplingParams
-from rostra.engines.transformers import TransformersEngine
+from rostra.engines.transformers import TransformersEngine, cpu_threads
 from rostra.engines.transformers_batch import BatchDecoder, Sequence, prefill_groups
 from rostra.engines.transformers_sampling import RequestSampler
 from rostra.guided.constraints import choice_grammar, regex_grammar
@@ -181,6 +181,32 @@ def test_waiting_prompts_are_prefilled_together_and_match_their_solo_runs(engine
         decoder.stop()
     assert sorted(groups[0]) == ["0", "1", "2", "3"]  # (longest first)
     assert together == solo
+
+
+def test_on_cpu_decode_steps_leave_a_core_and_prefills_take_their_own_threads(engine):
+    """Without --threads the engine leaves one core to the server for decode steps; a prefill runs on its
+    own thread count and the decode steps' count is back afterwards."""
+    assert torch.get_num_threads() == cpu_threads()
+    decoder = BatchDecoder(engine.hf_model, 2, engine.eos_ids, engine.token_bytes, prefill_threads=3)
+    seen: list[tuple[int, int]] = []  # (tokens in the forward pass, torch's threads meanwhile)
+    hook = engine.hf_model.register_forward_pre_hook(
+        lambda module, args, kwargs: seen.append((kwargs["input_ids"].shape[1], torch.get_num_threads())),
+        with_kwargs=True)
+    ids = chat_ids(engine, QUESTIONS[0])
+    sampler = RequestSampler(GREEDY, ids, engine.vocab_size, engine._usable_vocab, sorted(engine.eos_ids), None,
+                             engine.device)
+    outputs: queue.Queue = queue.Queue()
+    decoder.submit(Sequence("a", ids, 3, sampler, outputs.put))
+    decoder.start()
+    try:
+        while not outputs.get(timeout=60).finish_reason:
+            pass
+    finally:
+        decoder.stop()
+        hook.remove()
+    assert seen[0] == (len(ids), 3)  # the prefill
+    assert [threads for _, threads in seen[1:]] == [cpu_threads()] * 2  # the two decode steps
+    assert torch.get_num_threads() == cpu_threads()
 
 
 def test_prefill_groups_keep_padding_small_and_scored_prompts_alone():
