@@ -1,20 +1,23 @@
 """rostra's own CPU per streamed token, the engine taken out of the measurement.
 
 Why: on a 2-core machine every microsecond rostra's event loop spends per token is taken from
-llama.cpp's compute threads, and the serving benchmark (bench_serving.py) is too noisy to show a change
-of a few percent. A minimal byte relay in front of llama.cpp's server measured level with the server
-alone (0.99x / 1.01x at c=1 / 8, see README): the extra hop costs nothing, rostra's Python per token
-is what costs. This measures that Python, steadily.
+llama.cpp's compute threads, and the serving benchmark (bench_serving.py) cannot show a change of a
+few percent in rostra's own work. (A byte relay in its place measured level with llama.cpp's server:
+`bench_serving.py --measure relay`, so the extra hop itself costs nothing; see benchmarks/README.md.)
+This measures rostra's own work per token, steadily.
 
 How: rostra serves the embedded GGUF as usual (llama.cpp loads it, tokenizes prompts), but its
 engine's token streams come from a fake llama.cpp listener in another process, which sends llama.cpp's
-chunk format (/completion with return_tokens, as captured from xllamacpp, one chunk per token) at a fixed pace: every
---step-ms, one token to every open stream, as llama.cpp's batched decode steps do. The load is
+chunk format (/completion with return_tokens, as captured from xllamacpp, one chunk per token) at a
+fixed pace: every --step-ms, one token to every open stream, as llama.cpp's batched decode steps do. The load is
 bench_serving.py's streamed chat requests. The figure is the rostra process's CPU time (all threads,
 and the event loop's alone, from /proc) per streamed token.
 
     python benchmarks/loop_cost.py                      # c=1 and c=8, 512 tokens per request
-    python benchmarks/loop_cost.py --py-spy spy.txt     # and where the loop's time goes (py-spy, raw)
+    python benchmarks/loop_cost.py --py-spy spy.txt     # and py-spy profiles (raw, native frames, by thread)
+
+py-spy stops the process for each sample: its picture of where time goes is skewed toward system calls
+(a write it catches looks long). Timing a suspect call with time.thread_time() around it is surer.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import json
 import os
 import subprocess
 import sys
@@ -39,12 +43,12 @@ TOKENS = [(338, " that"), (3935, " goes"), (3070, " beyond"), (260, " the")]
 
 
 def chunk(token_id: int, text: str, predicted: int) -> bytes:
-    return bench_serving.json.dumps({"index": 0, "content": text, "tokens": [token_id], "stop": False, "id_slot": -1,
+    return json.dumps({"index": 0, "content": text, "tokens": [token_id], "stop": False, "id_slot": -1,
                                      "tokens_predicted": predicted, "tokens_evaluated": 50}).encode()
 
 
 def last_chunk(tokens: int) -> bytes:
-    return bench_serving.json.dumps({
+    return json.dumps({
         "index": 0, "content": "", "tokens": [], "id_slot": 1, "stop": True, "tokens_predicted": tokens,
         "tokens_evaluated": 50, "stop_type": "limit", "stopping_word": "", "tokens_cached": tokens + 50,
         "timings": {"cache_n": 0, "prompt_n": 50, "predicted_n": tokens}}).encode()
@@ -62,7 +66,7 @@ def run_fake_listener(port: int, step: float) -> None:
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await reader.readuntil(b"\r\n\r\n")
         length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
-        body = bench_serving.json.loads(await reader.readexactly(length))
+        body = json.loads(await reader.readexactly(length))
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
         streams[writer] = [body["n_predict"], 0]
         await reader.read()  # until rostra closes the connection
@@ -150,7 +154,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, help="requests per level (default: 2 x concurrency)")
     parser.add_argument("--max-tokens", type=int, default=512)
     parser.add_argument("--step-ms", type=float, default=5.0, help="the fake engine's pace: one token per stream per step")
-    parser.add_argument("--py-spy", help="record py-spy profiles (raw, 200 Hz) to FILE.cN, one per level")
+    parser.add_argument("--py-spy", help="record py-spy profiles (raw, 200 Hz, native) to FILE.cN, one per level")
     parser.add_argument("--data-dir", help=argparse.SUPPRESS)
     parser.add_argument("--fake-listener", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--rostra", type=int, nargs=2, help=argparse.SUPPRESS)  # listener port, own port
