@@ -74,7 +74,7 @@ def run_relay_server(args: argparse.Namespace) -> None:
     if args.threads:
         params.cpuparams.n_threads = params.cpuparams_batch.n_threads = args.threads
     params.port, params.hostnames = free_port(), ["127.0.0.1"]
-    server = xllamacpp.Server(params)
+    _server = xllamacpp.Server(params)  # serves as long as it is referenced: until this process ends
     upstream = params.port
 
     class Back(asyncio.Protocol):
@@ -118,8 +118,7 @@ def run_relay_server(args: argparse.Namespace) -> None:
 
     import uvloop
 
-    uvloop.run(relay())
-    del server
+    uvloop.run(relay())  # until the benchmark terminates this process
 
 
 @dataclass
