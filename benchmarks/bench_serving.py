@@ -29,7 +29,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AsyncIterator, Iterator
+from typing import AsyncIterator, Iterator, cast
 
 import httpx
 
@@ -88,8 +88,12 @@ def run_relay_server(args: argparse.Namespace) -> None:
             self.front.transport.close()
 
     class Front(asyncio.Protocol):
+        transport: asyncio.Transport
+        back: asyncio.Transport | None = None
+
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
-            self.transport, self.early, self.back = transport, [], None
+            self.transport = cast(asyncio.Transport, transport)  # a TCP connection (uvloop's: no subclass)
+            self.early: list[bytes] = []  # what the client sent before the upstream connection was up
             asyncio.ensure_future(self.connect())
 
         async def connect(self) -> None:

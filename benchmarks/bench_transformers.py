@@ -20,13 +20,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime
+import itertools
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import AsyncIterator
 
 import httpx
 
@@ -35,11 +39,13 @@ from bench_serving import (  # noqa: E402  (the sibling module, importable once 
     Level,
     free_port,
     machine_info,
+    measure_level,
+    measure_levels,
     median_of_rounds,
     rostra_version,
     rounds_table,
-    measure_levels,
     stop_process,
+    warm_up,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,20 +79,18 @@ async def wait_healthy(client: httpx.AsyncClient, process: subprocess.Popen, tim
     raise RuntimeError("server did not become ready in time")
 
 
-async def bench_server(kind: str, args: argparse.Namespace) -> tuple[dict[int, Level], float]:
-    """Every level on one freshly started server; also the 1-minute load average before it started."""
+@contextlib.asynccontextmanager
+async def running_server(kind: str, args: argparse.Namespace) -> AsyncIterator[httpx.AsyncClient]:
+    """A started, healthy server of `kind` (a client for it); stopped on leaving."""
     port = free_port()
-    load = os.getloadavg()[0]
     log = tempfile.NamedTemporaryFile(prefix=f"bench-{kind}-", suffix=".log", delete=False)
     with tempfile.TemporaryDirectory(prefix="bench-data-") as data_dir:
         process = subprocess.Popen(server_command(kind, args, port, data_dir), stdout=log, stderr=subprocess.STDOUT)
-        model = str(args.checkpoint)  # both servers answer to the path they were given
         try:
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=600) as client:
                 await wait_healthy(client, process)
-                print(f"[{kind}] ready on port {port}; warming up", flush=True)
-                # `transformers serve` refuses ignore_eos (422): greedy decoding gives every server the same text.
-                levels = await measure_levels(client, model, kind, args, ignore_eos=False)
+                print(f"[{kind}] ready on port {port}", flush=True)
+                yield client
         except Exception:
             print(f"[{kind}] failed; server exit code {process.poll()}; log tail ({log.name}):\n"
                   + Path(log.name).read_text()[-3000:], file=sys.stderr)
@@ -95,21 +99,54 @@ async def bench_server(kind: str, args: argparse.Namespace) -> tuple[dict[int, L
             stop_process(process)
             log.close()
     os.unlink(log.name)
-    return levels, load
+
+
+async def bench_server(kind: str, args: argparse.Namespace) -> dict[int, Level]:
+    """Every level on one freshly started server."""
+    async with running_server(kind, args) as client:
+        # `transformers serve` refuses ignore_eos (422): greedy decoding gives every server the same text.
+        return await measure_levels(client, str(args.checkpoint), kind, args, ignore_eos=False)
+
+
+async def bench_paired(args: argparse.Namespace, loads: list[str]) -> dict[str, list[dict[int, Level]]]:
+    """Every server started once; then each round runs every level on each server in turn, seconds apart
+    (the order rotating by round), so a pair's ratio sees the same load (bench_serving.bench_paired)."""
+    kinds = list(args.servers)
+    model = str(args.checkpoint)  # every server answers to the path it was given
+    results: dict[str, list[dict[int, Level]]] = {kind: [] for kind in kinds}
+    async with contextlib.AsyncExitStack() as stack:
+        clients = {kind: await stack.enter_async_context(running_server(kind, args)) for kind in kinds}
+        ids = {kind: itertools.count() for kind in kinds}  # the same prompts for every server, in the same order
+        for kind in kinds:
+            await warm_up(clients[kind], model, ids[kind], args, ignore_eos=False)
+        for n in range(args.rounds):
+            print(f"--- round {n + 1}/{args.rounds}", flush=True)
+            loads.append(f"round {n + 1}: {os.getloadavg()[0]:.2f}")
+            order = kinds[n % len(kinds):] + kinds[:n % len(kinds)]
+            for kind in kinds:
+                results[kind].append({})
+            for c in args.concurrency:
+                for kind in order:
+                    results[kind][n][c] = await measure_level(clients[kind], model, kind, ids[kind], c, args,
+                                                              ignore_eos=False)
+    return results
 
 
 def table(results: dict[str, list[dict[int, Level]]]) -> str:
+    """Medians over the rounds; "paired": the median of each round's own ratio (see bench_paired)."""
     references = [kind for kind in results if kind != "rostra"]
-    header = ["concurrency", "rostra tok/s", *(f"{k} tok/s | rostra / {k}" for k in references),
+    header = ["concurrency", "rostra tok/s", *(f"{k} tok/s | rostra / {k} | paired" for k in references),
               "rostra TTFT mean ms", *(f"{k} TTFT mean ms" for k in references)]
-    rows = ["| " + " | ".join(header) + " |", "|" + "---:|" * (3 + 3 * len(references))]
+    rows = ["| " + " | ".join(header) + " |", "|" + "---:|" * (3 + 4 * len(references))]
     for c in results["rostra"][0]:
         tps, ttft, _ = median_of_rounds(results["rostra"], c)
         cells = [str(c), f"{tps:.1f}"]
         ttfts = [f"{ttft:.0f}"]
         for kind in references:
             ref_tps, ref_ttft, _ = median_of_rounds(results[kind], c)
-            cells += [f"{ref_tps:.1f}", f"{tps / ref_tps:.2f}x"]
+            paired = statistics.median(r[c].tokens_per_s / ref[c].tokens_per_s
+                                       for r, ref in zip(results["rostra"], results[kind]))
+            cells += [f"{ref_tps:.1f}", f"{tps / ref_tps:.2f}x", f"{paired:.2f}x"]
             ttfts.append(f"{ref_ttft:.0f}")
         rows.append("| " + " | ".join(cells + ttfts) + " |")
     return "\n".join(rows)
@@ -135,6 +172,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--rounds", type=int, default=3, help="runs of every level per server; medians reported")
     parser.add_argument("--parallel", type=int, default=4, help="rostra's batch size")
+    parser.add_argument("--one-at-a-time", action="store_true",
+                        help="a freshly started server per round, one server at a time (the method before paired rounds)")
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
     if "rostra" not in args.servers:
@@ -148,16 +187,19 @@ def main() -> None:
 
     started = datetime.datetime.now().astimezone()
     version = rostra_version()
-    results: dict[str, list[dict[int, Level]]] = {kind: [] for kind in args.servers}
     loads: list[str] = []
-    for n in range(args.rounds):  # servers alternate round by round: load from elsewhere hits all of them
-        for kind in results:
-            print(f"--- round {n + 1}/{args.rounds}: {kind}", flush=True)
-            levels, load = asyncio.run(bench_server(kind, args))
-            results[kind].append(levels)
-            loads.append(f"{kind} round {n + 1}: {load:.2f}")
-        # Written after every round, so a run cut short (a machine busy for too long) keeps what it measured.
-        write_report(args, results, loads, started, version, rounds_done=n + 1)
+    if args.one_at_a_time:
+        results: dict[str, list[dict[int, Level]]] = {kind: [] for kind in args.servers}
+        for n in range(args.rounds):  # servers alternate round by round: load from elsewhere hits all of them
+            for kind in results:
+                print(f"--- round {n + 1}/{args.rounds}: {kind}", flush=True)
+                loads.append(f"{kind} round {n + 1}: {os.getloadavg()[0]:.2f}")
+                results[kind].append(asyncio.run(bench_server(kind, args)))
+            # Written after every round, so a run cut short (a machine busy for too long) keeps what it measured.
+            write_report(args, results, loads, started, version, rounds_done=n + 1)
+    else:
+        results = asyncio.run(bench_paired(args, loads))
+        write_report(args, results, loads, started, version, rounds_done=args.rounds)
     print("\n" + table(results) + f"\n\nwritten to {args.output}")
 
 
@@ -167,6 +209,8 @@ def write_report(args: argparse.Namespace, results: dict[str, list[dict[int, Lev
     mismatches = token_mismatches(results)
     command = " ".join(["python benchmarks/bench_transformers.py", *sys.argv[1:]])
     per_level = ", ".join(f"c={c}: {level.requests}" for c, level in results["rostra"][0].items())
+    method = ("servers alternating round by round, each started afresh" if args.one_at_a_time else
+              "every server up at once, each level run on each in turn (order rotating by round)")
     report = f"""# Serving benchmark: rostra's transformers engine vs `transformers serve`
 
 - date: {started:%Y-%m-%d %H:%M %Z}
@@ -174,7 +218,7 @@ def write_report(args: argparse.Namespace, results: dict[str, list[dict[int, Lev
 - rostra commit: {version}
 - checkpoint: `{args.checkpoint.name}` (SmolLM2-135M-Instruct dequantized from the embedded Q4_1 GGUF), float32 on CPU
 - {args.max_tokens} max tokens per request (streamed chat completions, temperature 0, no `ignore_eos`)
-- requests per level: {per_level}; {rounds_done} of {args.rounds} rounds done, servers alternating, medians reported
+- requests per level: {per_level}; {rounds_done} of {args.rounds} rounds done, {method}, medians reported
 - rostra: batch of {args.parallel}, its own default threads (CPU: prefills on every core, decode steps on all but one); the others: torch's default
 - command: `{command}`
 
@@ -185,7 +229,7 @@ TTFT: request sent to first content received (lower is better).
 
 Token counts that differ from rostra's (different work): {"; ".join(mismatches) if mismatches else "none"}.
 
-1-minute load average before each server started (2 cores; above ~0 means other work shared the CPU):
+1-minute load average before each server started, or each round (2 cores; above ~0 means other work shared the CPU):
 {"; ".join(loads)}.
 
 ## Every round
