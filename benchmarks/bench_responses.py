@@ -10,8 +10,9 @@ fresh server (and a fresh SQLite store) per round.
 
 Reports aggregate generated tokens/s and TTFT per level and API (medians over rounds), with the
 ratio Responses / Chat, and writes them to benchmarks/results/responses.md. The Responses API has
-no `ignore_eos`, so neither API is given it: at temperature 0 both generate the same text, and
-tokens are counted from each API's reported usage.
+no `ignore_eos`, so neither API is given it: the prompts ask for a long story, which runs to the
+token limit, and tokens are counted from each API's reported usage. Each API sends prompts of its
+own, so none finds another's whole prompt in llama.cpp's prompt cache.
 """
 
 from __future__ import annotations
@@ -108,10 +109,16 @@ async def one_round(args: argparse.Namespace, number: int) -> dict[str, dict[int
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=600, limits=limits) as client:
             model = await bench_serving.wait_ready(client, process)
-            # Each API gets its own run of prompt numbers, the same in every API and round.
-            ids = {api: itertools.count() for api in args.apis}
-            for api in order:  # warm-up: first requests pay for allocations and cache faults
-                await run_level(client, model, REQUESTS[api], ids[api], 2, 2, args.max_tokens)
+            # Each API gets prompts of its own (numbers no other API sends): the APIs share one server, and
+            # an API sending a prompt another just sent would find it whole in llama.cpp's prompt cache
+            # (before 2026-11-23 they shared one sequence, and whichever API ran first at a level paid 3-7x
+            # the TTFT of the others). The prompts ask for a long story: every request still runs to
+            # max_tokens (the token counts printed show it).
+            ids = {api: itertools.count(index * 1_000_000) for index, api in enumerate(args.apis)}
+            # Warm-up, as many at once as the busiest level: first requests pay for allocations and cache faults.
+            widest = max(args.concurrency)
+            for api in order:
+                await run_level(client, model, REQUESTS[api], ids[api], widest, widest, args.max_tokens)
             for concurrency in args.concurrency:
                 requests = args.requests_per_level or max(4, 2 * concurrency)
                 for api in order:

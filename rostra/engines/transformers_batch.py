@@ -247,6 +247,7 @@ class BatchDecoder:
     @staticmethod
     @contextlib.contextmanager
     def _threads(count: int | None) -> Iterator[None]:
+        """torch's intra-op threads at `count` for the block (None: unchanged), this thread's count restored after."""
         if count is None:
             yield
             return
