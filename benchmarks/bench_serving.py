@@ -38,10 +38,8 @@ KINDS = ("rostra", "reference")
 PROMPT = "Write a long story about a lighthouse keeper who finds a message in a bottle. (request {i})"
 
 
-def run_reference_server(args: argparse.Namespace) -> None:
-    """The reference: llama.cpp's HTTP server as xllamacpp embeds it, configured like rostra configures it."""
-    import threading
-
+def llama_server_params(args: argparse.Namespace, port: int):
+    """llama.cpp's server configured as rostra's engine configures it, listening on loopback `port`."""
     import xllamacpp
 
     params = xllamacpp.CommonParams()
@@ -52,9 +50,24 @@ def run_reference_server(args: argparse.Namespace) -> None:
     params.kv_unified = False
     if args.threads:
         params.cpuparams.n_threads = params.cpuparams_batch.n_threads = args.threads
-    params.port = args.port
-    params.hostnames = ["127.0.0.1"]
-    server = xllamacpp.Server(params)  # loads the model and starts listening
+    params.port, params.hostnames = port, ["127.0.0.1"]
+    return params
+
+
+def cpu_seconds(pid: int, thread: int | None = None) -> float:
+    """User + system CPU of a process so far (its threads included), or of one of its threads."""
+    stat = Path(f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat").read_text()
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_reference_server(args: argparse.Namespace) -> None:
+    """The reference: llama.cpp's HTTP server as xllamacpp embeds it, configured like rostra configures it."""
+    import threading
+
+    import xllamacpp
+
+    server = xllamacpp.Server(llama_server_params(args, args.port))  # loads the model and starts listening
     print(f"reference server listening on {server.listening_address}", flush=True)
     threading.Event().wait()  # serve until the benchmark terminates this process
 
@@ -66,16 +79,8 @@ def run_relay_server(args: argparse.Namespace) -> None:
     is rostra's own work per token."""
     import xllamacpp
 
-    params = xllamacpp.CommonParams()
-    params.model.path = args.model
-    params.n_parallel = args.parallel
-    params.n_ctx = args.max_model_len * args.parallel
-    params.kv_unified = False
-    if args.threads:
-        params.cpuparams.n_threads = params.cpuparams_batch.n_threads = args.threads
-    params.port, params.hostnames = free_port(), ["127.0.0.1"]
-    _server = xllamacpp.Server(params)  # serves as long as it is referenced: until this process ends
-    upstream = params.port
+    upstream = free_port()
+    _server = xllamacpp.Server(llama_server_params(args, upstream))  # serves while referenced: until this process ends
 
     class Back(asyncio.Protocol):
         def __init__(self, front: "Front"):

@@ -26,7 +26,6 @@ import argparse
 import asyncio
 import itertools
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
 import bench_serving  # noqa: E402
+from bench_serving import cpu_seconds  # noqa: E402
 
 # Four tokens as llama.cpp's /completion stream sends them to rostra (SmolLM2, ids real).
 TOKENS = [(338, " that"), (3935, " goes"), (3070, " beyond"), (260, " the")]
@@ -110,17 +110,6 @@ def run_rostra(listener_port: int, rostra_args: list[str]) -> None:
     main(["serve", *rostra_args])
 
 
-def cpu_seconds(pid: int) -> tuple[float, float]:
-    """(all threads, the main thread = event loop) CPU seconds of `pid`."""
-    tick = os.sysconf("SC_CLK_TCK")
-
-    def of(stat: str) -> float:
-        fields = stat[stat.rindex(")") + 2:].split()
-        return (int(fields[11]) + int(fields[12])) / tick
-
-    return of(Path(f"/proc/{pid}/stat").read_text()), of(Path(f"/proc/{pid}/task/{pid}/stat").read_text())
-
-
 async def measure(args: argparse.Namespace, port: int, server: subprocess.Popen) -> None:
     limits = httpx.Limits(max_connections=max(args.concurrency) + 4, max_keepalive_connections=0)
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=600, limits=limits) as client:
@@ -134,12 +123,12 @@ async def measure(args: argparse.Namespace, port: int, server: subprocess.Popen)
                                         "-o", f"{args.py_spy}.c{concurrency}", "-f", "raw", "-r", "200", "--native", "--threads"],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 await asyncio.sleep(1)
-            before, loop_before = cpu_seconds(server.pid)
+            before, loop_before = cpu_seconds(server.pid), cpu_seconds(server.pid, server.pid)
             started = time.perf_counter()
             level = await bench_serving.run_level(client, model, ids, concurrency, args.requests or 2 * concurrency,
                                                   args.max_tokens)
             seconds = time.perf_counter() - started
-            after, loop_after = cpu_seconds(server.pid)
+            after, loop_after = cpu_seconds(server.pid), cpu_seconds(server.pid, server.pid)  # all; the loop
             if spy is not None:
                 spy.send_signal(2)
                 spy.wait()

@@ -16,7 +16,6 @@ import argparse
 import collections
 import concurrent.futures
 import multiprocessing
-import os
 import subprocess
 import sys
 import tempfile
@@ -24,16 +23,10 @@ import time
 from pathlib import Path
 
 from bench_gateway import API_KEY, start, targets_for, wait_ready
-from bench_serving import free_port
+from bench_serving import cpu_seconds, free_port
 from load_client import sustained_in_process
 
 HERE = Path(__file__).parent
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process so far (its threads included)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def package(frame: str) -> str:
