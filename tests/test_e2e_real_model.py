@@ -251,3 +251,29 @@ def test_forced_call_arguments_stream_on_the_real_model(client):
     assert len(deltas) > 2
     assert "".join(deltas) == whole
     assert set(json.loads(whole)) <= {"city", "unit"}
+
+
+def readme_example_prompts() -> list[str]:
+    """The user prompts of the README's "Use it" examples, as a newcomer copies them."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Use it", 1)[1].split("\n## ", 1)[0]
+    return list(dict.fromkeys(re.findall(r'"role": "user", "content": "([^"]+)"', section)))
+
+
+def test_readme_examples_get_answers_in_words(client):
+    """A newcomer's first sight: the README's prompts, at the server's default sampling and a few seeds, answer in
+    sentences (mostly letters, no phrase looping), not a row of emoji or "a sailor, a sailor, a sailor"."""
+    prompts = readme_example_prompts()
+    assert len(prompts) >= 2
+    for prompt in prompts:
+        for seed in (0, 1, 2):
+            reply = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": prompt}],
+                                                   max_tokens=120, seed=seed)
+            text = reply.choices[0].message.content
+            words = text.lower().split()
+            trigrams = list(zip(words, words[1:], words[2:]))
+            assert sum(ch.isalpha() for ch in text) > 0.6 * len(text) and len(words) >= 5, (prompt, seed, text)
+            assert len(set(trigrams)) > 0.8 * len(trigrams), (prompt, seed, text)
