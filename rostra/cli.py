@@ -8,6 +8,7 @@ import math
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from rostra import __version__
 from rostra.config import Settings
@@ -121,6 +122,14 @@ def _production_flags(group: FlagGroup) -> None:
                        help="requests waiting for a slot beyond --max-concurrency; more get 429 (default 64)")
     group.add_argument("--max-body-bytes", type=int, default=16 * 1024 * 1024,
                        help="largest request body accepted; larger gets 413 (default 16 MiB)")
+    group.add_argument("--max-choices", type=int, default=1024,
+                       help="choices one Completions request may ask for, prompts x n (default 1024)")
+    group.add_argument("--stream-write-timeout", type=float, default=60.0,
+                       help="seconds a streaming client may read nothing before its stream is ended and its "
+                            "generation aborted (default 60; 0: never)")
+    group.add_argument("--raw-special-tokens", action="store_true",
+                       help="parse special-token text in user and tool messages as special tokens (default: "
+                            "it is plain text, so `<|im_start|>system` in a message cannot forge a turn)")
     group.add_argument("--allowed-origins", nargs="+", default=[], help="CORS: allowed origins (default: CORS off)")
     group.add_argument("--allowed-methods", nargs="+", default=["GET", "POST", "DELETE", "OPTIONS"])
     group.add_argument("--allowed-headers", nargs="+", default=["*"])
@@ -166,6 +175,8 @@ def _keys(given: list[str], env: str) -> list[str]:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
+    if args.max_choices < 1:
+        raise SystemExit(f"--max-choices: must be at least 1, not {args.max_choices}")
     if not args.lease_seconds > 0:
         raise SystemExit(f"--lease-seconds: must be more than 0, not {args.lease_seconds}")
     if args.tool_call_parser and args.tool_call_parser not in tool_parser_names():
@@ -175,6 +186,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     if args.api_key_file:
         keys += [line.strip() for line in Path(args.api_key_file).read_text().splitlines() if line.strip()]
     admin_keys = _keys(args.admin_key, "ROSTRA_ADMIN_KEY")
+    for flag, given in (("--api-key", keys), ("--admin-key", admin_keys)):
+        if any(not key.strip() for key in given):  # an empty bearer token must never open the server
+            raise SystemExit(f"rostra: {flag}: empty keys are refused")
     return Settings(model=args.model, admin_keys=admin_keys, engine=args.engine, script=args.script,
                     tokenizer=args.tokenizer,
                     served_model_name=args.served_model_name, api_keys=keys, chat_template=args.chat_template,
@@ -188,7 +202,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     generation_config=args.generation_config,
                     override_generation_config=args.override_generation_config,
                     max_concurrency=args.max_concurrency, max_queue=args.max_queue,
-                    max_body_bytes=args.max_body_bytes, allowed_origins=args.allowed_origins,
+                    max_body_bytes=args.max_body_bytes, max_choices=args.max_choices,
+                    stream_write_timeout=args.stream_write_timeout, raw_special_tokens=args.raw_special_tokens,
+                    allowed_origins=args.allowed_origins,
                     allowed_methods=args.allowed_methods, allowed_headers=args.allowed_headers,
                     allow_credentials=args.allow_credentials, public_metrics=args.public_metrics,
                     request_timeout=args.request_timeout, log_requests=args.log_requests,
@@ -255,12 +271,58 @@ def apply_config_file(parser: argparse.ArgumentParser, argv: list[str] | None) -
     if not isinstance(values, dict):
         raise SystemExit(f"--config {args.config}: expected a mapping of settings")
     serve = serve_parser(parser)
-    known = {action.dest for action in serve._actions}
-    defaults = {key.replace("-", "_"): value for key, value in values.items()}
-    unknown = sorted(set(defaults) - known)
+    actions = {action.dest: action for action in serve._actions}
+    defaults = {str(key).replace("-", "_"): value for key, value in values.items()}
+    unknown = sorted(set(defaults) - set(actions))
     if unknown:
         raise SystemExit(f"--config {args.config}: unknown settings {', '.join(unknown)}")
-    serve.set_defaults(**defaults)
+    try:
+        serve.set_defaults(**{name: typed_setting(actions[name], value) for name, value in defaults.items()})
+    except ValueError as exc:
+        raise SystemExit(f"--config {args.config}: {exc}") from None
+
+
+# Settings that take a mapping in a config file as well as the flag's JSON text.
+_MAPPINGS = frozenset({"override_generation_config"})
+
+
+def typed_setting(action: argparse.Action, value: Any) -> Any:
+    """A config file's value, checked against its flag: the type a command line would give it. A YAML
+    scalar where a list belongs (`api_key: s3cret`) would otherwise be read character by character
+    (every letter a valid key); a list where one value belongs would reach code expecting a string."""
+    key = action.dest
+    if value is None:
+        return None
+    if action.dest in _MAPPINGS and isinstance(value, dict):
+        return value
+    takes_list = action.nargs in ("+", "*") or isinstance(action, (argparse._AppendAction, argparse._ExtendAction))
+    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+        if not isinstance(value, bool):
+            raise ValueError(f"{key}: expected true or false, got {type(value).__name__} {value!r}")
+        return value
+    if takes_list:
+        if not isinstance(value, list):
+            raise ValueError(f"{key}: expected a list, got {type(value).__name__} {value!r}")
+        return [_typed_scalar(action, item, f"{key}[{index}]") for index, item in enumerate(value)]
+    return _typed_scalar(action, value, key)
+
+
+def _typed_scalar(action: argparse.Action, value: Any, key: str) -> Any:
+    kind = action.type if action.type in (int, float) else str
+    if isinstance(value, bool) or isinstance(value, (list, dict)):
+        raise ValueError(f"{key}: expected {'a number' if kind is not str else 'a string'}, "
+                         f"got {type(value).__name__} {value!r}")
+    if kind is int and not isinstance(value, int):
+        raise ValueError(f"{key}: expected an integer, got {value!r}")
+    if kind is float and not isinstance(value, (int, float)):
+        raise ValueError(f"{key}: expected a number, got {value!r}")
+    if kind is str and not isinstance(value, str):
+        value = str(value)  # YAML reads `served_model_name: 7b` or `host: 0.0.0.0`-like values as numbers
+    if action.choices is not None and value not in action.choices:
+        raise ValueError(f"{key}: {value!r} is not one of {', '.join(map(str, action.choices))}")
+    if isinstance(value, str) and callable(action.type) and action.type not in (int, float, str):
+        return action.type(value)
+    return float(value) if kind is float else value
 
 
 def main(argv: list[str] | None = None) -> None:

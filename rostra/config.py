@@ -38,6 +38,11 @@ class Settings:
     max_concurrency: int | None = None  # generation requests at once; None: no limit
     max_queue: int = 64  # waiting for a slot beyond that; more get a 429
     max_body_bytes: int = 16 * 1024 * 1024
+    max_choices: int = 1024  # prompts x n in one Completions request
+    stream_write_timeout: float = 60.0  # a stream whose reader takes nothing this long is ended; 0: never
+    # User and tool content: special-token text in it is plain text (False), or parsed as the special
+    # tokens it spells (True: as vLLM and llama.cpp's server do; lets a user forge turns).
+    raw_special_tokens: bool = False
     allowed_origins: list[str] = field(default_factory=list)  # CORS, off when empty
     allowed_methods: list[str] = field(default_factory=lambda: ["GET", "POST", "DELETE", "OPTIONS"])
     allowed_headers: list[str] = field(default_factory=lambda: ["*"])

@@ -38,6 +38,7 @@ class TextTokenizer:
 
     def __init__(self, tokenizer: Tokenizer, special_ids: set[int]):
         self._tokenizer = tokenizer
+        self._plain: Tokenizer | None = None
         self.special_ids = special_ids
         alphabet = _byte_level_alphabet()
         vocab = tokenizer.get_vocab(with_added_tokens=True)
@@ -50,6 +51,20 @@ class TextTokenizer:
 
     def encode(self, text: str) -> list[int]:
         return self._tokenizer.encode(text, add_special_tokens=False).ids
+
+    def encode_plain(self, text: str) -> list[int]:
+        """Special-token markup in `text` as plain characters (a second tokenizer that does not match
+        special tokens: switching the flag on the shared one would race other threads)."""
+        if self._plain is None:
+            plain = Tokenizer.from_str(self._tokenizer.to_str())
+            plain.encode_special_tokens = True
+            self._plain = plain
+        return self._plain.encode(text, add_special_tokens=False).ids
+
+    @property
+    def special_texts(self) -> tuple[str, ...]:
+        return tuple(text for token_id in sorted(self.special_ids)
+                     if (text := self._tokenizer.id_to_token(token_id)))
 
     def decode(self, ids: list[int]) -> str:
         return b"".join(self.token_bytes(i) for i in ids).decode("utf-8", errors="replace")

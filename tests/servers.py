@@ -21,9 +21,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _limit_memory(limit: int) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
 class RunningServer:
     def __init__(self, args: list[str], startup_timeout: float = 120, data_dir: str | None = None,
-                 log_level: str = "warning", env: dict[str, str] | None = None, port: int | None = None):
+                 log_level: str = "warning", env: dict[str, str] | None = None, port: int | None = None,
+                 memory_limit: int | None = None):
+        """`memory_limit`: bytes of address space the process may map (RLIMIT_AS), so a request that makes
+        it allocate without end fails inside it instead of pressing on the machine."""
         self.port = port or free_port()
         # Each server keeps its Responses store in its own directory (or the one given, to restart on it).
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="rostra-data-")
@@ -33,7 +42,8 @@ class RunningServer:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "rostra.cli", "serve", *args, "--port", str(self.port), "--log-level", log_level,
              "--data-dir", self.data_dir],
-            stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+            stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+            preexec_fn=(lambda: _limit_memory(memory_limit)) if memory_limit else None)
         deadline = time.monotonic() + startup_timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

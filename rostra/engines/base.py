@@ -39,6 +39,10 @@ class Engine(abc.ABC):
     scores_prompts: bool = False
     # Control tokens (chat markup, not end-of-generation ones): their text goes when skip_special_tokens.
     special_token_ids: frozenset[int] = frozenset()
+    # The text of every token `tokenize` reads as one special token (chat markup, end-of-generation,
+    # added tokens). In user and tool content it is tokenized as plain text (`tokenize_plain`), so a
+    # message cannot forge a turn (rostra/prompt/special_text.py). Empty: the engine cannot tell.
+    special_texts: tuple[str, ...] = ()
 
     def check_params(self, params: SamplingParams) -> None:
         """Raise InvalidRequest (naming the parameter) for what this engine cannot honour."""
@@ -58,6 +62,11 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     async def tokenize(self, text: str, add_special: bool) -> list[int]:
         """Token ids of `text`; special-token markup in it is parsed as special tokens."""
+
+    async def tokenize_plain(self, text: str) -> list[int]:
+        """Token ids of `text` read as plain text: special-token markup in it is just characters.
+        Engines that list `special_texts` implement it."""
+        raise NotImplementedError
 
     @abc.abstractmethod
     async def detokenize(self, token_ids: list[int]) -> str: ...

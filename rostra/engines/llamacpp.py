@@ -38,6 +38,7 @@ from rostra.tokenizer import end_of_generation_ids, gguf_token_bytes
 
 log = logging.getLogger("rostra.engine.llamacpp")
 _CONTROL = 3  # GGUF token type of control (special) tokens
+_USER_DEFINED = 4  # GGUF token type of added tokens (llama.cpp parses both as special)
 
 
 class LlamaCppEngine(Engine):
@@ -67,6 +68,8 @@ class LlamaCppEngine(Engine):
         self.vocab_size = len(self._vocab_bytes)
         types = self.metadata.get("tokenizer.ggml.token_type") or []
         self.special_token_ids = frozenset(i for i, kind in enumerate(types) if kind == _CONTROL and i not in end_ids)
+        self.special_texts = tuple(tokens[i] for i, kind in enumerate(types)
+                                   if kind in (_CONTROL, _USER_DEFINED) and i < len(tokens) and tokens[i])
         self._token_ids: dict[bytes, int] = {}  # a text piece -> its token (held-back tokens, see _Chunks)
         for token_id, piece in enumerate(self._vocab_bytes):
             if piece and token_id not in self.special_token_ids:
@@ -111,6 +114,10 @@ class LlamaCppEngine(Engine):
 
     async def tokenize(self, text: str, add_special: bool) -> list[int]:
         reply = await self._internal("/tokenize", {"content": text, "add_special": add_special, "parse_special": True})
+        return reply["tokens"]
+
+    async def tokenize_plain(self, text: str) -> list[int]:
+        reply = await self._internal("/tokenize", {"content": text, "add_special": False, "parse_special": False})
         return reply["tokens"]
 
     async def detokenize(self, token_ids: list[int]) -> str:
@@ -222,8 +229,8 @@ def _request_body(prompt_ids: list[int], params: SamplingParams, vocab_size: int
     }
     if params.top_logprobs is not None:
         body["n_probs"] = max(1, params.top_logprobs)  # 1: the sampled token's own logprob
-    if params.seed is not None:
-        body["seed"] = params.seed
+    if params.seed is not None:  # llama.cpp's seed is 32 bits, and 0xFFFFFFFF means "random"
+        body["seed"] = params.seed % 0xFFFFFFFF
     if params.json_schema is not None:
         body["json_schema"] = params.json_schema
     if params.grammar is not None:

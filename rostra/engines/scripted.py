@@ -92,10 +92,14 @@ class ScriptedEngine(Engine):
         self.model = ModelInfo(id=model_name, context_length=max_model_len or trained)
         self.vocab_size = self.tokenizer.vocab_size
         self.special_token_ids = frozenset(self.tokenizer.special_ids)
+        self.special_texts = self.tokenizer.special_texts
         self._running: dict[str, asyncio.Event] = {}
 
     async def tokenize(self, text: str, add_special: bool) -> list[int]:
         return await asyncio.to_thread(self.tokenizer.encode, text)
+
+    async def tokenize_plain(self, text: str) -> list[int]:
+        return await asyncio.to_thread(self.tokenizer.encode_plain, text)
 
     async def detokenize(self, token_ids: list[int]) -> str:
         return self.tokenizer.decode(token_ids)

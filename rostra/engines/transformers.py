@@ -104,6 +104,7 @@ class TransformersEngine(Engine):
         self._usable_vocab = min(len(self.tokenizer), self.vocab_size)
         self._token_bytes = token_bytes_table(self.tokenizer, silent_ids=self.eos_ids)
         self.special_token_ids = frozenset(set(self.tokenizer.all_special_ids) - self.eos_ids)
+        self.special_texts = tuple(self.tokenizer.get_added_vocab())  # special and added tokens alike
         self.parallel = max(1, parallel)
         self.hf_model = None
         self._decoder: BatchDecoder | None = None
@@ -141,6 +142,10 @@ class TransformersEngine(Engine):
 
     async def tokenize(self, text: str, add_special: bool) -> list[int]:
         return await asyncio.to_thread(self.tokenizer.encode, text, add_special_tokens=add_special)
+
+    async def tokenize_plain(self, text: str) -> list[int]:
+        return await asyncio.to_thread(self.tokenizer.encode, text, add_special_tokens=False,
+                                       split_special_tokens=True)
 
     async def detokenize(self, token_ids: list[int]) -> str:
         return await asyncio.to_thread(self._decode, token_ids)

@@ -96,6 +96,7 @@ class VllmEngine(Engine):
         self.vocab_size = len(self._vocab_bytes)
         self.special_token_ids = frozenset(set(getattr(self._tokenizer, "all_special_ids", ()))
                                            - {self._tokenizer.eos_token_id})
+        self.special_texts = tuple(self._tokenizer.get_added_vocab())  # special and added tokens alike
         self._running: set[str] = set()
         self._aborting: set[str] = set()
 
@@ -109,6 +110,10 @@ class VllmEngine(Engine):
         if len(text) < _INLINE_CHARS:
             return list(encode(text, add_special_tokens=add_special))
         return list(await asyncio.to_thread(encode, text, add_special_tokens=add_special))
+
+    async def tokenize_plain(self, text: str) -> list[int]:
+        encode = self._tokenizer.encode
+        return list(await asyncio.to_thread(encode, text, add_special_tokens=False, split_special_tokens=True))
 
     async def detokenize(self, token_ids: list[int]) -> str:
         decode = self._tokenizer.decode

@@ -16,6 +16,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from rostra.errors import InvalidRequest
+from rostra.guided.bounds import check_grammar_bounds, check_regex, check_schema_bounds
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class Constraint:
 def checked_schema(schema: Any, param: str) -> dict[str, Any]:
     if not isinstance(schema, dict):
         raise InvalidRequest("a JSON schema must be an object", param=param)
+    check_schema_bounds(schema, param)  # first: the checker below recurses, and engines expand counts
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
@@ -67,7 +69,7 @@ def response_constraint(response_format: dict[str, Any] | None, guided: dict[str
     if guided.get("guided_grammar") is not None:
         if not isinstance(guided["guided_grammar"], str) or not guided["guided_grammar"].strip():
             raise InvalidRequest("guided_grammar must be a GBNF grammar", param="guided_grammar")
-        return Constraint(grammar=guided["guided_grammar"])
+        return Constraint(grammar=checked_grammar(guided["guided_grammar"], "guided_grammar"))
     if guided.get("guided_regex") is not None:
         return Constraint(grammar=regex_grammar(guided["guided_regex"]))
     return None
@@ -77,12 +79,33 @@ def regex_grammar(pattern: Any) -> str:
     """A whole-output regex, as an llguidance grammar (llama.cpp takes these beside GBNF)."""
     if not isinstance(pattern, str) or not pattern:
         raise InvalidRequest("guided_regex must be a regular expression", param="guided_regex")
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise InvalidRequest(f"invalid guided_regex: {exc}", param="guided_regex") from exc
+    check_regex(pattern, "guided_regex")
     escaped = re.sub(r"(?<!\\)/", r"\/", pattern).replace("\n", "\\n")
     return f"%llguidance {{}}\nstart: /{escaped}/"
+
+
+def checked_grammar(grammar: str, param: str) -> str:
+    """A grammar that compiles (GBNF, or llguidance's lark format after "%llguidance"), with bounded
+    counts: checked here with llguidance's own parser, so an invalid one is a 400 on every engine,
+    whichever engine (or none, the scripted one) would have compiled it."""
+    check_grammar_bounds(grammar, param)
+    error = grammar_error(grammar)
+    if error:
+        raise InvalidRequest(f"{param}: invalid grammar: {error}", param=param)
+    return grammar
+
+
+def grammar_error(grammar: str) -> str:
+    """What is wrong with a grammar, or "" (llguidance reads GBNF and its lark format; llama.cpp and
+    the transformers engine compile with it or with a GBNF reader that takes the same language)."""
+    import llguidance
+    from llguidance.gbnf_to_lark import any_to_lark
+
+    try:
+        lark = any_to_lark(grammar)  # "%llguidance" text passes through as is
+        return str(llguidance.LLMatcher.validate_grammar(llguidance.LLMatcher.grammar_from_lark(lark)))
+    except Exception as exc:  # the GBNF converter raises plain exceptions
+        return str(exc) or type(exc).__name__
 
 
 # Keywords whose value is one schema, or a list or a map of schemas, where objects may nest.

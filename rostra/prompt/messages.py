@@ -37,7 +37,8 @@ def template_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
         if message.tool_call_id:
             item["tool_call_id"] = message.tool_call_id
         if message.tool_calls:
-            item["tool_calls"] = [_template_tool_call(call) for call in message.tool_calls]
+            item["tool_calls"] = [_template_tool_call(call, f"messages[{index}].tool_calls[{number}]")
+                                  for number, call in enumerate(message.tool_calls)]
         reasoning = message.reasoning_content or message.reasoning
         if reasoning:
             item["reasoning_content"] = reasoning
@@ -45,13 +46,17 @@ def template_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
     return rendered
 
 
-def _template_tool_call(call: dict[str, Any]) -> dict[str, Any]:
+def _template_tool_call(call: dict[str, Any], param: str) -> dict[str, Any]:
     """Templates index arguments as a mapping (`arguments | tojson`, `arguments.items()`)."""
-    function = dict(call.get("function") or {})
+    function = call.get("function") or {}
+    if not isinstance(function, dict):
+        raise InvalidRequest("a tool call's function must be an object with a name and arguments",
+                             param=f"{param}.function")
+    function = dict(function)
     arguments = function.get("arguments")
     if isinstance(arguments, str):
         try:
             function["arguments"] = json.loads(arguments)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # not JSON (or nested past the parser): kept as text
             pass
     return {**call, "function": function}

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from rostra.errors import InvalidRequest
-from rostra.protocol.common import MAX_TOP_LOGPROBS, SamplingFields
+from rostra.protocol.common import INT32_MAX, MAX_TOP_LOGPROBS, SamplingFields
 from rostra.protocol.strict import check_service_tier, check_verbosity, refuse_if_set
 
 # Fields of OpenAI's schema that ask for what a local text model does not have: refused when set.
@@ -19,6 +19,10 @@ _REFUSED = {
     "functions": "use tools (functions is deprecated)",
     "function_call": "use tool_choice (function_call is deprecated)",
 }
+
+
+# Variables rostra passes to the chat template itself: a request sets them through their own fields.
+RESERVED_TEMPLATE_KWARGS = frozenset({"messages", "tools", "add_generation_prompt", "continue_final_message"})
 
 
 class ContentPart(BaseModel):
@@ -41,7 +45,7 @@ class ChatMessage(BaseModel):
 
 class ChatCompletionRequest(SamplingFields):
     messages: Annotated[list[ChatMessage], Field(min_length=1)]
-    max_completion_tokens: Annotated[int, Field(ge=1)] | None = None
+    max_completion_tokens: Annotated[int, Field(ge=1, le=INT32_MAX)] | None = None
     logprobs: bool = False
     top_logprobs: Annotated[int, Field(ge=0, le=MAX_TOP_LOGPROBS)] | None = None
     add_generation_prompt: bool = True
@@ -75,6 +79,9 @@ class ChatCompletionRequest(SamplingFields):
     function_call: str | dict[str, Any] | None = None
 
     def unsupported(self) -> InvalidRequest | None:
+        for key in RESERVED_TEMPLATE_KWARGS.intersection(self.chat_template_kwargs or {}):
+            return InvalidRequest(f"chat_template_kwargs must not set {key!r}: it is a request field of its own",
+                                  param=f"chat_template_kwargs.{key}")
         if self.min_tokens and self.max_completion_tokens is not None and self.min_tokens > self.max_completion_tokens:
             return InvalidRequest("min_tokens must not exceed max_completion_tokens", param="min_tokens")
         if self.modalities is not None and "audio" in self.modalities:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 from pydantic import Field, field_validator
@@ -10,11 +11,15 @@ from rostra.errors import InvalidRequest
 from rostra.protocol.strict import RequestModel, StrictModel
 
 MAX_N = 128
+INT32_MAX = 2**31 - 1  # top_k and the like: engines read them as 32-bit integers
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 MAX_STOP_STRINGS = 16
 MAX_TOP_LOGPROBS = 20
 
 
 MAX_BAD_WORDS = 64
+MAX_LOGIT_BIAS = 1024  # entries; OpenAI allows 300
+_TOKEN_ID = re.compile(r"-?[0-9]{1,10}")
 
 
 class StreamOptions(StrictModel):
@@ -35,17 +40,18 @@ class SamplingFields(RequestModel):
     stream: bool = False
     stream_options: StreamOptions | None = None
     stop: str | Annotated[list[str], Field(max_length=MAX_STOP_STRINGS)] | None = None
-    stop_token_ids: list[int] | None = None
-    max_tokens: Annotated[int, Field(ge=1)] | None = None
+    stop_token_ids: Annotated[list[int], Field(max_length=1024)] | None = None
+    max_tokens: Annotated[int, Field(ge=1, le=INT32_MAX)] | None = None
     temperature: Annotated[float, Field(ge=0, le=2)] | None = None
     top_p: Annotated[float, Field(gt=0, le=1)] | None = None
-    top_k: Annotated[int, Field(ge=-1)] | None = None
+    top_k: Annotated[int, Field(ge=-1, le=INT32_MAX)] | None = None
     min_p: Annotated[float, Field(ge=0, le=1)] | None = None
-    seed: int | None = None
+    seed: Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)] | None = None
     presence_penalty: Annotated[float, Field(ge=-2, le=2)] | None = None
     frequency_penalty: Annotated[float, Field(ge=-2, le=2)] | None = None
     repetition_penalty: Annotated[float, Field(gt=0, le=10)] | None = None
-    logit_bias: dict[str, Annotated[float, Field(ge=-100, le=100)]] | None = None
+    logit_bias: Annotated[dict[str, Annotated[float, Field(ge=-100, le=100)]],
+                          Field(max_length=MAX_LOGIT_BIAS)] | None = None
     ignore_eos: bool = False
     echo: bool = False
     user: str | None = None
@@ -55,13 +61,13 @@ class SamplingFields(RequestModel):
     guided_grammar: Any = None
     guided_regex: Any = None
     # vLLM extensions
-    min_tokens: Annotated[int, Field(ge=0)] = 0
+    min_tokens: Annotated[int, Field(ge=0, le=INT32_MAX)] = 0
     include_stop_str_in_output: bool = False
     skip_special_tokens: bool = True
     bad_words: Annotated[list[str], Field(max_length=MAX_BAD_WORDS)] | None = None
-    allowed_token_ids: Annotated[list[int], Field(min_length=1)] | None = None
+    allowed_token_ids: Annotated[list[int], Field(min_length=1, max_length=1_000_000)] | None = None
     return_token_ids: bool = False
-    truncate_prompt_tokens: Annotated[int, Field(ge=-1)] | None = None
+    truncate_prompt_tokens: Annotated[int, Field(ge=-1, le=INT32_MAX)] | None = None
     prompt_logprobs: Annotated[int, Field(ge=0, le=MAX_TOP_LOGPROBS)] | None = None
 
     def unsupported(self) -> InvalidRequest | None:
@@ -87,8 +93,9 @@ class SamplingFields(RequestModel):
     @classmethod
     def _logit_bias_keys_are_token_ids(cls, value):
         for key in value or {}:
-            if not key.lstrip("-").isdigit():
-                raise ValueError(f"logit_bias keys must be token ids, got {key!r}")
+            # ASCII digits only, and few: str.isdigit() takes "²", and int() refuses 5,000 digits.
+            if not _TOKEN_ID.fullmatch(key):
+                raise ValueError(f"logit_bias keys must be token ids, got {key[:20]!r}")
         return value
 
     def stop_strings(self) -> list[str]:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from rostra.protocol.common import SamplingFields
+from rostra.protocol.common import INT32_MAX, MAX_N, SamplingFields
 
 MAX_LEGACY_LOGPROBS = 5
 
@@ -16,6 +16,6 @@ class CompletionRequest(SamplingFields):
     prompt: str | list[str] | list[int] | list[list[int]]
     logprobs: Annotated[int, Field(ge=0, le=MAX_LEGACY_LOGPROBS)] | None = None
     suffix: str | None = None
-    best_of: Annotated[int, Field(ge=1)] | None = None
+    best_of: Annotated[int, Field(ge=1, le=MAX_N)] | None = None
     # Unset: the server's default length, else OpenAI's 16 (serving/completions.py).
-    max_tokens: Annotated[int, Field(ge=1)] | None = None
+    max_tokens: Annotated[int, Field(ge=1, le=INT32_MAX)] | None = None

@@ -82,8 +82,9 @@ def build_context(engine: Engine, settings: Settings, store: ResponseStore) -> S
         return settings.served_model_name or [model.id for model in engine.models()]
 
     chat = ChatService(engine, template, served_names, tool_parser,
-                       reasoning_parser_class(reasoning) if reasoning else None, fields, defaults)
-    completions = CompletionService(engine, served_names, defaults)
+                       reasoning_parser_class(reasoning) if reasoning else None, fields, defaults,
+                       raw_special_tokens=settings.raw_special_tokens)
+    completions = CompletionService(engine, served_names, defaults, max_choices=settings.max_choices)
     admission = Admission(settings.max_concurrency, settings.max_queue)
     metrics = Metrics((settings.served_model_name or [engine.model.id])[0], engine.running_requests, engine.parallel,
                       admission)
@@ -123,6 +124,9 @@ def add_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
 def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> FastAPI:
     context = build_context(engine, settings, store)
     app = FastAPI(title="rostra", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
+    # No redirects from `/v1/models/` to `/v1/models`: Starlette builds their Location from the Host
+    # header, which a client chooses. A path with a trailing slash is a 404.
+    app.router.redirect_slashes = False
     app.state.rostra = context
     install_error_handlers(app)
     for router in ROUTERS:

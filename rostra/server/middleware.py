@@ -39,10 +39,15 @@ PUBLIC_PATHS = frozenset({"/health", "/version"})
 
 
 class ApiKeyMiddleware:
-    """Bearer auth on every route but the public ones; keys are compared in constant time."""
+    """Bearer auth on every route and method but the public routes; keys are compared in constant
+    time. A public route learns whether its caller holds a key (`scope["state"]["authorized"]`):
+    /health shows its details only then. CORS preflights are answered by the CORS middleware
+    outside this one, so OPTIONS needs no exception here (it would leak the route table)."""
 
     def __init__(self, app, api_keys: list[str], public_paths: frozenset[str] = PUBLIC_PATHS,
                  admin_keys: list[str] | None = None):
+        if any(not key.strip() for key in [*api_keys, *(admin_keys or [])]):
+            raise ValueError("empty API keys are refused")
         self.app = app
         self.keys = [key.encode() for key in api_keys]
         self.admin_keys = [key.encode() for key in admin_keys or []]
@@ -52,19 +57,22 @@ class ApiKeyMiddleware:
     def _authorized(scope, keys: list[bytes]) -> bool:
         header = dict(scope["headers"]).get(b"authorization", b"")
         scheme, _, token = header.partition(b" ")
-        if scheme.lower() != b"bearer":
+        if scheme.lower() != b"bearer" or not token.strip():
             return False
         # Compare with every key, without stopping early, so timing tells nothing.
         matches = [hmac.compare_digest(token.strip(), key) for key in keys]
         return any(matches)
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "http" and scope["method"] != "OPTIONS":
+        if scope["type"] == "http":
             path = scope["path"]
             if path.startswith("/admin"):  # admin routes: only the admin key, and only when one is set
                 if not (self.admin_keys and self._authorized(scope, self.admin_keys)):
                     return await _send_error(send, Unauthorized("an admin key is required"))
-            elif self.keys and path not in self.public_paths and not self._authorized(scope, self.keys):
+            elif path in self.public_paths:
+                authorized = not self.keys or self._authorized(scope, self.keys)
+                scope.setdefault("state", {})["authorized"] = authorized
+            elif self.keys and not self._authorized(scope, self.keys):
                 return await _send_error(send, Unauthorized())
         await self.app(scope, receive, send)
 

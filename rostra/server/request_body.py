@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from typing import TypeVar
@@ -31,10 +32,18 @@ def param_from_location(location: tuple) -> str | None:
     return path or None
 
 
+# Bodies larger than this are parsed in a thread: a 16 MiB body takes the parser a good part of a
+# second, which the event loop (every other stream, /health) must not wait for.
+INLINE_BODY_BYTES = 256 * 1024
+
+
 async def parse_body(request: Request, model: type[Body]) -> Body:
     body = await request.body()
     try:
-        parsed = model.model_validate_json(body)
+        if len(body) > INLINE_BODY_BYTES:
+            parsed = await asyncio.to_thread(model.model_validate_json, body)
+        else:
+            parsed = model.model_validate_json(body)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         if first["type"] == "json_invalid":

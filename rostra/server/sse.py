@@ -85,33 +85,60 @@ class EventStreamResponse(Response):
 
     async def __call__(self, scope, receive, send) -> None:
         frames = _sse_frames(self._objects, self.responses_api)
+        loop = asyncio.get_running_loop()
+        blocked_since: float | None = None  # when the write under way began, while one is
+
+        async def write(message: dict[str, Any]) -> None:
+            nonlocal blocked_since
+            blocked_since = loop.time()
+            await send(message)  # waits while the client's buffers are full (uvicorn's flow control)
+            blocked_since = None
 
         async def stream() -> None:
-            await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+            await write({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
             async for frame in frames:
-                await send({"type": "http.response.body", "body": frame, "more_body": True})
+                await write({"type": "http.response.body", "body": frame, "more_body": True})
             # [DONE] and the end of the body in one write.
             last = b"" if self.responses_api else _DONE_FRAME
-            await send({"type": "http.response.body", "body": last, "more_body": False})
+            await write({"type": "http.response.body", "body": last, "more_body": False})
 
         async def watch_disconnect() -> None:
             while (await receive())["type"] != "http.disconnect":
                 pass
 
-        streaming = asyncio.create_task(stream())
-        watching = asyncio.create_task(watch_disconnect())
+        async def watch_stall(timeout: float) -> None:
+            """A reader that takes nothing for `timeout` seconds ends the stream: its generation is aborted
+            and what it pins (a slot, the buffers) is released, where it would otherwise wait forever."""
+            while blocked_since is None or loop.time() - blocked_since < timeout:
+                await asyncio.sleep(min(1.0, timeout / 4))
+            log.warning("stream ended: the client read nothing for %.0f s", timeout)
+
+        tasks = {asyncio.create_task(stream()), asyncio.create_task(watch_disconnect())}
+        timeout = write_timeout(scope)
+        if timeout:
+            tasks.add(asyncio.create_task(watch_stall(timeout)))
         try:
-            await asyncio.wait({streaming, watching}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (streaming, watching):
+            for task in tasks:
                 task.cancel()
-            await asyncio.gather(streaming, watching, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
             try:
                 await frames.aclose()
                 await self._objects.aclose()
             finally:
                 if self.on_close is not None:
                     self.on_close()
+
+
+DEFAULT_WRITE_TIMEOUT = 60.0
+
+
+def write_timeout(scope) -> float | None:
+    """The server's --stream-write-timeout (None or 0: none), for every stream whoever built it."""
+    context = getattr(getattr(scope.get("app"), "state", None), "rostra", None)
+    settings = getattr(context, "settings", None)
+    return getattr(settings, "stream_write_timeout", DEFAULT_WRITE_TIMEOUT)
 
 
 async def until_disconnected(request: Request, work):

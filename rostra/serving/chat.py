@@ -18,6 +18,7 @@ from rostra.parsing.reasoning.base import ReasoningParser
 from rostra.parsing.tools.base import ToolParser
 from rostra.prompt.chat_template import ChatTemplate
 from rostra.prompt.messages import message_text, template_messages
+from rostra.prompt.special_text import RenderedPrompt, SpecialTextGuard
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.serving.generation import (
     ChoiceRun,
@@ -145,7 +146,7 @@ class ChatStream(GenerationStream):
 
 
 def job_prompt_logprobs(job: Job, index: int = 0) -> list[dict[str, Any] | None] | None:
-    run = next(run for run in job.runs if run.index == index)
+    run = job.runs[index]  # chat choices are numbered in order
     return vllm_prompt_logprobs(run.prompt_logprobs, token_text)
 
 
@@ -165,8 +166,10 @@ class ChatService(GenerationService):
     def __init__(self, engine: Engine, template: ChatTemplate, served_names: Callable[[], list[str]],
                  tool_parser: Callable[..., ToolParser], reasoning_parser: type[ReasoningParser] | None = None,
                  reasoning_fields: tuple[str, ...] = ("reasoning_content",),
-                 defaults: GenerationDefaults = GenerationDefaults()):
+                 defaults: GenerationDefaults = GenerationDefaults(), raw_special_tokens: bool = False):
         super().__init__(engine, defaults)
+        # Special-token text in user and tool content is tokenized as plain text, unless told otherwise.
+        self.special_guard = SpecialTextGuard(() if raw_special_tokens else engine.special_texts)
         self.template = template
         self.served_names = served_names
         self.tool_parser = tool_parser
@@ -191,10 +194,10 @@ class ChatService(GenerationService):
             raise InvalidRequest("top_logprobs requires logprobs to be true", param="top_logprobs")
         plan = plan_tools(request.tools, request.tool_choice, request.parallel_tool_calls, self.tool_parser)
         constraint = _constraint(request, plan)
-        text = await self._render(request)
+        rendered = await self.render(request)
+        text = rendered.text
         context_length = engine.model_info(request.model).context_length
-        token_ids = truncate_prompt(await engine.tokenize(text, add_special=False), request.truncate_prompt_tokens,
-                                    context_length)
+        token_ids = truncate_prompt(await rendered.tokenize(engine), request.truncate_prompt_tokens, context_length)
         max_tokens = request.max_completion_tokens or request.max_tokens
         param = "max_completion_tokens" if request.max_completion_tokens else "max_tokens"
         max_tokens = completion_budget(len(token_ids), max_tokens, self.defaults, context_length, "messages", param,
@@ -232,8 +235,9 @@ class ChatService(GenerationService):
         return Job(request, f"chatcmpl-{uuid.uuid4().hex}", request.model, runs, stats,
                    reasoning_fields=self.reasoning_fields if request.include_reasoning else ())
 
-    async def _render(self, request: ChatCompletionRequest) -> str:
-        """The conversation through the chat template (off the event loop)."""
+    async def render(self, request: ChatCompletionRequest) -> RenderedPrompt:
+        """The conversation through the chat template (off the event loop), special-token text of
+        user and tool messages marked as plain text."""
         kwargs = dict(request.chat_template_kwargs or {})
         if request.reasoning_effort is not None:
             kwargs.setdefault("reasoning_effort", request.reasoning_effort)
@@ -242,6 +246,8 @@ class ChatService(GenerationService):
         messages = template_messages(request.messages)
         if getattr(self.tool_parser, "name", "") == "mistral":
             messages = mistral_history(messages)  # ids from other servers, as Mistral templates take them
-        return await asyncio.to_thread(
+        messages, masked = self.special_guard.mask(messages)
+        text = await asyncio.to_thread(
             self.template.render, messages, add_generation_prompt=request.add_generation_prompt,
             continue_final_message=request.continue_final_message, tools=request.tools, **kwargs)
+        return masked.unmask(text)

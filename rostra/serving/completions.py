@@ -29,7 +29,8 @@ from rostra.serving.extensions import choice_decoder, engine_extensions, truncat
 from rostra.serving.relay import relay_job
 from rostra.serving.validation import check_logit_bias, check_model, check_stop_token_ids
 
-OPENAI_MAX_TOKENS = 16  # OpenAI's default length for Completions when neither request nor server sets one
+OPENAI_MAX_TOKENS = 16
+MAX_CHOICES = 1024  # prompts x n in one request (--max-choices)  # OpenAI's default length for Completions when neither request nor server sets one
 
 
 def _prompts(prompt: str | list[str] | list[int] | list[list[int]]) -> list[str | list[int]]:
@@ -78,9 +79,8 @@ class EchoTracker:
         return [step.token_id for step in event.logprobs]
 
 
-def _extension_fields(job: Job, index: int) -> dict[str, Any]:
+def _extension_fields(job: Job, run: ChoiceRun) -> dict[str, Any]:
     """vLLM's per-choice prompt fields: prompt_token_ids (return_token_ids), prompt_logprobs."""
-    run = next(run for run in job.runs if run.index == index)
     fields: dict[str, Any] = {}
     if job.options.return_token_ids:
         fields["prompt_token_ids"] = list(run.prompt.token_ids)
@@ -110,6 +110,7 @@ class CompletionStream(GenerationStream):
         self.echo = EchoTracker(job)
         self.started: set[int] = set()
         self.choices = {run.index: _ChoiceState() for run in job.runs}
+        self.runs = {run.index: run for run in job.runs}  # looked up per chunk: never a scan of all choices
 
     def render(self, index: int, event: Event) -> dict[str, Any] | None:
         if isinstance(event, Text):
@@ -119,12 +120,12 @@ class CompletionStream(GenerationStream):
                 choice["token_ids"] = self.echo.generated_ids(index, event)
                 if index not in self.started:  # vLLM: the prompt's ids on the choice's first chunk
                     self.started.add(index)
-                    choice["prompt_token_ids"] = _extension_fields(self.job, index)["prompt_token_ids"]
+                    choice["prompt_token_ids"] = _extension_fields(self.job, self.runs[index])["prompt_token_ids"]
             return self.chunk([choice])
         if isinstance(event, Finish):
             choice = {"index": index, "text": "", "logprobs": None, "finish_reason": event.reason}
             if self.options.prompt_logprobs:
-                choice["prompt_logprobs"] = _extension_fields(self.job, index)["prompt_logprobs"]
+                choice["prompt_logprobs"] = _extension_fields(self.job, self.runs[index])["prompt_logprobs"]
             return self.chunk([choice])
         return None
 
@@ -142,7 +143,7 @@ class CompletionStream(GenerationStream):
         for index, state in sorted(self.choices.items()):
             choice = {"index": index, "text": "".join(state.text),
                       "logprobs": state.logprobs if self.options.logprobs else None,
-                      "finish_reason": state.finish_reason or "stop", **_extension_fields(self.job, index)}
+                      "finish_reason": state.finish_reason or "stop", **_extension_fields(self.job, self.runs[index])}
             if self.options.return_token_ids:
                 choice["token_ids"] = state.token_ids
             choices.append(choice)
@@ -153,9 +154,17 @@ class CompletionService(GenerationService):
     output = CompletionStream
 
     def __init__(self, engine: Engine, served_names: Callable[[], list[str]],
-                 defaults: GenerationDefaults = GenerationDefaults()):
+                 defaults: GenerationDefaults = GenerationDefaults(), max_choices: int = MAX_CHOICES):
         super().__init__(engine, defaults)
         self.served_names = served_names
+        self.max_choices = max_choices
+
+    def _check_fan_out(self, prompts: int, n: int) -> None:
+        """prompts x n choices run at once, each with its own pipeline and task: bounded."""
+        if prompts * n > self.max_choices:
+            param = "n" if n > 1 else "prompt"
+            raise InvalidRequest(f"{prompts} prompts x n={n} is {prompts * n} choices; this server runs at most "
+                                 f"{self.max_choices} per request (--max-choices)", param=param)
 
     async def _prompt_tokens(self, prompt: str | list[int], keep: int | None, context_length: int
                              ) -> tuple[str, list[int]]:
@@ -164,7 +173,7 @@ class CompletionService(GenerationService):
         if isinstance(prompt, str):
             token_ids = await engine.tokenize(prompt, add_special=True)
         else:
-            if any(not 0 <= t < engine.vocab_size for t in prompt):
+            if prompt and not (min(prompt) >= 0 and max(prompt) < engine.vocab_size):  # C speed: long lists too
                 raise InvalidRequest("prompt token id outside the vocabulary", param="prompt")
             token_ids = prompt
         if not token_ids:
@@ -186,8 +195,9 @@ class CompletionService(GenerationService):
 
     async def prepare(self, request: CompletionRequest) -> Job:
         check_model(request.model, self.served_names())
+        prompts = _prompts(request.prompt)
+        self._check_fan_out(len(prompts), request.n)
         if self.engine.relays(request.model):
-            prompts = _prompts(request.prompt)
             first = prompts[0] if prompts and isinstance(prompts[0], str) else ""
             return await relay_job(self.engine, request, "completions", "cmpl", len(prompts) * request.n, first)
         if request.suffix:
@@ -206,7 +216,7 @@ class CompletionService(GenerationService):
         runs: list[ChoiceRun] = []
         stats = RequestStats()
         context_length = engine.model_info(request.model).context_length
-        for prompt_index, prompt in enumerate(_prompts(request.prompt)):
+        for prompt_index, prompt in enumerate(prompts):
             text, token_ids = await self._prompt_tokens(prompt, request.truncate_prompt_tokens, context_length)
             stats.prompt_tokens += len(token_ids)
             max_tokens = completion_budget(len(token_ids), request.max_tokens, self.defaults, context_length,

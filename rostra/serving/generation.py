@@ -49,6 +49,7 @@ class RequestStats:
     completion_tokens: int = 0  # of the choices that finished
     generated: int = 0  # tokens sampled so far, all choices (the running count continuous usage reports)
     cached_by_group: dict[int, int] = field(default_factory=dict)  # prompt tokens from the prefix cache
+    cached_tokens: int = 0  # their sum, kept as they come (usage is read per chunk: no sum over all prompts)
     reasoning_tokens: int | None = None  # None: no reasoning parser, the detail is left out
     started: float = field(default_factory=time.monotonic)
     first_token: float | None = None
@@ -64,11 +65,10 @@ class RequestStats:
             self.finished = time.monotonic()
 
     def note_cached(self, group: int, cached: int) -> None:
-        self.cached_by_group[group] = max(cached, self.cached_by_group.get(group, 0))
-
-    @property
-    def cached_tokens(self) -> int:
-        return sum(self.cached_by_group.values())
+        before = self.cached_by_group.get(group, 0)
+        if cached > before:
+            self.cached_by_group[group] = cached
+            self.cached_tokens += cached - before
 
     def usage(self, running: bool = False) -> dict[str, Any]:
         """`running`: mid-stream, the tokens generated so far (continuous_usage_stats)."""

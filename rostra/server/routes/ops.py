@@ -14,6 +14,10 @@ router = APIRouter()
 
 @router.get("/health")
 async def health(request: Request):
+    """Public: a load balancer needs to know only that the server answers. The details (running
+    generations, a gateway's upstream URLs and their last errors) are for holders of an API key."""
+    if not request.scope.get("state", {}).get("authorized", True):
+        return {"status": "ok"}
     engine = server_context(request).engine
     # running: generations holding engine capacity (a disconnected client's drop within ~1 s).
     return {"status": "ok", "running": engine.running_requests(), **engine.health()}

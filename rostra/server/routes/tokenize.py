@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from fastapi import APIRouter, Request
+from pydantic import ValidationError
 
 from rostra.errors import InvalidRequest
-from rostra.prompt.messages import template_messages
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.protocol.tokenize import DetokenizeRequest, TokenizeRequest
 from rostra.server.context import server_context
-from rostra.server.request_body import parse_body
+from rostra.server.request_body import param_from_location, parse_body
 from rostra.serving.validation import check_model
 
 router = APIRouter()
@@ -24,12 +22,16 @@ async def tokenize(request: Request):
     if body.model:
         check_model(body.model, context.served_names())
     if body.messages is not None:
-        chat_body = ChatCompletionRequest.model_validate(
-            {"model": context.served_names()[0], "messages": body.messages,
-             "add_generation_prompt": body.add_generation_prompt})
-        text = await asyncio.to_thread(context.template.render, template_messages(chat_body.messages),
-                                       add_generation_prompt=body.add_generation_prompt)
-        tokens = await engine.tokenize(text, add_special=False)
+        try:
+            chat_body = ChatCompletionRequest.model_validate(
+                {"model": context.served_names()[0], "messages": body.messages,
+                 "add_generation_prompt": body.add_generation_prompt})
+        except ValidationError as exc:  # a bad role or content: the client's mistake, named
+            first = exc.errors(include_url=False)[0]
+            param = param_from_location(tuple(first["loc"]))
+            raise InvalidRequest(f"{param or 'messages'}: {first['msg']}", param=param) from None
+        # As a chat request would be: the same rendering, the same plain-text special tokens.
+        tokens = await (await context.chat.render(chat_body)).tokenize(engine)
     elif body.prompt is not None:
         tokens = await engine.tokenize(body.prompt, add_special=body.add_special_tokens)
     else:
