@@ -9,6 +9,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import httpx
 
@@ -21,18 +22,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _limit_memory(limit: int) -> None:
-    import resource
+def address_space_limit(limit: int) -> Callable[[], None]:
+    """A `preexec` for RunningServer: the process may map at most `limit` bytes (RLIMIT_AS), so a request that
+    makes it allocate without end fails inside it instead of pressing on the machine."""
 
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    def preexec() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return preexec
 
 
 class RunningServer:
     def __init__(self, args: list[str], startup_timeout: float = 120, data_dir: str | None = None,
                  log_level: str = "warning", env: dict[str, str] | None = None, port: int | None = None,
-                 memory_limit: int | None = None):
-        """`memory_limit`: bytes of address space the process may map (RLIMIT_AS), so a request that makes
-        it allocate without end fails inside it instead of pressing on the machine."""
+                 preexec: Callable[[], None] | None = None):
+        """`preexec` runs in the child before rostra starts (resource limits for the fault tests)."""
         self.port = port or free_port()
         # Each server keeps its Responses store in its own directory (or the one given, to restart on it).
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="rostra-data-")
@@ -42,8 +48,7 @@ class RunningServer:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "rostra.cli", "serve", *args, "--port", str(self.port), "--log-level", log_level,
              "--data-dir", self.data_dir],
-            stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
-            preexec_fn=(lambda: _limit_memory(memory_limit)) if memory_limit else None)
+            stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, preexec_fn=preexec)
         deadline = time.monotonic() + startup_timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

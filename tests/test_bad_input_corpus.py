@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from bad_inputs import CASES, Case
-from servers import DATA, RunningServer
+from servers import DATA, RunningServer, address_space_limit
 from wire import check_error
 
 ADMIN_KEY = "corpus-admin-key"
@@ -19,7 +19,7 @@ SHORT = ("--override-generation-config", '{"max_tokens": 4}', "--admin-key", ADM
 
 
 def corpus_server(*args: str) -> RunningServer:
-    return RunningServer([*args, *SHORT], memory_limit=MEMORY_LIMIT)
+    return RunningServer([*args, *SHORT], preexec=address_space_limit(MEMORY_LIMIT))
 
 
 @pytest.fixture(scope="module", params=["scripted", "llamacpp"])
