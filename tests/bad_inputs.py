@@ -47,11 +47,11 @@ def _with_model(value: Any, model: str) -> Any:
 
 
 def chat(**fields: Any) -> dict[str, Any]:
-    return {"model": MODEL, "messages": USER, "max_tokens": 2, **fields}
+    return {"model": MODEL, "messages": USER, "max_tokens": 1, **fields}
 
 
 def completion(**fields: Any) -> dict[str, Any]:
-    return {"model": MODEL, "prompt": "hi", "max_tokens": 2, **fields}
+    return {"model": MODEL, "prompt": "hi", "max_tokens": 1, **fields}
 
 
 def response(**fields: Any) -> dict[str, Any]:
@@ -297,6 +297,12 @@ def _constraint_cases() -> list[Case]:
             "type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(20000)}})),
         Case("constraints-schema-pattern-count", "constraints", body=chat(guided_json={
             "type": "string", "pattern": "^a{0,99999999}$"})),
+        Case("constraints-schema-pattern-backreference", "constraints", body=chat(guided_json={
+            "type": "string", "pattern": r"^(a)\1$"})),
+        Case("constraints-schema-pattern-lookahead", "constraints", body=chat(guided_json={
+            "type": "string", "pattern": r"^(?=a)a$"})),
+        Case("constraints-schema-format-unknown", "constraints", body=chat(guided_json={
+            "type": "string", "format": "starship"})),
         Case("constraints-schema-pattern-invalid", "constraints", body=chat(guided_json={"type": "string",
                                                                                         "pattern": "("})),
         Case("constraints-schema-minLength-huge", "constraints", body=chat(guided_json={"type": "string",

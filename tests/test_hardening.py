@@ -23,9 +23,9 @@ ADMIN_KEY = "hardening-admin-key"
 
 @pytest.fixture(scope="module")
 def guarded():
-    """API and admin keys, a short write timeout, and a script with a long answer."""
+    """API and admin keys, CORS for one origin, a short write timeout, and a script with a long answer."""
     server = RunningServer(["--engine", "scripted", "--script", str(DATA / "hardening.jsonl"), "--api-key", KEY,
-                            "--admin-key", ADMIN_KEY, "--stream-write-timeout", "2", "--max-model-len", "2048"])
+                            "--admin-key", ADMIN_KEY, "--allowed-origins", "https://app.example.com", "--stream-write-timeout", "2", "--max-model-len", "2048"])
     yield server
     server.stop()
 
@@ -95,6 +95,16 @@ def test_options_needs_the_key_and_lists_no_routes(guarded):
     response = httpx.options(f"{guarded.v1}/chat/completions")
     check_error(response, 401)
     assert "allow" not in response.headers
+
+
+def test_cors_origins_match_exactly_not_as_substrings(guarded):
+    def allowed(origin: str) -> str | None:
+        return httpx.options(f"{guarded.v1}/chat/completions", headers={
+            "origin": origin, "access-control-request-method": "POST"}).headers.get("access-control-allow-origin")
+
+    assert allowed("https://app.example.com") == "https://app.example.com"
+    for near in ("https://app.example.co", "https://app.example", "app.example.com", "https://app.example.com.evil"):
+        assert allowed(near) is None
 
 
 def test_a_trailing_slash_is_not_redirected_to_the_host_a_client_names(guarded):
