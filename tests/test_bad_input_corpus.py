@@ -15,7 +15,7 @@ ADMIN_KEY = "corpus-admin-key"
 # Address space for the server process: several times what it uses (the embedded model mapped, llama.cpp's
 # threads' stacks), far below what a runaway grammar takes (issue 21: 8 GiB in one allocation).
 MEMORY_LIMIT = 6 * 1024**3
-SHORT = ("--override-generation-config", '{"max_tokens": 4}', "--admin-key", ADMIN_KEY, "--max-model-len", "2048")
+SHORT = ("--override-generation-config", '{"max_tokens": 2}', "--admin-key", ADMIN_KEY, "--max-model-len", "2048")
 
 
 def corpus_server(*args: str) -> RunningServer:

@@ -68,8 +68,9 @@ class LlamaCppEngine(Engine):
         self.vocab_size = len(self._vocab_bytes)
         types = self.metadata.get("tokenizer.ggml.token_type") or []
         self.special_token_ids = frozenset(i for i, kind in enumerate(types) if kind == _CONTROL and i not in end_ids)
+        # (Some vocabularies add whitespace runs as user-defined tokens: those are text anyway.)
         self.special_texts = tuple(tokens[i] for i, kind in enumerate(types)
-                                   if kind in (_CONTROL, _USER_DEFINED) and i < len(tokens) and tokens[i])
+                                   if kind in (_CONTROL, _USER_DEFINED) and i < len(tokens) and tokens[i].strip())
         self._token_ids: dict[bytes, int] = {}  # a text piece -> its token (held-back tokens, see _Chunks)
         for token_id, piece in enumerate(self._vocab_bytes):
             if piece and token_id not in self.special_token_ids:

@@ -81,7 +81,11 @@ def regex_grammar(pattern: Any) -> str:
         raise InvalidRequest("guided_regex must be a regular expression", param="guided_regex")
     check_regex(pattern, "guided_regex")
     escaped = re.sub(r"(?<!\\)/", r"\/", pattern).replace("\n", "\\n")
-    return f"%llguidance {{}}\nstart: /{escaped}/"
+    grammar = f"%llguidance {{}}\nstart: /{escaped}/"
+    error = grammar_error(grammar)  # what Python's re takes, llguidance may not (backreferences, lookarounds)
+    if error:
+        raise InvalidRequest(f"guided_regex: this regular expression cannot be enforced: {error}", param="guided_regex")
+    return grammar
 
 
 def checked_grammar(grammar: str, param: str) -> str:

@@ -8,6 +8,7 @@ response, or the background run) and released by it, never by the `finally` of a
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from contextlib import aclosing
 from typing import Callable
@@ -51,7 +52,14 @@ async def serve_generation(request: Request, service, body, responses_api: bool 
             release()
     if settings.log_outputs and result:
         log.info("request %s output: %r", job.id, result.get("choices", result.get("output")))
-    return Response(status_code=CLIENT_CLOSED) if result is None else json_response(result)
+    if result is None:
+        return Response(status_code=CLIENT_CLOSED)
+    if len(result.get("choices", ())) > MANY_CHOICES:  # a large answer is encoded off the event loop
+        return Response(await asyncio.to_thread(json_bytes, result), media_type="application/json")
+    return json_response(result)
+
+
+MANY_CHOICES = 16
 
 
 def json_response(body: dict) -> Response:

@@ -30,7 +30,9 @@ from rostra.serving.relay import relay_job
 from rostra.serving.validation import check_logit_bias, check_model, check_stop_token_ids
 
 OPENAI_MAX_TOKENS = 16
-MAX_CHOICES = 1024  # prompts x n in one request (--max-choices)  # OpenAI's default length for Completions when neither request nor server sets one
+MAX_CHOICES = 1024  # prompts x n in one request (--max-choices)
+# Prompt tokens scored over all choices: each is a dict of alternatives in the answer (~100 bytes).
+MAX_SCORED_PROMPT_TOKENS = 262_144  # OpenAI's default length for Completions when neither request nor server sets one
 
 
 def _prompts(prompt: str | list[str] | list[int] | list[list[int]]) -> list[str | list[int]]:
@@ -96,6 +98,7 @@ class _ChoiceState:
                                                                     "top_logprobs": [], "text_offset": []})
     token_ids: list[int] = field(default_factory=list)
     finish_reason: str | None = None
+    prompt_logprobs: list[Any] | None = None  # from the last chunk: built once per choice
 
 
 class CompletionStream(GenerationStream):
@@ -137,13 +140,20 @@ class CompletionStream(GenerationStream):
         state.token_ids.extend(choice.get("token_ids", ()))
         if choice["finish_reason"]:
             state.finish_reason = choice["finish_reason"]
+        if "prompt_logprobs" in choice:
+            state.prompt_logprobs = choice["prompt_logprobs"]
 
     def response(self) -> dict[str, Any]:
         choices = []
         for index, state in sorted(self.choices.items()):
             choice = {"index": index, "text": "".join(state.text),
                       "logprobs": state.logprobs if self.options.logprobs else None,
-                      "finish_reason": state.finish_reason or "stop", **_extension_fields(self.job, self.runs[index])}
+                      "finish_reason": state.finish_reason or "stop"}
+            if self.options.return_token_ids:
+                choice["prompt_token_ids"] = list(self.runs[index].prompt.token_ids)
+            if self.options.prompt_logprobs:
+                choice["prompt_logprobs"] = (state.prompt_logprobs if state.prompt_logprobs is not None
+                                             else _extension_fields(self.job, self.runs[index])["prompt_logprobs"])
             if self.options.return_token_ids:
                 choice["token_ids"] = state.token_ids
             choices.append(choice)
@@ -216,9 +226,16 @@ class CompletionService(GenerationService):
         runs: list[ChoiceRun] = []
         stats = RequestStats()
         context_length = engine.model_info(request.model).context_length
+        scored_tokens = 0
         for prompt_index, prompt in enumerate(prompts):
             text, token_ids = await self._prompt_tokens(prompt, request.truncate_prompt_tokens, context_length)
             stats.prompt_tokens += len(token_ids)
+            if extensions["prompt_logprobs"] is not None:
+                scored_tokens += len(token_ids) * request.n
+                if scored_tokens > MAX_SCORED_PROMPT_TOKENS:
+                    raise InvalidRequest(f"scoring the prompts (prompt_logprobs, echo with logprobs) is limited to "
+                                         f"{MAX_SCORED_PROMPT_TOKENS} prompt tokens over all choices",
+                                         param="echo" if scored else "prompt_logprobs")
             max_tokens = completion_budget(len(token_ids), request.max_tokens, self.defaults, context_length,
                                            "prompt", "max_tokens", openai_default=OPENAI_MAX_TOKENS,
                                            min_tokens=request.min_tokens)

@@ -174,8 +174,12 @@ async def run_choices(engine: Engine, request_id: str, runs: Sequence[ChoiceRun]
     tasks = [asyncio.create_task(drive(run)) for run in runs]
     try:
         remaining = len(tasks)
+        taken = 0
         while remaining:
-            index, item = await queue.get()
+            index, item = await queue.get()  # (returns at once while the queue holds items)
+            taken += 1
+            if taken % YIELD_EVERY == 0:  # a queue filled by a thousand choices is not emptied in one go
+                await asyncio.sleep(0)
             if item is done:
                 remaining -= 1
             elif isinstance(item, Exception):
@@ -187,6 +191,10 @@ async def run_choices(engine: Engine, request_id: str, runs: Sequence[ChoiceRun]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+# Events taken from a full queue before the loop gets a turn (other requests, /health, SIGTERM).
+YIELD_EVERY = 64
 
 
 def params_for_choice(params: SamplingParams, number: int) -> SamplingParams:

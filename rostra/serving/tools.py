@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from rostra.errors import InvalidRequest
+from rostra.guided.bounds import check_schema_bounds, check_tool_count
 from rostra.guided.constraints import Constraint, checked_schema, single_line, strict_schema, tool_call_schema
 from rostra.parsing.tools.base import ToolParser, ToolSpec
 from rostra.parsing.tools.emitter import CallEmitter
@@ -35,6 +36,7 @@ class ToolPlan:
 
 
 def tool_specs(tools: list[dict[str, Any]] | None) -> list[ToolSpec]:
+    check_tool_count(tools)
     specs = []
     for index, tool in enumerate(tools or []):
         param = f"tools[{index}]"
@@ -94,6 +96,7 @@ def plan_tools(tools: list[dict[str, Any]] | None, tool_choice: Any, parallel: b
         return ToolPlan(emitter(), lambda: parser_class(specs, max_calls=max_calls))
     if choice == "required":
         schema = tool_call_schema({spec.name: strict_schema(spec.parameters) for spec in specs}, parallel is not False)
+        check_schema_bounds(schema, "tools")  # all the tools' schemas make one constraint: bounded as one
         return ToolPlan(emitter(strict=True), lambda: RequiredCallsParser(specs, max_calls=max_calls),
                         Constraint(json_schema=single_line(schema)))
     if isinstance(choice, dict) and choice.get("type") == "function":
