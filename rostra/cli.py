@@ -218,6 +218,10 @@ def serve(settings: Settings) -> None:
         store = open_store(Path(settings.data_dir) if settings.data_dir else default_data_dir(), settings.store)
     except StoreError as exc:
         raise SystemExit(f"rostra: --store: {exc}") from exc
+    try:  # one serving process per SQLite store (rostra/store/process_lock.py)
+        store.claim()
+    except StoreError as exc:
+        raise SystemExit(f"rostra: {exc}") from None
     engine = build_engine(settings)
     names = settings.served_model_name or [engine.model.id]
     try:

@@ -317,7 +317,7 @@ def test_allowed_tools_and_approval_filters(rostra, mcp_http):
 
 
 def test_policy_and_tool_server_flags():
-    from rostra.serving.mcp_tools import McpPolicy, parse_tool_servers
+    from rostra.api.responses.mcp.tools import McpPolicy, parse_tool_servers
 
     policy = McpPolicy(allow=("tools.example", "127.0.0.1:9000"))
     assert policy.allows("https://tools.example/mcp") and policy.allows("http://TOOLS.example:8080/sse")

@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from rostra.serving.event_log import EventLog
+from rostra.api.responses.event_log import EventLog
 from rostra.store import StoreError
 from rostra.store.base import INTERRUPTED_ERROR, LEASE_EXPIRED_ERROR
 from test_store import backend, response, run_with_store  # noqa: F401 (backend: the fixture)

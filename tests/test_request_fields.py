@@ -13,7 +13,7 @@ import pytest
 from rostra.errors import InvalidRequest
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.protocol.completions import CompletionRequest
-from rostra.protocol.responses import CreateResponseRequest
+from rostra.api.responses.models import CreateResponseRequest
 from rostra.server.request_body import check_fields
 from spec import SPEC_PATH
 

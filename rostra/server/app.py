@@ -16,6 +16,9 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from rostra import __version__, generation_defaults
+from rostra.api.responses.conversations import ConversationsService
+from rostra.api.responses.mcp.tools import McpPolicy, parse_tool_servers
+from rostra.api.responses.service import ResponsesService
 from rostra.config import Settings
 from rostra.engines.base import Engine
 from rostra.parsing.reasoning import reasoning_parser_class
@@ -36,10 +39,7 @@ from rostra.server.middleware import (
 from rostra.server.routes import ROUTERS
 from rostra.serving.chat import ChatService
 from rostra.serving.completions import CompletionService
-from rostra.serving.conversations import ConversationsService
-from rostra.serving.mcp_tools import McpPolicy, parse_tool_servers
 from rostra.serving.reasoning_crypto import ReasoningSealer, decode_key
-from rostra.serving.responses import ResponsesService
 from rostra.store import default_data_dir
 from rostra.store.base import ResponseStore
 

@@ -12,6 +12,8 @@ from typing import Callable
 
 from starlette.requests import Request
 
+from rostra.api.responses.conversations import ConversationsService
+from rostra.api.responses.service import ResponsesService
 from rostra.config import Settings
 from rostra.engines.base import Engine
 from rostra.generation_defaults import GenerationDefaults
@@ -20,8 +22,6 @@ from rostra.server.admission import Admission
 from rostra.server.metrics import Metrics
 from rostra.serving.chat import ChatService
 from rostra.serving.completions import CompletionService
-from rostra.serving.conversations import ConversationsService
-from rostra.serving.responses import ResponsesService
 from rostra.store.base import ResponseStore
 
 

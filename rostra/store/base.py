@@ -82,6 +82,13 @@ class ResponseStore(ABC):
     async def open(self) -> None:
         """Open (and create or migrate) the underlying storage. Call once before anything else."""
 
+    def claim(self) -> None:
+        """For a server: make sure no other server process uses this store, where the store cannot be
+        shared (raises StoreError naming the one that does). Held until `release()` or the process ends."""
+
+    def release(self) -> None:
+        """Give up what `claim()` took."""
+
     @abstractmethod
     async def close(self) -> None:
         """Flush and release the storage. The store cannot be used afterwards."""
@@ -96,6 +103,12 @@ class ResponseStore(ABC):
     @abstractmethod
     async def update(self, response: dict) -> None:
         """Replace the stored response object with the same `id`. Raises StoreError if unknown."""
+
+    @abstractmethod
+    async def progress(self, response: dict, owner: str) -> bool:
+        """The owner's update of a response it runs (queued -> in_progress): replace the stored object, but
+        only while `owner` still holds the lease and it is still running. False (nothing written) otherwise:
+        a run whose lease expired must not bring a response another replica failed back to in_progress."""
 
     @abstractmethod
     async def finish(self, response: dict, owner: str) -> bool:

@@ -272,6 +272,14 @@ class PostgresResponseStore(ResponseStore):
         if done == "SELECT 0":
             raise StoreError(f"no response {response['id']!r} to update")
 
+    async def progress(self, response: dict, owner: str) -> bool:
+        done = await self.pool.execute(
+            "WITH changed AS (UPDATE rostra_responses SET status = $1, body = $2 "
+            f"WHERE id = $3 AND owner = $4 AND {_RUNNING} RETURNING id) "
+            f"SELECT pg_notify('{CHANNEL}', id) FROM changed",
+            response.get("status"), dumps(response), response["id"], owner)
+        return done != "SELECT 0"
+
     async def finish(self, response: dict, owner: str) -> bool:
         async with self.pool.acquire() as conn, conn.transaction():
             done = await conn.execute(

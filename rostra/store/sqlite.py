@@ -27,6 +27,7 @@ from rostra.store.base import (
     failed_copy,
     failed_event,
 )
+from rostra.store.process_lock import ProcessLock
 from rostra.store.tables import ItemTable, dumps
 
 T = TypeVar("T")
@@ -178,6 +179,13 @@ class SqliteResponseStore(ResponseStore):
         self.path = Path(path)
         self._conn: sqlite3.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
+        self._lock = ProcessLock(self.path.with_name(self.path.name + ".lock"))
+
+    def claim(self) -> None:
+        self._lock.acquire()
+
+    def release(self) -> None:
+        self._lock.release()
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -288,6 +296,15 @@ class SqliteResponseStore(ResponseStore):
             (response.get("created_at"), response.get("status"), dumps(response), response["id"]))
         if cursor.rowcount == 0:
             raise StoreError(f"no response {response['id']!r} to update")
+
+    async def progress(self, response: dict, owner: str) -> bool:
+        return await self._run(self._progress_sync, response, owner)
+
+    @staticmethod
+    def _progress_sync(conn: sqlite3.Connection, response: dict, owner: str) -> bool:
+        return conn.execute(
+            f"UPDATE responses SET status = ?, body = ? WHERE id = ? AND owner = ? AND {_RUNNING}",
+            (response.get("status"), dumps(response), response["id"], owner)).rowcount > 0
 
     async def finish(self, response: dict, owner: str) -> bool:
         return await self._run(self._finish_sync, response, owner)

@@ -1,6 +1,7 @@
-"""The HTTP routes, one module per API; each module's `router` is included by the composition root (app.py)."""
+"""The HTTP routes, one module per API; each module's `router` is included by the composition root (app.py).
+The front ends that have a package of their own (rostra/api/<name>/) bring their router from there."""
 
-from rostra.server.routes import admin, completions, conversations, models, ops, responses, tokenize
+from rostra.api.responses import routes as responses
+from rostra.server.routes import admin, completions, models, ops, tokenize
 
-ROUTERS = [ops.router, models.router, completions.router, responses.router, conversations.router, tokenize.router,
-           admin.router]
+ROUTERS = [ops.router, models.router, completions.router, responses.router, tokenize.router, admin.router]

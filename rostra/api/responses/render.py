@@ -4,29 +4,27 @@ One `ResponseBuilder` per response: every semantic event becomes the OpenAI even
 (output_item.added, content_part.added, deltas, the .done events) with increasing
 sequence numbers, and the same calls keep `response["output"]` up to date. A non-streamed
 response is this builder's final object, so it is the fold of the very events a stream sends.
+MCP items are rendered by the McpRenderer it holds (`mcp`), through the builder's `event`, `open_item`
+and `index`.
 """
 
 from __future__ import annotations
 
-import secrets
 import time
 from typing import Any
 
+from rostra.api.responses.mcp.render import McpRenderer
+from rostra.api.responses.objects import new_id, snapshot
 from rostra.errors import APIError
 from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, ToolCallEnd, ToolCallStart
 from rostra.serving.chat import logprobs_content
-from rostra.serving.mcp_render import McpRendering
 from rostra.serving.reasoning_crypto import ReasoningSealer
 
 
-def new_id(prefix: str) -> str:
-    return f"{prefix}_{secrets.token_hex(16)}"
-
-
-class ResponseBuilder(McpRendering):
+class ResponseBuilder:
     def __init__(self, response: dict[str, Any]):
-        self._init_mcp()
         self.response = response
+        self.mcp = McpRenderer(self)
         self.sequence = 0
         self._open: dict[str, Any] | None = None  # the output item being written
         self._text = ""  # its text so far (message or reasoning)
@@ -42,7 +40,7 @@ class ResponseBuilder(McpRendering):
 
     def lifecycle(self, kind: str) -> dict[str, Any]:
         """response.created / in_progress / completed / incomplete / failed / cancelled... with a snapshot."""
-        return self.event(kind, response=_snapshot(self.response))
+        return self.event(kind, response=snapshot(self.response))
 
     # -- semantic events -----------------------------------------------------------------------
     def add(self, event: Event) -> list[dict[str, Any]]:
@@ -56,17 +54,18 @@ class ResponseBuilder(McpRendering):
             return self._write("reasoning", event.text) if event.text else []
         if isinstance(event, ToolCallStart):
             out = self._close()
-            if event.name in self.mcp:  # a tool rostra runs (MCP), not one the client runs
-                return out + self._open_mcp(event)
+            if self.mcp.handles(event.name):
+                self._open, opened = self.mcp.open(event)
+                return out + opened
             item = {"id": new_id("fc"), "type": "function_call", "call_id": event.id, "name": event.name,
                     "arguments": "", "status": "in_progress"}
-            return out + self._open_item(item)
+            return out + self.open_item(item)
         if isinstance(event, ToolCallArgs) and self._open and self._open["type"].startswith("mcp_"):
-            return self._mcp_args(self._open, event.text)
+            return self.mcp.arguments(self._open, event.text)
         if isinstance(event, ToolCallArgs) and self._open and self._open["type"] == "function_call":
             self._open["arguments"] += event.text
             return [self.event("response.function_call_arguments.delta", item_id=self._open["id"],
-                               output_index=self._index(), delta=event.text)]
+                               output_index=self.index(), delta=event.text)]
         if isinstance(event, ToolCallEnd):
             return self._close()
         if isinstance(event, Finish):
@@ -99,16 +98,16 @@ class ResponseBuilder(McpRendering):
         return out
 
     # -- output items --------------------------------------------------------------------------
-    def _index(self) -> int:
+    def index(self) -> int:
         return len(self.response["output"]) - 1
 
-    def _open_item(self, item: dict[str, Any]) -> list[dict[str, Any]]:
+    def open_item(self, item: dict[str, Any]) -> list[dict[str, Any]]:
         self.response["output"].append(item)
         self._open, self._text, self._logprobs = item, "", []
-        events = [self.event("response.output_item.added", output_index=self._index(), item=_snapshot(item))]
+        events = [self.event("response.output_item.added", output_index=self.index(), item=snapshot(item))]
         part = _empty_part(item["type"])
         if part is not None:
-            events.append(self.event("response.content_part.added", item_id=item["id"], output_index=self._index(),
+            events.append(self.event("response.content_part.added", item_id=item["id"], output_index=self.index(),
                                      content_index=0, part=part))
         return events
 
@@ -123,15 +122,15 @@ class ResponseBuilder(McpRendering):
             else:
                 item = {"id": new_id("rs"), "type": "reasoning", "summary": [], "content": [],
                         "status": "in_progress"}
-            out += self._open_item(item)
+            out += self.open_item(item)
         self._text += text
         if kind == "message":
             self._logprobs += logprobs or []
             out.append(self.event("response.output_text.delta", item_id=item["id"],
-                                  output_index=self._index(), content_index=0, delta=text, logprobs=logprobs or []))
+                                  output_index=self.index(), content_index=0, delta=text, logprobs=logprobs or []))
         else:
             out.append(self.event("response.reasoning_text.delta", item_id=item["id"],
-                                  output_index=self._index(), content_index=0, delta=text))
+                                  output_index=self.index(), content_index=0, delta=text))
         return out
 
     def _close(self, status: str = "completed") -> list[dict[str, Any]]:
@@ -139,8 +138,8 @@ class ResponseBuilder(McpRendering):
         if item is None:
             return []
         if item["type"].startswith("mcp_"):
-            return self._close_mcp(item, status)
-        index, item_id, out = self._index(), item["id"], []
+            return self.mcp.close(item, status)
+        index, item_id, out = self.index(), item["id"], []
         if item["type"] == "message":
             part = {"type": "output_text", "text": self._text, "annotations": [], "logprobs": self._logprobs}
             item["content"] = [part]
@@ -161,7 +160,7 @@ class ResponseBuilder(McpRendering):
             out.append(self.event("response.function_call_arguments.done", item_id=item_id, output_index=index,
                                   name=item["name"], arguments=item["arguments"]))
         item["status"] = status
-        out.append(self.event("response.output_item.done", output_index=index, item=_snapshot(item)))
+        out.append(self.event("response.output_item.done", output_index=index, item=snapshot(item)))
         return out
 
 
@@ -172,11 +171,3 @@ def _empty_part(item_type: str) -> dict[str, Any] | None:
         return {"type": "reasoning_text", "text": ""}
     return None
 
-
-def _snapshot(value: Any) -> Any:
-    """A copy of the state as it is now (later events must not change an event already sent)."""
-    if isinstance(value, dict):
-        return {key: _snapshot(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_snapshot(item) for item in value]
-    return value

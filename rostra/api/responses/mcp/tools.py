@@ -4,7 +4,7 @@ A request's `{"type": "mcp", ...}` tools name MCP servers: by `server_url` (only
 `--mcp-allow`: remote MCP is opt-in) or by the label of a `--tool-server` configured on rostra.
 Their tools are listed once per `previous_response_id` chain (a listing already in the
 conversation is reused, as OpenAI does), offered to the model beside the function tools, and
-the model's calls to them are run by rostra (see responses_mcp.py for the loop).
+the model's calls to them are run by rostra (see loop.py).
 """
 
 from __future__ import annotations
@@ -15,10 +15,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from rostra.errors import InvalidRequest
-from rostra.serving.mcp_client import McpServer, list_tools
-from rostra.serving.responses_render import new_id
-
-REDACTED = "<redacted>"
+from rostra.api.responses.objects import new_id
+from rostra.api.responses.mcp.client import McpServer, list_tools
+from rostra.api.responses.tools import McpTool, Tool
 
 
 @dataclass(frozen=True)
@@ -72,49 +71,30 @@ def parse_tool_servers(specs: list[str]) -> dict[str, str]:
     return servers
 
 
-def requested_servers(tools: list[dict[str, Any]] | None, policy: McpPolicy) -> list[tuple[McpServer, dict[str, Any]]]:
+def requested_servers(tools: list[Tool], policy: McpPolicy) -> list[tuple[McpServer, McpTool]]:
     """The request's MCP servers and their tool specs; a 400 for one the policy refuses."""
-    servers: list[tuple[McpServer, dict[str, Any]]] = []
-    for index, tool in enumerate(tools or []):
-        if tool.get("type") != "mcp":
+    servers: list[tuple[McpServer, McpTool]] = []
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, McpTool):
             continue
         param = f"tools[{index}]"
-        label = tool.get("server_label")
-        if not isinstance(label, str) or not label:
-            raise InvalidRequest("an mcp tool needs a server_label", param=f"{param}.server_label")
+        label = tool.server_label
         if any(server.label == label for server, _ in servers):
             raise InvalidRequest(f"server_label {label!r} is used twice", param=f"{param}.server_label")
-        url = tool.get("server_url")
+        url = tool.server_url
         if url is None and label in policy.tool_servers:
             url = policy.tool_servers[label]
         elif url is None:
             raise InvalidRequest(f"no server_url, and no tool server labelled {label!r} is configured "
                                  "(rostra serve --tool-server)", param=f"{param}.server_url")
-        elif not isinstance(url, str) or not policy.allows(url):
+        elif not policy.allows(url):
             raise InvalidRequest("this server_url's host is not allowed for MCP (the operator allows hosts with "
                                  "rostra serve --mcp-allow)", param=f"{param}.server_url")
-        servers.append((McpServer(label, url, _headers(tool, param), policy.timeout, policy.max_output), tool))
+        servers.append((McpServer(label, url, tool.request_headers(), policy.timeout, policy.max_output), tool))
     return servers
 
 
-def _headers(tool: dict[str, Any], param: str) -> dict[str, str]:
-    headers = tool.get("headers") or {}
-    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
-        raise InvalidRequest("headers must map names to strings", param=f"{param}.headers")
-    if isinstance(tool.get("authorization"), str):
-        headers = {**headers, "Authorization": f"Bearer {tool['authorization']}"}
-    return dict(headers)
-
-
-def redacted(tool: dict[str, Any]) -> dict[str, Any]:
-    """An mcp tool as the response echoes (and the store keeps) it: no header value, no token in clear."""
-    out = {key: value for key, value in tool.items() if key != "authorization"}
-    if isinstance(out.get("headers"), dict):
-        out["headers"] = {name: REDACTED for name in out["headers"]}
-    return out
-
-
-async def resolve(servers: list[tuple[McpServer, dict[str, Any]]], conversation: list[dict[str, Any]],
+async def resolve(servers: list[tuple[McpServer, McpTool]], conversation: list[dict[str, Any]],
                   function_names: set[str]) -> McpTools:
     """List each server's tools (or reuse a listing already in the conversation) and route them."""
     cached = {item["server_label"]: item for item in conversation
@@ -128,7 +108,7 @@ async def resolve(servers: list[tuple[McpServer, dict[str, Any]]], conversation:
     listing = {**cached, **{item["server_label"]: item for item in result.listings}}
     for server, spec in servers:
         for tool in listing[server.label]["tools"]:
-            if not _matches(spec.get("allowed_tools"), tool, default=True):
+            if not _matches(spec.allowed_tools, tool, default=True):
                 continue
             if tool["name"] in function_names or tool["name"] in result.routes:
                 raise InvalidRequest(f"tool name {tool['name']!r} is offered twice (MCP server "
@@ -152,9 +132,9 @@ def _matches(rule: Any, tool: dict[str, Any], default: bool) -> bool:
     return default
 
 
-def _needs_approval(spec: dict[str, Any], tool: dict[str, Any]) -> bool:
+def _needs_approval(spec: McpTool, tool: dict[str, Any]) -> bool:
     """OpenAI's rule: approval is required unless `require_approval` says `never` for this tool."""
-    rule = spec.get("require_approval")
+    rule = spec.require_approval
     if rule is None or rule == "always":
         return True
     if rule == "never":

@@ -2,7 +2,7 @@
 
 `POST /v1/responses` with `conversation` prepends the conversation's items to its input, and once the
 response has ended (completed or incomplete) appends its input and output items to the conversation, so
-the next response sees them (rostra/serving/responses.py). Items are stored as the API returns them
+the next response sees them (service.py). Items are stored as the API returns them
 (ConversationItem: each with an id and a status).
 """
 
@@ -12,9 +12,9 @@ import time
 from typing import Any
 
 from rostra.errors import InvalidRequest, NotFound
-from rostra.protocol.conversations import CreateConversationBody, CreateConversationItemsBody, UpdateConversationBody
-from rostra.serving.responses import normalize_input, with_status
-from rostra.serving.responses_render import new_id
+from rostra.api.responses.items import normalize_input, with_status
+from rostra.api.responses.models import CreateConversationBody, CreateConversationItemsBody, UpdateConversationBody
+from rostra.api.responses.objects import new_id
 from rostra.store.base import ResponseStore, StoreError
 
 MAX_ITEMS_PER_CALL = 20  # OpenAI's bound on items given at once

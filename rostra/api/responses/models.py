@@ -1,4 +1,5 @@
-"""Responses API request model."""
+"""The request bodies of the Responses and Conversations APIs (input items and tools are typed in items.py and
+tools.py, where the service reads them)."""
 
 from __future__ import annotations
 
@@ -72,3 +73,20 @@ class CreateResponseRequest(RequestModel):
     def unsupported(self) -> InvalidRequest | None:
         return (refuse_if_set(self, _REFUSED) or check_service_tier(self.service_tier)
                 or check_verbosity(self.text.verbosity if self.text else None, "text.verbosity"))
+
+
+# -- Conversations: unknown fields are refused, as OpenAI refuses them -----------------------------------------
+class CreateConversationBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    metadata: Any = None
+    items: Any = None
+
+
+class UpdateConversationBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    metadata: Any
+
+
+class CreateConversationItemsBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    items: Any

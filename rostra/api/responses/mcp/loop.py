@@ -12,13 +12,14 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, AsyncGenerator
 
+from rostra.api.responses.items import MCP_ITEM_TYPES
+from rostra.api.responses.mcp.client import CallResult, call_tool
+from rostra.api.responses.mcp.tools import McpTools
+from rostra.api.responses.objects import new_id
+from rostra.api.responses.render import ResponseBuilder
 from rostra.errors import InvalidRequest
-from rostra.serving.mcp_client import CallResult, call_tool
-from rostra.serving.mcp_tools import McpTools
-from rostra.serving.responses_render import ResponseBuilder, new_id
 
 MAX_TURNS = 32  # model turns in one response, at most, when max_tool_calls does not say less
-MCP_ITEM_TYPES = {"mcp_list_tools", "mcp_call", "mcp_approval_request", "mcp_approval_response"}
 _NOT_RUN = CallResult(error={"type": "mcp_tool_execution_error", "content": [
     {"type": "text", "text": "not run: the response reached max_tool_calls"}]})
 
@@ -46,7 +47,7 @@ class ToolLoop:
         self.calls += len(allowed)
         results = await asyncio.gather(*(self._call(item) for item in allowed))
         for item, result in zip(calls, [*results, *[_NOT_RUN] * (len(calls) - len(allowed))]):
-            for event in builder.call_done(item, result):
+            for event in builder.mcp.call_done(item, result):
                 yield event
 
     async def _call(self, item: dict[str, Any]) -> CallResult:
@@ -120,20 +121,4 @@ def _result_text(item: dict[str, Any]) -> str:
         texts = [block.get("text", "") for block in error.get("content") or [] if isinstance(block, dict)]
         return "Error: " + ("\n".join(texts) or "the tool failed")
     return f"Error: {error.get('message', 'the tool call failed')}"
-
-
-def check_mcp_item(item: dict[str, Any], param: str) -> None:
-    """Input MCP items (as a stateless client sends them back): the fields rostra reads."""
-    kind = item["type"]
-    if kind == "mcp_approval_response":
-        if not isinstance(item.get("approval_request_id"), str) or not isinstance(item.get("approve"), bool):
-            raise InvalidRequest("an mcp_approval_response needs approval_request_id and approve", param=param)
-    elif kind in ("mcp_call", "mcp_approval_request"):
-        if not all(isinstance(item.get(key), str) for key in ("server_label", "name", "arguments")):
-            raise InvalidRequest(f"an {kind} needs server_label, name and arguments", param=param)
-    elif kind == "mcp_list_tools":
-        tools = item.get("tools")
-        if not isinstance(item.get("server_label"), str) or not isinstance(tools, list) or not all(
-                isinstance(tool, dict) and isinstance(tool.get("name"), str) for tool in tools):
-            raise InvalidRequest("an mcp_list_tools needs server_label and tools (each with a name)", param=param)
 

@@ -1,0 +1,13 @@
+"""The Responses API (and the Conversations API its responses read and extend), one package:
+
+- models.py: the request bodies; items.py and tools.py: input items and tools, typed (one discriminated union
+  each: adding an item or tool type is adding a model there); typed.py: how those unions are parsed into 400s.
+- service.py: a request -> the chat job of each model turn (to_chat.py) -> semantic events -> the response.
+- render.py: semantic events -> Responses stream events and the response object they build (MCP items by
+  mcp/render.py, a part it holds).
+- runs.py: the runs of stored responses: leases, background tasks, followers, cancel, delete; event_log.py: their
+  events on the way to the store.
+- mcp/: MCP servers (client.py), which a request may use (tools.py), the tool loop (loop.py), their items
+  (render.py).
+- conversations.py: the Conversations API's service; routes.py: both APIs' routes (`router`).
+"""

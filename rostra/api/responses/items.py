@@ -1,0 +1,147 @@
+"""The Responses API's input items, typed: one model per item `type`, joined in one discriminated union.
+
+Adding an item type is adding its model here and naming it in `InputItem` (its id prefix and what it needs
+come with it). Items are validated at the boundary, then kept as the JSON objects the store holds and the API
+returns (each with an id; a message's string content as a text part), so what a client sent is what it reads back.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+
+from rostra.api.responses.objects import new_id
+from rostra.api.responses.typed import Tagged, members_by_tag, parse_tagged
+from rostra.errors import InvalidRequest
+
+
+class Item(Tagged):
+    id_prefix: ClassVar[str]
+    id: str | None = None  # absent or null (as SDKs send an approval response's): one is given
+
+    @model_validator(mode="after")
+    def _named(self) -> Item:
+        if not self.id:
+            self.id = new_id(self.id_prefix)
+        return self
+
+
+class TextPart(BaseModel):
+    """A text part of a message (input_text, output_text...): what rostra reads is its text."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    type: str | None = None
+    text: str
+
+
+class MessageItem(Item):
+    id_prefix = "msg"
+    requirement = "a message needs a role and content"
+    field_messages = {"role": "a message needs a role: user, system, developer or assistant",
+                      "content": "message content must be a string or text parts"}
+    type: Literal["message"]
+    role: Literal["user", "system", "developer", "assistant"]
+    content: str | list[TextPart]
+
+    @model_validator(mode="after")
+    def _parts(self) -> MessageItem:
+        if isinstance(self.content, str):  # stored as the part the API lists it with
+            self.content = [TextPart.model_validate(text_part(self.role, self.content))]
+        return self
+
+
+class FunctionCallItem(Item):
+    id_prefix = "fc"
+    requirement = "a function_call needs call_id, name and arguments"
+    type: Literal["function_call"]
+    call_id: str
+    name: str
+    arguments: str
+
+
+class FunctionCallOutputItem(Item):
+    id_prefix = "fco"
+    requirement = "a function_call_output needs call_id and output"
+    type: Literal["function_call_output"]
+    call_id: str
+    output: Any  # a string, or content parts
+
+
+class ReasoningItem(Item):
+    """Its text is read (and its content/summary/encrypted_content checked) by rostra/serving/reasoning_crypto.py,
+    which names the field at fault."""
+
+    id_prefix = "rs"
+    type: Literal["reasoning"]
+
+
+class McpListedTool(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+    name: str
+
+
+class McpListToolsItem(Item):
+    id_prefix = "mcpl"
+    requirement = "an mcp_list_tools needs server_label and tools (each with a name)"
+    type: Literal["mcp_list_tools"]
+    server_label: str
+    tools: list[McpListedTool]
+
+
+class McpCallItem(Item):
+    id_prefix = "mcp"
+    requirement = "an mcp_call needs server_label, name and arguments"
+    type: Literal["mcp_call"]
+    server_label: str
+    name: str
+    arguments: str
+
+
+class McpApprovalRequestItem(Item):
+    id_prefix = "mcpr"
+    requirement = "an mcp_approval_request needs server_label, name and arguments"
+    type: Literal["mcp_approval_request"]
+    server_label: str
+    name: str
+    arguments: str
+
+
+class McpApprovalResponseItem(Item):
+    id_prefix = "mcpa"
+    requirement = "an mcp_approval_response needs approval_request_id and approve"
+    type: Literal["mcp_approval_response"]
+    approval_request_id: str
+    approve: bool
+
+
+InputItem = Annotated[Union[MessageItem, FunctionCallItem, FunctionCallOutputItem, ReasoningItem, McpListToolsItem,
+                            McpCallItem, McpApprovalRequestItem, McpApprovalResponseItem], Field(discriminator="type")]
+_ADAPTER: TypeAdapter[InputItem] = TypeAdapter(InputItem)
+ITEM_KINDS = members_by_tag(InputItem)
+MCP_ITEM_TYPES = {"mcp_list_tools", "mcp_call", "mcp_approval_request", "mcp_approval_response"}
+
+
+def parse_item(raw: Any, param: str) -> InputItem:
+    return parse_tagged(_ADAPTER, ITEM_KINDS, raw, param, "input item", default_type="message")
+
+
+def normalize_input(value: str | list[Any], param: str = "input") -> list[dict[str, Any]]:
+    """The input as stored items: each has a type and an id. `param` names the list in errors."""
+    if isinstance(value, str):
+        value = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": value}]}]
+    if not value:
+        raise InvalidRequest(f"{param} must not be empty", param=param)
+    return [parse_item(raw, f"{param}[{index}]").stored() for index, raw in enumerate(value)]
+
+
+def text_part(role: str, text: str) -> dict[str, Any]:
+    """A message's text as the part the API lists it with (an assistant's is output text)."""
+    if role == "assistant":
+        return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+    return {"type": "input_text", "text": text}
+
+
+def with_status(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Items as the API returns them from a conversation: every one has a status."""
+    return [{**item, "status": item.get("status") or "completed"} for item in items]

@@ -1,0 +1,321 @@
+"""The Responses API over the Chat Completions pipeline.
+
+A Responses request is turned into the equivalent chat request (input items and the stored
+conversation of `previous_response_id` -> messages; function tools -> chat tools;
+text.format -> response_format: to_chat.py) and prepared by the ChatService, so tool parsing, reasoning
+parsing and constraints are the same for every model and engine. Its semantic events are
+rendered by a ResponseBuilder (render.py); the response object is kept in the store (SQLite by default),
+and the runs of stored responses (leases, background tasks, followers, cancel, delete) are the RunRegistry's
+(runs.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any, AsyncGenerator, Callable
+
+from rostra.api.responses.event_log import DEFAULT_INTERVAL
+from rostra.api.responses.items import MCP_ITEM_TYPES, normalize_input, with_status
+from rostra.api.responses.mcp.loop import ToolLoop, approved_calls, awaits_client
+from rostra.api.responses.mcp.tools import McpPolicy, McpTools, requested_servers, resolve
+from rostra.api.responses.models import CreateResponseRequest
+from rostra.api.responses.objects import new_id
+from rostra.api.responses.render import ResponseBuilder
+from rostra.api.responses.runs import RunRegistry, ended_on_error
+from rostra.api.responses.to_chat import LOGPROBS, chat_request, next_start
+from rostra.api.responses.tools import FunctionTool, Tool, parse_tools
+from rostra.errors import APIError, InvalidRequest, NotFound
+from rostra.generation_defaults import GenerationDefaults
+from rostra.parsing.events import Finish
+from rostra.serving.chat import ChatService
+from rostra.serving.deadline import NO_DEADLINE, Deadline
+from rostra.serving.generation import ChoiceRun, Job, RequestStats
+from rostra.serving.reasoning_crypto import ReasoningSealer, opened
+from rostra.store.base import ResponseStore, StoreError
+
+log = logging.getLogger("rostra.responses")
+
+MAX_HISTORY = 100  # previous_response_id links followed at most
+MAX_HISTORY_ITEMS = 10_000  # conversation items read into one prompt at most
+ENCRYPTED_REASONING = "reasoning.encrypted_content"  # the `include` value asking for sealed reasoning items
+# What `include` may name (OpenAI's list); the values for tools rostra does not have change nothing.
+INCLUDABLE = {LOGPROBS, ENCRYPTED_REASONING, "file_search_call.results", "web_search_call.results",
+              "web_search_call.action.sources", "message.input_image.image_url",
+              "computer_call_output.output.image_url", "code_interpreter_call.outputs"}
+# The output items a later turn of the conversation reads again.
+REPLAYED = {"message", "function_call", "reasoning", "function_call_output", *MCP_ITEM_TYPES}
+
+
+@dataclass
+class ResponseJob:
+    """One prepared Responses request: the chat job that generates it and the builder that is its response."""
+
+    request: CreateResponseRequest
+    chat: Job
+    builder: ResponseBuilder
+    items: list[dict[str, Any]]  # the request's input items, as stored
+    conversation: list[dict[str, Any]] = field(default_factory=list)  # the stored history, then the input items
+    loop: ToolLoop = field(default_factory=lambda: ToolLoop(McpTools()))  # MCP tools run by rostra
+    ready: list[dict[str, Any]] = field(default_factory=list)  # output items made before the model runs (MCP)
+    turns: list[Job] = field(default_factory=list)  # the chat job of every model turn, `chat` the last
+    tools: list[Tool] = field(default_factory=list)  # the request's tools, typed
+
+    # What the access log and the request log read of any job.
+    @property
+    def id(self) -> str:
+        return str(self.builder.response["id"])
+
+    @property
+    def model(self) -> str:
+        return self.chat.model
+
+    @property
+    def stats(self) -> RequestStats:
+        return self.chat.stats
+
+    @property
+    def runs(self) -> list[ChoiceRun]:
+        return self.chat.runs
+
+
+class ResponsesService:
+    def __init__(self, chat: ChatService, store: ResponseStore, mcp_policy: McpPolicy = McpPolicy(),
+                 sealer: ReasoningSealer | None = None, *, lease_seconds: float = 10.0,
+                 event_interval: float = DEFAULT_INTERVAL):
+        self.chat = chat
+        self.store = store
+        self.mcp_policy = mcp_policy
+        self.sealer = sealer or ReasoningSealer(key=secrets.token_bytes(32))  # a key for this process only
+        self.runs = RunRegistry(store, lease_seconds=lease_seconds, event_interval=event_interval)
+
+    async def start(self) -> None:
+        """After the store is open: recover what a previous run left, then keep leases."""
+        await self.runs.start()
+
+    async def stop(self) -> None:
+        """At shutdown, before the store closes."""
+        await self.runs.stop()
+
+    # -- create ----------------------------------------------------------------------------
+    async def prepare(self, request: CreateResponseRequest) -> ResponseJob:
+        if request.background and not request.store:
+            raise InvalidRequest("background responses must be stored (store: true)", param="background")
+        for index, value in enumerate(request.include or []):
+            if value not in INCLUDABLE:
+                raise InvalidRequest(f"include: unknown value {value!r}", param=f"include[{index}]")
+        items = normalize_input(request.input)
+        tools = parse_tools(request.tools)
+        reference = conversation_id(request)
+        if reference and request.previous_response_id:
+            raise InvalidRequest("give either previous_response_id or conversation, not both", param="conversation")
+        if reference:
+            history = await self._conversation_items(reference)
+        elif request.previous_response_id:
+            history = await self._conversation(request.previous_response_id)
+        else:
+            history = []
+        conversation = (opened(history, self.sealer, "conversation" if reference else "previous_response_id")
+                        + opened(items, self.sealer))
+        servers = requested_servers(tools, self.mcp_policy)
+        functions = {tool.name for tool in tools if isinstance(tool, FunctionTool)}
+        loop = ToolLoop(await resolve(servers, conversation, functions) if servers else McpTools(),
+                        request.max_tool_calls)
+        ready = loop.tools.listings + await approved_calls(items, conversation, loop)
+        builder = ResponseBuilder(base_response(request, tools, self.chat.defaults))
+        job = await self._turn(request, tools, conversation + ready, loop.chat_tools(), builder)
+        builder.mcp.tools = loop.tools.labels()
+        if ENCRYPTED_REASONING in (request.include or []):
+            builder.sealer = self.sealer
+        return ResponseJob(request, job, builder, items, conversation, loop, ready, [job], tools)
+
+    async def _turn(self, request: CreateResponseRequest, tools: list[Tool], conversation: list[dict[str, Any]],
+                    mcp_tools: list[dict[str, Any]], builder: ResponseBuilder) -> Job:
+        """The chat job of one model turn. With `truncation: "auto"`, a conversation that outgrows the context
+        loses its oldest items (whole turns: it then starts at a user message) until it fits; the response says how
+        many (`truncated_items`)."""
+        dropped = 0
+        while True:
+            try:
+                job = await self.chat.prepare(chat_request(request, tools, conversation[dropped:], mcp_tools))
+                break
+            except InvalidRequest as exc:
+                if request.truncation != "auto" or exc.code != "context_length_exceeded":
+                    raise
+                start = next_start(conversation, dropped)
+                if start is None:  # nothing left to drop but the newest item
+                    raise
+                dropped = start
+        if dropped:
+            builder.response["truncated_items"] = max(dropped, builder.response.get("truncated_items", 0))
+            log.info("response %s: %d oldest conversation items dropped to fit the context",
+                     builder.response["id"], dropped)
+        return job
+
+    async def complete(self, job: ResponseJob, deadline: Deadline = NO_DEADLINE) -> dict[str, Any]:
+        """A non-streamed response: the fold of its events. A failure is raised (as for Chat), once stored."""
+        try:
+            async with aclosing(self._events(job, deadline)) as events:
+                async for _ in events:
+                    pass
+        finally:
+            if job.request.store and job.builder.response["status"] != "in_progress":  # not if the client left
+                await self.store.create(job.builder.response, job.items)
+        if job.builder.error is not None:
+            raise job.builder.error
+        return job.builder.response
+
+    async def stream(self, job: ResponseJob, deadline: Deadline = NO_DEADLINE) -> AsyncGenerator[dict[str, Any], None]:
+        """A streamed response; every event is stored as it goes (when stored) for replay."""
+        events = self._events(job, deadline)
+        if job.request.store:
+            events = self.runs.stream(job.builder.response, job.items, events, job.builder.fail)
+        else:
+            events = ended_on_error(events, job.builder.fail)
+        async with aclosing(events):
+            async for event in events:
+                yield event
+
+    async def start_background(self, job: ResponseJob, deadline: Deadline,
+                               on_done: Callable[[], None]) -> dict[str, Any]:
+        """Store the response as queued and run it in a task of its own; `on_done` runs when the run has
+        ended, however it ends."""
+        return await self.runs.launch(job.builder.response, job.items, self._events(job, deadline),
+                                      job.builder.fail, on_done)
+
+    async def _events(self, job: ResponseJob, deadline: Deadline) -> AsyncGenerator[dict[str, Any], None]:
+        builder = job.builder
+        yield builder.lifecycle("response.created")
+        builder.response["status"] = "in_progress"
+        yield builder.lifecycle("response.in_progress")
+        for item in job.ready:
+            for out in builder.mcp.whole_item(item):
+                yield out
+        reason = "stop"
+        try:
+            while True:  # one model turn, then the MCP calls it made, as long as the model makes some
+                start = len(builder.response["output"])
+                async with aclosing(deadline.bound(self.chat.events(job.chat))) as events:
+                    async for _, event in events:
+                        for out in builder.add(event):
+                            yield out
+                        if isinstance(event, Finish):
+                            reason = event.reason
+                calls, builder.mcp.pending_calls = builder.mcp.pending_calls, []
+                if not calls:
+                    break
+                async with aclosing(deadline.bound(job.loop.run(builder, calls))) as ended:  # runs them
+                    async for out in ended:
+                        yield out
+                if awaits_client(builder.response["output"][start:]) or reason != "tool_calls":
+                    break
+                job.loop.turns += 1
+                # A forced tool_choice was for the first turn: later ones are free to answer.
+                later = job.request.model_copy(update={"tool_choice": None})
+                job.chat = await self._turn(later, job.tools, job.conversation + builder.response["output"],
+                                            job.loop.chat_tools(), builder)
+                job.turns.append(job.chat)
+        except APIError as exc:  # the engine failed, the deadline passed, or a later turn was refused
+            for out in builder.fail(exc):
+                yield out
+            return
+        final = builder.finish(reason, response_usage(*(job.turns or [job.chat])))
+        conversation = conversation_id(job.request)
+        if conversation:  # before the client hears of the end, so its next response sees these items
+            output = [item for item in builder.response["output"] if item.get("type") in REPLAYED]
+            await self.store.add_conversation_items(conversation, with_status(job.items + output))
+        yield final
+
+    # -- read, follow, cancel, delete (the run registry's) -------------------------------------------
+    async def retrieve(self, response_id: str) -> dict[str, Any]:
+        return await self.runs.retrieve(response_id)
+
+    def follow(self, response_id: str, starting_after: int | None) -> AsyncGenerator[dict[str, Any], None]:
+        return self.runs.follow(response_id, starting_after)
+
+    async def cancel(self, response_id: str) -> dict[str, Any]:
+        return await self.runs.cancel(response_id)
+
+    async def delete(self, response_id: str) -> dict[str, Any]:
+        return await self.runs.delete(response_id)
+
+    async def input_items(self, response_id: str, after: str | None, limit: int, order: str) -> dict[str, Any]:
+        await self.retrieve(response_id)
+        try:
+            items, has_more = await self.store.input_items(response_id, after=after, limit=limit, order=order)
+        except StoreError as exc:
+            raise InvalidRequest(str(exc), param="after") from exc
+        return {"object": "list", "data": items, "has_more": has_more,
+                "first_id": items[0]["id"] if items else None, "last_id": items[-1]["id"] if items else None}
+
+    # -- the conversation a request continues --------------------------------------------------------
+    async def _conversation_items(self, conversation: str) -> list[dict[str, Any]]:
+        if await self.store.get_conversation(conversation) is None:
+            raise NotFound(f"Conversation with id '{conversation}' not found.", param="conversation")
+        items, _ = await self.store.conversation_items(conversation, limit=MAX_HISTORY_ITEMS, order="asc")
+        return items
+
+    async def _conversation(self, response_id: str) -> list[dict[str, Any]]:
+        """Every item of the conversation up to and including `response_id`'s output, oldest first."""
+        chain: list[dict[str, Any]] = []
+        current: str | None = response_id
+        while current:
+            if len(chain) >= MAX_HISTORY:
+                raise InvalidRequest("previous_response_id chain is too long", param="previous_response_id")
+            response = await self.store.get(current)
+            if response is None:
+                raise NotFound(f"Previous response with id '{current}' not found.", param="previous_response_id")
+            chain.append(response)
+            current = response.get("previous_response_id")
+        items: list[dict[str, Any]] = []
+        for response in reversed(chain):
+            stored, _ = await self.store.input_items(response["id"], limit=10_000, order="asc")
+            items += stored + [item for item in response["output"] if item.get("type") in REPLAYED]
+        return items
+
+
+def conversation_id(request: CreateResponseRequest) -> str | None:
+    conversation = request.conversation
+    if isinstance(conversation, dict):
+        reference = conversation.get("id")
+        if not isinstance(reference, str):
+            raise InvalidRequest("conversation must be an id or {\"id\": ...}", param="conversation")
+        return reference
+    return conversation
+
+
+def base_response(request: CreateResponseRequest, tools: list[Tool],
+                  defaults: GenerationDefaults = GenerationDefaults()) -> dict[str, Any]:
+    """The response object before any output; temperature and top_p are those in force."""
+    return {
+        "id": new_id("resp"), "object": "response", "created_at": int(time.time()), "status": "in_progress",
+        "completed_at": None, "error": None, "incomplete_details": None, "instructions": request.instructions,
+        "model": request.model, "output": [], "tools": [tool.echo() for tool in tools],
+        "parallel_tool_calls": request.parallel_tool_calls, "metadata": request.metadata or {},
+        "tool_choice": request.tool_choice or "auto",
+        "temperature": defaults.get("temperature", 1.0) if request.temperature is None else request.temperature,
+        "top_p": defaults.get("top_p", 1.0) if request.top_p is None else request.top_p,
+        "max_output_tokens": request.max_output_tokens, "max_tool_calls": request.max_tool_calls,
+        "previous_response_id": request.previous_response_id,
+        "reasoning": {"effort": request.reasoning.effort if request.reasoning else None, "summary": None},
+        "store": request.store, "background": request.background, "truncation": request.truncation or "disabled",
+        "conversation": {"id": conversation_id(request)} if request.conversation else None,
+        "text": {"format": (request.text.format if request.text and request.text.format else {"type": "text"})},
+        **({"user": request.user} if request.user is not None else {}),  # usage: set when it finishes
+    }
+
+
+def response_usage(*turns: Job) -> dict[str, Any]:
+    """The usage of a response: all its model turns' (each turn reads its whole prompt again)."""
+    usages = [job.stats.usage() for job in turns]
+    input_tokens = sum(usage["prompt_tokens"] for usage in usages)
+    output_tokens = sum(usage["completion_tokens"] for usage in usages)
+    return {"input_tokens": input_tokens,
+            "input_tokens_details": {"cached_tokens": sum(job.stats.cached_tokens for job in turns),
+                                     "cache_write_tokens": 0},
+            "output_tokens": output_tokens,
+            "output_tokens_details": {"reasoning_tokens": sum(job.stats.reasoning_tokens or 0 for job in turns)},
+            "total_tokens": input_tokens + output_tokens}
