@@ -97,9 +97,8 @@ def custom_input(arguments: str) -> str:
         value = json.loads(arguments)
     except ValueError:
         return arguments
-    if isinstance(value, dict) and isinstance(value.get("input"), str):
-        return value["input"]
-    return arguments
+    text = value.get("input") if isinstance(value, dict) else None
+    return text if isinstance(text, str) else arguments
 
 
 def shell_action(arguments: str) -> dict[str, Any]:
