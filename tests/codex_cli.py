@@ -49,6 +49,7 @@ class CodexRun:
     last_message: str  # what -o wrote: the agent's final message
     stderr: str
     items: list[dict[str, Any]] = field(default_factory=list)  # the completed items, in order
+    session: list[dict[str, Any]] = field(default_factory=list)  # Codex's own record of the session (its rollout)
 
     def of_type(self, kind: str) -> list[dict[str, Any]]:
         return [item for item in self.items if item.get("type") == kind]
@@ -71,7 +72,10 @@ def codex_exec(base_url: str, workdir: Path, prompt: str, *args: str, model: str
                           stdin=subprocess.DEVNULL)
     events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     items = [event["item"] for event in events if event.get("type") == "item.completed"]
-    return CodexRun(done.returncode, events, last.read_text() if last.exists() else "", done.stderr, items)
+    session = [json.loads(line) for rollout in sorted(home.glob("sessions/**/rollout-*.jsonl"))
+               for line in rollout.read_text().splitlines() if line.startswith("{")]
+    return CodexRun(done.returncode, events, last.read_text() if last.exists() else "", done.stderr, items,
+                    session)
 
 
 def offline_env(home: Path) -> dict[str, str]:
