@@ -101,3 +101,22 @@ def test_auto_compaction(codex_server, workdir):
     [compacted] = [record for record in run.session if record.get("type") == "compacted"]
     assert "The user asked to count files; ls found notes.txt." in compacted["payload"]["message"]
     assert run.last_message == "The directory holds notes.txt."
+
+
+@pytest.fixture(scope="module")
+def embedded_server():
+    """`rostra serve` at its defaults: the embedded SmolLM2-135M on llama.cpp (its 8192-token context holds
+    Codex's prompt, about 4,800 tokens of it)."""
+    server = RunningServer(["--parallel", "1"])
+    yield server
+    server.stop()
+
+
+def test_a_run_on_the_embedded_model_ends_cleanly(embedded_server, workdir):
+    """A 135M model cannot do the task, but whatever it writes (text, or markup that looks like a call) Codex
+    gets a well-formed stream and the run ends: no protocol error, no retry."""
+    run = codex_exec(embedded_server.v1, workdir, "Say hello.", model="SmolLM2-135M-Instruct", timeout=900)
+    assert run.returncode == 0, (run.errors(), run.stderr[-2000:])
+    assert not run.errors()
+    assert [event["type"] for event in run.events if event["type"].startswith("turn.")] == ["turn.started",
+                                                                                             "turn.completed"]
