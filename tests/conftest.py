@@ -79,3 +79,7 @@ def postgres():
         pytest.skip(reason)
     yield server
     server.stop()
+app_clients_server = server_fixture(*scripted("app_clients.jsonl", "--tool-call-parser", "hermes", "--reasoning-parser",
+                                              "qwen3", "--served-model-name", "scripted", "gpt-5-mini"),
+                                    doc="The Vercel AI SDK's and instructor's tests (gpt-5-mini: a reasoning model "
+                                        "to the AI SDK).")

@@ -98,6 +98,11 @@ CLIENT_DEFAULTS = [
                              "reasoning": {"effort": "low", "summary": "auto"}, "max_tool_calls": 3,
                              "stream_options": {"include_obfuscation": False}, "safety_identifier": "s"}),
     (CompletionRequest, {"user": "u", "best_of": 1, "echo": False, "suffix": None, "stream_options": None}),
+    # Codex CLI 0.169 (under an OpenAI model name), and the openai SDK's request-level image options.
+    (CreateResponseRequest, {"client_metadata": {"x-codex-window-id": "w:0", "turn_id": "t"}, "stream": True,
+                             "text": {"verbosity": "low"}, "tool_choice": "auto", "parallel_tool_calls": True,
+                             "reasoning": {"effort": "medium"}, "store": False, "prompt_cache_key": "k",
+                             "include": ["reasoning.encrypted_content"], "image": {"detail": "auto"}}),
 ]
 
 
@@ -122,7 +127,7 @@ REFUSED = [
     (CreateResponseRequest, {"prompt": {"id": "pmpt_1"}}, "prompt"),
     (CreateResponseRequest, {"context_management": [{"type": "compaction"}]}, "context_management"),
     (CreateResponseRequest, {"service_tier": "priority"}, "service_tier"),
-    (CreateResponseRequest, {"text": {"verbosity": "high"}}, "text.verbosity"),
+    (CreateResponseRequest, {"access_programs": {"cyber": "standard"}}, "access_programs"),
 ]
 
 

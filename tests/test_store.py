@@ -260,7 +260,7 @@ def test_sqlite_wal_mode(tmp_path):
         assert conn.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal"
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_sqlite_upgrade_from_older_schemas(tmp_path, version):
     """A store written by an older rostra (the first release; conversations without leases) opens,
     keeps its data and gets the newer tables and columns."""
@@ -268,11 +268,13 @@ def test_sqlite_upgrade_from_older_schemas(tmp_path, version):
     with sqlite3.connect(path) as conn:
         for script in MIGRATIONS[:version]:
             conn.executescript(script)
-        conn.execute("INSERT INTO responses VALUES ('resp_old', 1, 'in_progress', '{\"id\": \"resp_old\"}')")
+        conn.execute("INSERT INTO responses (id, created_at, status, body) VALUES ('resp_old', 1, 'in_progress', "
+                     "'{\"id\": \"resp_old\", \"output\": [{\"id\": \"msg_old\", \"type\": \"message\"}]}')")
         conn.execute(f"PRAGMA user_version = {version}")
 
     async def body(store):
-        assert await store.get("resp_old") == {"id": "resp_old"}
+        assert (await store.get("resp_old"))["id"] == "resp_old"
+        assert await store.find_item("msg_old") == {"id": "msg_old", "type": "message"}  # indexed by the migration
         assert await store.mark_interrupted() == 1
         await store.create(response("resp_new", "in_progress"), [], owner="replica-a", lease_seconds=30)
         assert await store.renew_leases("replica-a", ["resp_new"], 30) == {"resp_new": False}
@@ -323,7 +325,7 @@ def test_sqlite_migrations(tmp_path):
         await store.create(response("resp_m"), items(1))
     run_with_store(backend, nothing)
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 4
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"responses", "input_items", "events", "conversations", "conversation_items"} <= tables
 
@@ -333,7 +335,7 @@ def test_sqlite_migrations(tmp_path):
         return await store.get("resp_m")
     assert run_with_store(backend, reopen)["id"] == "resp_m"
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
 
     # A database from a newer rostra is refused rather than misread.
     newer = tmp_path / "newer.sqlite3"
@@ -341,6 +343,22 @@ def test_sqlite_migrations(tmp_path):
         conn.execute("PRAGMA user_version = 99")
     with pytest.raises(StoreError):
         run_with_store(Backend("sqlite", newer), nothing)
+
+
+def test_find_item(backend):
+    """item_reference: output items of responses stored whole or finished by their runner, then input items."""
+    async def body(store):
+        await store.create(response("resp_a", output=[{"id": "msg_out", "type": "message"}]), items(2))
+        await store.create(response("resp_b", "in_progress", output=[]), [], owner="me", lease_seconds=30)
+        assert await store.find_item("fc_late") is None
+        assert await store.finish(response("resp_b", output=[{"id": "fc_late", "type": "function_call"}]), "me")
+        assert await store.find_item("msg_out") == {"id": "msg_out", "type": "message"}
+        assert await store.find_item("fc_late") == {"id": "fc_late", "type": "function_call"}
+        assert await store.find_item("msg_1") == items(2)[1]
+        assert await store.find_item("msg_unknown") is None
+        await store.delete("resp_a")
+        assert await store.find_item("msg_out") is None and await store.find_item("msg_1") is None
+    run_with_store(backend, body)
 
 
 def test_not_open(backend):

@@ -38,11 +38,11 @@ from rostra.serving.validation import check_logit_bias, check_model, check_stop_
 
 
 def _constraint(request: ChatCompletionRequest, plan: ToolPlan) -> Constraint | None:
-    """Forced tool calls and structured content both constrain the same output: one at a time."""
+    """The constraint on what the model writes. A forced tool choice (required, or a named tool) makes the whole
+    output the call, so the call's constraint governs; a response_format or guided_* given beside it is still
+    checked (a bad schema is a 400) and applies to any text, of which a forced turn has none. instructor's
+    RESPONSES_TOOLS and TOOLS modes send both."""
     content = response_constraint(request.response_format, request.guided())
-    if plan.constraint and content:
-        raise InvalidRequest("response_format/guided_* cannot be combined with a required or named tool_choice",
-                             param="response_format")
     return plan.constraint or content
 
 

@@ -154,6 +154,11 @@ class ResponseStore(ABC):
         """The stored response object, or None."""
 
     @abstractmethod
+    async def find_item(self, item_id: str) -> dict | None:
+        """Any stored item by its id (what an `item_reference` names): an output item of a response (kept from
+        `create` and `finish`), else an input item, the first stored with that id; None if there is none."""
+
+    @abstractmethod
     async def delete(self, response_id: str) -> bool:
         """Delete a response with its input items and events; False if it was unknown."""
 

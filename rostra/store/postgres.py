@@ -81,7 +81,29 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX rostra_conversation_items_by_id ON rostra_conversation_items (conversation_id, item_id);
     """,
+    # 2: items found by id (item_reference input items), as SQLite's migration 4.
+    """
+    CREATE TABLE rostra_output_items (
+        response_id TEXT NOT NULL REFERENCES rostra_responses(id) ON DELETE CASCADE,
+        item_id TEXT NOT NULL,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX rostra_output_items_by_item_id ON rostra_output_items (item_id);
+    CREATE INDEX rostra_input_items_by_item_id ON rostra_input_items (item_id);
+    INSERT INTO rostra_output_items (response_id, item_id, body)
+        SELECT rostra_responses.id, output.value->>'id', output.value::text
+        FROM rostra_responses, jsonb_array_elements(rostra_responses.body::jsonb->'output') AS output
+        WHERE output.value->>'id' IS NOT NULL;
+    """,
 ]
+
+
+async def _keep_output_items(conn: asyncpg.Connection, response: dict) -> None:
+    """The response's output items, findable by id (inside the caller's transaction)."""
+    await conn.execute("DELETE FROM rostra_output_items WHERE response_id = $1", response["id"])
+    await conn.executemany("INSERT INTO rostra_output_items (response_id, item_id, body) VALUES ($1, $2, $3)",
+                           [(response["id"], item["id"], dumps(item)) for item in response.get("output") or ()
+                            if item.get("id")])
 
 
 _RESPONSE_ITEMS = ItemTable("rostra_responses", "rostra_input_items", "response_id", "response")
@@ -241,6 +263,7 @@ class PostgresResponseStore(ResponseStore):
             await conn.executemany(
                 "INSERT INTO rostra_input_items (response_id, position, item_id, body) VALUES ($1, $2, $3, $4)",
                 [(response["id"], position, item.get("id"), dumps(item)) for position, item in enumerate(input_items)])
+            await _keep_output_items(conn, response)
 
     async def update(self, response: dict) -> None:
         done = await self.pool.execute(
@@ -259,12 +282,21 @@ class PostgresResponseStore(ResponseStore):
         return done != "SELECT 0"
 
     async def finish(self, response: dict, owner: str) -> bool:
-        done = await self.pool.execute(
-            "WITH changed AS (UPDATE rostra_responses SET status = $1, body = $2, owner = NULL, lease_until = NULL "
-            f"WHERE id = $3 AND owner = $4 AND {_RUNNING} RETURNING id) "
-            f"SELECT pg_notify('{CHANNEL}', id) FROM changed",
-            response.get("status"), dumps(response), response["id"], owner)
+        async with self.pool.acquire() as conn, conn.transaction():
+            done = await conn.execute(
+                "WITH changed AS (UPDATE rostra_responses SET status = $1, body = $2, owner = NULL, lease_until = NULL "
+                f"WHERE id = $3 AND owner = $4 AND {_RUNNING} RETURNING id) "
+                f"SELECT pg_notify('{CHANNEL}', id) FROM changed",
+                response.get("status"), dumps(response), response["id"], owner)
+            if done != "SELECT 0":
+                await _keep_output_items(conn, response)
         return done != "SELECT 0"
+
+    async def find_item(self, item_id: str) -> dict | None:
+        body = (await self.pool.fetchval("SELECT body FROM rostra_output_items WHERE item_id = $1 LIMIT 1", item_id)
+                or await self.pool.fetchval("SELECT body FROM rostra_input_items WHERE item_id = $1 "
+                                            "ORDER BY response_id, position LIMIT 1", item_id))
+        return None if body is None else json.loads(body)
 
     async def get(self, response_id: str) -> dict | None:
         body = await self.pool.fetchval("SELECT body FROM rostra_responses WHERE id = $1", response_id)

@@ -83,6 +83,21 @@ MIGRATIONS: list[str] = [
     ALTER TABLE responses ADD COLUMN lease_until REAL;
     ALTER TABLE responses ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;
     """,
+    # 4: items found by id (item_reference input items): output items in a table of their own, filled from the
+    # responses already stored; input items indexed by id.
+    """
+    CREATE TABLE output_items (
+        response_id TEXT REFERENCES responses(id) ON DELETE CASCADE,
+        item_id TEXT,
+        body TEXT
+    );
+    CREATE INDEX output_items_by_id ON output_items(item_id);
+    CREATE INDEX input_items_by_item_id ON input_items(item_id);
+    INSERT INTO output_items (response_id, item_id, body)
+        SELECT responses.id, json_extract(output.value, '$.id'), output.value
+        FROM responses, json_each(responses.body, '$.output') AS output
+        WHERE json_extract(output.value, '$.id') IS NOT NULL;
+    """,
 ]
 _RUNNING = "status IN (" + ", ".join(f"'{status}'" for status in RUNNING_STATUSES) + ")"
 
@@ -163,6 +178,14 @@ def _page(conn: sqlite3.Connection, table: ItemTable, owner: str, after: str | N
             f"SELECT body FROM {table.items} WHERE {where} ORDER BY position {direction} LIMIT ?",
             (*params, limit + 1)).fetchall()
     return [json.loads(body) for (body,) in rows[:limit]], len(rows) > limit
+
+
+def _keep_output_items(conn: sqlite3.Connection, response: dict) -> None:
+    """The response's output items, findable by id (inside the caller's transaction)."""
+    conn.execute("DELETE FROM output_items WHERE response_id = ?", (response["id"],))
+    conn.executemany("INSERT INTO output_items (response_id, item_id, body) VALUES (?, ?, ?)",
+                     [(response["id"], item["id"], dumps(item)) for item in response.get("output") or ()
+                      if item.get("id")])
 
 
 class SqliteResponseStore(ResponseStore):
@@ -276,6 +299,7 @@ class SqliteResponseStore(ResponseStore):
                     "INSERT INTO input_items (response_id, position, item_id, body) VALUES (?, ?, ?, ?)",
                     [(response["id"], position, item.get("id"), dumps(item))
                      for position, item in enumerate(input_items)])
+                _keep_output_items(conn, response)
         except sqlite3.IntegrityError as exc:
             raise StoreError(f"response {response['id']!r} already exists") from exc
 
@@ -304,11 +328,24 @@ class SqliteResponseStore(ResponseStore):
 
     @staticmethod
     def _finish_sync(conn: sqlite3.Connection, response: dict, owner: str) -> bool:
-        cursor = conn.execute(
-            "UPDATE responses SET status = ?, body = ?, owner = NULL, lease_until = NULL "
-            f"WHERE id = ? AND owner = ? AND {_RUNNING}",
-            (response.get("status"), dumps(response), response["id"], owner))
+        with _transaction(conn):
+            cursor = conn.execute(
+                "UPDATE responses SET status = ?, body = ?, owner = NULL, lease_until = NULL "
+                f"WHERE id = ? AND owner = ? AND {_RUNNING}",
+                (response.get("status"), dumps(response), response["id"], owner))
+            if cursor.rowcount > 0:
+                _keep_output_items(conn, response)
         return cursor.rowcount > 0
+
+    async def find_item(self, item_id: str) -> dict | None:
+        return await self._run(self._find_item_sync, item_id)
+
+    @staticmethod
+    def _find_item_sync(conn: sqlite3.Connection, item_id: str) -> dict | None:
+        row = (conn.execute("SELECT body FROM output_items WHERE item_id = ? LIMIT 1", (item_id,)).fetchone()
+               or conn.execute("SELECT body FROM input_items WHERE item_id = ? ORDER BY rowid LIMIT 1",
+                               (item_id,)).fetchone())
+        return None if row is None else json.loads(row[0])
 
     async def get(self, response_id: str) -> dict | None:
         return await self._run(self._get_sync, response_id)

@@ -68,6 +68,57 @@ class FunctionCallOutputItem(Item):
     output: Any  # a string, or content parts
 
 
+class CustomToolCallItem(Item):
+    id_prefix = "ctc"
+    requirement = "a custom_tool_call needs call_id, name and input"
+    type: Literal["custom_tool_call"]
+    call_id: str
+    name: str
+    input: str
+
+
+class CustomToolCallOutputItem(Item):
+    id_prefix = "ctco"
+    requirement = "a custom_tool_call_output needs call_id and output"
+    type: Literal["custom_tool_call_output"]
+    call_id: str
+    output: Any  # a string, or content parts
+
+
+class LocalShellAction(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+    type: Literal["exec"]
+    command: list[str]
+
+
+class LocalShellCallItem(Item):
+    id_prefix = "lsh"
+    requirement = "a local_shell_call needs call_id and an exec action with a command"
+    type: Literal["local_shell_call"]
+    call_id: str
+    action: LocalShellAction
+
+
+class LocalShellCallOutputItem(Item):
+    """OpenAI's schema names the call by `id` (the call's id); `call_id` is taken too."""
+
+    id_prefix = "lsho"
+    requirement = "a local_shell_call_output needs the call's id and output"
+    type: Literal["local_shell_call_output"]
+    output: str
+    call_id: str | None = None
+
+
+class ItemReference(Item):
+    """An item stored earlier, by id (the Vercel AI SDK sends these with store: true): the service puts the stored
+    item in its place, or refuses the request."""
+
+    id_prefix = "ref"
+    requirement = "an item_reference needs the id of a stored item"
+    type: Literal["item_reference"]
+    id: Annotated[str, Field(min_length=1)]  # type: ignore[assignment]  # required here
+
+
 class ReasoningItem(Item):
     """Its text is read (and its content/summary/encrypted_content checked) by rostra/serving/reasoning_crypto.py,
     which names the field at fault."""
@@ -116,13 +167,17 @@ class McpApprovalResponseItem(Item):
 
 
 InputItem = Annotated[Union[MessageItem, FunctionCallItem, FunctionCallOutputItem, ReasoningItem, McpListToolsItem,
-                            McpCallItem, McpApprovalRequestItem, McpApprovalResponseItem], Field(discriminator="type")]
+                            McpCallItem, McpApprovalRequestItem, McpApprovalResponseItem, CustomToolCallItem,
+                            CustomToolCallOutputItem, LocalShellCallItem, LocalShellCallOutputItem, ItemReference],
+                      Field(discriminator="type")]
 _ADAPTER: TypeAdapter[InputItem] = TypeAdapter(InputItem)
 ITEM_KINDS = members_by_tag(InputItem)
 MCP_ITEM_TYPES = {"mcp_list_tools", "mcp_call", "mcp_approval_request", "mcp_approval_response"}
 
 
 def parse_item(raw: Any, param: str) -> InputItem:
+    if isinstance(raw, dict) and "type" not in raw and "role" not in raw and "id" in raw:
+        raw = {**raw, "type": "item_reference"}  # OpenAI's item_reference may leave out its type
     return parse_tagged(_ADAPTER, ITEM_KINDS, raw, param, "input item", default_type="message")
 
 

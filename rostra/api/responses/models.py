@@ -8,13 +8,14 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from rostra.errors import InvalidRequest
-from rostra.protocol.strict import RequestModel, StrictModel, check_service_tier, check_verbosity, refuse_if_set
+from rostra.protocol.strict import RequestModel, StrictModel, check_service_tier, refuse_if_set
 
 # Fields of OpenAI's schema that ask for what this server does not have: refused when set.
 _REFUSED = {
     "prompt": "this server has no stored prompt templates",
     "context_management": "this server does not compact context",
     "moderation": "this server runs no moderation",
+    "access_programs": "this server has no access programs",
 }
 
 
@@ -65,14 +66,19 @@ class CreateResponseRequest(RequestModel):
     prompt_cache_options: dict[str, Any] | None = None
     max_tool_calls: Annotated[int, Field(ge=1)] | None = None  # MCP calls rostra runs in one response
     service_tier: str | None = None
+    # Sent by today's clients, changing nothing here: Codex's own ids for its logs (client_metadata), and the
+    # request-level image options of the openai SDK (this server's models read no images).
+    client_metadata: dict[str, str] | None = None
+    image: dict[str, Any] | None = None
     # Refused when set (see _REFUSED).
     prompt: dict[str, Any] | None = None
     context_management: list[dict[str, Any]] | None = None
     moderation: dict[str, Any] | None = None
+    access_programs: Any = None
 
     def unsupported(self) -> InvalidRequest | None:
-        return (refuse_if_set(self, _REFUSED) or check_service_tier(self.service_tier)
-                or check_verbosity(self.text.verbosity if self.text else None, "text.verbosity"))
+        # text.verbosity (low, medium, high) is a hint the chat template receives (to_chat.py): not refused.
+        return refuse_if_set(self, _REFUSED) or check_service_tier(self.service_tier)
 
 
 # -- Conversations: unknown fields are refused, as OpenAI refuses them -----------------------------------------

@@ -6,6 +6,13 @@ sequence numbers, and the same calls keep `response["output"]` up to date. A non
 response is this builder's final object, so it is the fold of the very events a stream sends.
 MCP items are rendered by the McpRenderer it holds (`mcp`), through the builder's `event`, `open_item`
 and `index`.
+
+A call to a client-run tool becomes the item of its kind (`routes`, calls.py): a function_call (with its
+`namespace`), a custom_tool_call (its `input` streamed by `response.custom_tool_call_input.delta`/`.done` once the
+call is whole: the model writes it inside JSON arguments) or a local_shell_call. Reasoning is `reasoning_text`
+content, or, when the request asked for a summary (`summary`), the item's summary part: a local model writes no
+summary of its own, so its thinking is the summary clients show (Codex, the AI SDK display summaries only).
+Whitespace between items is held back and makes no message item unless text follows it.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from rostra.api.responses.calls import ToolRoutes, call_item
 from rostra.api.responses.mcp.render import McpRenderer
 from rostra.api.responses.objects import new_id, snapshot
 from rostra.errors import APIError
@@ -22,8 +30,10 @@ from rostra.serving.reasoning_crypto import ReasoningSealer
 
 
 class ResponseBuilder:
-    def __init__(self, response: dict[str, Any]):
+    def __init__(self, response: dict[str, Any], routes: ToolRoutes | None = None, summary: bool = False):
         self.response = response
+        self.routes = routes or ToolRoutes()  # what each function the model sees stands for
+        self.summary = summary  # reasoning as summary parts (the request set reasoning.summary)
         self.mcp = McpRenderer(self)
         self.sequence = 0
         self._open: dict[str, Any] | None = None  # the output item being written
@@ -31,6 +41,8 @@ class ResponseBuilder:
         self._logprobs: list[dict[str, Any]] = []  # its tokens' logprobs so far (messages, when asked for)
         self.error: APIError | None = None  # why the response failed, once it has
         self.sealer: ReasoningSealer | None = None  # set when reasoning items carry encrypted_content
+        self._held = ""  # whitespace outside any message, until text follows it
+        self._held_logprobs: list[dict[str, Any]] = []
 
     # -- the envelope ------------------------------------------------------------------------
     def event(self, kind: str, **fields: Any) -> dict[str, Any]:
@@ -46,8 +58,15 @@ class ResponseBuilder:
     def add(self, event: Event) -> list[dict[str, Any]]:
         if isinstance(event, Text):
             logprobs = logprobs_content(event.logprobs)
+            if self._open is None or self._open["type"] != "message":
+                if not event.text.strip():  # no message of whitespace alone (between tool calls, say)
+                    self._held += event.text
+                    self._held_logprobs += logprobs
+                    return []
+                text, logprobs = self._held + event.text, self._held_logprobs + logprobs
+                return self._write("message", text, logprobs)
             if not event.text:
-                self._logprobs += logprobs if self._open and self._open["type"] == "message" else []
+                self._logprobs += logprobs
                 return []
             return self._write("message", event.text, logprobs)
         if isinstance(event, Reasoning):
@@ -57,11 +76,17 @@ class ResponseBuilder:
             if self.mcp.handles(event.name):
                 self._open, opened = self.mcp.open(event)
                 return out + opened
-            item = {"id": new_id("fc"), "type": "function_call", "call_id": event.id, "name": event.name,
-                    "arguments": "", "status": "in_progress"}
+            route = self.routes.route(event.name)
+            kind = route.kind if route else "function"
+            item = {"id": new_id(_ID_PREFIX[kind]), **call_item(route, event.id, ""), "status": "in_progress"}
+            if kind == "function" and route is None:
+                item["name"] = event.name
             return out + self.open_item(item)
         if isinstance(event, ToolCallArgs) and self._open and self._open["type"].startswith("mcp_"):
             return self.mcp.arguments(self._open, event.text)
+        if isinstance(event, ToolCallArgs) and self._open and self._open["type"] in _WHOLE_CALLS:
+            self._text += event.text  # read once the call is whole
+            return []
         if isinstance(event, ToolCallArgs) and self._open and self._open["type"] == "function_call":
             self._open["arguments"] += event.text
             return [self.event("response.function_call_arguments.delta", item_id=self._open["id"],
@@ -104,9 +129,13 @@ class ResponseBuilder:
     def open_item(self, item: dict[str, Any]) -> list[dict[str, Any]]:
         self.response["output"].append(item)
         self._open, self._text, self._logprobs = item, "", []
+        self._held, self._held_logprobs = "", []
         events = [self.event("response.output_item.added", output_index=self.index(), item=snapshot(item))]
         part = _empty_part(item["type"])
-        if part is not None:
+        if item["type"] == "reasoning" and self.summary:
+            events.append(self.event("response.reasoning_summary_part.added", item_id=item["id"],
+                                     output_index=self.index(), summary_index=0, part=_SUMMARY_PART))
+        elif part is not None:
             events.append(self.event("response.content_part.added", item_id=item["id"], output_index=self.index(),
                                      content_index=0, part=part))
         return events
@@ -128,6 +157,9 @@ class ResponseBuilder:
             self._logprobs += logprobs or []
             out.append(self.event("response.output_text.delta", item_id=item["id"],
                                   output_index=self.index(), content_index=0, delta=text, logprobs=logprobs or []))
+        elif self.summary:
+            out.append(self.event("response.reasoning_summary_text.delta", item_id=item["id"],
+                                  output_index=self.index(), summary_index=0, delta=text))
         else:
             out.append(self.event("response.reasoning_text.delta", item_id=item["id"],
                                   output_index=self.index(), content_index=0, delta=text))
@@ -147,21 +179,43 @@ class ResponseBuilder:
                                text=self._text, logprobs=self._logprobs),
                     self.event("response.content_part.done", item_id=item_id, output_index=index,
                                content_index=0, part=part)]
+        elif item["type"] == "reasoning" and self.summary:
+            summary = {"type": "summary_text", "text": self._text}
+            item["summary"] = [summary]
+            out += [self.event("response.reasoning_summary_text.done", item_id=item_id, output_index=index,
+                               summary_index=0, text=self._text),
+                    self.event("response.reasoning_summary_part.done", item_id=item_id, output_index=index,
+                               summary_index=0, part=summary)]
         elif item["type"] == "reasoning":
             part = {"type": "reasoning_text", "text": self._text}
             item["content"] = [part]
-            if self.sealer is not None:  # include: reasoning.encrypted_content
-                item["encrypted_content"] = self.sealer.seal(self._text)
             out += [self.event("response.reasoning_text.done", item_id=item_id, output_index=index,
                                content_index=0, text=self._text),
                     self.event("response.content_part.done", item_id=item_id, output_index=index,
                                content_index=0, part=part)]
+        elif item["type"] == "custom_tool_call":
+            item["input"] = call_item(self.routes.route(item["name"]), item["call_id"], self._text)["input"]
+            out += [self.event("response.custom_tool_call_input.delta", item_id=item_id, output_index=index,
+                               delta=item["input"]),
+                    self.event("response.custom_tool_call_input.done", item_id=item_id, output_index=index,
+                               input=item["input"])]
+        elif item["type"] == "local_shell_call":
+            item["action"] = call_item(self.routes.route("local_shell"), item["call_id"], self._text)["action"]
         elif item["type"] == "function_call":
             out.append(self.event("response.function_call_arguments.done", item_id=item_id, output_index=index,
                                   name=item["name"], arguments=item["arguments"]))
+        if item["type"] == "reasoning" and self.sealer is not None:  # include: reasoning.encrypted_content
+            item["encrypted_content"] = self.sealer.seal(self._text)
         item["status"] = status
+        if item["type"] == "custom_tool_call":  # OpenAI's custom tool calls have no status
+            del item["status"]
         out.append(self.event("response.output_item.done", output_index=index, item=snapshot(item)))
         return out
+
+
+_ID_PREFIX = {"function": "fc", "custom": "ctc", "local_shell": "lsh"}
+_WHOLE_CALLS = {"custom_tool_call", "local_shell_call"}  # their items are made from the whole arguments
+_SUMMARY_PART = {"type": "summary_text", "text": ""}
 
 
 def _empty_part(item_type: str) -> dict[str, Any] | None:

@@ -27,8 +27,8 @@ from rostra.api.responses.models import CreateResponseRequest
 from rostra.api.responses.objects import new_id
 from rostra.api.responses.render import ResponseBuilder
 from rostra.api.responses.runs import DEFAULT_MAX_BACKGROUND, RunRegistry, ended_on_error
-from rostra.api.responses.to_chat import LOGPROBS, chat_request, next_start
-from rostra.api.responses.tools import FunctionTool, Tool, parse_tools
+from rostra.api.responses.to_chat import LOGPROBS, chat_request, next_start, offer
+from rostra.api.responses.tools import Tool, ignored_tools, parse_tools
 from rostra.errors import APIError, InvalidRequest, NotFound
 from rostra.generation_defaults import GenerationDefaults
 from rostra.parsing.events import Finish
@@ -48,7 +48,8 @@ INCLUDABLE = {LOGPROBS, ENCRYPTED_REASONING, "file_search_call.results", "web_se
               "web_search_call.action.sources", "message.input_image.image_url",
               "computer_call_output.output.image_url", "code_interpreter_call.outputs"}
 # The output items a later turn of the conversation reads again.
-REPLAYED = {"message", "function_call", "reasoning", "function_call_output", *MCP_ITEM_TYPES}
+REPLAYED = {"message", "function_call", "reasoning", "function_call_output", "custom_tool_call",
+            "custom_tool_call_output", "local_shell_call", "local_shell_call_output", *MCP_ITEM_TYPES}
 
 
 @dataclass
@@ -119,8 +120,11 @@ class ResponsesService:
         for index, value in enumerate(request.include or []):
             if value not in INCLUDABLE:
                 raise InvalidRequest(f"include: unknown value {value!r}", param=f"include[{index}]")
-        items = normalize_input(request.input)
+        items = await self._resolved(normalize_input(request.input))
         tools = parse_tools(request.tools)
+        for ignored in ignored_tools(tools):
+            log.warning("tools[%d]: %s is %s: not offered to the model", ignored["index"], ignored["type"],
+                        ignored["reason"])
         reference = conversation_id(request)
         if reference and request.previous_response_id:
             raise InvalidRequest("give either previous_response_id or conversation, not both", param="conversation")
@@ -133,12 +137,13 @@ class ResponsesService:
         conversation = (opened(history, self.sealer, "conversation" if reference else "previous_response_id")
                         + opened(items, self.sealer))
         servers = requested_servers(tools, self.mcp_policy)
-        functions = {tool.name for tool in tools if isinstance(tool, FunctionTool)}
+        functions = set(offer(tools)[1].by_model_name)  # names MCP tools must not take
         loop = ToolLoop(await resolve(servers, conversation, functions) if servers else McpTools(),
                         request.max_tool_calls)
         approved = approved_calls(items, conversation, loop)
         ready = loop.tools.listings + approved
-        builder = ResponseBuilder(base_response(request, tools, self.chat.defaults))
+        builder = ResponseBuilder(base_response(request, tools, self.chat.defaults), offer(tools)[1],
+                                  summary=bool(request.reasoning and request.reasoning.summary))
         job = await self._turn(request, tools, conversation + ready, loop.chat_tools(), builder)
         builder.mcp.tools = loop.tools.labels()
         if ENCRYPTED_REASONING in (request.include or []):
@@ -285,6 +290,21 @@ class ResponsesService:
                 "first_id": items[0]["id"] if items else None, "last_id": items[-1]["id"] if items else None}
 
     # -- the conversation a request continues --------------------------------------------------------
+    async def _resolved(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The input with each item_reference replaced by the stored item it names."""
+        resolved = []
+        for index, item in enumerate(items):
+            if item["type"] == "item_reference":
+                found = await self.store.find_item(item["id"])
+                if found is None:
+                    raise InvalidRequest(f"Item with id '{item['id']}' not found. Only items of stored responses "
+                                         "can be referenced (a response created with store: false keeps none).",
+                                         param=f"input[{index}]")
+                item = found
+            resolved.append(item)
+        return resolved
+
+    # -- the conversation a request continues --------------------------------------------------------
     async def _conversation_items(self, conversation: str) -> list[dict[str, Any]]:
         if await self.store.get_conversation(conversation) is None:
             raise NotFound(f"Conversation with id '{conversation}' not found.", param="conversation")
@@ -333,11 +353,13 @@ def base_response(request: CreateResponseRequest, tools: list[Tool],
         "top_p": defaults.get("top_p", 1.0) if request.top_p is None else request.top_p,
         "max_output_tokens": request.max_output_tokens, "max_tool_calls": request.max_tool_calls,
         "previous_response_id": request.previous_response_id,
-        "reasoning": {"effort": request.reasoning.effort if request.reasoning else None, "summary": None},
+        "reasoning": {"effort": request.reasoning.effort if request.reasoning else None,
+                      "summary": request.reasoning.summary if request.reasoning else None},
         "store": request.store, "background": request.background, "truncation": request.truncation or "disabled",
         "conversation": {"id": conversation_id(request)} if request.conversation else None,
         "text": {"format": (request.text.format if request.text and request.text.format else {"type": "text"})},
         **({"user": request.user} if request.user is not None else {}),  # usage: set when it finishes
+        **({"ignored_tools": ignored} if (ignored := ignored_tools(tools)) else {}),
     }
 
 

@@ -3,11 +3,11 @@ chat messages, the request's tools as chat tools, text.format as response_format
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import ValidationError
 
+from rostra.api.responses.calls import CALL_OUTPUTS, ToolRoutes, chat_call, output_text
 from rostra.api.responses.mcp.loop import expand_mcp
 from rostra.api.responses.models import CreateResponseRequest
 from rostra.api.responses.tools import Tool
@@ -17,22 +17,33 @@ from rostra.protocol.chat import ChatCompletionRequest
 LOGPROBS = "message.output_text.logprobs"  # the `include` value asking for output logprobs
 
 
-def items_to_messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def offer(tools: list[Tool]) -> tuple[list[dict[str, Any]], ToolRoutes]:
+    """The functions the model is offered for the request's tools, and what each stands for."""
+    routes = ToolRoutes()
+    taken = {route.name for tool in tools for route, _ in tool.offered() if route.namespace is None}
+    chat_tools = []
+    for tool in tools:
+        for route, function in tool.offered():
+            chat_tools.append({"type": "function", "function": {**function, "name": routes.add(route, taken)}})
+    return chat_tools, routes
+
+
+def items_to_messages(items: list[dict[str, Any]], routes: ToolRoutes | None = None) -> list[dict[str, Any]]:
+    routes = routes or ToolRoutes()
     messages: list[dict[str, Any]] = []
     reasoning = ""  # a reasoning item belongs to the assistant turn that follows it
     for item in expand_mcp(items):
         kind = item["type"]
+        call = chat_call(item, routes)
         if kind == "reasoning":
-            reasoning += "".join(part.get("text", "") for part in item.get("content") or [])
+            reasoning += reasoning_text(item)
         elif kind == "message":
             text = "".join(part["text"] for part in item["content"])
             message = {"role": item["role"], "content": text}
             if item["role"] == "assistant" and reasoning:
                 message["reasoning_content"], reasoning = reasoning, ""
             messages.append(message)
-        elif kind == "function_call":
-            call = {"id": item["call_id"], "type": "function",
-                    "function": {"name": item["name"], "arguments": item["arguments"]}}
+        elif call is not None:
             last = messages[-1] if messages else None
             if last and last["role"] == "assistant" and last.get("tool_calls") is not None and not last["content"]:
                 last["tool_calls"].append(call)  # parallel calls: one assistant turn
@@ -41,30 +52,40 @@ def items_to_messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 if reasoning:
                     message["reasoning_content"], reasoning = reasoning, ""
                 messages.append(message)
-        elif kind == "function_call_output":
-            output = item["output"]
-            messages.append({"role": "tool", "tool_call_id": item["call_id"],
-                             "content": output if isinstance(output, str) else json.dumps(output)})
+        elif kind in CALL_OUTPUTS:
+            # local_shell_call_output names its call by `id` (OpenAI's schema); the others by `call_id`
+            call_id = item.get("call_id") or item["id"]
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": output_text(item["output"])})
     return messages
+
+
+def reasoning_text(item: dict[str, Any]) -> str:
+    """A reasoning item's thinking: its content's text, else its summary's (rostra's own items carry the thinking
+    in one or the other, by whether a summary was asked for)."""
+    parts = item.get("content") or item.get("summary") or []
+    return "".join(part.get("text", "") for part in parts if isinstance(part, dict))
 
 
 def chat_request(request: CreateResponseRequest, tools: list[Tool], items: list[dict[str, Any]],
                  mcp_tools: list[dict[str, Any]] | None = None) -> ChatCompletionRequest:
     """The chat request of one model turn: the conversation so far, the request's tools and the MCP tools."""
-    messages = items_to_messages(items)
+    chat_tools, routes = offer(tools)
+    messages = items_to_messages(items, routes)
     if request.instructions:
         messages.insert(0, {"role": "system", "content": request.instructions})
     body: dict[str, Any] = {"model": request.model, "messages": messages,
                             "parallel_tool_calls": request.parallel_tool_calls}
-    chat_tools = [chat_tool for tool in tools for chat_tool in tool.chat_tools()]
     if chat_tools or mcp_tools:
         body["tools"] = chat_tools + (mcp_tools or [])
-    if request.tool_choice is not None:
-        choice = request.tool_choice
-        if isinstance(choice, dict) and choice.get("type") == "function" and "name" in choice:
-            choice = {"type": "function", "function": {"name": choice["name"]}}
-        elif isinstance(choice, dict) and choice.get("type") == "mcp":  # one of a server's tools, or any tool
-            choice = {"type": "function", "function": {"name": choice["name"]}} if choice.get("name") else "required"
+    choice = request.tool_choice
+    if isinstance(choice, dict) and choice.get("type") in ("function", "custom") and "name" in choice:
+        name = routes.model_name(choice["name"], choice.get("namespace"))
+        choice = {"type": "function", "function": {"name": name}}
+    elif isinstance(choice, dict) and choice.get("type") == "mcp":  # one of a server's tools, or any tool
+        choice = {"type": "function", "function": {"name": choice["name"]}} if choice.get("name") else "required"
+    elif choice in ("auto", "none") and "tools" not in body:
+        choice = None  # no tools to choose from (Codex's compaction request: `tools: []`, "auto")
+    if choice is not None:
         body["tool_choice"] = choice
     if request.text and request.text.format and request.text.format.get("type") == "json_schema":
         spec = request.text.format
@@ -72,6 +93,8 @@ def chat_request(request: CreateResponseRequest, tools: list[Tool], items: list[
             "name": spec.get("name", "output"), "schema": spec.get("schema"), "strict": spec.get("strict")}}
     elif request.text and request.text.format:
         body["response_format"] = request.text.format
+    if request.text and request.text.verbosity:  # a hint for templates that read it (gpt-oss's does not)
+        body["chat_template_kwargs"] = {"verbosity": request.text.verbosity}
     for source, target in (("max_output_tokens", "max_completion_tokens"), ("temperature", "temperature"),
                            ("top_p", "top_p"), ("user", "user")):
         if getattr(request, source) is not None:

@@ -2,7 +2,8 @@
 
 Adding a tool type is adding its model here (how the response echoes it, what the chat template sees of it) and
 naming it in `Tool`. MCP tools are routed by rostra/api/responses/mcp/tools.py: their tools are listed from the
-server, so they add nothing to the chat request here.
+server, so they add nothing to the chat request here. The tools a client runs reach the model as functions
+(calls.py says how their calls become items); hosted tools rostra does not run are never offered (`HostedTool`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import Field, TypeAdapter
 
+from rostra.api.responses.calls import LOCAL_SHELL, LOCAL_SHELL_PARAMETERS, Route, custom_parameters
 from rostra.api.responses.typed import Tagged, members_by_tag, parse_tagged
 
 REDACTED = "<redacted>"
@@ -21,8 +23,10 @@ class RequestTool(Tagged):
         """The tool as the response object lists it (and the store keeps it)."""
         return self.stored()
 
-    def chat_tools(self) -> list[dict[str, Any]]:
-        """The tool as the chat template sees it (Chat Completions' shape); none if rostra routes it itself."""
+    def offered(self) -> list[tuple[Route, dict[str, Any]]]:
+        """The functions the model is offered for this tool: what each stands for, and its Chat Completions
+        `function` (its name is given by to_chat.offer, which keeps names unique); none if rostra routes the tool
+        itself (MCP) or cannot run it (hosted tools)."""
         return []
 
 
@@ -40,10 +44,10 @@ class FunctionTool(RequestTool):
         return {**self.stored(), "parameters": self.parameters or {"type": "object", "properties": {}},
                 "strict": bool(self.strict)}
 
-    def chat_tools(self) -> list[dict[str, Any]]:
+    def offered(self) -> list[tuple[Route, dict[str, Any]]]:
         function = {key: value for key, value in self.stored().items()
                     if key in ("name", "description", "parameters", "strict")}
-        return [{"type": "function", "function": function}]
+        return [(Route("function", self.name), function)]
 
 
 class McpTool(RequestTool):
@@ -74,10 +78,73 @@ class McpTool(RequestTool):
         return headers
 
 
-Tool = Annotated[Union[FunctionTool, McpTool], Field(discriminator="type")]
+class NamespaceTool(RequestTool):
+    """A group of function tools (Codex's multi_agent_v1): each is offered; a call names its namespace."""
+
+    requirement = "a namespace tool needs a name and tools (function tools)"
+    type: Literal["namespace"]
+    name: Annotated[str, Field(min_length=1)]
+    description: str | None = None
+    tools: list[FunctionTool]
+
+    def echo(self) -> dict[str, Any]:
+        return {**self.stored(), "tools": [tool.echo() for tool in self.tools]}
+
+    def offered(self) -> list[tuple[Route, dict[str, Any]]]:
+        return [(Route("function", tool.name, self.name), function)
+                for tool in self.tools for _, function in tool.offered()]
+
+
+class CustomTool(RequestTool):
+    """A tool of freeform input (Codex's apply_patch), with a grammar (Lark or regex) or none."""
+
+    requirement = "a custom tool needs a name (and a format: text, or a grammar with syntax and definition)"
+    field_messages = {"name": "a custom tool needs a name"}
+    type: Literal["custom"]
+    name: Annotated[str, Field(min_length=1)]
+    description: str | None = None
+    format: dict[str, Any] | None = None
+
+    def offered(self) -> list[tuple[Route, dict[str, Any]]]:
+        return [(Route("custom", self.name), {"name": self.name, "description": self.description or "",
+                                              "parameters": custom_parameters(self.format)})]
+
+
+class LocalShellTool(RequestTool):
+    requirement = "a local_shell tool has no other field"
+    type: Literal["local_shell"]
+
+    def offered(self) -> list[tuple[Route, dict[str, Any]]]:
+        return [(Route("local_shell", LOCAL_SHELL), {
+            "name": LOCAL_SHELL, "description": "Run a command on the user's machine and read its output.",
+            "parameters": LOCAL_SHELL_PARAMETERS})]
+
+
+class HostedTool(RequestTool):
+    """A tool OpenAI runs on its own servers (web search, image generation...). rostra runs none of them: such a
+    tool is never offered to the model (a model told it can search would call a search nobody runs); the
+    response lists it in `ignored_tools` and the log says so. Codex sends web_search (and tool_search) by
+    default, so refusing them would refuse Codex."""
+
+    type: Literal["web_search", "web_search_preview", "web_search_preview_2025_03_11", "web_search_2025_08_26",
+                  "image_generation", "file_search", "code_interpreter", "computer_use_preview", "computer",
+                  "computer_use", "tool_search"]
+
+
+Tool = Annotated[Union[FunctionTool, McpTool, NamespaceTool, CustomTool, LocalShellTool, HostedTool],
+                 Field(discriminator="type")]
 _ADAPTER: TypeAdapter[Tool] = TypeAdapter(Tool)
 TOOL_KINDS = members_by_tag(Tool)
 
 
 def parse_tools(raw: list[Any] | None) -> list[Tool]:
     return [parse_tagged(_ADAPTER, TOOL_KINDS, tool, f"tools[{index}]", "tool") for index, tool in enumerate(raw or [])]
+
+
+IGNORED = "a hosted tool this server does not run"
+
+
+def ignored_tools(tools: list[Tool]) -> list[dict[str, Any]]:
+    """The tools never offered to the model, as the response's `ignored_tools` lists them (README, "Tool types")."""
+    return [{"index": index, "type": tool.type, "reason": IGNORED}
+            for index, tool in enumerate(tools) if isinstance(tool, HostedTool)]

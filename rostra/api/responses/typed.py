@@ -56,4 +56,4 @@ def parse_tagged(adapter: TypeAdapter[Model], kinds: dict[str, type[Tagged]], ra
 def members_by_tag(union: Any) -> dict[str, type[Tagged]]:
     """{type tag: model} of an `Annotated[Union[...], Field(discriminator="type")]`: the union is the one list."""
     members = get_args(get_args(union)[0])
-    return {get_args(model.model_fields["type"].annotation)[0]: model for model in members}
+    return {tag: model for model in members for tag in get_args(model.model_fields["type"].annotation)}

@@ -1,0 +1,122 @@
+"""Codex CLI 0.169 (`@openai/codex`, pinned in tests/clients/codex) against `rostra serve`, unmodified: `codex exec`
+at its default configuration, given only the provider block a user writes (tests/codex_cli.py).
+
+The scripted model (tests/data/codex.jsonl) writes what Qwen3 models write: `<think>...</think>` first, then
+Hermes-style calls, `<tool_call>\\n{"name": ..., "arguments": {...}}\\n</tool_call>` (the format of Qwen3's chat
+template and of Qwen2.5's; tests/data/tools.jsonl has the same shape), one per call. Codex's freeform tools
+(apply_patch, offered under a model name Codex knows as one of OpenAI's, gpt-5.5) reach such a model as a
+function with one string argument, `input`, as rostra offers every custom tool (README, "Tool types").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codex_cli import codex_exec
+from conftest import scripted
+from servers import RunningServer
+
+# Codex's prompt (instructions, tools) is about 12k tokens: the context must hold several turns of it.
+CODEX_SERVER = scripted("codex.jsonl", "--tool-call-parser", "hermes", "--reasoning-parser", "qwen3",
+                        "--served-model-name", "scripted", "gpt-5.5", "--max-model-len", "131072")
+
+
+@pytest.fixture(scope="module")
+def codex_server():
+    server = RunningServer(list(CODEX_SERVER))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    directory = tmp_path / "work"
+    directory.mkdir()
+    for name, text in (("notes.txt", "some notes\n"), ("alpha.txt", "ALPHA\n"), ("beta.txt", "BETA\n"),
+                       ("greeting.txt", "hello\n")):
+        (directory / name).write_text(text)
+    return directory
+
+
+def ran_cleanly(run) -> None:
+    assert run.returncode == 0, (run.errors(), run.stderr[-2000:])
+    assert not run.errors()
+    assert not [item for item in run.of_type("agent_message") if not item["text"].strip()], "no empty messages"
+
+
+def test_a_plain_answer_with_its_reasoning_shown(codex_server, workdir):
+    run = codex_exec(codex_server.v1, workdir, "Say hello.")
+    ran_cleanly(run)
+    assert run.last_message == "Hello from rostra."
+    # Codex shows reasoning summaries (reasoning.summary "auto"): the thinking is one.
+    assert [item["text"].strip() for item in run.of_type("reasoning")] == ["A greeting is all that is asked."]
+
+
+def test_a_shell_round_trip(codex_server, workdir):
+    run = codex_exec(codex_server.v1, workdir, "List the files here.")
+    ran_cleanly(run)
+    [command] = run.of_type("command_execution")
+    assert command["command"].endswith("ls") and "notes.txt" in command["aggregated_output"]
+    assert command["exit_code"] == 0
+    assert run.last_message == "The directory holds notes.txt."
+
+
+def test_two_parallel_calls(codex_server, workdir):
+    run = codex_exec(codex_server.v1, workdir, "Read both files.")
+    ran_cleanly(run)
+    outputs = sorted(item["aggregated_output"].strip() for item in run.of_type("command_execution"))
+    assert outputs == ["ALPHA", "BETA"]
+    assert run.last_message == "alpha.txt says ALPHA and beta.txt says BETA."
+
+
+def test_output_schema(codex_server, workdir, tmp_path):
+    schema = tmp_path / "schema.json"
+    schema.write_text('{"type": "object", "properties": {"status": {"type": "string"}, "files": {"type": "integer"}},'
+                      ' "required": ["status", "files"], "additionalProperties": false}')
+    run = codex_exec(codex_server.v1, workdir, "Report as JSON.", "--output-schema", str(schema))
+    ran_cleanly(run)
+    assert run.last_message == '{"status": "done", "files": 2}'
+
+
+def test_apply_patch_edits_a_file(codex_server, workdir):
+    """Under an OpenAI model name Codex offers apply_patch as a custom (freeform, Lark grammar) tool, asks for
+    text.verbosity "low" and offers tool_search and web_search beside it."""
+    run = codex_exec(codex_server.v1, workdir, "Change hello to goodbye in greeting.txt.", model="gpt-5.5")
+    ran_cleanly(run)
+    assert (workdir / "greeting.txt").read_text() == "goodbye\n"
+    [change] = run.of_type("file_change")
+    assert change["status"] == "completed" and change["changes"][0]["path"].endswith("greeting.txt")
+    assert run.last_message == "I changed greeting.txt."
+
+
+def test_auto_compaction(codex_server, workdir):
+    """Past model_auto_compact_token_limit (here after the first call) Codex asks the model for a summary of the
+    conversation (a request with `tools: []`, `tool_choice: "auto"`, ending in its compaction prompt) and goes on
+    from that summary alone; its session records the compaction."""
+    run = codex_exec(codex_server.v1, workdir, "Count the files, please.",
+                     extra_config="model_auto_compact_token_limit = 1000\n")
+    ran_cleanly(run)
+    [compacted] = [record for record in run.session if record.get("type") == "compacted"]
+    assert "The user asked to count files; ls found notes.txt." in compacted["payload"]["message"]
+    assert run.last_message == "The directory holds notes.txt."
+
+
+@pytest.fixture(scope="module")
+def embedded_server():
+    """`rostra serve` at its defaults: the embedded SmolLM2-135M on llama.cpp (its 8192-token context holds
+    Codex's prompt, about 4,800 tokens of it)."""
+    server = RunningServer(["--parallel", "1"])
+    yield server
+    server.stop()
+
+
+def test_a_run_on_the_embedded_model_ends_cleanly(embedded_server, workdir):
+    """A 135M model cannot do the task, but whatever it writes (text, or markup that looks like a call) Codex
+    gets a well-formed stream and the run ends: no protocol error, no retry."""
+    run = codex_exec(embedded_server.v1, workdir, "Say hello.", model="SmolLM2-135M-Instruct", timeout=900)
+    assert run.returncode == 0, (run.errors(), run.stderr[-2000:])
+    assert not run.errors()
+    assert [event["type"] for event in run.events if event["type"].startswith("turn.")] == ["turn.started",
+                                                                                             "turn.completed"]
