@@ -8,6 +8,7 @@ import logging
 import os
 import time
 
+from rostra.api.messages.errors import error_body
 from rostra.errors import PayloadTooLarge, Unauthorized
 
 
@@ -34,12 +35,14 @@ class RequestIdMiddleware:
         await self.app(scope, receive, send_with_id)
 
 
-# Routes that answer without a key: probes need them, and they reveal nothing about the model's use.
-PUBLIC_PATHS = frozenset({"/health", "/version"})
+# Routes that answer without a key: probes need them, and they reveal nothing about the model's use
+# (`HEAD /`: Claude Code's probe of its base URL).
+PUBLIC_PATHS = frozenset({"/health", "/version", "/"})
 
 
 class ApiKeyMiddleware:
-    """Bearer auth on every route but the public ones; keys are compared in constant time."""
+    """Bearer auth on every route but the public ones (or Anthropic's `x-api-key` header, which its SDKs and
+    Claude Code send); keys are compared in constant time."""
 
     def __init__(self, app, api_keys: list[str], public_paths: frozenset[str] = PUBLIC_PATHS,
                  admin_keys: list[str] | None = None):
@@ -50,10 +53,12 @@ class ApiKeyMiddleware:
 
     @staticmethod
     def _authorized(scope, keys: list[bytes]) -> bool:
-        header = dict(scope["headers"]).get(b"authorization", b"")
-        scheme, _, token = header.partition(b" ")
+        headers = dict(scope["headers"])
+        scheme, _, token = headers.get(b"authorization", b"").partition(b" ")
         if scheme.lower() != b"bearer":
-            return False
+            token = headers.get(b"x-api-key", b"")
+            if not token:
+                return False
         # Compare with every key, without stopping early, so timing tells nothing.
         matches = [hmac.compare_digest(token.strip(), key) for key in keys]
         return any(matches)
@@ -65,6 +70,8 @@ class ApiKeyMiddleware:
                 if not (self.admin_keys and self._authorized(scope, self.admin_keys)):
                     return await _send_error(send, Unauthorized("an admin key is required"))
             elif self.keys and path not in self.public_paths and not self._authorized(scope, self.keys):
+                if path.startswith("/v1/messages"):  # Anthropic's clients read their own envelope
+                    return await _send_json(send, 401, error_body(Unauthorized("invalid x-api-key")))
                 return await _send_error(send, Unauthorized())
         await self.app(scope, receive, send)
 
@@ -103,6 +110,11 @@ async def _send_error(send, error) -> None:
     await send({"type": "http.response.start", "status": error.status_code,
                 "headers": [(b"content-type", b"application/json")]})
     await send({"type": "http.response.body", "body": body})
+
+
+async def _send_json(send, status: int, body: dict) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": json.dumps(body).encode()})
 
 
 access_log = logging.getLogger("rostra.requests")
