@@ -50,13 +50,18 @@ class MessageStream:
         self._thinking: list[str] = []  # the open thinking block's text (sealed into its signature)
         self._json = ""  # the open tool_use block's input so far
         self._pinged = False
+        self._spaces = ""  # whitespace held back until text follows it (dropped before a call or the end)
 
     def start(self) -> list[dict[str, Any]]:
         return [self._fold({"type": "message_start", "message": {**self.message, "content": []}})]
 
     def add(self, event: Event) -> list[dict[str, Any]]:
         if isinstance(event, Text) and event.text:
-            return self._block("text") + [self._delta({"type": "text_delta", "text": event.text})]
+            if self._open != "text" and event.text.isspace():  # whitespace between calls is no text block
+                self._spaces += event.text
+                return []
+            text, self._spaces = self._spaces + event.text, ""
+            return self._block("text") + [self._delta({"type": "text_delta", "text": text})]
         if isinstance(event, Reasoning) and event.text:
             out = self._block("thinking")
             self._thinking.append(event.text)
@@ -64,6 +69,7 @@ class MessageStream:
                 out.append(self._delta({"type": "thinking_delta", "thinking": event.text}))
             return out
         if isinstance(event, ToolCallStart):
+            self._spaces = ""
             block = {"type": "tool_use", "id": new_id("toolu"), "name": event.name, "input": {}}
             return self._close() + self._begin(block)
         if isinstance(event, ToolCallArgs) and event.text:
@@ -78,9 +84,10 @@ class MessageStream:
         """Opens a text or thinking block unless one of that kind is being written."""
         if self._open == kind:
             return []
+        closed = self._close()
         self._thinking = []
         block = {"type": "text", "text": ""} if kind == "text" else {"type": "thinking", "thinking": "", "signature": ""}
-        return self._close() + self._begin(block)
+        return closed + self._begin(block)
 
     def _begin(self, block: dict[str, Any]) -> list[dict[str, Any]]:
         self._open = block["type"]
