@@ -403,3 +403,22 @@ def test_unknown_fields_are_named_then_ignored_with_the_flag():
     finally:
         strict.stop()
         relaxed.stop()
+
+
+def test_prefix_cache_holds_when_only_the_attribution_line_changes(real_server):
+    """The embedded model on llama.cpp: Claude Code's next turn (a new attribution line, the same long system
+    prompt) reads the whole earlier prompt from the prefix cache, reported as cache_read_input_tokens."""
+    system = " ".join(f"Rule {n}: answer the user's questions about the files in this project carefully."
+                      for n in range(40))
+    usages = []
+    for nonce in ("572", "a9e"):
+        body = {"model": "SmolLM2-135M-Instruct", "max_tokens": 4, "temperature": 0,
+                "system": [{"type": "text", "text": f"x-anthropic-billing-header: cc_version=2.1.330.{nonce}; "
+                                                    "cc_entrypoint=sdk-cli;"}, {"type": "text", "text": system}],
+                "messages": [{"role": "user", "content": "Which rule comes first?"}]}
+        response = httpx.post(f"{real_server.base_url}/v1/messages", json=body, timeout=120)
+        assert response.status_code == 200, response.text
+        usages.append(check_message(response.json()).usage)
+    total = usages[0].input_tokens + usages[0].cache_read_input_tokens
+    assert total > 500 and usages[1].input_tokens + usages[1].cache_read_input_tokens == total
+    assert usages[1].cache_read_input_tokens >= total - 16  # all but the tail llama.cpp re-reads
