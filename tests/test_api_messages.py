@@ -384,7 +384,7 @@ def test_auth_by_bearer_too_and_head_probe(server):
 
 def test_unknown_fields_are_named_then_ignored_with_the_flag():
     body = ask("hello", fancy_new_field=1)
-    strict = RunningServer(list(scripted("messages.jsonl", "--request-timeout", "1", "--keep-attribution-line")))
+    strict = RunningServer(list(scripted("messages.jsonl", "--request-timeout", "2", "--keep-attribution-line")))
     relaxed = RunningServer(list(scripted("messages.jsonl", "--unknown-params", "ignore")))
     try:
         refused = httpx.post(f"{strict.base_url}/v1/messages", json=body, timeout=30)
