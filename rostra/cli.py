@@ -149,6 +149,10 @@ def _production_flags(group: FlagGroup) -> None:
     group.add_argument("--unknown-params", choices=["error", "ignore"], default="error",
                        help="request fields rostra does not know: error (400 naming the field, as OpenAI; "
                             "default) or ignore (log a warning naming them, then drop them)")
+    group.add_argument("--keep-attribution-line", action="store_true",
+                       help="Messages API: keep the x-anthropic-billing-header line Claude Code puts at the top of "
+                            "its system prompt (default: dropped; it changes every request and would defeat the "
+                            "prefix cache)")
 
 
 def _mcp_flags(group: FlagGroup) -> None:
@@ -215,6 +219,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     allow_credentials=args.allow_credentials, public_metrics=args.public_metrics,
                     request_timeout=args.request_timeout, log_requests=args.log_requests,
                     log_outputs=args.log_outputs, unknown_params=args.unknown_params,
+                    keep_attribution_line=args.keep_attribution_line,
                     shutdown_grace=args.shutdown_grace, max_background_responses=args.max_background_responses,
                     upstreams=args.upstream,
                     upstream_api_key=args.upstream_api_key or os.environ.get("ROSTRA_UPSTREAM_API_KEY"),

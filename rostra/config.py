@@ -53,6 +53,9 @@ class Settings:
     log_outputs: bool = False  # outputs in the log (user data: off by default)
     # Request fields rostra does not know: "error" (a 400 naming them, as OpenAI) or "ignore" (logged, dropped).
     unknown_params: str = "error"
+    # Messages API: keep the attribution line Claude Code starts its system prompt with (default: dropped,
+    # so that the prefix cache holds across turns; rostra/api/messages/history.py).
+    keep_attribution_line: bool = False
     shutdown_grace: float = 10.0  # seconds running streams (then background responses) get to finish on SIGTERM
     max_background_responses: int = 256  # background responses queued or running at once; 0: no limit
     # The remote engine (gateway): upstream specs (URL[,mode=raw][,api_key_env=NAME][,model=ID]).

@@ -29,6 +29,7 @@ class Decoder:
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._held = ""
         self.stopped = False  # a stop string or stop token ended the text
+        self.stop_string: str | None = None  # which stop string, when one did
 
     def feed(self, token: TokenStep) -> str:
         """Text released by one more token ('' while held back or after a stop)."""
@@ -47,7 +48,7 @@ class Decoder:
             return text
         cut, stop = min(((i, s) for s in self._stops if (i := text.find(s)) >= 0), default=(-1, ""))
         if cut >= 0:
-            self.stopped = True
+            self.stopped, self.stop_string = True, stop
             return text[:cut + len(stop)] if self._include_stop else text[:cut]
         keep = self._partial_stop_length(text)
         if keep:

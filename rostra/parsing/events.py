@@ -54,6 +54,7 @@ class Finish:
     reason: FinishReason
     completion_tokens: int
     reasoning_tokens: int = 0  # of completion_tokens, those sampled while the model was thinking
+    stop_string: str | None = None  # the request's stop string that ended the text, if one did (Anthropic names it)
     type: Literal["finish"] = "finish"
 
 

@@ -16,6 +16,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from rostra import __version__, generation_defaults
+from rostra.api.messages.service import MessagesService
 from rostra.api.responses.conversations import ConversationsService
 from rostra.api.responses.mcp.tools import McpPolicy, parse_tool_servers
 from rostra.api.responses.service import ResponsesService
@@ -89,11 +90,13 @@ def build_context(engine: Engine, settings: Settings, store: ResponseStore) -> S
     metrics = Metrics((settings.served_model_name or [engine.model.id])[0], engine.running_requests, engine.parallel,
                       admission)
     chat.on_finished = completions.on_finished = metrics.observe_job
-    responses = ResponsesService(chat, store, mcp_policy(settings), reasoning_sealer(settings),
+    sealer = reasoning_sealer(settings)  # one key seals Responses' encrypted reasoning and Messages' signatures
+    responses = ResponsesService(chat, store, mcp_policy(settings), sealer,
                                  lease_seconds=settings.lease_seconds, shutdown_grace=settings.shutdown_grace,
                                  max_background=settings.max_background_responses or None)
+    messages = MessagesService(chat, sealer, keep_attribution=settings.keep_attribution_line)
     return ServerContext(engine, settings, store, template, chat, completions, responses, ConversationsService(store),
-                         admission, metrics, served_names, defaults)
+                         admission, metrics, served_names, defaults, messages)
 
 
 @asynccontextmanager

@@ -12,6 +12,7 @@ from typing import Callable
 
 from starlette.requests import Request
 
+from rostra.api.messages.service import MessagesService
 from rostra.api.responses.conversations import ConversationsService
 from rostra.api.responses.service import ResponsesService
 from rostra.config import Settings
@@ -41,6 +42,7 @@ class ServerContext:
     served_names: Callable[[], list[str]]
     # What a request that leaves sampling fields out gets (--generation-config, --override-generation-config).
     generation_defaults: GenerationDefaults
+    messages: MessagesService  # Anthropic's Messages API, over `chat`
     started: int = field(default_factory=lambda: int(time.time()))
 
 

@@ -8,6 +8,7 @@ import logging
 import os
 import time
 
+from rostra.api.messages.errors import error_body
 from rostra.errors import PayloadTooLarge, Unauthorized
 
 
@@ -34,15 +35,16 @@ class RequestIdMiddleware:
         await self.app(scope, receive, send_with_id)
 
 
-# Routes that answer without a key: probes need them, and they reveal nothing about the model's use.
-PUBLIC_PATHS = frozenset({"/health", "/version"})
+# Routes that answer without a key: probes need them, and they reveal nothing about the model's use
+# (`HEAD /`: Claude Code's probe of its base URL).
+PUBLIC_PATHS = frozenset({"/health", "/version", "/"})
 
 
 class ApiKeyMiddleware:
-    """Bearer auth on every route and method but the public routes; keys are compared in constant
-    time. A public route learns whether its caller holds a key (`scope["state"]["authorized"]`):
-    /health shows its details only then. CORS preflights are answered by the CORS middleware
-    outside this one, so OPTIONS needs no exception here (it would leak the route table)."""
+    """Bearer auth on every route and method but the public routes (or Anthropic's `x-api-key` header, which its
+    SDKs and Claude Code send); keys are compared in constant time. A public route learns whether its caller holds
+    a key (`scope["state"]["authorized"]`): /health shows its details only then. CORS preflights are answered by
+    the CORS middleware outside this one, so OPTIONS needs no exception here (it would leak the route table)."""
 
     def __init__(self, app, api_keys: list[str], public_paths: frozenset[str] = PUBLIC_PATHS,
                  admin_keys: list[str] | None = None):
@@ -55,9 +57,11 @@ class ApiKeyMiddleware:
 
     @staticmethod
     def _authorized(scope, keys: list[bytes]) -> bool:
-        header = dict(scope["headers"]).get(b"authorization", b"")
-        scheme, _, token = header.partition(b" ")
-        if scheme.lower() != b"bearer" or not token.strip():
+        headers = dict(scope["headers"])
+        scheme, _, token = headers.get(b"authorization", b"").partition(b" ")
+        if scheme.lower() != b"bearer":
+            token = headers.get(b"x-api-key", b"")
+        if not token.strip():
             return False
         # Compare with every key, without stopping early, so timing tells nothing.
         matches = [hmac.compare_digest(token.strip(), key) for key in keys]
@@ -73,6 +77,8 @@ class ApiKeyMiddleware:
                 authorized = not self.keys or self._authorized(scope, self.keys)
                 scope.setdefault("state", {})["authorized"] = authorized
             elif self.keys and not self._authorized(scope, self.keys):
+                if path.startswith("/v1/messages"):  # Anthropic's clients read their own envelope
+                    return await _send_json(send, 401, error_body(Unauthorized("invalid x-api-key")))
                 return await _send_error(send, Unauthorized())
         await self.app(scope, receive, send)
 
@@ -111,6 +117,11 @@ async def _send_error(send, error) -> None:
     await send({"type": "http.response.start", "status": error.status_code,
                 "headers": [(b"content-type", b"application/json")]})
     await send({"type": "http.response.body", "body": body})
+
+
+async def _send_json(send, status: int, body: dict) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": json.dumps(body).encode()})
 
 
 access_log = logging.getLogger("rostra.requests")

@@ -176,7 +176,9 @@ class ChatService(GenerationService):
         self.reasoning_parser = reasoning_parser
         self.reasoning_fields = reasoning_fields
 
-    async def prepare(self, request: ChatCompletionRequest) -> Job:
+    async def prepare(self, request: ChatCompletionRequest, fit_context: bool = False) -> Job:
+        """`fit_context`: a max_tokens longer than the room the prompt leaves is cut to that room (the
+        Messages API), not refused."""
         check_model(request.model, self.served_names())
         if self.engine.relays(request.model):
             last = request.messages[-1]
@@ -200,6 +202,8 @@ class ChatService(GenerationService):
         token_ids = truncate_prompt(await rendered.tokenize(engine), request.truncate_prompt_tokens, context_length)
         max_tokens = request.max_completion_tokens or request.max_tokens
         param = "max_completion_tokens" if request.max_completion_tokens else "max_tokens"
+        if fit_context and max_tokens is not None and len(token_ids) < context_length:
+            max_tokens = min(max_tokens, context_length - len(token_ids))
         max_tokens = completion_budget(len(token_ids), max_tokens, self.defaults, context_length, "messages", param,
                                        min_tokens=request.min_tokens)
         top_logprobs = (request.top_logprobs or 0) if request.logprobs else None

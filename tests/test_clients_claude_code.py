@@ -1,0 +1,86 @@
+"""Claude Code (`@anthropic-ai/claude-code`, pinned in tests/clients/claude-code/) against `rostra serve`.
+
+Headless (`claude -p`), with its home and config in a temporary directory and every kind of nonessential
+traffic off; as root it refuses --dangerously-skip-permissions, so the tools a task needs are pre-approved
+with --allowedTools. On the scripted engine: a Bash tool round trip and a file edit through Read then Edit,
+each ending with a final answer. The script (tests/data/claude_code.jsonl; WORKDIR is the task's directory)
+writes the calls in the Hermes `<tool_call>` format Qwen2.5/Qwen3 models emit (their chat templates'
+format), read by rostra's hermes parser. Then one plain turn on the embedded model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from node_clients import node_bin
+from servers import DATA, RunningServer
+
+KEY = "claude-code-key"
+
+
+def claude(server: RunningServer, workdir: Path, home: Path, prompt: str, *flags: str,
+           model: str = "scripted", **extra_env: str) -> dict:
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+           "ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": KEY,
+           "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1", "DISABLE_AUTOUPDATER": "1",
+           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_BUG_COMMAND": "1", "CI": "1", **extra_env}
+    done = subprocess.run([str(node_bin("claude-code", "claude")), "-p", prompt, "--model", model,
+                           "--output-format", "json", "--no-session-persistence", *flags],
+                          cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"stdout: {done.stdout[-3000:]}\nstderr: {done.stderr[-3000:]}\n" \
+                                 f"server: {server.log_path.read_text()[-3000:]}"
+    result = json.loads(done.stdout)
+    assert result["is_error"] is False, result
+    return result
+
+
+@pytest.fixture(scope="module")
+def scripted_server(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("claude-code-task")
+    script = workdir.parent / "claude_code.jsonl"
+    script.write_text((DATA / "claude_code.jsonl").read_text().replace("WORKDIR", str(workdir)))
+    # Claude Code's prompt (system prompt and tool definitions) is ~20k tokens; the scripted engine needs
+    # only room for it (it has no weights).
+    server = RunningServer(["--engine", "scripted", "--script", str(script), "--tool-call-parser", "hermes",
+                            "--max-model-len", "131072", "--api-key", KEY], log_level="info")
+    yield server, workdir
+    server.stop()
+
+
+def test_bash_tool_round_trip(scripted_server, tmp_path):
+    server, workdir = scripted_server
+    result = claude(server, workdir, tmp_path, "Run the rostra check and tell me what it printed.",
+                    "--allowedTools", "Bash(echo:*)")
+    assert result["result"] == "The check printed rostra-42."
+    assert result["num_turns"] >= 2
+
+
+def test_file_edit_through_the_edit_tool(scripted_server, tmp_path):
+    server, workdir = scripted_server
+    (workdir / "greet.py").write_text("print('helo world')\n")
+    result = claude(server, workdir, tmp_path, "Fix the typo in greet.py", "--allowedTools", "Read", "Edit")
+    assert result["result"] == "I fixed the typo: greet.py now prints hello world."
+    assert (workdir / "greet.py").read_text() == "print('hello world')\n"
+
+
+def test_plain_turn_on_the_embedded_model(tmp_path):
+    """The real model (8k context): Claude Code's default tools and system prompt do not fit, so the turn
+    runs with none (--tools "", a short --system-prompt); the point is a clean protocol round trip."""
+    server = RunningServer(["--max-model-len", "8192", "--api-key", KEY], log_level="info")
+    try:
+        workdir = tmp_path / "work"
+        workdir.mkdir()
+        result = claude(server, workdir, tmp_path, "Say hello in one short sentence.", "--tools", "",
+                        "--system-prompt", "You are a friendly assistant.", model="SmolLM2-135M-Instruct",
+                        CLAUDE_CODE_MAX_OUTPUT_TOKENS="48")  # a small model may ramble; the test needs a few words
+        assert result["result"].strip() and result["num_turns"] == 1
+        print("embedded model's answer:", result["result"], result["usage"])
+        log = server.log_path.read_text()
+        assert '"route": "/v1/messages", "status": 200' in log and '"status": 4' not in log
+    finally:
+        server.stop()
