@@ -16,6 +16,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from rostra import __version__, generation_defaults
+from rostra.api.embeddings.service import EmbeddingsService
 from rostra.config import Settings
 from rostra.engines.base import Engine
 from rostra.parsing.reasoning import reasoning_parser_class
@@ -91,7 +92,7 @@ def build_context(engine: Engine, settings: Settings, store: ResponseStore) -> S
     responses = ResponsesService(chat, store, mcp_policy(settings), reasoning_sealer(settings),
                                  lease_seconds=settings.lease_seconds)
     return ServerContext(engine, settings, store, template, chat, completions, responses, ConversationsService(store),
-                         admission, metrics, served_names, defaults)
+                         admission, metrics, served_names, defaults, EmbeddingsService(engine, served_names))
 
 
 @asynccontextmanager

@@ -12,6 +12,7 @@ from typing import Callable
 
 from starlette.requests import Request
 
+from rostra.api.embeddings.service import EmbeddingsService
 from rostra.config import Settings
 from rostra.engines.base import Engine
 from rostra.generation_defaults import GenerationDefaults
@@ -41,6 +42,7 @@ class ServerContext:
     served_names: Callable[[], list[str]]
     # What a request that leaves sampling fields out gets (--generation-config, --override-generation-config).
     generation_defaults: GenerationDefaults
+    embeddings: EmbeddingsService
     started: int = field(default_factory=lambda: int(time.time()))
 
 
