@@ -115,6 +115,10 @@ class LlamaCppEngine(Engine):
             params.pooling_type = _POOLING[self.pooling or "last"]
             # An input is embedded in one micro-batch: as long as the longest input allowed.
             params.n_batch = params.n_ubatch = self.model.context_length
+            # One KV buffer for all slots: with one per slot (kv_unified false, as generation runs), inputs
+            # pooled in the same batch came out mixed with each other (cosine 0.5 to the input embedded
+            # alone; tests/test_embeddings_engines.py checks it).
+            params.kv_unified = True
         if self.threads:
             params.cpuparams.n_threads = self.threads
             params.cpuparams_batch.n_threads = self.threads
