@@ -693,9 +693,9 @@ def test_stand_in_embedding_model_runs_on_the_pooling_runner(stand_in_vllm, monk
     llm = _StandInLLM.last
     assert llm.engine_args.runner == "pooling"
     assert (engine.task, engine.embedding_dimensions, engine.matryoshka_dimensions) == ("embed", 4, (2, 4))
-    vectors = asyncio.run(engine.embed([[3, 4, 5], [1]]))
+    vectors = asyncio.run(engine.embed([[3, 4, 5, 6], [1]]))
     assert np_close(vectors, [[0.6, 0.8, 0.0, 0.0], [1 / 2 ** 0.5, 1 / 2 ** 0.5, 0.0, 0.0]])
-    assert [prompt for prompt, _, _ in llm.encoded] == [{"prompt_token_ids": [3, 4, 5]}, {"prompt_token_ids": [1]}]
+    assert [prompt for prompt, _, _ in llm.encoded] == [{"prompt_token_ids": [3, 4, 5, 6]}, {"prompt_token_ids": [1]}]
     assert all(params.task == "embed" for _, params, _ in llm.encoded)
     assert len({request_id for _, _, request_id in llm.encoded}) == 2
 

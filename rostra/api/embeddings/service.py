@@ -97,7 +97,8 @@ def split_input(value: str | list[str] | list[int] | list[list[int]]) -> tuple[l
         raise InvalidRequest(f"input may hold at most {MAX_INPUTS} items, not {len(value)}", param="input")
     if isinstance(value[0], int):  # one token-id sequence
         return None, [list(value)]  # type: ignore[arg-type]
-    for index, item in enumerate(value):
+    items: list[str] | list[list[int]] = value  # type: ignore[assignment]  # (not token ids: checked above)
+    for index, item in enumerate(items):
         if len(item) == 0:
             raise InvalidRequest(f"input[{index}] is empty: give text or token ids to embed", param=f"input[{index}]")
     if isinstance(value[0], str):
