@@ -57,6 +57,16 @@ def _model_flags(group: FlagGroup) -> None:
     group.add_argument("--dtype", choices=["auto", "bfloat16", "float16", "float32"], default="auto",
                        help="transformers and vllm engines: weight dtype (default auto: bfloat16 on CUDA, "
                             "float32 on CPU for transformers; the model's own for vllm)")
+    group.add_argument("--task", choices=["auto", "generate", "embed"], default="auto",
+                       help="what the model serves: generate (Chat, Completions, Responses), embed "
+                            "(/v1/embeddings) or auto (default: embed for sentence-transformers checkpoints, "
+                            "encoder-only architectures and GGUFs that declare a pooling type)")
+    group.add_argument("--pooling", choices=["mean", "cls", "last", "max"],
+                       help="embeddings: how token states become one vector (default: what the model declares; "
+                            "encoders mean, decoders last)")
+    group.add_argument("--matryoshka", action="store_true",
+                       help="embeddings: the model was trained for shortened vectors, so requests may set "
+                            "`dimensions` (default: when its config.json says is_matryoshka or matryoshka_dimensions)")
     group.add_argument("--tokenizer", help="scripted engine, raw upstreams: a GGUF, tokenizer.json or checkpoint "
                                            "directory to tokenize with (scripted default: the embedded model's)")
 
@@ -203,7 +213,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     tokenizer=args.tokenizer,
                     served_model_name=args.served_model_name, api_keys=keys, chat_template=args.chat_template,
                     max_model_len=args.max_model_len, parallel=args.parallel, threads=args.threads,
-                    dtype=args.dtype, device=args.device,
+                    dtype=args.dtype, device=args.device, task=args.task, pooling=args.pooling,
+                    matryoshka=args.matryoshka,
                     host=args.host, port=args.port, log_level=args.log_level,
                     tool_call_parser=args.tool_call_parser, strict_tool_parsing=args.strict_tool_parsing,
                     reasoning_parser=args.reasoning_parser,

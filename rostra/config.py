@@ -21,6 +21,10 @@ class Settings:
     threads: int | None = None
     dtype: str = "auto"  # transformers and vllm engines: auto, bfloat16, float16 or float32
     device: str = "auto"  # transformers engine: a torch device; auto: CUDA when present, else CPU
+    # What the one served model does: auto (detected from the checkpoint), generate, or embed (/v1/embeddings).
+    task: str = "auto"
+    pooling: str | None = None  # embeddings: mean, cls, last or max instead of what the model declares
+    matryoshka: bool = False  # embeddings: `dimensions` may shorten them (the model was trained for it)
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "info"

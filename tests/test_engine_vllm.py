@@ -346,6 +346,7 @@ def stand_in_vllm(monkeypatch):
         max_model_len: int | None = None
         gpu_memory_utilization: float = 0.9
         max_num_seqs: int | None = None
+        runner: str = "auto"  # generate | pooling (embedding models)
 
     vllm = types.ModuleType("vllm")
     vllm.AsyncEngineArgs, vllm.AsyncLLMEngine = AsyncEngineArgs, _StandInLLM
@@ -659,3 +660,53 @@ def test_real_serve_with_the_openai_sdk():
         assert isinstance(json.loads(structured.choices[0].message.content)["n"], int)
     finally:
         server.stop()
+
+
+# Embeddings: vLLM's pooling runner (AsyncLLM.encode), on the stand-in
+
+class _StandInPoolingLLM(_StandInLLM):
+    """An embedding model on vLLM's pooling runner: `encode` yields one final PoolingRequestOutput whose
+    `outputs.data` is a tensor (here: [first id, length, 0, 0] scaled to unit length)."""
+
+    def __init__(self, engine_args):
+        super().__init__(engine_args)
+        self.model_config = SimpleNamespace(max_model_len=512, runner_type="pooling", is_matryoshka=True,
+                                            matryoshka_dimensions=[2, 4], get_hidden_size=lambda: 4)
+        self.encoded = []
+
+    async def encode(self, prompt, pooling_params, request_id):
+        import torch
+
+        self.encoded.append((prompt, pooling_params, request_id))
+        await asyncio.sleep(0)
+        ids = prompt["prompt_token_ids"]
+        vector = torch.tensor([float(ids[0]), float(len(ids)), 0.0, 0.0])
+        yield SimpleNamespace(outputs=SimpleNamespace(data=vector / vector.norm()), finished=True)
+
+
+def test_stand_in_embedding_model_runs_on_the_pooling_runner(stand_in_vllm, monkeypatch):
+    vllm = sys.modules["vllm"]
+    monkeypatch.setattr(vllm, "AsyncLLMEngine", _StandInPoolingLLM)
+    monkeypatch.setattr(vllm, "PoolingParams", lambda **kwargs: SimpleNamespace(**kwargs), raising=False)
+    monkeypatch.setattr(_StandInLLM, "fail", None)
+    engine = _stand_in_engine(task="embed")
+    llm = _StandInLLM.last
+    assert llm.engine_args.runner == "pooling"
+    assert (engine.task, engine.embedding_dimensions, engine.matryoshka_dimensions) == ("embed", 4, (2, 4))
+    vectors = asyncio.run(engine.embed([[3, 4, 5, 6], [1]]))
+    assert np_close(vectors, [[0.6, 0.8, 0.0, 0.0], [1 / 2 ** 0.5, 1 / 2 ** 0.5, 0.0, 0.0]])
+    assert [prompt for prompt, _, _ in llm.encoded] == [{"prompt_token_ids": [3, 4, 5, 6]}, {"prompt_token_ids": [1]}]
+    assert all(params.task == "embed" for _, params, _ in llm.encoded)
+    assert len({request_id for _, _, request_id in llm.encoded}) == 2
+
+
+def test_task_flag_picks_vllms_runner():
+    common = dict(max_model_len=None, tensor_parallel_size=1, pipeline_parallel_size=1, gpu_memory_utilization=None,
+                  dtype="auto", extra={})
+    assert "runner" not in engine_arg_kwargs("m", **common)
+    assert engine_arg_kwargs("m", **common, task="embed")["runner"] == "pooling"
+    assert engine_arg_kwargs("m", **common, task="generate")["runner"] == "generate"
+
+
+def np_close(got, expected) -> bool:
+    return all(abs(a - b) < 1e-6 for row, want in zip(got, expected) for a, b in zip(row, want))

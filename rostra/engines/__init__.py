@@ -22,6 +22,10 @@ def load_engine(name: str, **options) -> Engine:
         from rostra.engines.transformers import TransformersEngine
 
         return TransformersEngine(**options)
+    if name == "transformers_embed":
+        from rostra.engines.transformers_embed import TransformersEmbeddingEngine
+
+        return TransformersEmbeddingEngine(**options)
     if name == "remote":
         from rostra.engines.remote import RemoteEngine
 

@@ -9,7 +9,7 @@ parsing, rendering) happens once, in rostra's pipeline, for every engine alike.
 from __future__ import annotations
 
 import abc
-from typing import AsyncGenerator, AsyncIterator, Protocol
+from typing import AsyncGenerator, AsyncIterator, Literal, Protocol
 
 from rostra.core import EngineOutput, ModelInfo, Prompt, SamplingParams
 from rostra.errors import InvalidRequest
@@ -20,6 +20,9 @@ class RelayedStream(Protocol):
     def events(self) -> AsyncIterator[dict]: ...
 
     async def aclose(self) -> None: ...
+
+
+Task = Literal["generate", "embed"]
 
 
 class EngineError(RuntimeError):
@@ -49,6 +52,17 @@ class Engine(abc.ABC):
         if params.prompt_logprobs is not None and not self.scores_prompts:
             raise InvalidRequest("prompt_logprobs is not supported by this engine: it cannot score prompt tokens",
                                  param="prompt_logprobs")
+    # What the one served model does: "generate" (Chat, Completions, Responses) or "embed" (/v1/embeddings),
+    # detected from the checkpoint or forced by `--task`.
+    task: Task = "generate"
+    # Embedding models: the vectors' width, whether the engine returns them L2-normalized (then a shortened
+    # one is normalized again), and the widths `dimensions` may ask for: None none (the vector is not
+    # trained to be cut), () any width up to the full one, else the widths the model was trained at.
+    embedding_dimensions: int = 0
+    normalizes_embeddings: bool = True
+    matryoshka_dimensions: tuple[int, ...] | None = None
+    # A gateway sends /v1/embeddings requests to an upstream whole (relay_embeddings).
+    relays_embeddings: bool = False
     # The sampling the model's makers recommend, as request fields (temperature, top_p, top_k, min_p,
     # repetition_penalty, max_tokens): the defaults of `--generation-config auto`. Empty: none known.
     recommended_sampling: dict = {}
@@ -82,6 +96,20 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     async def abort(self, request_id: str) -> None:
         """Stop a running generation; its iterator ends soon after."""
+
+    async def tokenize_texts(self, texts: list[str], add_special: bool, truncate_to: int | None) -> list[list[int]]:
+        """Each text's token ids for embedding; `truncate_to`: cut to that many tokens (an engine whose
+        tokenizer truncates itself keeps the end-of-text tokens it adds)."""
+        ids = [await self.tokenize(text, add_special) for text in texts]
+        return [tokens[:truncate_to] for tokens in ids] if truncate_to else ids
+
+    async def embed(self, inputs: list[list[int]]) -> list[list[float]]:
+        """One embedding vector per token-id sequence (task "embed"), in order, full width."""
+        raise NotImplementedError
+
+    async def relay_embeddings(self, model: str, body: dict) -> dict:
+        """A gateway's: the upstream's answer to this /embeddings request body."""
+        raise NotImplementedError
 
     def running_requests(self) -> int:
         """How many generations hold engine capacity right now (for health and tests)."""

@@ -12,6 +12,11 @@ the event loop (see llamacpp_http.py for why not xllamacpp's blocking, per-token
 `handle_completions`). That listener cannot be turned off anyway, so it is guarded: it gets a random
 API key that never leaves this process. rostra uses its native /completion endpoint (token ids in, token
 ids out), plus /tokenize and /detokenize (exact llama.cpp tokenization).
+
+Embedding models (`--task embed`, or a GGUF that declares `{arch}.pooling_type`, as BERT-family embedding
+GGUFs do): llama.cpp runs with embeddings on and the pooling the GGUF declares (or `--pooling`: a generative
+GGUF then pools its last hidden states, last-token by default); rostra posts token ids to its native
+/embeddings, which batches concurrent inputs across the slots and returns the vectors L2-normalized.
 """
 
 from __future__ import annotations
@@ -39,18 +44,36 @@ from rostra.tokenizer import end_of_generation_ids, gguf_token_bytes
 log = logging.getLogger("rostra.engine.llamacpp")
 _CONTROL = 3  # GGUF token type of control (special) tokens
 _USER_DEFINED = 4  # GGUF token type of added tokens (llama.cpp parses both as special)
+_POOLING = {"mean": xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN,
+            "cls": xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_CLS,
+            "last": xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_LAST}
+_GGUF_POOLING = {1: "mean", 2: "cls", 3: "last"}  # llama.cpp's enum values, as GGUF metadata stores them
+
+
+def declared_pooling(metadata: dict) -> str | None:
+    """The pooling an embedding GGUF declares (`{arch}.pooling_type`), if any."""
+    return _GGUF_POOLING.get(metadata.get(f"{metadata.get('general.architecture', '')}.pooling_type", 0))
 
 
 class LlamaCppEngine(Engine):
     enforces_constraints = True
     def __init__(self, model_path: str | Path, model_name: str, max_model_len: int | None = None, parallel: int = 4,
-                 threads: int | None = None):
+                 threads: int | None = None, task: str = "auto", pooling: str | None = None, matryoshka: bool = False):
         self.path = Path(model_path)
         if not self.path.is_file():
             raise FileNotFoundError(f"model file not found: {self.path}")
         self.metadata = read_gguf_metadata(self.path)
         trained = context_length(self.metadata) or 4096
         self.model = ModelInfo(id=model_name, context_length=min(max_model_len or trained, trained))
+        declared = declared_pooling(self.metadata)
+        if pooling is not None and pooling not in _POOLING:
+            raise ValueError(f"--pooling {pooling}: llama.cpp pools by mean, cls or last")
+        if task == "embed" or (task == "auto" and (pooling or declared)):
+            self.task = "embed"
+            self.pooling: str | None = pooling or declared or "last"  # a generative GGUF: its last token
+            arch = self.metadata.get("general.architecture", "")
+            self.embedding_dimensions = int(self.metadata.get(f"{arch}.embedding_length", 0))
+            self.matryoshka_dimensions = () if matryoshka else None
         self.parallel = max(1, parallel)
         self.threads = threads
         self.chat_template = self.metadata.get("tokenizer.chat_template")
@@ -91,6 +114,15 @@ class LlamaCppEngine(Engine):
         # Each slot gets the whole context window.
         params.n_ctx = self.model.context_length * self.parallel
         params.kv_unified = False
+        if self.task == "embed":
+            params.embedding = True
+            params.pooling_type = _POOLING[self.pooling or "last"]
+            # An input is embedded in one micro-batch: as long as the longest input allowed.
+            params.n_batch = params.n_ubatch = self.model.context_length
+            # One KV buffer for all slots: with one per slot (kv_unified false, as generation runs), inputs
+            # pooled in the same batch came out mixed with each other (cosine 0.5 to the input embedded
+            # alone; tests/test_embeddings_engines.py checks it).
+            params.kv_unified = True
         if self.threads:
             params.cpuparams.n_threads = self.threads
             params.cpuparams_batch.n_threads = self.threads
@@ -130,6 +162,18 @@ class LlamaCppEngine(Engine):
             return await self._loopback.post(path, body)
         except LoopbackError as exc:
             raise EngineError(str(exc)) from exc
+
+    async def tokenize_texts(self, texts: list[str], add_special: bool, truncate_to: int | None) -> list[list[int]]:
+        ids = await asyncio.gather(*(self.tokenize(text, add_special) for text in texts))
+        return [tokens[:truncate_to] for tokens in ids] if truncate_to else list(ids)
+
+    async def embed(self, inputs: list[list[int]]) -> list[list[float]]:
+        """llama.cpp's /embeddings: one pooled, L2-normalized vector per input (inputs share the slots)."""
+        reply: Any = await self._internal("/embeddings", {"content": inputs})
+        if isinstance(reply, dict):  # {"error": ...}
+            raise EngineError(f"llama.cpp could not embed: {reply.get('error', reply)}")
+        ordered = sorted(reply, key=lambda item: item["index"])
+        return [item["embedding"][0] for item in ordered]
 
     def token_bytes(self, token_id: int) -> bytes:
         return self._vocab_bytes[token_id] if 0 <= token_id < len(self._vocab_bytes) else b""

@@ -40,7 +40,8 @@ def _build_llamacpp(settings: Settings) -> Engine:
     path = Path(settings.model) if settings.model else embedded_model_path()
     name = served_name(settings, EMBEDDED_MODEL_NAME if not settings.model else path.stem)
     engine = load_engine("llamacpp", model_path=path, model_name=name, max_model_len=settings.max_model_len,
-                         parallel=settings.parallel, threads=settings.threads)
+                         parallel=settings.parallel, threads=settings.threads, task=settings.task,
+                         pooling=settings.pooling, matryoshka=settings.matryoshka)
     if not settings.model:  # its GGUF recommends nothing: its model card does
         engine.recommended_sampling = {**EMBEDDED_DEFAULTS, **engine.recommended_sampling}
     return engine
@@ -70,8 +71,18 @@ def _transformers_flags(group: FlagGroup) -> None:
 
 
 def _build_transformers(settings: Settings) -> Engine:
+    from rostra.engines.embedding_recipe import RecipeError, is_embedding_checkpoint
+
     if not settings.model:
         raise SystemExit("the transformers engine needs MODEL: a checkpoint directory or a Hugging Face Hub id")
+    if settings.task == "embed" or (settings.task == "auto" and is_embedding_checkpoint(settings.model)):
+        try:
+            return load_engine("transformers_embed", model=settings.model,
+                               model_name=settings.served_model_name[0] if settings.served_model_name else None,
+                               max_model_len=settings.max_model_len, dtype=settings.dtype, device=settings.device,
+                               threads=settings.threads, pooling=settings.pooling, matryoshka=settings.matryoshka)
+        except RecipeError as exc:
+            raise SystemExit(f"rostra: {exc}") from None
     return load_engine("transformers", model=settings.model,
                        model_name=settings.served_model_name[0] if settings.served_model_name else None,
                        max_model_len=settings.max_model_len, parallel=settings.parallel, dtype=settings.dtype,
@@ -94,13 +105,15 @@ def _vllm_flags(group: FlagGroup) -> None:
 def _build_vllm(settings: Settings) -> Engine:
     if not settings.model:
         raise SystemExit("the vllm engine needs a MODEL: a Hugging Face model id or a model directory")
+    if settings.pooling:
+        raise SystemExit("--pooling: with vLLM, set its pooler with --vllm-arg pooler_config=...")
     try:
         return load_engine("vllm", model=settings.model,
                            model_name=served_name(settings, settings.model.rstrip("/")),
                            max_model_len=settings.max_model_len, tensor_parallel_size=settings.tensor_parallel_size,
                            pipeline_parallel_size=settings.pipeline_parallel_size,
                            gpu_memory_utilization=settings.gpu_memory_utilization, dtype=settings.dtype,
-                           engine_args=settings.vllm_args)
+                           engine_args=settings.vllm_args, task=settings.task, matryoshka=settings.matryoshka)
     except (ImportError, ValueError) as exc:  # vLLM missing, or a --vllm-arg it does not know
         raise SystemExit(f"rostra: {exc}") from exc
 

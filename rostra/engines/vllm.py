@@ -22,6 +22,12 @@ and with vLLM those come from the tokenizer vLLM loads with its engine. `rostra 
 the engine before any event loop runs, which is the construction vLLM supports for its async
 engine (its output handler attaches to the running loop at the first request), so no loop is
 ever blocked by the load.
+
+Embedding models run on vLLM's pooling runner (`runner="pooling"` with `--task embed`; `--task auto` leaves the
+choice to vLLM, which picks it for embedding checkpoints): `.encode(TokensPrompt, PoolingParams(task="embed"),
+request_id)` per input, an async generator whose final `PoolingRequestOutput.outputs.data` is the pooled,
+normalized vector. vLLM batches concurrent inputs itself; `dimensions` is cut in rostra's service, as for
+every engine.
 """
 
 from __future__ import annotations
@@ -66,7 +72,7 @@ class VllmEngine(Engine):
     def __init__(self, model: str, model_name: str, max_model_len: int | None = None,
                  tensor_parallel_size: int = 1, pipeline_parallel_size: int = 1,
                  gpu_memory_utilization: float | None = None, dtype: str = "auto",
-                 engine_args: Sequence[str] = ()):
+                 engine_args: Sequence[str] = (), task: str = "auto", matryoshka: bool = False):
         try:
             from vllm import AsyncEngineArgs, AsyncLLMEngine
         except ImportError as exc:
@@ -74,7 +80,7 @@ class VllmEngine(Engine):
         kwargs = engine_arg_kwargs(model, max_model_len=max_model_len, tensor_parallel_size=tensor_parallel_size,
                                    pipeline_parallel_size=pipeline_parallel_size,
                                    gpu_memory_utilization=gpu_memory_utilization, dtype=dtype,
-                                   extra=parse_engine_args(engine_args))
+                                   extra=parse_engine_args(engine_args), task=task)
         known = {f.name for f in dataclasses.fields(AsyncEngineArgs)}
         unknown = sorted(set(kwargs) - known)
         if unknown:
@@ -99,6 +105,14 @@ class VllmEngine(Engine):
         self.special_texts = tuple(self._tokenizer.get_added_vocab())  # special and added tokens alike
         self._running: set[str] = set()
         self._aborting: set[str] = set()
+        config = self._llm.model_config
+        if getattr(config, "runner_type", "generate") == "pooling":
+            self.task = "embed"
+            self.embedding_dimensions = int(config.get_hidden_size())
+            widths = getattr(config, "matryoshka_dimensions", None)
+            declared = (tuple(sorted(widths)) if widths else ()) if getattr(config, "is_matryoshka", False) else None
+            self.matryoshka_dimensions = () if matryoshka else declared
+        self._embedded = 0  # numbers the inputs' request ids
 
     async def close(self) -> None:
         llm, self._llm = self._llm, None
@@ -164,6 +178,29 @@ class VllmEngine(Engine):
             self._aborting.discard(request_id)
 
 
+    async def embed(self, inputs: list[list[int]]) -> list[list[float]]:
+        return list(await asyncio.gather(*(self._embed_one(ids) for ids in inputs)))
+
+    async def _embed_one(self, token_ids: list[int]) -> list[float]:
+        from vllm import PoolingParams, TokensPrompt
+
+        if self._llm is None:
+            raise EngineError("the vLLM engine is closed")
+        self._embedded += 1
+        request_id = f"embd-{self._embedded}"
+        final: Any = None
+        try:
+            # Cancelling this (a client gone) cancels vLLM's generator, which aborts the request in vLLM.
+            async for output in self._llm.encode(TokensPrompt(prompt_token_ids=token_ids),
+                                                 PoolingParams(task="embed"), request_id):
+                final = output
+        except Exception as exc:
+            cause = exc.__cause__ or exc
+            raise EngineError(f"vLLM failed: {type(cause).__name__}: {cause}") from exc
+        if final is None:
+            raise EngineError("vLLM returned no embedding")
+        return pooled_vector(final.outputs.data)
+
     def _with_prompt_facts(self, output: EngineOutput, request_output: Any, prompt: Prompt,
                            params: SamplingParams) -> EngineOutput:
         """The prompt's scores (first output) and prefix-cache hits (last output), where vLLM gives them."""
@@ -175,6 +212,12 @@ class VllmEngine(Engine):
         if output.finish_reason is not None and isinstance(cached, int):
             output = dataclasses.replace(output, cached_tokens=cached)
         return output
+
+
+def pooled_vector(data: Any) -> list[float]:
+    """A PoolingOutput's `data` (a torch tensor on vLLM, or a list) as plain floats."""
+    values = data.float().cpu().tolist() if hasattr(data, "tolist") and hasattr(data, "float") else list(data)
+    return [float(value) for value in values]
 
 
 def prompt_scores(token_ids: Sequence[int], positions: Sequence[dict[int, Any] | None], top_n: int,
@@ -253,10 +296,13 @@ def parse_engine_args(items: Sequence[str]) -> dict[str, Any]:
 
 def engine_arg_kwargs(model: str, *, max_model_len: int | None, tensor_parallel_size: int,
                       pipeline_parallel_size: int, gpu_memory_utilization: float | None, dtype: str,
-                      extra: dict[str, Any]) -> dict[str, Any]:
-    """AsyncEngineArgs keywords: rostra's flags, then `--vllm-arg` extras (which may not repeat a flag)."""
+                      extra: dict[str, Any], task: str = "auto") -> dict[str, Any]:
+    """AsyncEngineArgs keywords: rostra's flags, then `--vllm-arg` extras (which may not repeat a flag).
+    `--task embed` is vLLM's pooling runner (`generate` its generation runner; auto: vLLM's choice)."""
     kwargs: dict[str, Any] = {"model": model, "dtype": dtype, "tensor_parallel_size": tensor_parallel_size,
                               "pipeline_parallel_size": pipeline_parallel_size}
+    if task != "auto":
+        kwargs["runner"] = "pooling" if task == "embed" else "generate"
     if max_model_len is not None:
         kwargs["max_model_len"] = max_model_len
     if gpu_memory_utilization is not None:

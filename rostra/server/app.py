@@ -20,6 +20,7 @@ from rostra.api.messages.service import MessagesService
 from rostra.api.responses.conversations import ConversationsService
 from rostra.api.responses.mcp.tools import McpPolicy, parse_tool_servers
 from rostra.api.responses.service import ResponsesService
+from rostra.api.embeddings.service import EmbeddingsService
 from rostra.config import Settings
 from rostra.engines.base import Engine
 from rostra.parsing.reasoning import reasoning_parser_class
@@ -96,7 +97,7 @@ def build_context(engine: Engine, settings: Settings, store: ResponseStore) -> S
                                  max_background=settings.max_background_responses or None)
     messages = MessagesService(chat, sealer, keep_attribution=settings.keep_attribution_line)
     return ServerContext(engine, settings, store, template, chat, completions, responses, ConversationsService(store),
-                         admission, metrics, served_names, defaults, messages)
+                         admission, metrics, served_names, defaults, messages, EmbeddingsService(engine, served_names))
 
 
 @asynccontextmanager

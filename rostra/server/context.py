@@ -15,6 +15,7 @@ from starlette.requests import Request
 from rostra.api.messages.service import MessagesService
 from rostra.api.responses.conversations import ConversationsService
 from rostra.api.responses.service import ResponsesService
+from rostra.api.embeddings.service import EmbeddingsService
 from rostra.config import Settings
 from rostra.engines.base import Engine
 from rostra.generation_defaults import GenerationDefaults
@@ -43,6 +44,7 @@ class ServerContext:
     # What a request that leaves sampling fields out gets (--generation-config, --override-generation-config).
     generation_defaults: GenerationDefaults
     messages: MessagesService  # Anthropic's Messages API, over `chat`
+    embeddings: EmbeddingsService
     started: int = field(default_factory=lambda: int(time.time()))
 
 

@@ -16,6 +16,7 @@ from typing import Callable
 from starlette.requests import Request
 from starlette.responses import Response
 
+from rostra.errors import InvalidRequest
 from rostra.server.context import server_context
 from rostra.server.sse import EventStreamResponse, json_bytes, until_disconnected
 from rostra.serving.deadline import Deadline
@@ -26,6 +27,9 @@ CLIENT_CLOSED = 499  # nginx's code for "the client went away first"
 
 async def serve_generation(request: Request, service, body, responses_api: bool = False) -> Response:
     context = server_context(request)
+    if context.engine.task == "embed":
+        raise InvalidRequest(f"the model '{body.model}' is an embedding model (served with --task embed): it "
+                             "answers POST /v1/embeddings only", param="model", code="model_not_generative")
     settings = context.settings
     await context.admission.acquire()
     release: Callable[[], None] | None = context.admission.release  # handed on to whatever outlives this call

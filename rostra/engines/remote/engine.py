@@ -27,6 +27,8 @@ log = logging.getLogger("rostra.gateway")
 
 
 class RemoteEngine(Engine):
+    relays_embeddings = True  # /v1/embeddings goes to an upstream serving the model, whatever its mode
+
     def __init__(self, upstreams: list[UpstreamConfig], tokenizer_path: str | Path | None = None,
                  max_model_len: int | None = None, retries: int = 2, health_interval: float = 5.0,
                  timeout: float = 600.0):
@@ -77,6 +79,15 @@ class RemoteEngine(Engine):
 
     async def relay(self, model: str, api: str, body: dict) -> UpstreamResponse:
         return await self.pool.post(model, f"/{api}", body)
+
+    async def relay_embeddings(self, model: str, body: dict) -> dict:
+        """The request as it came, to the least busy upstream that serves `model` (retried elsewhere on
+        connection errors, 5xx and 429 as chat requests are); its JSON answer, as it is."""
+        response = await self.pool.post(model, "/embeddings", body)
+        try:
+            return await response.json()
+        finally:
+            await response.aclose()
 
     def running_requests(self) -> int:
         return sum(upstream.outstanding for upstream in self.pool.upstreams)

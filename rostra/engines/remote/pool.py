@@ -72,6 +72,18 @@ class UpstreamResponse:
             self.upstream.failed(f"{type(exc).__name__}: {exc}")
             raise BadGateway(f"the upstream's stream broke off: {type(exc).__name__}") from exc
 
+    async def json(self) -> dict:
+        """A plain (not streamed) answer's JSON object."""
+        try:
+            content = await self.response.read()
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            self.upstream.failed(f"{type(exc).__name__}: {exc}")
+            raise BadGateway(f"the upstream's answer broke off: {type(exc).__name__}") from exc
+        body = _json_or_none(content)
+        if not isinstance(body, dict):
+            raise BadGateway("the upstream's answer is not a JSON object")
+        return body
+
     def _data(self, line: bytes):
         """One SSE line: its `data:` object, _DONE, or None (another field, a comment, a blank)."""
         if not line.startswith(b"data:"):
@@ -202,7 +214,8 @@ class UpstreamPool:
         return min(rotated, key=lambda upstream: upstream.outstanding)
 
     async def post(self, model: str, path: str, body: dict) -> UpstreamResponse:
-        """POST a streamed request to an upstream serving `model`; the answer once its status is 2xx."""
+        """POST a request (streamed, or /embeddings) to an upstream serving `model`; the answer once its
+        status is 2xx."""
         tried: set[Upstream] = set()
         error: APIError | None = None
         data = _encoded(body)
