@@ -80,7 +80,7 @@ def main() -> None:
             page.press("#prompt", "Enter")
             wait_answered(page)
             page.click("#settings-toggle")
-            page.evaluate("document.getElementById('messages').scrollTop = 0")
+            page.evaluate("document.activeElement.blur(); document.getElementById('messages').scrollTop = 0")
             page.screenshot(path=str(ROOT / "docs/playground.png"))
             conversation = page.evaluate("location.hash")
             phone = browser.new_page(viewport={"width": 390, "height": 760}, is_mobile=True)

@@ -235,7 +235,7 @@ function renderConversationList() {
     open.addEventListener("click", () => openConversation(conversation.id));
     const rename = smallButton("✎", `Rename ${titleOf(conversation)}`, () => startRename(item, conversation));
     rename.classList.add("conversation-rename");
-    const remove = smallButton("🗑", `Delete ${titleOf(conversation)}`, () => deleteConversation(conversation));
+    const remove = smallButton("×", `Delete ${titleOf(conversation)}`, () => deleteConversation(conversation));
     remove.classList.add("conversation-delete");
     item.append(open, rename, remove);
     list.append(item);
@@ -491,7 +491,13 @@ function wire() {
   });
   $("stop").addEventListener("click", stop);
   document.addEventListener("keydown", (event) => {
-    if (event.key === "Escape" && state.controller && !$("request-dialog").open) stop();
+    if (event.key !== "Escape" || $("request-dialog").open) return;
+    if (document.body.classList.contains("sidebar-open")) toggleSidebar(false);
+    else if (state.controller) stop();
+  });
+  // On a phone the sidebar lies over the chat: a tap beside it closes it.
+  document.querySelector(".chat").addEventListener("click", () => {
+    if (document.body.classList.contains("sidebar-open")) toggleSidebar(false);
   });
   $("new-chat").addEventListener("click", newChat);
   $("menu-toggle").addEventListener("click", () => toggleSidebar(!document.body.classList.contains("sidebar-open")));

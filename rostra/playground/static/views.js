@@ -364,7 +364,8 @@ export class AnswerView {
     if (this.firstTokenAt !== null) {
       facts.push(`TTFT ${Math.round(this.firstTokenAt - this.startedAt)} ms`);
       const seconds = (this.lastTokenAt - this.firstTokenAt) / 1000;
-      if (usage && usage.output_tokens > 1 && seconds > 0) {
+      // Only over a real stretch of time: output that arrives in one burst has no meaningful rate.
+      if (usage && usage.output_tokens > 1 && seconds >= 0.05) {
         facts.push(`${((usage.output_tokens - 1) / seconds).toFixed(1)} tok/s`);
       }
     }
