@@ -28,6 +28,7 @@ import httpx
 import pytest
 
 from conftest import API_KEY, scripted
+from node_clients import node_client
 from servers import RunningServer
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -198,6 +199,9 @@ def test_stop_mid_answer_aborts_the_generation(page, server):
     assert httpx.get(f"{server.base_url}/health").json()["running"] == 0
     time.sleep(0.3)
     assert answer.locator(".markdown").inner_text() == shown  # nothing more arrived
+    # A turn cut off is not kept in the conversation (rostra appends a turn once it has ended).
+    conversation_id = page.evaluate("location.hash.slice(1)")
+    assert httpx.get(f"{server.v1}/conversations/{conversation_id}/items").json()["data"] == []
     # Escape stops too.
     send(page, "long story")
     page.wait_for_function("() => document.querySelectorAll('.message.assistant .markdown').length === 2")
@@ -326,11 +330,28 @@ def test_show_request_reproduces_the_turn(page, server, tmp_path):
     if shutil.which("curl"):
         ran = subprocess.run(["bash", "-c", curl], capture_output=True, text=True, timeout=60)
         assert "response.completed" in ran.stdout
-    page.click("[role=tab][data-lang=javascript]")
-    javascript = page.inner_text("#request-code")
-    assert javascript.startswith('import OpenAI from "openai";') and '"instructions": "Be brief."' in javascript
     page.keyboard.press("Escape")
     assert not page.evaluate("document.getElementById('request-dialog').open")
+
+
+def test_show_request_javascript_runs_with_the_openai_sdk(page, tmp_path):
+    """The JavaScript tab's program, run by Node with OpenAI's JavaScript SDK (tests/clients/openai-node)."""
+    client = node_client("openai-node")
+    page.click("#settings-toggle")
+    page.fill("#top_p", "0.9")
+    page.click("#settings-close")
+    page.fill("#prompt", "say hello")
+    page.click("#show-request")  # the turn about to be sent, before any conversation exists
+    page.click("[role=tab][data-lang=javascript]")
+    javascript = page.inner_text("#request-code")
+    assert javascript.startswith('import OpenAI from "openai";') and '"top_p": 0.9' in javascript
+    assert '"conversation"' not in javascript
+    (tmp_path / "node_modules").symlink_to(client / "node_modules")  # where Node resolves "openai" from
+    (tmp_path / "turn.mjs").write_text(javascript)
+    ran = subprocess.run(["node", str(tmp_path / "turn.mjs")], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "ROSTRA_API_KEY": "unused"})
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "Hello! How can I help you today?"
 
 
 def test_phone_sized_window(browser, server):

@@ -338,6 +338,8 @@ async function openConversation(id) {
     if (item.type === "message" && item.role === "user") {
       answer = null;
       messages.append(new UserMessage(messageText(item)).root);
+    } else if (item.type === "message" && item.role !== "assistant") {
+      continue; // system and developer messages another client stored: not part of the chat as drawn
     } else if (item.type === "function_call_output" || item.type === "mcp_approval_response") {
       answer = null; // what the client sent back starts the next answer
     } else {

@@ -335,7 +335,8 @@ export class AnswerView {
   stopped() {
     this.settle();
     this.root.classList.add("stopped");
-    this.showProblem("stopped", "note");
+    // rostra keeps a turn in the conversation once it has ended; one cut off is not kept.
+    this.showProblem("stopped: this turn is not kept in the conversation", "note");
     this.showStats(null);
   }
 
