@@ -354,6 +354,33 @@ def test_show_request_javascript_runs_with_the_openai_sdk(page, tmp_path):
     assert ran.stdout.strip() == "Hello! How can I help you today?"
 
 
+def test_keyboard_only(page):
+    """Every control is reached with Tab; the request dialog works with Enter, the arrow keys and Escape."""
+    reached = []
+    for _ in range(12):
+        page.keyboard.press("Tab")
+        reached.append(page.evaluate("() => document.activeElement.id || document.activeElement.className"))
+    for control in ("model", "show-request", "settings-toggle", "new-chat", "prompt", "send"):
+        assert control in reached, reached
+    page.focus("#show-request")
+    page.keyboard.press("Enter")
+    assert page.evaluate("() => document.getElementById('request-dialog').open")
+    page.focus("[role=tab][data-lang=curl]")
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate("() => document.activeElement.dataset.lang") == "python"
+    assert page.inner_text("#request-code").startswith("import os")
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")
+    assert page.get_attribute("[role=tab][data-lang=javascript]", "aria-selected") == "true"
+    page.keyboard.press("Escape")
+    assert not page.evaluate("() => document.getElementById('request-dialog').open")
+    page.focus("#prompt")
+    page.keyboard.type("say hello")
+    page.keyboard.press("Enter")
+    wait_answered(page)
+    assert page.evaluate("() => document.activeElement.id") == "prompt"  # ready for the next message
+
+
 def test_phone_sized_window(browser, server):
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     context.set_default_timeout(TIMEOUT_MS)
