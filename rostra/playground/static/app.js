@@ -112,8 +112,10 @@ function follow(wasNearBottom) {
   if (wasNearBottom) messages.scrollTop = messages.scrollHeight;
 }
 
-function clearMessages() {
-  messages.replaceChildren();
+const welcome = $("welcome");
+
+function clearMessages(showWelcome = false) {
+  messages.replaceChildren(...(showWelcome ? [welcome] : []));
 }
 
 function showError(message) {
@@ -154,7 +156,7 @@ async function runTurn(input, userText) {
     return false;
   }
   const keepFollowing = nearBottom();
-  $("welcome")?.remove();
+  welcome.remove();
   if (userText !== undefined) messages.append(new UserMessage(userText).root);
   const answer = new AnswerView({ onRequest: () => openRequestDialog(body), onToolOutput: sendToolOutput,
                                   onApproval: sendApproval });
@@ -311,7 +313,7 @@ function newChat() {
   stop();
   state.conversationId = null;
   history.replaceState(null, "", location.pathname);
-  clearMessages();
+  clearMessages(true);
   renderConversationList();
   closeSidebarOnPhone();
   $("prompt").focus();

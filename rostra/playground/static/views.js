@@ -65,11 +65,12 @@ class ReasoningPart {
   }
 
   delta(text) {
-    this.body.textContent += text;
+    // Models open their thinking with a newline or two: not worth a blank line.
+    this.body.textContent += this.body.textContent ? text : text.trimStart();
   }
 
   done(item) {
-    const text = [...(item.content || []), ...(item.summary || [])].map((part) => part.text ?? "").join("\n");
+    const text = [...(item.content || []), ...(item.summary || [])].map((part) => part.text ?? "").join("\n").trim();
     if (text) this.body.textContent = text;
     const words = this.body.textContent.trim().split(/\s+/).filter(Boolean).length;
     this.summary.textContent = item.encrypted_content && !text ? "Reasoning (encrypted)" : `Reasoning (${words} words)`;
