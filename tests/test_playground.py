@@ -400,15 +400,8 @@ def test_phone_sized_window(browser, server):
     context.close()
 
 
-@pytest.fixture(scope="module")
-def keyed_server():
-    running = RunningServer(list(scripted("playground.jsonl", "--api-key", API_KEY)))
-    yield running
-    running.stop()
-
-
-def test_api_key_asked_for_and_kept_in_the_browser(browser, keyed_server):
-    base = keyed_server.base_url
+def test_api_key_asked_for_and_kept_in_the_browser(browser, auth_server):
+    base = auth_server.base_url
     # The page loads without a key; the API does not answer without one.
     assert httpx.get(f"{base}/").status_code == 200
     assert httpx.get(f"{base}/playground/app.js").status_code == 200
@@ -443,17 +436,6 @@ def test_the_page_and_its_headers(server):
     missing = httpx.get(f"{server.base_url}/playground/nope.js")
     assert missing.status_code == 404 and missing.json()["error"]["type"] == "invalid_request_error"
     assert httpx.get(f"{server.base_url}/playground/config").json() == {"tool_servers": []}
-
-
-def test_no_ui():
-    running = RunningServer(list(scripted("playground.jsonl", "--no-ui")))
-    try:
-        for path in ("/", "/playground/app.js", "/playground/config"):
-            answer = httpx.get(running.base_url + path)
-            assert answer.status_code == 404 and "error" in answer.json(), path
-        assert httpx.get(f"{running.v1}/models").status_code == 200
-    finally:
-        running.stop()
 
 
 def test_a_real_answer_from_the_embedded_model(browser, real_server):
