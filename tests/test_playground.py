@@ -154,6 +154,15 @@ def test_answer_streams_token_by_token(page):
 
 
 def test_reasoning_and_a_tool_call_then_its_output(page):
+    conversations = page.locator("#conversations li").count()
+    page.click("#settings-toggle")
+    page.fill("#function-tools", "[{not json")
+    page.click("#settings-close")
+    send(page, "think then call")
+    page.locator("#error-banner").wait_for(state="visible")
+    assert page.locator("#error-banner").inner_text().startswith("Function tools: not JSON")
+    assert page.input_value("#prompt") == "think then call"  # nothing sent, nothing lost, nothing made
+    assert page.locator("#conversations li").count() == conversations and page.locator(".message").count() == 0
     page.click("#settings-toggle")
     page.fill("#function-tools", json.dumps(WEATHER_TOOL))
     page.click("#settings-close")

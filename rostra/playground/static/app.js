@@ -149,6 +149,7 @@ async function runTurn(input, userText) {
   showError("");
   let body;
   try {
+    requestBody(input); // settings that do not parse stop the turn before a conversation is made for it
     if (userText !== undefined) await ensureConversation(userText);
     body = requestBody(input);
   } catch (error) {
