@@ -42,6 +42,8 @@ def _server_flags(group: FlagGroup) -> None:
     """Where to listen."""
     group.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     group.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
+    group.add_argument("--no-ui", dest="ui", action="store_false",
+                       help="no playground page at / (default: a chat page there that uses the API)")
 
 
 def _model_flags(group: FlagGroup) -> None:
@@ -74,7 +76,7 @@ def _model_flags(group: FlagGroup) -> None:
 def _auth_flags(group: FlagGroup) -> None:
     """Who may call."""
     group.add_argument("--api-key", action="append", default=[],
-                       help="require this Bearer key on every route but /health and /version (repeatable; "
+                       help="require this Bearer key on every route but /health, /version and the playground page (repeatable; "
                             "also env ROSTRA_API_KEY, comma-separated)")
     group.add_argument("--api-key-file", help="a file of API keys, one per line")
     group.add_argument("--admin-key", action="append", default=[],
@@ -215,7 +217,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     max_model_len=args.max_model_len, parallel=args.parallel, threads=args.threads,
                     dtype=args.dtype, device=args.device, task=args.task, pooling=args.pooling,
                     matryoshka=args.matryoshka,
-                    host=args.host, port=args.port, log_level=args.log_level,
+                    host=args.host, port=args.port, ui=args.ui, log_level=args.log_level,
                     tool_call_parser=args.tool_call_parser, strict_tool_parsing=args.strict_tool_parsing,
                     reasoning_parser=args.reasoning_parser,
                     reasoning_field=args.reasoning_field, data_dir=args.data_dir,
@@ -268,6 +270,8 @@ def serve(settings: Settings) -> None:
         raise SystemExit(f"rostra: {exc}") from None
     print(f"rostra {__version__}: serving {names[0]} ({settings.engine}) on http://{settings.host}:{settings.port}/v1",
           file=sys.stderr, flush=True)
+    if settings.ui:
+        print(f"playground: http://{settings.host}:{settings.port}/", file=sys.stderr, flush=True)
     print(f"generation defaults: {app.state.rostra.generation_defaults.describe()}", file=sys.stderr, flush=True)
     # On SIGTERM uvicorn stops accepting, lets running requests (streams too) finish for the grace
     # period, then the app's shutdown cancels what is left and closes the engine and the store.

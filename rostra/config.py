@@ -27,6 +27,7 @@ class Settings:
     matryoshka: bool = False  # embeddings: `dimensions` may shorten them (the model was trained for it)
     host: str = "127.0.0.1"
     port: int = 8000
+    ui: bool = True  # the playground at `/` (--no-ui: off)
     log_level: str = "info"
     tool_call_parser: str | None = None  # None: the format the chat template speaks, else `json`
     strict_tool_parsing: bool = False  # only that format's parser: no lenient recognisers after it

@@ -13,6 +13,7 @@ from harness import MODEL, InProcessServer
 from servers import RunningServer
 from spec import validate
 from test_api_responses import check_response
+from wire import check_error
 
 SCRIPT = [{"match": "^quick", "output": "A quick answer."},
           {"match": "^again", "output": "Another answer."}]
@@ -77,6 +78,33 @@ async def test_conversations_and_their_items(tmp_path):
         validate("DeletedConversationResource", deleted.model_dump())
         with pytest.raises(NotFoundError):
             await client.conversations.retrieve(created.id)
+
+
+@pytest.mark.anyio
+async def test_listing_conversations(tmp_path):
+    """GET /v1/conversations, a rostra extension (the playground's sidebar): OpenAI's list shape and paging,
+    each conversation as the spec and the SDK's type have it; bad paging is a 400 naming the parameter."""
+    async with InProcessServer(tmp_path, SCRIPT) as server:
+        client = sdk(server)
+        empty = (await server.client.get("/v1/conversations")).json()
+        assert empty == {"object": "list", "data": [], "has_more": False, "first_id": "", "last_id": ""}
+        made = [await client.conversations.create(metadata={"title": str(n)}) for n in range(3)]
+        whole = (await server.client.get("/v1/conversations", params={"order": "asc"})).json()
+        assert {conversation["id"] for conversation in whole["data"]} == {c.id for c in made}
+        for conversation in whole["data"]:
+            check_conversation(conversation)
+        assert [c["created_at"] for c in whole["data"]] == sorted(c["created_at"] for c in whole["data"])
+        assert (whole["first_id"], whole["last_id"]) == (whole["data"][0]["id"], whole["data"][-1]["id"])
+        first = (await server.client.get("/v1/conversations", params={"limit": 2})).json()
+        rest = (await server.client.get("/v1/conversations", params={"limit": 2, "after": first["last_id"]})).json()
+        assert first["has_more"] and not rest["has_more"]
+        assert [c["id"] for c in first["data"] + rest["data"]] == [c["id"] for c in reversed(whole["data"])]
+        await client.conversations.delete(made[0].id)
+        left = (await server.client.get("/v1/conversations")).json()["data"]
+        assert made[0].id not in {c["id"] for c in left} and len(left) == 2
+        for params, param in [({"limit": 0}, "limit"), ({"limit": 101}, "limit"), ({"order": "up"}, "order"),
+                              ({"after": "conv_unknown"}, "after")]:
+            check_error(await server.client.get("/v1/conversations", params=params), 400, param)
 
 
 @pytest.mark.anyio

@@ -633,3 +633,37 @@ def test_one_serving_process_per_sqlite_store(tmp_path):
     other.claim()  # another store in the same directory is another lock
     second.release()
     other.release()
+
+
+def test_list_conversations(backend):
+    """The listing behind GET /v1/conversations (a rostra extension): by creation time, then id; paged
+    with `after` in either order; ties in the same second are ordered by id, so no page skips one."""
+    created = [("conv_b", 10), ("conv_a", 10), ("conv_c", 11), ("conv_d", 9)]
+
+    async def scenario(store):
+        empty = await store.list_conversations()
+        for conversation_id, created_at in created:
+            await store.create_conversation({"id": conversation_id, "object": "conversation",
+                                             "created_at": created_at, "metadata": {}}, [])
+        pages = {}
+        for order in ("desc", "asc"):
+            seen, after, more = [], None, True
+            while more:
+                page, more = await store.list_conversations(after=after, limit=3 if order == "asc" else 1,
+                                                            order=order)
+                seen += [conversation["id"] for conversation in page]
+                after = page[-1]["id"]
+            pages[order] = seen
+        whole, whole_more = await store.list_conversations(limit=100)
+        with pytest.raises(StoreError):
+            await store.list_conversations(after="conv_unknown")
+        await store.delete_conversation("conv_c")
+        return empty, pages, whole, whole_more, await store.list_conversations()
+
+    empty, pages, whole, whole_more, after_delete = run_with_store(backend, scenario)
+    assert empty == ([], False)
+    assert pages["desc"] == ["conv_c", "conv_b", "conv_a", "conv_d"]
+    assert pages["asc"] == ["conv_d", "conv_a", "conv_b", "conv_c"]
+    assert [c["id"] for c in whole] == pages["desc"] and not whole_more
+    assert whole[0] == {"id": "conv_c", "object": "conversation", "created_at": 11, "metadata": {}}
+    assert [c["id"] for c in after_delete[0]] == ["conv_b", "conv_a", "conv_d"]

@@ -26,6 +26,7 @@ from rostra.engines.base import Engine
 from rostra.parsing.reasoning import reasoning_parser_class
 from rostra.parsing.tools import detect_tool_parser, layered_tool_parser, tool_parser_class
 from rostra.parsing.tools.base import ToolParser
+from rostra.playground import routes as playground
 from rostra.prompt.chat_template import ChatTemplate
 from rostra.server.admission import Admission
 from rostra.server.context import ServerContext
@@ -115,7 +116,8 @@ async def lifespan(app: FastAPI):
 def add_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
     """Outermost last: request id, access log, CORS, API keys, body size."""
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
-    public = PUBLIC_PATHS | ({"/metrics"} if settings.public_metrics else set())
+    public = (PUBLIC_PATHS | ({"/metrics"} if settings.public_metrics else set())
+              | (playground.PUBLIC_PATHS if settings.ui else set()))
     app.add_middleware(ApiKeyMiddleware, api_keys=settings.api_keys, public_paths=public,
                        admin_keys=settings.admin_keys)
     if settings.allowed_origins:  # CORS is off unless asked for

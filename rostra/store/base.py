@@ -230,6 +230,13 @@ class ResponseStore(ABC):
         """The stored conversation object, or None."""
 
     @abstractmethod
+    async def list_conversations(self, *, after: str | None = None, limit: int = 20,
+                                 order: str = "desc") -> tuple[list[dict], bool]:
+        """One page of the conversation objects, ordered by (`created_at`, `id`): "desc" newest first.
+        The page starts after the conversation whose id is `after`. Returns (conversations, has_more).
+        Raises StoreError for an unknown `after`."""
+
+    @abstractmethod
     async def update_conversation(self, conversation: dict) -> None:
         """Replace the stored conversation object with the same `id`. Raises StoreError if unknown."""
 

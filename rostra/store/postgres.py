@@ -403,6 +403,21 @@ class PostgresResponseStore(ResponseStore):
         body = await self.pool.fetchval("SELECT body FROM rostra_conversations WHERE id = $1", conversation_id)
         return None if body is None else json.loads(body)
 
+    async def list_conversations(self, *, after: str | None = None, limit: int = 20,
+                                 order: str = "desc") -> tuple[list[dict], bool]:
+        compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")  # fixed strings only
+        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            where, params = "", []
+            if after is not None:
+                row = await conn.fetchrow("SELECT created_at, id FROM rostra_conversations WHERE id = $1", after)
+                if row is None:
+                    raise StoreError(f"no conversation {after!r}")
+                where, params = f"WHERE (created_at, id) {compare} ($1, $2)", [row["created_at"], row["id"]]
+            rows = await conn.fetch(f"SELECT body FROM rostra_conversations {where} "
+                                    f"ORDER BY created_at {direction}, id {direction} LIMIT ${len(params) + 1}",
+                                    *params, limit + 1)
+        return [json.loads(row["body"]) for row in rows[:limit]], len(rows) > limit
+
     async def update_conversation(self, conversation: dict) -> None:
         done = await self.pool.execute("UPDATE rostra_conversations SET body = $1 WHERE id = $2",
                                        dumps(conversation), conversation["id"])

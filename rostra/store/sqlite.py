@@ -496,6 +496,26 @@ class SqliteResponseStore(ResponseStore):
         row = conn.execute("SELECT body FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
         return None if row is None else json.loads(row[0])
 
+    async def list_conversations(self, *, after: str | None = None, limit: int = 20,
+                                 order: str = "desc") -> tuple[list[dict], bool]:
+        return await self._run(self._list_conversations_sync, after, limit, order)
+
+    @staticmethod
+    def _list_conversations_sync(conn: sqlite3.Connection, after: str | None, limit: int,
+                                 order: str) -> tuple[list[dict], bool]:
+        compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")  # fixed strings only
+        with _transaction(conn, "DEFERRED"):
+            where, params = "", ()
+            if after is not None:
+                row = conn.execute("SELECT created_at, id FROM conversations WHERE id = ?", (after,)).fetchone()
+                if row is None:
+                    raise StoreError(f"no conversation {after!r}")
+                where, params = f"WHERE (created_at, id) {compare} (?, ?)", tuple(row)
+            rows = conn.execute(f"SELECT body FROM conversations {where} "
+                                f"ORDER BY created_at {direction}, id {direction} LIMIT ?",
+                                (*params, limit + 1)).fetchall()
+        return [json.loads(body) for (body,) in rows[:limit]], len(rows) > limit
+
     async def update_conversation(self, conversation: dict) -> None:
         await self._run(self._update_conversation_sync, conversation)
 

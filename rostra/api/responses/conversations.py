@@ -56,6 +56,15 @@ class ConversationsService:
             raise NotFound(f"Conversation with id '{conversation_id}' not found.", param=param)
         return conversation
 
+    async def list_all(self, after: str | None, limit: int, order: str) -> dict[str, Any]:
+        """`GET /v1/conversations`, an extension (OpenAI's API cannot list conversations): the
+        playground's sidebar. Paged like every list, by creation time."""
+        try:
+            conversations, has_more = await self.store.list_conversations(after=after, limit=limit, order=order)
+        except StoreError as exc:
+            raise InvalidRequest(str(exc), param="after") from exc
+        return item_list(conversations, has_more)
+
     async def update(self, conversation_id: str, body: UpdateConversationBody) -> dict[str, Any]:
         conversation = {**await self.retrieve(conversation_id), "metadata": check_metadata(body.metadata)}
         await self.store.update_conversation(conversation)

@@ -62,6 +62,14 @@ async def create_conversation(request: Request) -> dict[str, Any]:
     return await server_context(request).conversations.create(body)
 
 
+@router.get("/v1/conversations")
+async def list_conversations(request: Request, after: str | None = None, limit: int = 20,
+                             order: str = "desc") -> dict[str, Any]:
+    """An extension: OpenAI's Conversations API has no listing (the playground's sidebar needs one)."""
+    check_page(limit, order)
+    return await server_context(request).conversations.list_all(after, limit, order)
+
+
 @router.get("/v1/conversations/{conversation_id}")
 async def retrieve_conversation(request: Request, conversation_id: str) -> dict[str, Any]:
     return await server_context(request).conversations.retrieve(conversation_id)
