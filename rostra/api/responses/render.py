@@ -152,7 +152,7 @@ class ResponseBuilder:
         part = _empty_part(item["type"])
         if item["type"] == "reasoning" and self.summary:
             events.append(self.event("response.reasoning_summary_part.added", item_id=item["id"],
-                                     output_index=self.index(), summary_index=0, part=_SUMMARY_PART))
+                                     output_index=self.index(), summary_index=0, part=dict(_SUMMARY_PART)))
         elif part is not None:
             events.append(self.event("response.content_part.added", item_id=item["id"], output_index=self.index(),
                                      content_index=0, part=part))
