@@ -112,6 +112,9 @@ def _store_flags(group: FlagGroup) -> None:
     group.add_argument("--lease-seconds", type=float, default=10.0,
                        help="a background response whose replica stops renewing its lease this long is marked "
                             "failed by another replica (default 10)")
+    group.add_argument("--max-background-responses", type=int, default=256,
+                       help="background responses queued or running at once; more get 429 (default 256, 0: no "
+                            "limit)")
 
 
 def _production_flags(group: FlagGroup) -> None:
@@ -132,7 +135,8 @@ def _production_flags(group: FlagGroup) -> None:
     group.add_argument("--log-requests", action="store_true", help="log prompts (user data: off by default)")
     group.add_argument("--log-outputs", action="store_true", help="log outputs (user data: off by default)")
     group.add_argument("--shutdown-grace", type=float, default=10.0,
-                       help="on SIGTERM, seconds running requests get to finish (default 10)")
+                       help="on SIGTERM, seconds running requests get to finish, and then background responses "
+                            "(those still running are stored as failed, saying so) (default 10)")
     group.add_argument("--unknown-params", choices=["error", "ignore"], default="error",
                        help="request fields rostra does not know: error (400 naming the field, as OpenAI; "
                             "default) or ignore (log a warning naming them, then drop them)")
@@ -168,6 +172,8 @@ def _keys(given: list[str], env: str) -> list[str]:
 def settings_from_args(args: argparse.Namespace) -> Settings:
     if not args.lease_seconds > 0:
         raise SystemExit(f"--lease-seconds: must be more than 0, not {args.lease_seconds}")
+    if args.max_background_responses < 0:
+        raise SystemExit(f"--max-background-responses: must be 0 (no limit) or more, not {args.max_background_responses}")
     if args.tool_call_parser and args.tool_call_parser not in tool_parser_names():
         raise SystemExit(f"--tool-call-parser: unknown {args.tool_call_parser!r}; "
                          f"choose from {', '.join(tool_parser_names())}")
@@ -193,7 +199,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     allow_credentials=args.allow_credentials, public_metrics=args.public_metrics,
                     request_timeout=args.request_timeout, log_requests=args.log_requests,
                     log_outputs=args.log_outputs, unknown_params=args.unknown_params,
-                    shutdown_grace=args.shutdown_grace,
+                    shutdown_grace=args.shutdown_grace, max_background_responses=args.max_background_responses,
                     upstreams=args.upstream,
                     upstream_api_key=args.upstream_api_key or os.environ.get("ROSTRA_UPSTREAM_API_KEY"),
                     upstream_retries=args.upstream_retries, upstream_timeout=args.upstream_timeout,

@@ -48,7 +48,8 @@ class Settings:
     log_outputs: bool = False  # outputs in the log (user data: off by default)
     # Request fields rostra does not know: "error" (a 400 naming them, as OpenAI) or "ignore" (logged, dropped).
     unknown_params: str = "error"
-    shutdown_grace: float = 10.0  # seconds running streams get to finish on SIGTERM
+    shutdown_grace: float = 10.0  # seconds running streams (then background responses) get to finish on SIGTERM
+    max_background_responses: int = 256  # background responses queued or running at once; 0: no limit
     # The remote engine (gateway): upstream specs (URL[,mode=raw][,api_key_env=NAME][,model=ID]).
     upstreams: list[str] = field(default_factory=list)
     upstream_api_key: str | None = field(default=None, repr=False)  # never printed

@@ -70,6 +70,13 @@ class ServiceUnavailable(APIError):
     error_type = "server_error"
 
 
+class InsufficientStorage(APIError):
+    """The server could not store what the request asked it to keep (its disk is full)."""
+
+    status_code = 507
+    error_type = "server_error"
+
+
 class BadGateway(APIError):
     """An upstream failed (5xx, a broken connection, a malformed answer) after the retries."""
 

@@ -40,6 +40,15 @@ async def slow(seconds: float) -> str:
     return "done"
 
 
+RUNS = {"count": 0}
+
+
+@calculator.tool(description="Count: how many times this tool has run (a tool with a side effect).")
+def count() -> int:
+    RUNS["count"] += 1
+    return RUNS["count"]
+
+
 @calculator.tool(description="Report the X-Caller header this call came with.")
 def whoami(ctx: Context) -> str:
     request = ctx.request_context.request

@@ -9,6 +9,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import httpx
 
@@ -23,7 +24,9 @@ def free_port() -> int:
 
 class RunningServer:
     def __init__(self, args: list[str], startup_timeout: float = 120, data_dir: str | None = None,
-                 log_level: str = "warning", env: dict[str, str] | None = None, port: int | None = None):
+                 log_level: str = "warning", env: dict[str, str] | None = None, port: int | None = None,
+                 preexec: Callable[[], None] | None = None):
+        """`preexec` runs in the child before rostra starts (resource limits for the fault tests)."""
         self.port = port or free_port()
         # Each server keeps its Responses store in its own directory (or the one given, to restart on it).
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="rostra-data-")
@@ -33,7 +36,7 @@ class RunningServer:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "rostra.cli", "serve", *args, "--port", str(self.port), "--log-level", log_level,
              "--data-dir", self.data_dir],
-            stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+            stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, preexec_fn=preexec)
         deadline = time.monotonic() + startup_timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

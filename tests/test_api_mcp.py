@@ -86,7 +86,7 @@ def test_mcp_call_streamed_and_not(rostra, mcp_http):
     created = check_response(post(rostra, body).json())
     assert [item["type"] for item in created["output"]] == ["mcp_list_tools", "message", "mcp_call", "message"]
     listing, _, call, answer = created["output"]
-    assert [tool["name"] for tool in listing["tools"]] == ["add", "divide", "shout", "slow", "whoami"]
+    assert [tool["name"] for tool in listing["tools"]] == ["add", "divide", "shout", "slow", "count", "whoami"]
     assert listing["tools"][0]["input_schema"]["properties"]["a"]["type"] == "integer"
     assert (call["name"], json.loads(call["arguments"]), call["output"], call["error"], call["status"]) == \
         ("add", {"a": 2, "b": 3}, "5", None, "completed")
@@ -175,6 +175,31 @@ def test_approval_request_then_approve_or_deny(rostra, mcp_http):
     unknown = post(rostra, {"previous_response_id": first["id"], "tools": [tool],
                             "input": [{**approve, "approval_request_id": "mcpr_nope"}]})
     assert unknown.status_code == 400 and unknown.json()["error"]["param"] == "input[0].approval_request_id"
+
+
+def test_approved_calls_run_as_the_first_step_of_an_accepted_turn(rostra, mcp_http):
+    """Issue 21: approved calls ran while the request was prepared, before it was validated or stored: a refused
+    request still ran the (side-effecting) tool, and its retry ran it again; max_tool_calls did not count them.
+    The calls come back as a stateless client sends them (tests/mcp_servers.py `count` counts its runs)."""
+    tool = mcp_tool(mcp_http.url, require_approval="always")
+    requests = [{"type": "mcp_approval_request", "id": f"mcpr_count{n}", "server_label": "calc", "name": "count",
+                 "arguments": "{}"} for n in (1, 2)]
+    approvals = [{"type": "mcp_approval_response", "approval_request_id": request["id"], "approve": True}
+                 for request in requests]
+    body = {"store": False, "tools": [tool], "input": [{"role": "user", "content": "count"}, requests[0],
+                                                       approvals[0]]}
+    refused = post(rostra, {**body, "tool_choice": {"type": "function", "name": "nope"}})
+    assert refused.status_code == 400 and refused.json()["error"]["param"] == "tool_choice.function.name"
+    ran = check_response(post(rostra, body).json())
+    calls = [item for item in ran["output"] if item["type"] == "mcp_call"]
+    assert [call["output"] for call in calls] == ["1"]  # its first run: the refused request ran nothing
+    assert ran["output"][-1]["content"][0]["text"] == "Counted."
+
+    limited = check_response(post(rostra, {**body, "max_tool_calls": 1, "input": [
+        {"role": "user", "content": "count"}, *requests, *approvals]}).json())
+    calls = [item for item in limited["output"] if item["type"] == "mcp_call"]
+    assert [(call["status"], call["output"]) for call in calls] == [("completed", "2"), ("failed", None)]
+    assert "max_tool_calls" in calls[1]["error"]["content"][0]["text"]
 
 
 def test_policy_headers_and_output_cap(rostra, mcp_http):

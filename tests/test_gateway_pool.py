@@ -15,6 +15,7 @@ MODELS = {"object": "list", "data": [{"id": "m", "object": "model", "created": 0
                                       "max_model_len": 4096}]}
 SSE = b'data: {"choices": [{"index": 0, "text": "hi", "finish_reason": "stop"}]}\n\ndata: [DONE]\n\n'
 DROP = "drop"  # an answer: the upstream closes the connection without answering (a connection failure)
+HANG = "hang"  # an answer: the upstream keeps the connection open and never answers
 
 
 class ScriptedUpstreams:
@@ -55,6 +56,8 @@ class ScriptedUpstreams:
                 reply = self.answers.pop(0)
                 if reply == DROP:
                     break
+                if reply == HANG:
+                    await asyncio.sleep(3600)
                 if reply == 200:
                     writer.write(answer(200, SSE, "text/event-stream"))
                 elif isinstance(reply, bytes):
@@ -207,3 +210,28 @@ def test_upstream_specs(monkeypatch):
         with pytest.raises(ValueError):
             parse_upstream(bad)
     assert json.dumps(parse_upstream("http://h.test/v1").models) == "[]"
+
+
+async def test_cancelled_requests_leave_the_in_flight_count_exact():
+    """Issue 21: four requests cancelled while their upstream had not answered left `outstanding` at 4, and
+    least-outstanding routing shunned that upstream for good. Cancelled before or after the answer, it is 0."""
+    async with ScriptedUpstreams([HANG] * 4 + [200] * 2, count=1) as upstreams:
+        pool = pool_for(upstreams)
+        await pool.check_all()
+        try:
+            upstream = pool.upstreams[0]
+            waiting = [asyncio.create_task(pool.post("m", "/completions", {"model": "m"})) for _ in range(4)]
+            while len(upstreams.calls) < 4:  # every request has reached the upstream, which does not answer
+                await asyncio.sleep(0.01)
+            assert upstream.outstanding == 4
+            for task in waiting:
+                task.cancel()
+            await asyncio.gather(*waiting, return_exceptions=True)
+            assert upstream.outstanding == 0
+            answered = await pool.post("m", "/completions", {"model": "m"})
+            assert upstream.outstanding == 1  # an answer handed over counts until it is closed...
+            await answered.aclose()
+            await answered.aclose()  # ...once
+            assert upstream.outstanding == 0
+        finally:
+            await pool.close()

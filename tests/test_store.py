@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sqlite3
 import subprocess
 import sys
@@ -509,7 +510,13 @@ def test_expired_leases_are_failed_once(backend):
         with pytest.raises(StoreError):
             await store.append_event("resp_dead", {"type": "response.output_text.delta", "sequence_number": 3})
         assert await store.finish(response("resp_dead", "completed"), "replica-dead") is False
-        assert (await store.get("resp_live"))["status"] == "in_progress"
+        # Issue 21: nor bring it back to in_progress (the update a background run makes as it starts).
+        assert await store.progress(response("resp_dead", "in_progress"), "replica-dead") is False
+        assert (await store.get("resp_dead"))["status"] == "failed"
+        assert await store.progress(response("resp_live", "in_progress"), "replica-dead") is False  # not its own
+        assert await store.progress({**response("resp_live", "in_progress"), "metadata": {"k": "v"}},
+                                    "replica-live") is True
+        assert (await store.get("resp_live"))["metadata"] == {"k": "v"}
         assert (await store.get("resp_old"))["status"] == "in_progress"
         assert await store.fail_expired_leases() == []
     run_with_store(backend, body)
@@ -609,3 +616,20 @@ def test_serve_refuses_a_bad_store_setting(flags, message):
     done = subprocess.run([sys.executable, "-m", "rostra.cli", "serve", "--engine", "scripted", "--script",
                            str(DATA / "script.jsonl"), *flags], capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and message in done.stderr
+
+
+def test_one_serving_process_per_sqlite_store(tmp_path):
+    """Issue 21: a second server on the same SQLite file took the first one's running responses for leftovers.
+    `claim()` (taken by `rostra serve`) is an exclusive lock that names its holder; released, it can be taken."""
+    first, second = SqliteResponseStore(tmp_path / "s.sqlite3"), SqliteResponseStore(tmp_path / "s.sqlite3")
+    first.claim()
+    try:
+        with pytest.raises(StoreError, match=rf"another rostra process \(pid {os.getpid()}\)"):
+            second.claim()
+    finally:
+        first.release()
+    other = SqliteResponseStore(tmp_path / "other.sqlite3")
+    second.claim()
+    other.claim()  # another store in the same directory is another lock
+    second.release()
+    other.release()

@@ -89,7 +89,8 @@ def build_context(engine: Engine, settings: Settings, store: ResponseStore) -> S
                       admission)
     chat.on_finished = completions.on_finished = metrics.observe_job
     responses = ResponsesService(chat, store, mcp_policy(settings), reasoning_sealer(settings),
-                                 lease_seconds=settings.lease_seconds)
+                                 lease_seconds=settings.lease_seconds, shutdown_grace=settings.shutdown_grace,
+                                 max_background=settings.max_background_responses or None)
     return ServerContext(engine, settings, store, template, chat, completions, responses, ConversationsService(store),
                          admission, metrics, served_names, defaults)
 

@@ -9,7 +9,7 @@ import dataclasses
 import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, AsyncGenerator, Callable, Sequence
+from typing import Any, AsyncGenerator, Awaitable, Callable, Sequence
 
 from rostra import __version__
 from rostra.engines.base import Engine, EngineError
@@ -265,10 +265,17 @@ class Job:
     reasoning_fields: tuple[str, ...] = ()
     # Where the events come from when not from the engine's generations (a relayed upstream stream).
     source: Callable[[], AsyncGenerator[tuple[int, Event], None]] | None = None
+    # What frees what preparing opened (a relayed upstream's connection) when the job may never run: idempotent.
+    release: Callable[[], Awaitable[None]] | None = None
     options: OutputOptions = field(init=False)
 
     def __post_init__(self) -> None:
         self.options = OutputOptions.of(self.request)
+
+    async def close(self) -> None:
+        """Free what the job holds before (or without) running it; harmless once it ran."""
+        if self.release is not None:
+            await self.release()
 
     def envelope(self, object_name: str, choices: list[dict[str, Any]]) -> dict[str, Any]:
         """The fields every response and chunk of this job repeats."""

@@ -45,6 +45,7 @@ async def relay_job(engine: Engine, request: ChatCompletionRequest | CompletionR
               reasoning_fields=reasoning_fields)
     emitters = {index: make_emitter() for index in range(choices)} if make_emitter else {}
     job.source = lambda: relayed_events(upstream, chunk_events, stats, range(choices), emitters)
+    job.release = upstream.aclose  # a job that never runs (its store write failed) still closes its upstream
     return job
 
 

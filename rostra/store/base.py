@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
+from typing import Callable
+
+from rostra.errors import InsufficientStorage, ServiceUnavailable
 
 # The error object written into responses that were running when the process died.
 INTERRUPTED_ERROR = {
@@ -43,6 +46,22 @@ def failed_event(response: dict, sequence_number: int) -> dict:
     return {"type": "response.failed", "sequence_number": sequence_number, "response": response}
 
 
+# How a store ends a response whose runner is gone: (stored response, its logged events, the error) ->
+# (the failed response, the events to log after the last one, numbered by the store in order).
+Settle = Callable[[dict, list[dict], dict], tuple[dict, list[dict]]]
+
+
+def settle_failed(response: dict, events: list[dict], error: dict) -> tuple[dict, list[dict]]:
+    """The plain settlement: failed with `error`, one `response.failed` event. The API that made the events
+    can do better (rostra/api/responses/recovery.py closes the item that was being written)."""
+    failed = failed_copy(response, error)
+    return failed, [failed_event(failed, 0)]
+
+
+def numbered(events: list[dict], first: int) -> list[dict]:
+    return [{**event, "sequence_number": first + offset} for offset, event in enumerate(events)]
+
+
 class Watch:
     """Wakes a follower when a response may have new events or a new status. This one cannot be
     notified: `wait` sleeps a little and the follower looks again."""
@@ -67,6 +86,20 @@ class Watch:
 
 class StoreError(Exception):
     """A store operation failed: unknown id where one is required, duplicate id, bad database."""
+
+
+class StoreFull(StoreError, InsufficientStorage):
+    """The store's disk (or its file-size limit) is full: a 507 in the API's error envelope, not a generic 500."""
+
+    def __init__(self, message: str = "the response store is full (no space left for it on the server's disk)"):
+        InsufficientStorage.__init__(self, message, code="storage_full")
+
+
+class StoreWriteFailed(StoreError, ServiceUnavailable):
+    """The store could not write (an I/O error: a disk that is full, or failing): a 503 in the envelope."""
+
+    def __init__(self, message: str = "the response store could not be written (disk full or failing)"):
+        ServiceUnavailable.__init__(self, message, code="storage_unavailable")
 
 
 class ResponseStore(ABC):
@@ -177,14 +210,14 @@ class ResponseStore(ABC):
         """Flag a running response for cancellation by its owner; False if it is not running."""
 
     @abstractmethod
-    async def fail_expired_leases(self) -> list[str]:
+    async def fail_expired_leases(self, settle: Settle = settle_failed) -> list[str]:
         """Mark every running response whose lease has expired as failed (LEASE_EXPIRED_ERROR),
-        and append a `response.failed` event after its last one. Returns their ids."""
+        and append a `response.failed` event after its last one (as `settle` makes them). Returns their ids."""
 
     @abstractmethod
-    async def mark_interrupted(self) -> int:
+    async def mark_interrupted(self, settle: Settle = settle_failed) -> int:
         """At start-up: mark every "queued"/"in_progress" response as "failed" with
-        INTERRUPTED_ERROR as its `error`. Returns how many were marked."""
+        INTERRUPTED_ERROR as its `error` (as `settle` makes it). Returns how many were marked."""
 
     # -- conversations ------------------------------------------------------------------------
 

@@ -21,10 +21,11 @@ from rostra.store.base import (
     LEASE_EXPIRED_ERROR,
     RUNNING_STATUSES,
     ResponseStore,
+    Settle,
     StoreError,
     Watch,
-    failed_copy,
-    failed_event,
+    numbered,
+    settle_failed,
 )
 from rostra.store.tables import ItemTable, dumps
 
@@ -359,13 +360,13 @@ class PostgresResponseStore(ResponseStore):
             f"UPDATE rostra_responses SET cancel_requested = TRUE WHERE id = $1 AND {_RUNNING}", response_id)
         return done != "UPDATE 0"
 
-    async def fail_expired_leases(self) -> list[str]:
-        return await self._fail_running(f"lease_until < {NOW}", LEASE_EXPIRED_ERROR)
+    async def fail_expired_leases(self, settle: Settle = settle_failed) -> list[str]:
+        return await self._fail_running(f"lease_until < {NOW}", LEASE_EXPIRED_ERROR, settle)
 
-    async def mark_interrupted(self) -> int:
-        return len(await self._fail_running("TRUE", INTERRUPTED_ERROR))
+    async def mark_interrupted(self, settle: Settle = settle_failed) -> int:
+        return len(await self._fail_running("TRUE", INTERRUPTED_ERROR, settle))
 
-    async def _fail_running(self, condition: str, error: dict) -> list[str]:
+    async def _fail_running(self, condition: str, error: dict, settle: Settle) -> list[str]:
         """Fail the running responses that match `condition` (a fixed SQL string), each with a
         terminal `response.failed` event after its last one, in one transaction. Rows another
         transaction holds (a replica failing them too, or the runner appending) are skipped: the
@@ -374,13 +375,15 @@ class PostgresResponseStore(ResponseStore):
             rows = await conn.fetch(f"SELECT id, body FROM rostra_responses WHERE {_RUNNING} AND {condition} "
                                     "FOR UPDATE SKIP LOCKED")
             for row in rows:
-                response = failed_copy(json.loads(row["body"]), error)
-                number = await conn.fetchval("SELECT COALESCE(MAX(sequence_number) + 1, 0) FROM rostra_events "
-                                             "WHERE response_id = $1", row["id"])
+                logged = [json.loads(event["body"]) for event in await conn.fetch(
+                    "SELECT body FROM rostra_events WHERE response_id = $1 ORDER BY sequence_number", row["id"])]
+                response, tail = settle(json.loads(row["body"]), logged, error)
+                number = logged[-1]["sequence_number"] + 1 if logged else 0
                 await conn.execute("UPDATE rostra_responses SET status = 'failed', body = $2, owner = NULL, "
                                    "lease_until = NULL WHERE id = $1", row["id"], dumps(response))
-                await conn.execute("INSERT INTO rostra_events (response_id, sequence_number, body) VALUES ($1, $2, $3)",
-                                   row["id"], number, dumps(failed_event(response, number)))
+                await conn.executemany(
+                    "INSERT INTO rostra_events (response_id, sequence_number, body) VALUES ($1, $2, $3)",
+                    [(row["id"], event["sequence_number"], dumps(event)) for event in numbered(tail, number)])
                 await conn.execute(f"SELECT pg_notify('{CHANNEL}', $1)", row["id"])
         return [row["id"] for row in rows]
 

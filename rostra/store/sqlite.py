@@ -23,9 +23,12 @@ from rostra.store.base import (
     LEASE_EXPIRED_ERROR,
     RUNNING_STATUSES,
     ResponseStore,
+    Settle,
     StoreError,
-    failed_copy,
-    failed_event,
+    StoreFull,
+    StoreWriteFailed,
+    numbered,
+    settle_failed,
 )
 from rostra.store.process_lock import ProcessLock
 from rostra.store.tables import ItemTable, dumps
@@ -130,6 +133,17 @@ def _transaction(conn: sqlite3.Connection, mode: str = "IMMEDIATE") -> Iterator[
     conn.execute("COMMIT")
 
 
+def _translated(exc: sqlite3.Error) -> Exception:
+    """A full disk as what the API answers for it (507), a failing write as a 503; the rest as it is."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = None if code is None else code & 0xFF  # extended codes keep the primary one in their low byte
+    if primary == sqlite3.SQLITE_FULL:
+        return StoreFull()
+    if primary == sqlite3.SQLITE_IOERR:  # a file-size limit (EFBIG) reads as an I/O error, not SQLITE_FULL
+        return StoreWriteFailed()
+    return exc
+
+
 _RESPONSE_ITEMS = ItemTable("responses", "input_items", "response_id", "response")
 _CONVERSATION_ITEMS = ItemTable("conversations", "conversation_items", "conversation_id", "conversation")
 
@@ -194,7 +208,10 @@ class SqliteResponseStore(ResponseStore):
         if self._executor is None or self._conn is None:
             raise StoreError("the response store is not open")
         conn = self._conn
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, conn, *args)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, fn, conn, *args)
+        except sqlite3.Error as exc:
+            raise _translated(exc) from exc
 
     async def open(self) -> None:
         if self._executor is not None:
@@ -429,28 +446,31 @@ class SqliteResponseStore(ResponseStore):
         return conn.execute(f"UPDATE responses SET cancel_requested = 1 WHERE id = ? AND {_RUNNING}",
                             (response_id,)).rowcount > 0
 
-    async def fail_expired_leases(self) -> list[str]:
-        return await self._run(self._fail_running_sync, "lease_until < ?", (time.time(),), LEASE_EXPIRED_ERROR)
+    async def fail_expired_leases(self, settle: Settle = settle_failed) -> list[str]:
+        return await self._run(self._fail_running_sync, "lease_until < ?", (time.time(),), LEASE_EXPIRED_ERROR,
+                               settle)
 
-    async def mark_interrupted(self) -> int:
-        return len(await self._run(self._fail_running_sync, "1", (), INTERRUPTED_ERROR))
+    async def mark_interrupted(self, settle: Settle = settle_failed) -> int:
+        return len(await self._run(self._fail_running_sync, "1", (), INTERRUPTED_ERROR, settle))
 
     @staticmethod
-    def _fail_running_sync(conn: sqlite3.Connection, condition: str, params: tuple, error: dict) -> list[str]:
+    def _fail_running_sync(conn: sqlite3.Connection, condition: str, params: tuple, error: dict,
+                           settle: Settle) -> list[str]:
         """Fail the running responses that match `condition` (a fixed SQL string), each with a
         terminal `response.failed` event after its last one, in one transaction."""
         with _transaction(conn):
             rows = conn.execute(f"SELECT id, body FROM responses WHERE {_RUNNING} AND {condition}",
                                 params).fetchall()
             for response_id, body in rows:
-                response = failed_copy(json.loads(body), error)
-                last = conn.execute("SELECT MAX(sequence_number) FROM events WHERE response_id = ?",
-                                    (response_id,)).fetchone()[0]
-                number = 0 if last is None else last + 1
+                logged = [json.loads(event) for (event,) in conn.execute(
+                    "SELECT body FROM events WHERE response_id = ? ORDER BY sequence_number", (response_id,))]
+                response, tail = settle(json.loads(body), logged, error)
+                number = logged[-1]["sequence_number"] + 1 if logged else 0
                 conn.execute("UPDATE responses SET status = ?, body = ?, owner = NULL, lease_until = NULL "
                              "WHERE id = ?", ("failed", dumps(response), response_id))
-                conn.execute("INSERT INTO events (response_id, sequence_number, body) VALUES (?, ?, ?)",
-                             (response_id, number, dumps(failed_event(response, number))))
+                conn.executemany("INSERT INTO events (response_id, sequence_number, body) VALUES (?, ?, ?)",
+                                 [(response_id, event["sequence_number"], dumps(event))
+                                  for event in numbered(tail, number)])
         return [response_id for response_id, _ in rows]
 
     # -- conversations ------------------------------------------------------------------------

@@ -5,9 +5,11 @@
 - service.py: a request -> the chat job of each model turn (to_chat.py) -> semantic events -> the response.
 - render.py: semantic events -> Responses stream events and the response object they build (MCP items by
   mcp/render.py, a part it holds).
-- runs.py: the runs of stored responses: leases, background tasks, followers, cancel, delete; event_log.py: their
-  events on the way to the store.
+- runs.py: the runs of stored responses: leases, background tasks (bounded; failed, saying why, at shutdown),
+  followers, cancel, delete; event_log.py: their events on the way to the store; recovery.py: a response whose
+  runner died, settled from its logged events (its partial item incomplete).
 - mcp/: MCP servers (client.py), which a request may use (tools.py), the tool loop (loop.py), their items
   (render.py).
-- conversations.py: the Conversations API's service; routes.py: both APIs' routes (`router`).
+- conversations.py: the Conversations API's service; routes.py: both APIs' routes (`router`); objects.py: ids and
+  snapshots of the JSON objects the wing makes.
 """

@@ -12,6 +12,7 @@ and how to fail it, and owns what happens around them (the store rows, the event
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import secrets
@@ -21,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncGenerator, Callable
 
 from rostra.api.responses.event_log import DEFAULT_INTERVAL, EventLog
-from rostra.errors import APIError, InvalidRequest, NotFound, ServerError
+from rostra.api.responses.recovery import settle_from_events
+from rostra.errors import APIError, InvalidRequest, NotFound, ServerError, ServiceUnavailable, TooManyRequests
 from rostra.store.base import RUNNING_STATUSES, ResponseStore
 
 log = logging.getLogger("rostra.responses")
@@ -29,6 +31,10 @@ log = logging.getLogger("rostra.responses")
 # The events that end a response's stream (a cancelled one ends with its status, not an event).
 TERMINAL_EVENTS = {"response.completed", "response.failed", "response.incomplete"}
 FOLLOW_WAIT = 1.0  # seconds a follower waits for a notification before looking at the status
+# Background responses queued or running at once on one server, unless --max-background-responses says otherwise:
+# each holds its prompt, events and a task; past this a client is told to come back (429), not queued without end.
+DEFAULT_MAX_BACKGROUND = 256
+SHUTDOWN_ERROR = "the server shut down before this response finished"
 
 Events = AsyncGenerator[dict[str, Any], None]
 Fail = Callable[[APIError], list[dict[str, Any]]]  # the events that end a response with this error
@@ -69,6 +75,7 @@ class LiveRun:
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     done: bool = False
     finishing: bool = False  # in its final store update: no longer to be cancelled
+    stopped_by: APIError | None = None  # set when the server stops it (shutdown): it fails, it is not cancelled
 
     def publish(self, event: dict[str, Any]) -> None:
         self.events.append(event)
@@ -82,8 +89,11 @@ class LiveRun:
 
 class RunRegistry:
     def __init__(self, store: ResponseStore, *, lease_seconds: float = 10.0,
-                 event_interval: float = DEFAULT_INTERVAL):
+                 event_interval: float = DEFAULT_INTERVAL, shutdown_grace: float = 10.0,
+                 max_background: int | None = DEFAULT_MAX_BACKGROUND):
         self.store = store
+        self.shutdown_grace = shutdown_grace  # seconds background runs get to finish when the server stops
+        self.max_background = max_background  # background runs at once on this server (None: no bound)
         self.live: dict[str, LiveRun] = {}  # background responses running here
         self.streaming: set[str] = set()  # stored foreground streams running here (leased too)
         self.owner = replica_id()
@@ -96,16 +106,18 @@ class RunRegistry:
     async def start(self) -> None:
         """After the store is open: recover what a previous run left, then keep leases."""
         if self.store.shared:  # other replicas may be running theirs: only expired leases are dead
-            failed = len(await self.store.fail_expired_leases())
+            failed = len(await self.store.fail_expired_leases(settle_from_events))
         else:  # this process owns the store: whatever was running, stopped with the last process
-            failed = await self.store.mark_interrupted()
+            failed = await self.store.mark_interrupted(settle_from_events)
         if failed:
             log.warning("%d stored response(s) were running on a server that stopped: marked failed", failed)
         self._keeper = asyncio.create_task(self._keep_leases())
 
     async def stop(self) -> None:
-        """At shutdown, before the store closes: running background responses end as cancelled."""
-        await self.cancel_running()
+        """At shutdown, before the store closes: running background responses get the grace period to finish;
+        those still running then are stopped and stored as failed, saying why (never a silent `cancelled`, which
+        is what a user's cancel reads as). The lease keeper runs until they are stored."""
+        await self.stop_running(self.shutdown_grace)
         if self._keeper is not None:
             self._keeper.cancel()
             await asyncio.gather(self._keeper, return_exceptions=True)
@@ -130,7 +142,7 @@ class RunRegistry:
                             "lease expired): stopping it", response_id)
             if response_id not in held or held[response_id]:  # lost, or a cancel was asked elsewhere
                 live.task.cancel()
-        failed = await self.store.fail_expired_leases()
+        failed = await self.store.fail_expired_leases(settle_from_events)
         if failed:
             log.warning("marked failed, their server's lease expired: %s", ", ".join(failed))
 
@@ -162,6 +174,7 @@ class RunRegistry:
                      on_done: Callable[[], None]) -> dict[str, Any]:
         """Store the response as queued and run it in a task of its own; `on_done` runs when the run has
         ended, however it ends."""
+        self.check_room()
         response["status"] = "queued"
         await self.store.create(response, items, owner=self.owner, lease_seconds=self.lease_seconds)
         live = self.live[response["id"]] = LiveRun()
@@ -182,7 +195,14 @@ class RunRegistry:
                         await event_log.flush()
                     live.publish(event)
         except asyncio.CancelledError:
-            response["status"] = "cancelled"
+            if live.stopped_by is None:  # a user's cancel (here, or asked on another replica)
+                response["status"] = "cancelled"
+            else:
+                log.warning("background response %s stopped at shutdown: stored as failed", response["id"])
+                for event in fail(live.stopped_by):
+                    with contextlib.suppress(Exception):  # a log that failed already: the store keeps what it has
+                        event_log.append(event)
+                    live.publish(event)
         except RunLost:  # nothing of it is this replica's to write any more
             log.warning("response %s is no longer this server's to run (deleted, or failed after its lease "
                         "expired): stopped", response["id"])
@@ -286,12 +306,23 @@ class RunRegistry:
                 await watch.wait(self.tick)
         return await self.retrieve(response_id)
 
-    async def cancel_running(self) -> None:
-        """At shutdown: background responses still running end as cancelled, and are stored so."""
+    async def stop_running(self, grace: float) -> None:
+        """Background runs still running after `grace` seconds end as failed (SHUTDOWN_ERROR), and are stored so."""
         tasks = [run.task for run in list(self.live.values()) if run.task]
-        for task in tasks:
-            task.cancel()
+        if tasks and grace > 0:
+            log.info("waiting up to %.0f s for %d background response(s) to finish", grace, len(tasks))
+            await asyncio.wait(tasks, timeout=grace)
+        for run in list(self.live.values()):
+            if run.task is not None and not run.task.done():
+                run.stopped_by = ServiceUnavailable(SHUTDOWN_ERROR, code="server_shutdown")
+                run.task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+    def check_room(self) -> None:
+        """A 429 when this server already runs as many background responses as it may."""
+        if self.max_background is not None and len(self.live) >= self.max_background:
+            raise TooManyRequests(f"this server is running its limit of {self.max_background} background responses; "
+                                  "try again when some have finished (rostra serve --max-background-responses)")
 
     async def delete(self, response_id: str) -> dict[str, Any]:
         live = self.live.get(response_id)

@@ -11,6 +11,7 @@ and the runs of stored responses (leases, background tasks, followers, cancel, d
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 import time
@@ -25,7 +26,7 @@ from rostra.api.responses.mcp.tools import McpPolicy, McpTools, requested_server
 from rostra.api.responses.models import CreateResponseRequest
 from rostra.api.responses.objects import new_id
 from rostra.api.responses.render import ResponseBuilder
-from rostra.api.responses.runs import RunRegistry, ended_on_error
+from rostra.api.responses.runs import DEFAULT_MAX_BACKGROUND, RunRegistry, ended_on_error
 from rostra.api.responses.to_chat import LOGPROBS, chat_request, forced_freeform, next_start, offer
 from rostra.api.responses.tools import Tool, ignored_tools, parse_tools
 from rostra.errors import APIError, InvalidRequest, NotFound
@@ -64,6 +65,12 @@ class ResponseJob:
     ready: list[dict[str, Any]] = field(default_factory=list)  # output items made before the model runs (MCP)
     turns: list[Job] = field(default_factory=list)  # the chat job of every model turn, `chat` the last
     tools: list[Tool] = field(default_factory=list)  # the request's tools, typed
+    approved: list[dict[str, Any]] = field(default_factory=list)  # approved MCP calls, run as the first step
+
+    async def close(self) -> None:
+        """Free what its turns' jobs hold (a relayed upstream) if they never ran."""
+        for turn in self.turns:
+            await turn.close()
 
     # What the access log and the request log read of any job.
     @property
@@ -86,12 +93,15 @@ class ResponseJob:
 class ResponsesService:
     def __init__(self, chat: ChatService, store: ResponseStore, mcp_policy: McpPolicy = McpPolicy(),
                  sealer: ReasoningSealer | None = None, *, lease_seconds: float = 10.0,
-                 event_interval: float = DEFAULT_INTERVAL):
+                 event_interval: float = DEFAULT_INTERVAL, shutdown_grace: float = 10.0,
+                 max_background: int | None = DEFAULT_MAX_BACKGROUND):
         self.chat = chat
         self.store = store
         self.mcp_policy = mcp_policy
         self.sealer = sealer or ReasoningSealer(key=secrets.token_bytes(32))  # a key for this process only
-        self.runs = RunRegistry(store, lease_seconds=lease_seconds, event_interval=event_interval)
+        self._closing: set[asyncio.Task[None]] = set()  # closes of jobs whose runs ended (see start_background)
+        self.runs = RunRegistry(store, lease_seconds=lease_seconds, event_interval=event_interval,
+                                shutdown_grace=shutdown_grace, max_background=max_background)
 
     async def start(self) -> None:
         """After the store is open: recover what a previous run left, then keep leases."""
@@ -105,6 +115,8 @@ class ResponsesService:
     async def prepare(self, request: CreateResponseRequest) -> ResponseJob:
         if request.background and not request.store:
             raise InvalidRequest("background responses must be stored (store: true)", param="background")
+        if request.background:  # before any work: a full server says so at once
+            self.runs.check_room()
         for index, value in enumerate(request.include or []):
             if value not in INCLUDABLE:
                 raise InvalidRequest(f"include: unknown value {value!r}", param=f"include[{index}]")
@@ -128,7 +140,8 @@ class ResponsesService:
         functions = set(offer(tools)[1].by_model_name)  # names MCP tools must not take
         loop = ToolLoop(await resolve(servers, conversation, functions) if servers else McpTools(),
                         request.max_tool_calls)
-        ready = loop.tools.listings + await approved_calls(items, conversation, loop)
+        approved = approved_calls(items, conversation, loop)
+        ready = loop.tools.listings + approved
         builder = ResponseBuilder(base_response(request, tools, self.chat.defaults), offer(tools)[1],
                                   summary=bool(request.reasoning and request.reasoning.summary))
         freeform = forced_freeform(request, tools)
@@ -137,7 +150,7 @@ class ResponsesService:
         builder.mcp.tools = loop.tools.labels()
         if ENCRYPTED_REASONING in (request.include or []):
             builder.sealer = self.sealer
-        return ResponseJob(request, job, builder, items, conversation, loop, ready, [job], tools)
+        return ResponseJob(request, job, builder, items, conversation, loop, ready, [job], tools, approved)
 
     async def _turn(self, request: CreateResponseRequest, tools: list[Tool], conversation: list[dict[str, Any]],
                     mcp_tools: list[dict[str, Any]], builder: ResponseBuilder) -> Job:
@@ -169,6 +182,7 @@ class ResponsesService:
                 async for _ in events:
                     pass
         finally:
+            await job.close()
             if job.request.store and job.builder.response["status"] != "in_progress":  # not if the client left
                 await self.store.create(job.builder.response, job.items)
         if job.builder.error is not None:
@@ -182,27 +196,46 @@ class ResponsesService:
             events = self.runs.stream(job.builder.response, job.items, events, job.builder.fail)
         else:
             events = ended_on_error(events, job.builder.fail)
-        async with aclosing(events):
-            async for event in events:
-                yield event
+        try:
+            async with aclosing(events):
+                async for event in events:
+                    yield event
+        finally:
+            await job.close()
 
     async def start_background(self, job: ResponseJob, deadline: Deadline,
                                on_done: Callable[[], None]) -> dict[str, Any]:
         """Store the response as queued and run it in a task of its own; `on_done` runs when the run has
         ended, however it ends."""
-        return await self.runs.launch(job.builder.response, job.items, self._events(job, deadline),
-                                      job.builder.fail, on_done)
+        def ended() -> None:
+            on_done()
+            closing = asyncio.get_running_loop().create_task(job.close())  # if it was cancelled before it began
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
+
+        try:
+            return await self.runs.launch(job.builder.response, job.items, self._events(job, deadline),
+                                          job.builder.fail, ended)
+        except BaseException:  # not stored (a full disk, too many at once): nothing runs, nothing stays open
+            await job.close()
+            raise
 
     async def _events(self, job: ResponseJob, deadline: Deadline) -> AsyncGenerator[dict[str, Any], None]:
         builder = job.builder
         yield builder.lifecycle("response.created")
         builder.response["status"] = "in_progress"
         yield builder.lifecycle("response.in_progress")
-        for item in job.ready:
-            for out in builder.mcp.whole_item(item):
-                yield out
         reason = "stop"
         try:
+            if job.approved:  # the first step of the stored turn; the first model turn then reads their results
+                await job.loop.run_approved(job.approved)
+                await job.chat.close()  # prepared (to validate the request) before the results were known
+                job.chat = await self._turn(job.request, job.tools, job.conversation + job.ready,
+                                            job.loop.chat_tools(), builder)
+                job.turns = [job.chat]
+            for item in job.ready:
+                for out in builder.mcp.whole_item(item):
+                    yield out
             while True:  # one model turn, then the MCP calls it made, as long as the model makes some
                 start = len(builder.response["output"])
                 async with aclosing(deadline.bound(self.chat.events(job.chat))) as events:

@@ -213,30 +213,36 @@ class UpstreamPool:
             if attempt:
                 await asyncio.sleep(self.backoff * 2 ** (attempt - 1) * (0.5 + random.random()))
             tried.add(upstream)
+            # Counted from the send until the answer is handed over (its aclose() uncounts it) or given up,
+            # however that happens: a cancelled request (the client left) must not count for good, or
+            # least-outstanding routing shuns this upstream ever after.
             upstream.outstanding += 1
+            handed_over = False
             try:
-                response = await self.session.post(f"{upstream.url}{path}", data=data,
-                                                   headers=_post_headers(upstream))
-            except aiohttp.SocketTimeoutError as exc:  # it may be working on it: trying elsewhere doubles the load
-                upstream.outstanding -= 1
-                raise BadGateway("the upstream did not answer in time") from exc
-            except (aiohttp.ClientConnectionError, asyncio.TimeoutError) as exc:
-                upstream.outstanding -= 1
-                upstream.failed(f"{type(exc).__name__}: {exc}")
-                log.warning("upstream %s: %s (attempt %d)", upstream.config.display_url, type(exc).__name__,
-                            attempt + 1)
-                error = ServiceUnavailable(f"the upstream for '{model}' could not be reached")
-                continue
-            if response.status < 400:
-                upstream.succeeded()
-                return UpstreamResponse(upstream, response)
-            try:
-                content = await response.read()
-            except (aiohttp.ClientError, asyncio.TimeoutError):
-                content = b""
+                try:
+                    response = await self.session.post(f"{upstream.url}{path}", data=data,
+                                                       headers=_post_headers(upstream))
+                except aiohttp.SocketTimeoutError as exc:  # it may be working on it: elsewhere doubles the load
+                    raise BadGateway("the upstream did not answer in time") from exc
+                except (aiohttp.ClientConnectionError, asyncio.TimeoutError) as exc:
+                    upstream.failed(f"{type(exc).__name__}: {exc}")
+                    log.warning("upstream %s: %s (attempt %d)", upstream.config.display_url, type(exc).__name__,
+                                attempt + 1)
+                    error = ServiceUnavailable(f"the upstream for '{model}' could not be reached")
+                    continue
+                if response.status < 400:
+                    upstream.succeeded()
+                    handed_over = True
+                    return UpstreamResponse(upstream, response)
+                try:
+                    content = await response.read()
+                except (aiohttp.ClientError, asyncio.TimeoutError):
+                    content = b""
+                finally:
+                    response.release()
             finally:
-                response.release()
-            upstream.outstanding -= 1
+                if not handed_over:
+                    upstream.outstanding -= 1
             error = _relayed_error(response.status, _json_or_none(content), upstream)
             if response.status == 429:
                 if attempt < self.retries:  # after the last attempt the error is relayed at once

@@ -50,6 +50,14 @@ class ToolLoop:
             for event in builder.mcp.call_done(item, result):
                 yield event
 
+    async def run_approved(self, calls: list[dict[str, Any]]) -> None:
+        """Run approved calls (concurrently), within max_tool_calls: their results go into the items."""
+        allowed = calls if self.max_calls is None else calls[:max(0, self.max_calls - self.calls)]
+        self.calls += len(allowed)
+        results = await asyncio.gather(*(self._call(item) for item in allowed))
+        for item, result in zip(calls, [*results, *[_NOT_RUN] * (len(calls) - len(allowed))]):
+            item.update(output=result.output, error=result.error, status="failed" if result.error else "completed")
+
     async def _call(self, item: dict[str, Any]) -> CallResult:
         route = self.tools.routes[item["name"]]
         return await call_tool(route.server, route.name, item["arguments"])
@@ -60,9 +68,11 @@ def awaits_client(items: list[dict[str, Any]]) -> bool:
     return any(item["type"] in ("function_call", "mcp_approval_request") for item in items)
 
 
-async def approved_calls(items: list[dict[str, Any]], conversation: list[dict[str, Any]],
-                         loop: ToolLoop) -> list[dict[str, Any]]:
-    """The calls this request's `mcp_approval_response` items approve, run now: `mcp_call` items."""
+def approved_calls(items: list[dict[str, Any]], conversation: list[dict[str, Any]],
+                   loop: ToolLoop) -> list[dict[str, Any]]:
+    """The calls this request's `mcp_approval_response` items approve, as `mcp_call` items not run yet: they run
+    (ToolLoop.run_approved) as the first step of the response, once the request is known good and the response
+    is stored, so a refused request never runs a side-effecting tool, nor does a retry of one run it twice."""
     requests = {item["id"]: item for item in conversation if item.get("type") == "mcp_approval_request"}
     done = {item.get("approval_request_id") for item in conversation if item.get("type") == "mcp_call"}
     approved = []
@@ -79,11 +89,8 @@ async def approved_calls(items: list[dict[str, Any]], conversation: list[dict[st
                                  f"{request['name']!r}) is not among this request's tools", param="tools")
         approved.append({"id": new_id("mcp"), "type": "mcp_call", "server_label": request["server_label"],
                          "name": request["name"], "arguments": request["arguments"],
-                         "approval_request_id": request["id"]})
-    results = await asyncio.gather(*(loop._call(item) for item in approved))
-    loop.calls += len(approved)
-    for item, result in zip(approved, results):
-        item.update(output=result.output, error=result.error, status="failed" if result.error else "completed")
+                         "approval_request_id": request["id"], "output": None, "error": None,
+                         "status": "in_progress"})
     return approved
 
 
