@@ -193,3 +193,50 @@ def test_whitespace_between_calls_is_no_message(server):
     body, events = both_ways(server, {"input": "two calls with a gap", "tools": [WEATHER]})
     assert [item["type"] for item in body["output"]] == ["function_call", "function_call"]
     assert not [e for e in events if e["type"] == "response.output_text.delta"]
+
+
+def test_a_forced_custom_tool_writes_its_input_as_the_output(server):
+    """tool_choice {"type": "custom"}: the whole output is the input (a constrained model writes only what the
+    grammar allows; the scripted one stands for it), streamed as it is written."""
+    body, events = both_ways(server, {"input": "patch it now", "tools": [APPLY_PATCH, WEATHER],
+                                      "tool_choice": {"type": "custom", "name": "apply_patch"}})
+    [call] = body["output"]
+    assert (call["type"], call["name"], call["input"]) == ("custom_tool_call", "apply_patch", PATCH)
+    deltas = [e["delta"] for e in events if e["type"] == "response.custom_tool_call_input.delta"]
+    assert len(deltas) > 1 and "".join(deltas) == PATCH
+    assert body["tool_choice"] == {"type": "custom", "name": "apply_patch"}
+
+
+CODEX_LARK = (  # Codex 0.169's apply_patch grammar, as it sends it
+    'start: begin_patch hunk+ end_patch\nbegin_patch: "*** Begin Patch" LF\nend_patch: "*** End Patch" LF?\n\n'
+    'hunk: add_hunk | delete_hunk | update_hunk\nadd_hunk: "*** Add File: " filename LF add_line+\n'
+    'delete_hunk: "*** Delete File: " filename LF\nupdate_hunk: "*** Update File: " filename LF change_move? '
+    'change?\n\nfilename: /(.+)/\nadd_line: "+" /(.*)/ LF -> line\n\nchange_move: "*** Move to: " filename LF\n'
+    'change: (change_context | change_line)+ eof_line?\nchange_context: ("@@" | "@@ " /(.+)/) LF\n'
+    'change_line: ("+" | "-" | " ") /(.*)/ LF\neof_line: "*** End of File" LF\n\n%import common.LF\n')
+
+
+@pytest.mark.parametrize("tool_format, allowed", [
+    ({"type": "grammar", "syntax": "lark", "definition": 'start: "apple" | "banana"'}, {"apple", "banana"}),
+    ({"type": "grammar", "syntax": "regex", "definition": "[0-9]{3}"}, None),
+])
+def test_the_embedded_model_is_held_to_a_custom_tools_grammar(real_server, tool_format, allowed):
+    tool = {"type": "custom", "name": "pick", "description": "Pick one.", "format": tool_format}
+    response = httpx.post(f"{real_server.v1}/responses", timeout=300, json={
+        "model": "SmolLM2-135M-Instruct", "input": "Pick a fruit, or three digits.", "tools": [tool],
+        "tool_choice": {"type": "custom", "name": "pick"}, "max_output_tokens": 8, "temperature": 0})
+    assert response.status_code == 200, response.text
+    [call] = check_response(response.json())["output"]
+    assert call["type"] == "custom_tool_call"
+    assert call["input"] in allowed if allowed else len(call["input"]) == 3 and call["input"].isdigit()
+
+
+def test_codex_apply_patch_grammar_holds_on_llama_cpp(real_server):
+    """Codex's own Lark grammar (with its `%import common.LF`) is one llama.cpp's llguidance reads."""
+    tool = {**APPLY_PATCH, "format": {"type": "grammar", "syntax": "lark", "definition": CODEX_LARK}}
+    response = httpx.post(f"{real_server.v1}/responses", timeout=300, json={
+        "model": "SmolLM2-135M-Instruct", "input": "Change hello to goodbye in greeting.txt", "tools": [tool],
+        "tool_choice": {"type": "custom", "name": "apply_patch"}, "max_output_tokens": 24, "temperature": 0})
+    assert response.status_code == 200, response.text
+    [call] = check_response(response.json())["output"]
+    assert call["type"] == "custom_tool_call" and call["input"].startswith("*** Begin Patch\n")

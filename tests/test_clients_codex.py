@@ -105,9 +105,10 @@ def test_auto_compaction(codex_server, workdir):
 
 @pytest.fixture(scope="module")
 def embedded_server():
-    """`rostra serve` at its defaults: the embedded SmolLM2-135M on llama.cpp (its 8192-token context holds
-    Codex's prompt, about 4,800 tokens of it)."""
-    server = RunningServer(["--parallel", "1"])
+    """`rostra serve` with the embedded SmolLM2-135M on llama.cpp (its 8192-token context holds Codex's prompt,
+    about 5,000 tokens of it), on one thread: on a busy machine llama.cpp's threads wait for each other at every
+    step of a long prefill (with 2 threads under a load of 14, Codex's prompt was not read in 15 minutes)."""
+    server = RunningServer(["--parallel", "1", "--threads", "1"])
     yield server
     server.stop()
 

@@ -41,6 +41,7 @@ class ResponseBuilder:
         self._logprobs: list[dict[str, Any]] = []  # its tokens' logprobs so far (messages, when asked for)
         self.error: APIError | None = None  # why the response failed, once it has
         self.sealer: ReasoningSealer | None = None  # set when reasoning items carry encrypted_content
+        self.freeform: str | None = None  # a forced custom tool whose input is the whole output (its grammar's)
         self._held = ""  # whitespace outside any message, until text follows it
         self._held_logprobs: list[dict[str, Any]] = []
 
@@ -56,6 +57,8 @@ class ResponseBuilder:
 
     # -- semantic events -----------------------------------------------------------------------
     def add(self, event: Event) -> list[dict[str, Any]]:
+        if isinstance(event, Text) and self.freeform is not None:
+            return self._freeform_input(event.text)
         if isinstance(event, Text):
             logprobs = logprobs_content(event.logprobs)
             if self._open is None or self._open["type"] != "message":
@@ -97,6 +100,21 @@ class ResponseBuilder:
             return self._close()
         return []
 
+    def _freeform_input(self, text: str) -> list[dict[str, Any]]:
+        """The output, as it comes, is the input of the forced custom tool: streamed as it is written."""
+        out: list[dict[str, Any]] = []
+        item = self._open
+        if item is None or item["type"] != "custom_tool_call":
+            out += self._close()
+            item = {"id": new_id("ctc"), "type": "custom_tool_call", "call_id": new_id("call"),
+                    "name": self.freeform, "input": "", "status": "in_progress"}
+            out += self.open_item(item)
+        if text:
+            self._text += text
+            out.append(self.event("response.custom_tool_call_input.delta", item_id=item["id"],
+                                  output_index=self.index(), delta=text))
+        return out
+
     def finish(self, reason: str, usage: dict[str, Any]) -> dict[str, Any]:
         """The final status, usage and terminal event (after the Finish event was added)."""
         response = self.response
@@ -134,7 +152,7 @@ class ResponseBuilder:
         part = _empty_part(item["type"])
         if item["type"] == "reasoning" and self.summary:
             events.append(self.event("response.reasoning_summary_part.added", item_id=item["id"],
-                                     output_index=self.index(), summary_index=0, part=_SUMMARY_PART))
+                                     output_index=self.index(), summary_index=0, part=dict(_SUMMARY_PART)))
         elif part is not None:
             events.append(self.event("response.content_part.added", item_id=item["id"], output_index=self.index(),
                                      content_index=0, part=part))
@@ -194,11 +212,14 @@ class ResponseBuilder:
                     self.event("response.content_part.done", item_id=item_id, output_index=index,
                                content_index=0, part=part)]
         elif item["type"] == "custom_tool_call":
-            item["input"] = call_item(self.routes.route(item["name"]), item["call_id"], self._text)["input"]
-            out += [self.event("response.custom_tool_call_input.delta", item_id=item_id, output_index=index,
-                               delta=item["input"]),
-                    self.event("response.custom_tool_call_input.done", item_id=item_id, output_index=index,
-                               input=item["input"])]
+            if self.freeform is None:  # the call's JSON arguments: its input is read from them, whole
+                item["input"] = call_item(self.routes.route(item["name"]), item["call_id"], self._text)["input"]
+                out.append(self.event("response.custom_tool_call_input.delta", item_id=item_id, output_index=index,
+                                      delta=item["input"]))
+            else:  # streamed as written
+                item["input"] = self._text
+            out.append(self.event("response.custom_tool_call_input.done", item_id=item_id, output_index=index,
+                                  input=item["input"]))
         elif item["type"] == "local_shell_call":
             item["action"] = call_item(self.routes.route("local_shell"), item["call_id"], self._text)["action"]
         elif item["type"] == "function_call":

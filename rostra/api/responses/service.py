@@ -27,7 +27,7 @@ from rostra.api.responses.models import CreateResponseRequest
 from rostra.api.responses.objects import new_id
 from rostra.api.responses.render import ResponseBuilder
 from rostra.api.responses.runs import DEFAULT_MAX_BACKGROUND, RunRegistry, ended_on_error
-from rostra.api.responses.to_chat import LOGPROBS, chat_request, next_start, offer
+from rostra.api.responses.to_chat import LOGPROBS, chat_request, forced_freeform, next_start, offer
 from rostra.api.responses.tools import Tool, ignored_tools, parse_tools
 from rostra.errors import APIError, InvalidRequest, NotFound
 from rostra.generation_defaults import GenerationDefaults
@@ -144,6 +144,8 @@ class ResponsesService:
         ready = loop.tools.listings + approved
         builder = ResponseBuilder(base_response(request, tools, self.chat.defaults), offer(tools)[1],
                                   summary=bool(request.reasoning and request.reasoning.summary))
+        freeform = forced_freeform(request, tools)
+        builder.freeform = freeform.name if freeform else None
         job = await self._turn(request, tools, conversation + ready, loop.chat_tools(), builder)
         builder.mcp.tools = loop.tools.labels()
         if ENCRYPTED_REASONING in (request.include or []):
@@ -253,6 +255,7 @@ class ResponsesService:
                 job.loop.turns += 1
                 # A forced tool_choice was for the first turn: later ones are free to answer.
                 later = job.request.model_copy(update={"tool_choice": None})
+                builder.freeform = None
                 job.chat = await self._turn(later, job.tools, job.conversation + builder.response["output"],
                                             job.loop.chat_tools(), builder)
                 job.turns.append(job.chat)

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from rostra.api.responses.calls import CALL_OUTPUTS, ToolRoutes, chat_call, output_text
 from rostra.api.responses.mcp.loop import expand_mcp
 from rostra.api.responses.models import CreateResponseRequest
-from rostra.api.responses.tools import Tool
+from rostra.api.responses.tools import CustomTool, Tool
 from rostra.errors import InvalidRequest
 from rostra.protocol.chat import ChatCompletionRequest
 
@@ -66,6 +66,16 @@ def reasoning_text(item: dict[str, Any]) -> str:
     return "".join(part.get("text", "") for part in parts if isinstance(part, dict))
 
 
+def forced_freeform(request: CreateResponseRequest, tools: list[Tool]) -> CustomTool | None:
+    """The custom tool with a grammar that `tool_choice` forces, if any: the turn's whole output is then its
+    input, constrained by that grammar (the builder makes it a custom_tool_call)."""
+    choice = request.tool_choice
+    if not (isinstance(choice, dict) and choice.get("type") == "custom"):
+        return None
+    tool = next((tool for tool in tools if isinstance(tool, CustomTool) and tool.name == choice.get("name")), None)
+    return tool if tool is not None and tool.grammar() is not None else None
+
+
 def chat_request(request: CreateResponseRequest, tools: list[Tool], items: list[dict[str, Any]],
                  mcp_tools: list[dict[str, Any]] | None = None) -> ChatCompletionRequest:
     """The chat request of one model turn: the conversation so far, the request's tools and the MCP tools."""
@@ -85,9 +95,15 @@ def chat_request(request: CreateResponseRequest, tools: list[Tool], items: list[
         choice = {"type": "function", "function": {"name": choice["name"]}} if choice.get("name") else "required"
     elif choice in ("auto", "none") and "tools" not in body:
         choice = None  # no tools to choose from (Codex's compaction request: `tools: []`, "auto")
+    freeform = forced_freeform(request, tools)
+    if freeform is not None:  # the output is the input itself, under the tool's grammar (not JSON arguments)
+        choice = "none"
+        body.update(freeform.grammar() or {})
     if choice is not None:
         body["tool_choice"] = choice
-    if request.text and request.text.format and request.text.format.get("type") == "json_schema":
+    if freeform is not None:
+        pass  # the grammar governs the whole output: text.format has no text to apply to
+    elif request.text and request.text.format and request.text.format.get("type") == "json_schema":
         spec = request.text.format
         body["response_format"] = {"type": "json_schema", "json_schema": {
             "name": spec.get("name", "output"), "schema": spec.get("schema"), "strict": spec.get("strict")}}

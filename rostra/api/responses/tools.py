@@ -109,6 +109,18 @@ class CustomTool(RequestTool):
         return [(Route("custom", self.name), {"name": self.name, "description": self.description or "",
                                               "parameters": custom_parameters(self.format)})]
 
+    def grammar(self) -> dict[str, str] | None:
+        """The guided_* field that constrains a forced call's input to the tool's grammar: Lark through
+        llguidance (which reads Lark; llama.cpp and transformers use it), a regex as guided_regex. None
+        without a grammar."""
+        spec = self.format or {}
+        definition = spec.get("definition")
+        if spec.get("type") != "grammar" or not isinstance(definition, str) or not definition.strip():
+            return None
+        if spec.get("syntax") == "regex":
+            return {"guided_regex": definition}
+        return {"guided_grammar": "%llguidance {}\n" + definition}
+
 
 class LocalShellTool(RequestTool):
     requirement = "a local_shell tool has no other field"
