@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import datetime
 import json
+import os
 import secrets
 import statistics
 import sys
@@ -106,8 +107,9 @@ async def bench(args: argparse.Namespace) -> dict[str, list[list[dict]]]:
     async with running_server("rostra", args) as (rostra, rostra_model), \
             running_server("reference", args) as (reference, reference_model):
         servers = {"rostra": (rostra, rostra_model), "reference": (reference, reference_model)}
-        for kind in KINDS:  # warm-up: a short session each
-            await session(servers[kind][0], servers[kind][1], argparse.Namespace(**{**vars(args), "turns": 2}), system)
+        for kind in KINDS:  # warm-up: one short request each (a prompt no session shares)
+            await one_turn(servers[kind][0], {"model": servers[kind][1], "max_tokens": 1, "stream": True,
+                                              "messages": [{"role": "user", "content": "Hello"}]})
         for round_number in range(args.rounds):
             order = KINDS if round_number % 2 == 0 else KINDS[::-1]
             for kind in order:
@@ -158,11 +160,16 @@ def main() -> None:
 
         args.model = str(embedded_model_path())
     args.parallel, args.concurrency, args.measure = 1, [1], "rostra"  # one session: one slot on each server
+    load_before = os.getloadavg()[1]
     results = asyncio.run(bench(args))
+    load = f"load average (5 min) {load_before:.1f} before, {os.getloadavg()[1]:.1f} after: " + (
+        "the machine was shared and loaded, absolute times are slow; the paired ratios are what compares"
+        if max(load_before, os.getloadavg()[1]) > 1.5 else "quiet")
     report = f"""# Claude Code-shaped session: rostra vs llama.cpp's server (Messages API)
 
 - date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; machine: {machine_info()}
-- rostra {rostra_version()}; model {Path(args.model).name}; both servers: 1 slot, context {args.max_model_len}
+- rostra {rostra_version()}; model {Path(args.model).name}; both servers: 1 slot, context {args.max_model_len},
+  threads {args.threads or "llama.cpp's choice"}; {load}
 - {args.turns} turns per session, {args.rounds} paired rounds, {args.max_tokens} tokens generated per turn,
   system prompt of {args.paragraphs} paragraphs, a new attribution line on every request
 

@@ -23,13 +23,22 @@ from servers import DATA, RunningServer
 KEY = "claude-code-key"
 
 
+def claude_command() -> list[str]:
+    """The native binary the package's postinstall puts in place of its bin/claude.exe stub; where npm skipped
+    install scripts the stub is still there, and the package's wrapper finds the platform binary instead."""
+    binary = node_bin("claude-code", "claude")
+    if binary.resolve().stat().st_size > 1_000_000:
+        return [str(binary)]
+    return ["node", str(binary.parents[1] / "@anthropic-ai" / "claude-code" / "cli-wrapper.cjs")]
+
+
 def claude(server: RunningServer, workdir: Path, home: Path, prompt: str, *flags: str,
            model: str = "scripted", **extra_env: str) -> dict:
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"),
            "ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": KEY,
            "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1", "DISABLE_AUTOUPDATER": "1",
            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_BUG_COMMAND": "1", "CI": "1", **extra_env}
-    done = subprocess.run([str(node_bin("claude-code", "claude")), "-p", prompt, "--model", model,
+    done = subprocess.run([*claude_command(), "-p", prompt, "--model", model,
                            "--output-format", "json", "--no-session-persistence", *flags],
                           cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"stdout: {done.stdout[-3000:]}\nstderr: {done.stderr[-3000:]}\n" \
