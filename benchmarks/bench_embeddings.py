@@ -169,10 +169,13 @@ async def bench(args: argparse.Namespace) -> dict:
                         print(f"round {number + 1} {kind} c={clients} x{per_request}: {rate:.1f} texts/s", flush=True)
                 print(f"round {number + 1} st: {figures['st']['texts_per_s']:.1f} texts/s", flush=True)
                 results["rounds"].append(figures)
+                # Peak memory so far, and the report of the rounds done: a run cut short still leaves them.
+                results["rss"] = {kind: peak_rss_mb(server.process.pid) for kind, server in servers.items()}
+                results["rss"]["st"] = statistics.median(r["st"]["peak_rss_mb"] for r in results["rounds"])
+                args.output.write_text(report(results, args))
         finally:
             for kind, server in servers.items():
                 results["rss"][kind] = server.stop()
-    results["rss"]["st"] = statistics.median(r["st"]["peak_rss_mb"] for r in results["rounds"])
     return results
 
 

@@ -75,3 +75,14 @@ def test_pooling_is_sentence_transformers_pooling(mode):
     theirs = Pooling(16, pooling_mode="mean_sqrt_len_tokens" if mode == "mean_sqrt_len" else mode)({"token_embeddings": hidden.clone(), "attention_mask": mask})
     ours = pool(hidden.clone(), mask, lengths, (mode,))
     assert torch.allclose(ours, theirs["sentence_embedding"], atol=1e-6)
+
+
+def test_gguf_pooling_metadata():
+    """BERT-family embedding GGUFs declare `{arch}.pooling_type` (llama.cpp's enum); generative ones do not."""
+    from rostra.engines.llamacpp import declared_pooling
+
+    assert declared_pooling({"general.architecture": "bert", "bert.pooling_type": 1}) == "mean"
+    assert declared_pooling({"general.architecture": "nomic-bert", "nomic-bert.pooling_type": 2}) == "cls"
+    assert declared_pooling({"general.architecture": "qwen3", "qwen3.pooling_type": 3}) == "last"
+    assert declared_pooling({"general.architecture": "llama"}) is None
+    assert declared_pooling({"general.architecture": "bert", "bert.pooling_type": 0}) is None  # none: per token

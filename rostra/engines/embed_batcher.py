@@ -53,8 +53,9 @@ def _reject(future: asyncio.Future, error: BaseException) -> None:
 
 class EmbeddingBatcher:
     def __init__(self, run: RunBatch, max_batch_size: int = 64, max_batch_tokens: int = 8192,
-                 wait: float = 0.002, name: str = "rostra-embed"):
+                 wait: float = 0.002, name: str = "rostra-embed", prepare: Callable[[], None] | None = None):
         self.run = run
+        self.prepare = prepare  # run first in the worker thread (per-thread library settings)
         self.max_batch_size = max_batch_size
         self.max_batch_tokens = max_batch_tokens  # rows x the longest row, padding included
         self.wait = wait
@@ -84,6 +85,8 @@ class EmbeddingBatcher:
         return await job.future  # type: ignore[no-any-return]
 
     def _work(self) -> None:
+        if self.prepare is not None:
+            self.prepare()
         while True:
             with self._ready:
                 while not self._pending and not self._stopped:

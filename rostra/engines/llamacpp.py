@@ -68,6 +68,8 @@ class LlamaCppEngine(Engine):
         declared = declared_pooling(self.metadata)
         if pooling is not None and pooling not in _POOLING:
             raise ValueError(f"--pooling {pooling}: llama.cpp pools by mean, cls or last")
+        if pooling is not None and task == "generate":
+            raise ValueError("--pooling is for embedding models: it cannot go with --task generate")
         if task == "embed" or (task == "auto" and (pooling or declared)):
             self.task = "embed"
             self.pooling: str | None = pooling or declared or "last"  # a generative GGUF: its last token

@@ -39,9 +39,12 @@ def _build_llamacpp(settings: Settings) -> Engine:
 
     path = Path(settings.model) if settings.model else embedded_model_path()
     name = served_name(settings, EMBEDDED_MODEL_NAME if not settings.model else path.stem)
-    engine = load_engine("llamacpp", model_path=path, model_name=name, max_model_len=settings.max_model_len,
-                         parallel=settings.parallel, threads=settings.threads, task=settings.task,
-                         pooling=settings.pooling, matryoshka=settings.matryoshka)
+    try:
+        engine = load_engine("llamacpp", model_path=path, model_name=name, max_model_len=settings.max_model_len,
+                             parallel=settings.parallel, threads=settings.threads, task=settings.task,
+                             pooling=settings.pooling, matryoshka=settings.matryoshka)
+    except ValueError as exc:  # a --pooling llama.cpp has not
+        raise SystemExit(f"rostra: {exc}") from None
     if not settings.model:  # its GGUF recommends nothing: its model card does
         engine.recommended_sampling = {**EMBEDDED_DEFAULTS, **engine.recommended_sampling}
     return engine
@@ -75,7 +78,10 @@ def _build_transformers(settings: Settings) -> Engine:
 
     if not settings.model:
         raise SystemExit("the transformers engine needs MODEL: a checkpoint directory or a Hugging Face Hub id")
-    if settings.task == "embed" or (settings.task == "auto" and is_embedding_checkpoint(settings.model)):
+    if settings.task == "generate" and settings.pooling:
+        raise SystemExit("--pooling is for embedding models: it cannot go with --task generate")
+    if settings.task == "embed" or (settings.task == "auto" and (settings.pooling or
+                                                                 is_embedding_checkpoint(settings.model))):
         try:
             return load_engine("transformers_embed", model=settings.model,
                                model_name=settings.served_model_name[0] if settings.served_model_name else None,

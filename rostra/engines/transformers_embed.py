@@ -23,7 +23,7 @@ from rostra.core import EngineOutput, ModelInfo, Prompt, SamplingParams
 from rostra.engines.base import Engine, EngineError
 from rostra.engines.embed_batcher import EmbeddingBatcher
 from rostra.engines.embedding_recipe import DenseLayer, EmbeddingRecipe, RecipeError, read_recipe
-from rostra.engines.transformers import pick_device, pick_dtype
+from rostra.engines.transformers import cpu_threads, pick_device, pick_dtype
 
 log = logging.getLogger("rostra.engine.transformers")
 
@@ -99,7 +99,8 @@ class TransformersEmbeddingEngine(Engine):
         self._head: list[torch.nn.Module] = []
         # Padded tokens per forward pass: what keeps a CPU's caches warm, and a GPU's memory in bounds.
         budget = 8192 if self.device.type == "cpu" else 65536
-        self._batcher = EmbeddingBatcher(self._run_batch, max_batch_tokens=max(budget, self.model.context_length))
+        self._batcher = EmbeddingBatcher(self._run_batch, max_batch_tokens=max(budget, self.model.context_length),
+                                         prepare=self._set_threads)
 
     async def start(self) -> None:
         started = time.monotonic()
@@ -110,11 +111,15 @@ class TransformersEmbeddingEngine(Engine):
                  "+".join(self.recipe.pooling), ", normalized" if self.recipe.normalize else "",
                  self.embedding_dimensions)
 
-    def _load(self) -> None:
+    def _set_threads(self) -> None:
+        """torch's CPU threads, set in the thread that runs the model: OpenMP keeps the setting per thread."""
         if self.threads:
             torch.set_num_threads(self.threads)
-        elif self.device.type == "cpu":  # every core this process may use (torch counts the machine's)
-            torch.set_num_threads(len(os.sched_getaffinity(0)))
+        elif self.device.type == "cpu":
+            torch.set_num_threads(cpu_threads())
+
+    def _load(self) -> None:
+        self._set_threads()
         model = AutoModel.from_pretrained(self.recipe.model_dir if Path(self.source).exists() else self.source,
                                           dtype=self.dtype)
         self.hf_model = model.to(self.device).eval()  # type: ignore[arg-type]
