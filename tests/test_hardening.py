@@ -211,6 +211,19 @@ def test_what_was_a_500_is_a_400_naming_the_parameter(guarded, path, body, param
     check_error(httpx.post(f"{guarded.base_url}{path}", json=full, headers=authorized(), timeout=60), 400, param)
 
 
+def test_large_counts_in_a_tool_the_model_may_choose_are_accepted(guarded):
+    """Counts are bounded where a constraint expands them; a tool merely offered is no constraint, and real
+    clients' tools carry large counts (Claude Code's Bash tool: `"script": {"maxLength": 524288}`)."""
+    tool = {"type": "function", "function": {"name": "bash", "parameters": {
+        "type": "object", "properties": {"script": {"type": "string", "maxLength": 524288}}}}}
+    full = {"model": "scripted", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2, "tools": [tool]}
+    assert httpx.post(f"{guarded.base_url}/v1/chat/completions", json=full, headers=authorized(),
+                      timeout=60).status_code == 200
+    forced = {**full, "tool_choice": {"type": "function", "function": {"name": "bash"}}}
+    check_error(httpx.post(f"{guarded.base_url}/v1/chat/completions", json=forced, headers=authorized(), timeout=60),
+                400, "tools[0].function.parameters.properties.script.maxLength")
+
+
 def test_tokenize_with_a_bad_role_is_a_400(guarded):
     response = httpx.post(f"{guarded.base_url}/tokenize", headers=authorized(),
                           json={"messages": [{"role": "wizard", "content": "x"}]})

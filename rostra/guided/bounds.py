@@ -39,9 +39,11 @@ def check_count(value: Any, param: str) -> None:
         raise InvalidRequest(f"{param}: {_short(value)} is more than this server allows ({MAX_REPEAT})", param=param)
 
 
-def check_schema_bounds(schema: Any, param: str) -> None:
+def check_schema_bounds(schema: Any, param: str, counts: bool = True) -> None:
     """Size, depth, counts, numbers and patterns of a JSON schema (walked without recursion: a deep
-    schema must not exhaust the stack on its way to a 400)."""
+    schema must not exhaust the stack on its way to a 400). `counts=False` for a schema no engine will
+    compile, such as a tool's parameters while the model may choose to call it: only a constraint expands
+    counts, and real tool definitions carry large ones (Claude Code's: `maxLength: 524288`)."""
     nodes = 0
     stack: list[tuple[Any, str, int]] = [(schema, param, 0)]
     while stack:
@@ -52,7 +54,7 @@ def check_schema_bounds(schema: Any, param: str) -> None:
             nodes += 1
             for key, value in node.items():
                 child = f"{path}.{key}"
-                if key in _COUNTS:
+                if key in _COUNTS and counts:
                     check_count(value, child)
                 elif key == "pattern" and isinstance(value, str):
                     check_regex(value, child)

@@ -25,10 +25,12 @@ class Constraint:
     grammar: str | None = None  # GBNF, or llguidance's grammar format (starting "%llguidance")
 
 
-def checked_schema(schema: Any, param: str) -> dict[str, Any]:
+def checked_schema(schema: Any, param: str, constrains: bool = True) -> dict[str, Any]:
+    """A valid, bounded JSON schema; `constrains=False` for one that is only shown to the model (see
+    check_schema_bounds)."""
     if not isinstance(schema, dict):
         raise InvalidRequest("a JSON schema must be an object", param=param)
-    check_schema_bounds(schema, param)  # first: the checker below recurses, and engines expand counts
+    check_schema_bounds(schema, param, counts=constrains)  # first: the checker below recurses, and engines expand counts
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:

@@ -47,7 +47,8 @@ def tool_specs(tools: list[dict[str, Any]] | None) -> list[ToolSpec]:
         if not isinstance(name, str) or not name or len(name) > 64:
             raise InvalidRequest("a function needs a name of 1 to 64 characters", param=f"{param}.function.name")
         parameters = function.get("parameters", EMPTY_PARAMETERS)
-        specs.append(ToolSpec(name, checked_schema(parameters, f"{param}.function.parameters"),
+        # Counts are bounded below, once a choice makes the schemas a constraint.
+        specs.append(ToolSpec(name, checked_schema(parameters, f"{param}.function.parameters", constrains=False),
                               strict=function.get("strict") is True))
     if len({spec.name for spec in specs}) != len(specs):
         raise InvalidRequest("function names must be unique", param="tools")
@@ -95,6 +96,8 @@ def plan_tools(tools: list[dict[str, Any]] | None, tool_choice: Any, parallel: b
     if choice == "auto":
         return ToolPlan(emitter(), lambda: parser_class(specs, max_calls=max_calls))
     if choice == "required":
+        for index, spec in enumerate(specs):
+            check_schema_bounds(spec.parameters, f"tools[{index}].function.parameters")
         schema = tool_call_schema({spec.name: strict_schema(spec.parameters) for spec in specs}, parallel is not False)
         check_schema_bounds(schema, "tools")  # all the tools' schemas make one constraint: bounded as one
         return ToolPlan(emitter(strict=True), lambda: RequiredCallsParser(specs, max_calls=max_calls),
@@ -105,6 +108,7 @@ def plan_tools(tools: list[dict[str, Any]] | None, tool_choice: Any, parallel: b
         if spec is None:
             raise InvalidRequest(f"tool_choice names {name!r}, which is not among the tools",
                                  param="tool_choice.function.name")
+        check_schema_bounds(spec.parameters, f"tools[{specs.index(spec)}].function.parameters")
         return ToolPlan(emitter(strict=True), lambda: NamedCallParser(specs, spec.name),
                         Constraint(json_schema=single_line(strict_schema(spec.parameters))))
     raise InvalidRequest("tool_choice must be 'none', 'auto', 'required' or a function", param="tool_choice")
