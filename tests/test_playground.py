@@ -493,7 +493,7 @@ def test_mcp_tool_server_calls_and_approvals(browser, mcp_server):
     send(page, "add 2 and 3")
     wait_answered(page)
     answer = last_answer(page)
-    assert answer.locator(".tool-note", has_text="calc offers").inner_text().startswith("calc offers 5 tools: add")
+    assert answer.locator(".tool-note", has_text="calc offers").inner_text().startswith("calc offers 6 tools: add")
     approval = answer.locator(".tool-call.approval")
     assert "calc wants to run add" in approval.inner_text()
     assert json.loads(approval.locator(".tool-args").inner_text()) == {"a": 2, "b": 3}

@@ -46,12 +46,15 @@ def test_items_are_stored_as_sent_with_an_id_and_text_parts():
 
 def test_each_union_lists_its_members_once():
     assert set(ITEM_KINDS) == {"message", "function_call", "function_call_output", "reasoning", "mcp_list_tools",
-                               "mcp_call", "mcp_approval_request", "mcp_approval_response"}
-    assert TOOL_KINDS == {"function": FunctionTool, "mcp": McpTool}
+                               "mcp_call", "mcp_approval_request", "mcp_approval_response", "item_reference",
+                               "custom_tool_call", "custom_tool_call_output", "local_shell_call",
+                               "local_shell_call_output"}
+    assert (TOOL_KINDS["function"], TOOL_KINDS["mcp"]) == (FunctionTool, McpTool)
+    assert {"namespace", "custom", "local_shell", "web_search", "tool_search"} <= set(TOOL_KINDS)
 
 
 @pytest.mark.parametrize("tools, param", [
-    ([{"type": "web_search_preview"}], "tools[0].type"),
+    ([{"type": "quantum_tool"}], "tools[0].type"),
     ([{"type": "function"}], "tools[0].name"),
     ([{"type": "function", "name": "f", "parameters": "not a schema"}], "tools[0]"),
     ([{"type": "mcp", "server_label": ""}], "tools[0].server_label"),
@@ -70,10 +73,10 @@ def test_tools_echo_as_the_response_lists_them():
                                   "headers": {"X-Key": "secret"}, "authorization": "token"}])
     assert function.echo() == {"type": "function", "name": "f", "description": "d",
                                "parameters": {"type": "object", "properties": {}}, "strict": False}
-    assert function.chat_tools() == [{"type": "function", "function": {"name": "f", "description": "d"}}]
+    assert [offer for _, offer in function.offered()] == [{"name": "f", "description": "d"}]
     assert mcp.echo() == {"type": "mcp", "server_label": "s", "server_url": "http://h/mcp",
                           "headers": {"X-Key": "<redacted>"}}
-    assert mcp.request_headers() == {"X-Key": "secret", "Authorization": "Bearer token"} and mcp.chat_tools() == []
+    assert mcp.request_headers() == {"X-Key": "secret", "Authorization": "Bearer token"} and mcp.offered() == []
 
 
 def logged_run(*events) -> tuple[ResponseBuilder, dict, list[dict]]:

@@ -96,8 +96,8 @@ def plan_tools(tools: list[dict[str, Any]] | None, tool_choice: Any, parallel: b
     if choice == "auto":
         return ToolPlan(emitter(), lambda: parser_class(specs, max_calls=max_calls))
     if choice == "required":
-        for index, spec in enumerate(specs):
-            check_schema_bounds(spec.parameters, f"tools[{index}].function.parameters")
+        for index, offered in enumerate(specs):
+            check_schema_bounds(offered.parameters, f"tools[{index}].function.parameters")
         schema = tool_call_schema({spec.name: strict_schema(spec.parameters) for spec in specs}, parallel is not False)
         check_schema_bounds(schema, "tools")  # all the tools' schemas make one constraint: bounded as one
         return ToolPlan(emitter(strict=True), lambda: RequiredCallsParser(specs, max_calls=max_calls),
