@@ -55,6 +55,22 @@ def test_body_too_large_is_413(server):
     assert chat(server.base_url, "say hello").status_code == 200
 
 
+def test_body_too_large_on_messages_is_413_in_anthropics_envelope(server):
+    huge = {"model": MODEL, "max_tokens": 8, "messages": [{"role": "user", "content": "x" * 200_000}]}
+
+    def chunks():  # no content-length: refused where the route reads its body
+        yield b'{"model": "scripted", "max_tokens": 8, "messages": [{"role": "user", "content": "'
+        yield b"y" * 200_000
+        yield b'"}]}'
+
+    for sent in ({"json": huge}, {"content": chunks(), "headers": {**AUTH, "content-type": "application/json"}}):
+        reply = httpx.post(f"{server.base_url}/v1/messages", **{"headers": AUTH, **sent})
+        assert reply.status_code == 413
+        body = reply.json()
+        assert body["type"] == "error" and body["error"]["type"] == "request_too_large"
+        assert "larger than 100000 bytes" in body["error"]["message"]
+
+
 @pytest.mark.parametrize("method,path", [("GET", "/v1/models"), ("POST", "/v1/chat/completions"),
                                          ("POST", "/v1/completions"), ("POST", "/v1/responses"),
                                          ("GET", "/v1/responses/resp_x"), ("POST", "/tokenize"),

@@ -95,6 +95,8 @@ class BodySizeLimitMiddleware:
             return await self.app(scope, receive, send)
         declared = dict(scope["headers"]).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.max_bytes:
+            if scope["path"].startswith("/v1/messages"):  # Anthropic's clients read their own envelope
+                return await _send_json(send, 413, error_body(self._error()))
             return await _send_error(send, self._error())
         received = 0
 
