@@ -21,7 +21,7 @@ from openai import NotFoundError, OpenAI
 
 from rostra.embedded import embedded_model_path
 from rostra.server.models.specs import estimated_size
-from servers import RunningServer
+from servers import DATA, RunningServer
 from spec import validate
 
 API_KEY, ADMIN_KEY = "many-models-key", "many-models-admin"
@@ -91,8 +91,11 @@ def loads(server, model: str) -> float:
     return float(found.group(1)) if found else 0.0
 
 
-def ask(client: OpenAI, model: str, text: str = "Say hi."):
-    return client.chat.completions.create(model=model, messages=[{"role": "user", "content": text}])
+def ask(client: OpenAI, model: str, text: str = "Say hi.", **fields):
+    """A short answer: smol-a and smol-b have a default max_tokens; the others get one here."""
+    if model not in ("smol-a", "smol-b", "smol-b-alias"):
+        fields.setdefault("max_tokens", 6)
+    return client.chat.completions.create(model=model, messages=[{"role": "user", "content": text}], **fields)
 
 
 def test_every_model_is_listed_with_its_state_and_defaults(server):
@@ -208,3 +211,31 @@ def test_metrics_are_per_model(server, client):
 def test_a_model_added_to_the_directory_is_found(server, models_dir):
     shutil.copyfile(models_dir / "broken.gguf", models_dir / "added.gguf")
     assert states(server)["added"] == "unloaded"
+
+
+@pytest.fixture(scope="module")
+def local_and_gateway(scripted_server, tmp_path_factory):
+    """A local model and a gateway behind one server: the gateway's upstream serves `scripted`."""
+    config = tmp_path_factory.mktemp("gateway") / "models.yaml"
+    config.write_text(f"""
+models:
+  - name: local
+    engine: scripted
+    script: {DATA / "script.jsonl"}
+  - name: cloud
+    engine: remote
+    upstream: ["{scripted_server.v1}"]
+""")
+    running = RunningServer(["--models-config", str(config)])
+    yield running
+    running.stop()
+
+
+def test_a_gateway_is_one_model_among_them(local_and_gateway):
+    client = OpenAI(base_url=local_and_gateway.v1, api_key="unused", max_retries=0)
+    listed = {card["id"]: card["state"] for card in httpx.get(f"{local_and_gateway.v1}/models").json()["data"]}
+    assert listed == {"local": "unloaded", "scripted": "loaded"}  # the gateway starts with the server
+    for model in ("local", "scripted"):
+        answer = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "say hello"}])
+        assert answer.model == model and answer.choices[0].message.content == "Hello! How can I help you today?"
+    assert httpx.get(f"{local_and_gateway.v1}/models").json()["data"][0]["state"] == "loaded"

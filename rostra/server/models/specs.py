@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ class ModelSpec:
         """A gateway holds no weights: it is started once and never counted, evicted or unloaded for idleness."""
         return self.settings.engine == "remote"
 
-    @property
+    @cached_property
     def size_bytes(self) -> int:
         """The memory the model is estimated to take: a GGUF's file size, a checkpoint's weight files. An
         estimate (the KV cache and the runtime come on top), used only for --memory-budget."""
@@ -134,7 +135,8 @@ def scan_models_dir(directory: Path, settings: Settings) -> list[ModelSpec]:
     specs = []
     for path in sorted(directory.iterdir()):
         if path.is_file() and path.suffix == ".gguf":
-            if re.search(r"-0*([2-9]|\d{2,})-of-\d+$", path.stem):
+            part = re.search(r"-(\d+)-of-\d+$", path.stem)
+            if part and int(part.group(1)) > 1:
                 continue  # a later part of a split GGUF
             specs.append(model_spec(settings, "models-dir", model=str(path), engine="llamacpp"))
         elif path.is_dir() and (path / "config.json").is_file():
@@ -173,10 +175,10 @@ def read_models_config(path: Path, settings: Settings) -> list[ModelSpec]:
         if "upstream" in own:
             upstream = own.pop("upstream")
             own["upstreams"] = upstream if isinstance(upstream, list) else [upstream]
-        if "model" in own and own["model"] is not None:
-            own["model"] = str((path.parent / str(own["model"])).expanduser()) \
-                if not Path(str(own["model"])).is_absolute() and (path.parent / str(own["model"])).exists() \
-                else str(own["model"])
+        if own.get("model") is not None:  # a relative path: beside the config file (else as given: a hub id)
+            given = Path(str(own["model"])).expanduser()
+            beside = path.parent / given
+            own["model"] = str(beside if not given.is_absolute() and beside.exists() else given)
         ttl = own.pop("ttl", None)
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl <= 0):
             raise ModelConfigError(f"{where}: ttl must be a number of seconds above 0")
@@ -190,6 +192,9 @@ def read_models_config(path: Path, settings: Settings) -> list[ModelSpec]:
 def command_line_specs(settings: Settings) -> list[ModelSpec]:
     """The models of `rostra serve MODEL [MODEL ...] [--models-config FILE] [--models-dir DIR]`, checked for
     names served twice. One MODEL and nothing else is today's single-model server (app.py serves that itself)."""
+    if settings.served_model_name:
+        raise ModelConfigError("--served-model-name names the one MODEL of a single-model server; with several "
+                               "models give each its names in --models-config (served_model_name)")
     specs = [model_spec(settings, "command line", model=model, served_model_name=[])
              for model in settings.models]
     if settings.models_config:
