@@ -89,16 +89,16 @@ async def first_token(client: httpx.AsyncClient, model: str) -> float:
     body = {"model": model, "messages": [{"role": "user", "content": PROMPT.format(i=0)}], "max_tokens": 4,
             "temperature": 0, "stream": True}
     sent = time.perf_counter()
+    elapsed = None
     async with client.stream("POST", "/v1/chat/completions", json=body) as reply:
         if reply.status_code != 200:
             raise RuntimeError(f"HTTP {reply.status_code}: {(await reply.aread())[:300]!r}")
-        async for line in reply.aiter_lines():
-            if line.startswith("data: ") and '"content":"' in line.replace(" ", ""):
+        async for line in reply.aiter_lines():  # read to the end: the next step unloads the model
+            if elapsed is None and line.startswith("data: ") and '"content":"' in line.replace(" ", ""):
                 elapsed = time.perf_counter() - sent
-                async for _ in reply.aiter_lines():
-                    pass
-                return elapsed
-    raise RuntimeError("no token streamed")
+    if elapsed is None:
+        raise RuntimeError("no token streamed")
+    return elapsed
 
 
 async def cold_loads(args: argparse.Namespace, config: Path) -> dict[str, list[float]]:
