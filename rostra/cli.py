@@ -13,6 +13,7 @@ from typing import Any
 from rostra import __version__
 from rostra.config import Settings
 from rostra.engines.registry import ENGINES, FlagGroup, build_engine
+from rostra.server.models.specs import ModelConfigError, parse_size
 from rostra.parsing.reasoning import reasoning_parser_names
 from rostra.parsing.tools import tool_parser_names
 
@@ -24,8 +25,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve", help="serve a model over the OpenAI API",
         description="Serve a model over the OpenAI API (Chat Completions, Completions, Responses, Models).")
-    serve.add_argument("model", nargs="?", help="a GGUF file (default: the embedded SmolLM2-135M-Instruct); "
-                                                "transformers engine: a checkpoint directory or hub id")
+    serve.add_argument("model", nargs="*", metavar="MODEL",
+                       help="a GGUF file (default: the embedded SmolLM2-135M-Instruct); transformers engine: a "
+                            "checkpoint directory or hub id. Several: each served under its own name, loaded when "
+                            "a request names it (see --models-dir)")
     serve.add_argument("--engine", choices=list(ENGINES), default="llamacpp",
                        help="; ".join(f"{entry.name} ({entry.summary})" for entry in ENGINES.values()))
     for title, add_flags in FLAG_GROUPS:
@@ -71,6 +74,28 @@ def _model_flags(group: FlagGroup) -> None:
                             "`dimensions` (default: when its config.json says is_matryoshka or matryoshka_dimensions)")
     group.add_argument("--tokenizer", help="scripted engine, raw upstreams: a GGUF, tokenizer.json or checkpoint "
                                            "directory to tokenize with (scripted default: the embedded model's)")
+
+
+def _many_models_flags(group: FlagGroup) -> None:
+    """Several models from one server, loaded when a request names one."""
+    group.add_argument("--models-dir", metavar="DIR",
+                       help="serve every model in DIR (GGUF files, checkpoint directories), each under its file's "
+                            "name; rescanned on GET /v1/models")
+    group.add_argument("--models-config", metavar="FILE",
+                       help="a YAML file, `models:` a list of models each with its own settings (name, model, "
+                            "engine, served_model_name, chat_template, max_model_len, parallel, tool_call_parser, "
+                            "reasoning_parser, generation_config, override_generation_config, task, ttl, preload)")
+    group.add_argument("--max-loaded-models", type=int,
+                       help="models loaded at once; loading one more unloads the least recently used idle one "
+                            "(default: no limit)")
+    group.add_argument("--memory-budget", metavar="SIZE",
+                       help="e.g. 12GB: when a load would exceed it (by the models' file sizes, an estimate) the "
+                            "least recently used idle models are unloaded first (default: no limit)")
+    group.add_argument("--model-ttl", type=float, metavar="SECONDS",
+                       help="unload a model idle this long (default: never; per model: ttl in --models-config)")
+    group.add_argument("--preload", action="append", default=[], metavar="NAME",
+                       help="load this model at start-up (repeatable; default: each is loaded by its first request, "
+                            "but a single MODEL is loaded at start-up as always)")
 
 
 def _auth_flags(group: FlagGroup) -> None:
@@ -183,7 +208,8 @@ def _mcp_flags(group: FlagGroup) -> None:
                                                "made on first use)")
 
 
-FLAG_GROUPS = [("server", _server_flags), ("model", _model_flags), ("authentication", _auth_flags),
+FLAG_GROUPS = [("server", _server_flags), ("model", _model_flags), ("many models", _many_models_flags),
+               ("authentication", _auth_flags),
                ("tool calls and reasoning", _parsing_flags), ("generation defaults", _generation_flags),
                ("Responses store", _store_flags), ("production", _production_flags),
                ("MCP tools and stateless clients (Responses API)", _mcp_flags)]
@@ -204,6 +230,14 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     if args.tool_call_parser and args.tool_call_parser not in tool_parser_names():
         raise SystemExit(f"--tool-call-parser: unknown {args.tool_call_parser!r}; "
                          f"choose from {', '.join(tool_parser_names())}")
+    if args.max_loaded_models is not None and args.max_loaded_models < 1:
+        raise SystemExit(f"--max-loaded-models: must be at least 1, not {args.max_loaded_models}")
+    if args.model_ttl is not None and not args.model_ttl > 0:
+        raise SystemExit(f"--model-ttl: must be more than 0 seconds, not {args.model_ttl}")
+    try:
+        memory_budget = parse_size(args.memory_budget) if args.memory_budget else None
+    except ModelConfigError as exc:
+        raise SystemExit(f"rostra: {exc}") from None
     keys = _keys(args.api_key, "ROSTRA_API_KEY")
     if args.api_key_file:
         keys += [line.strip() for line in Path(args.api_key_file).read_text().splitlines() if line.strip()]
@@ -211,7 +245,10 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     for flag, given in (("--api-key", keys), ("--admin-key", admin_keys)):
         if any(not key.strip() for key in given):  # an empty bearer token must never open the server
             raise SystemExit(f"rostra: {flag}: empty keys are refused")
-    return Settings(model=args.model, admin_keys=admin_keys, engine=args.engine, script=args.script,
+    return Settings(model=args.model[0] if len(args.model) == 1 else None, models=args.model,
+                    models_dir=args.models_dir, models_config=args.models_config,
+                    max_loaded_models=args.max_loaded_models, memory_budget=memory_budget,
+                    model_ttl=args.model_ttl, preload=args.preload, admin_keys=admin_keys, engine=args.engine, script=args.script,
                     tokenizer=args.tokenizer,
                     served_model_name=args.served_model_name, api_keys=keys, chat_template=args.chat_template,
                     max_model_len=args.max_model_len, parallel=args.parallel, threads=args.threads,
@@ -250,7 +287,9 @@ def serve(settings: Settings) -> None:
     import uvicorn
 
     from rostra.generation_defaults import GenerationConfigError
+    from rostra.generation_defaults import resolve as resolve_defaults
     from rostra.server.app import create_app
+    from rostra.server.models.specs import command_line_specs
     from rostra.store import StoreError, default_data_dir, open_store
 
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -262,17 +301,25 @@ def serve(settings: Settings) -> None:
         store.claim()
     except StoreError as exc:
         raise SystemExit(f"rostra: {exc}") from None
-    engine = build_engine(settings)
-    names = settings.served_model_name or [engine.model.id]
+    defaults: str | None = None
     try:
-        app = create_app(engine, settings, store)
-    except GenerationConfigError as exc:
+        if settings.many_models:
+            app = create_app(None, settings, store, command_line_specs(settings))
+            described = f"{len(app.state.rostra.models.slots)} models"
+        else:  # a classic server: its one model is built now (a bad MODEL stops here) and loaded at start-up
+            engine = build_engine(settings)
+            app = create_app(engine, settings, store)
+            described = f"{(settings.served_model_name or [engine.model.id])[0]} ({settings.engine})"
+            defaults = resolve_defaults(settings.generation_config, engine.recommended_sampling,
+                                        settings.override_generation_config).describe()
+    except (GenerationConfigError, ModelConfigError) as exc:
         raise SystemExit(f"rostra: {exc}") from None
-    print(f"rostra {__version__}: serving {names[0]} ({settings.engine}) on http://{settings.host}:{settings.port}/v1",
+    print(f"rostra {__version__}: serving {described} on http://{settings.host}:{settings.port}/v1",
           file=sys.stderr, flush=True)
     if settings.ui:
         print(f"playground: http://{settings.host}:{settings.port}/", file=sys.stderr, flush=True)
-    print(f"generation defaults: {app.state.rostra.generation_defaults.describe()}", file=sys.stderr, flush=True)
+    if defaults is not None:
+        print(f"generation defaults: {defaults}", file=sys.stderr, flush=True)
     # On SIGTERM uvicorn stops accepting, lets running requests (streams too) finish for the grace
     # period, then the app's shutdown cancels what is left and closes the engine and the store.
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level,
@@ -321,6 +368,8 @@ def typed_setting(action: argparse.Action, value: Any) -> Any:
         return None
     if action.dest in _MAPPINGS and isinstance(value, dict):
         return value
+    if action.dest == "model" and isinstance(value, str):  # `model: FILE`: the one MODEL
+        value = [value]
     takes_list = action.nargs in ("+", "*") or isinstance(action, (argparse._AppendAction, argparse._ExtendAction))
     if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
         if not isinstance(value, bool):

@@ -9,6 +9,15 @@ from pathlib import Path
 @dataclass
 class Settings:
     model: str | None = None  # a GGUF path (transformers: a checkpoint dir or hub id); None: the embedded model
+    # Many models (rostra/server/models/): every MODEL given (more than one: each its own model), a directory
+    # of them, a YAML file of per-model settings, and when they are loaded and unloaded.
+    models: list[str] = field(default_factory=list)
+    models_dir: str | None = None
+    models_config: str | None = None
+    max_loaded_models: int | None = None  # None: no limit
+    memory_budget: int | None = None  # bytes the loaded models' weights may take (an estimate); None: no limit
+    model_ttl: float | None = None  # seconds idle before a model is unloaded; None: never
+    preload: list[str] = field(default_factory=list)  # models loaded at start-up
     engine: str = "llamacpp"
     script: str | None = None  # scripted engine: the JSONL script
     tokenizer: str | None = None  # scripted engine: GGUF or tokenizer.json (default: the embedded model's)
@@ -80,6 +89,11 @@ class Settings:
     mcp_timeout: float = 30.0  # seconds per MCP listing or call
     mcp_max_output: int = 65536  # characters of an MCP tool's output kept
     reasoning_key: str | None = field(default=None, repr=False)  # base64, 32 bytes; None: DATA_DIR/reasoning.key
+
+    @property
+    def many_models(self) -> bool:
+        """Served by the model manager from several sources, rather than the one MODEL of a classic server."""
+        return bool(self.models_dir or self.models_config or len(self.models) > 1)
 
     def chat_template_source(self) -> str | None:
         if self.chat_template is None:

@@ -92,3 +92,10 @@ class UpstreamRejected(APIError):
         super().__init__(message, param, code)
         self.status_code = status_code
         self.error_type = error_type or ("rate_limit_error" if status_code == 429 else "invalid_request_error")
+
+
+class Conflict(APIError):
+    """The request cannot be done in the resource's present state (an admin unload of a model in use)."""
+
+    status_code = 409
+    error_type = "invalid_request_error"

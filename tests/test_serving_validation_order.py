@@ -16,7 +16,7 @@ def anyio_backend():
                                            ({"top_logprobs": 2}, "top_logprobs")])
 async def test_a_bad_parameter_is_refused_before_the_template_is_rendered(tmp_path, fields, param):
     async with InProcessServer(tmp_path, []) as server:
-        template = server.app.state.rostra.template
+        template = server.app.state.rostra.models.resolve(MODEL).bundle.template
         rendered = []
         render = template.render
         template.render = lambda *args, **kwargs: rendered.append(1) or render(*args, **kwargs)

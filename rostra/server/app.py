@@ -1,4 +1,4 @@
-"""The composition root: the engine, settings and store become services, routes and middleware.
+"""The composition root: the models, settings and store become services, routes and middleware.
 
 Routes live in rostra/server/routes/ (one module per API) and reach the services through the
 ServerContext kept in `app.state.rostra`; every generation request goes through one endpoint shape
@@ -10,24 +10,18 @@ from __future__ import annotations
 import logging
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Callable
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from rostra import __version__, generation_defaults
-from rostra.api.messages.service import MessagesService
 from rostra.api.responses.conversations import ConversationsService
 from rostra.api.responses.mcp.tools import McpPolicy, parse_tool_servers
 from rostra.api.responses.service import ResponsesService
-from rostra.api.embeddings.service import EmbeddingsService
 from rostra.config import Settings
 from rostra.engines.base import Engine
-from rostra.parsing.reasoning import reasoning_parser_class
-from rostra.parsing.tools import detect_tool_parser, layered_tool_parser, tool_parser_class
-from rostra.parsing.tools.base import ToolParser
+from rostra.engines.registry import build_engine
 from rostra.playground import routes as playground
-from rostra.prompt.chat_template import ChatTemplate
 from rostra.server.admission import Admission
 from rostra.server.context import ServerContext
 from rostra.server.error_handlers import install_error_handlers
@@ -39,9 +33,10 @@ from rostra.server.middleware import (
     BodySizeLimitMiddleware,
     RequestIdMiddleware,
 )
+from rostra.server.models.bundle import ModelBundle, build_bundle
+from rostra.server.models.manager import ModelManager, ModelSlot
+from rostra.server.models.specs import ModelSpec
 from rostra.server.routes import ROUTERS
-from rostra.serving.chat import ChatService
-from rostra.serving.completions import CompletionService
 from rostra.serving.reasoning_crypto import ReasoningSealer, decode_key
 from rostra.store import default_data_dir
 from rostra.store.base import ResponseStore
@@ -65,40 +60,39 @@ def reasoning_sealer(settings: Settings) -> ReasoningSealer:
     return ReasoningSealer(key, Path(settings.data_dir) if settings.data_dir else default_data_dir())
 
 
-def build_context(engine: Engine, settings: Settings, store: ResponseStore) -> ServerContext:
-    template = ChatTemplate(settings.chat_template_source() or engine.chat_template, engine.bos_token,
-                            engine.eos_token)
-    parser_name = settings.tool_call_parser or detect_tool_parser(template.source)
-    log.info("tool-call parser: %s%s", parser_name, "" if settings.strict_tool_parsing else " (then the lenient ones)")
-    primary = tool_parser_class(parser_name)
-    # The class itself, or (the default) a factory like it that layers the lenient parsers after it.
-    tool_parser: Callable[..., ToolParser] = primary if settings.strict_tool_parsing else layered_tool_parser(primary)
-    field = settings.reasoning_field
-    fields = ("reasoning_content", "reasoning") if field == "both" else (field,)
-    reasoning = settings.reasoning_parser
-
-    defaults = generation_defaults.resolve(settings.generation_config, engine.recommended_sampling,
-                                           settings.override_generation_config)
-    log.info("generation defaults: %s", defaults.describe())
-
-    def served_names() -> list[str]:
-        return settings.served_model_name or [model.id for model in engine.models()]
-
-    chat = ChatService(engine, template, served_names, tool_parser,
-                       reasoning_parser_class(reasoning) if reasoning else None, fields, defaults,
-                       raw_special_tokens=settings.raw_special_tokens)
-    completions = CompletionService(engine, served_names, defaults, max_choices=settings.max_choices)
+def build_context(settings: Settings, store: ResponseStore, specs: list[ModelSpec],
+                  built: Engine | None = None) -> ServerContext:
+    """The server's services over a model manager of `specs`; `built`: the one spec's engine, built already."""
     admission = Admission(settings.max_concurrency, settings.max_queue)
-    metrics = Metrics((settings.served_model_name or [engine.model.id])[0], engine.running_requests, engine.parallel,
-                      admission)
-    chat.on_finished = completions.on_finished = metrics.observe_job
+    metrics = Metrics(admission)
     sealer = reasoning_sealer(settings)  # one key seals Responses' encrypted reasoning and Messages' signatures
-    responses = ResponsesService(chat, store, mcp_policy(settings), sealer,
+
+    def make_bundle(spec: ModelSpec, engine: Engine) -> ModelBundle:
+        return build_bundle(spec.name, engine, spec.settings, sealer, metrics.observer(spec.name))
+
+    def on_change(slot: ModelSlot) -> None:
+        name = slot.spec.name
+        if slot.bundle is not None:
+            engine = slot.bundle.engine
+            metrics.model_loaded(name, engine.running_requests, engine.parallel, slot.load_seconds)
+        elif slot.state == "unloaded":
+            metrics.add_model(name, lambda: slot.leases, lambda: slot.waiting)
+        else:
+            metrics.model_unloaded(name)
+
+    models = ModelManager([], settings, build_engine, make_bundle, on_change)
+    for spec in specs:
+        models.add(spec, built if len(specs) == 1 else None)
+    responses = ResponsesService(models.chat_for, store, mcp_policy(settings), sealer,
                                  lease_seconds=settings.lease_seconds, shutdown_grace=settings.shutdown_grace,
                                  max_background=settings.max_background_responses or None)
-    messages = MessagesService(chat, sealer, keep_attribution=settings.keep_attribution_line)
-    return ServerContext(engine, settings, store, template, chat, completions, responses, ConversationsService(store),
-                         admission, metrics, served_names, defaults, messages, EmbeddingsService(engine, served_names))
+    return ServerContext(settings, store, models, responses, ConversationsService(store), admission, metrics)
+
+
+def single_model_spec(engine: Engine, settings: Settings) -> ModelSpec:
+    """A classic `rostra serve [MODEL]`: its one model, loaded at start-up (and kept, unless --model-ttl)."""
+    name = (settings.served_model_name or [engine.model.id])[0]
+    return ModelSpec(name, settings, preload=True)
 
 
 @asynccontextmanager
@@ -106,11 +100,13 @@ async def lifespan(app: FastAPI):
     context: ServerContext = app.state.rostra
     await context.store.open()
     await context.responses.start()  # recovery, then lease keeping (several replicas may share the store)
-    await context.engine.start()
-    yield
-    await context.responses.stop()
-    await context.engine.close()
-    await context.store.close()
+    try:
+        await context.models.start()  # the preloaded models (a classic server's one model)
+        yield
+    finally:
+        await context.responses.stop()
+        await context.models.stop()
+        await context.store.close()
 
 
 def add_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
@@ -128,8 +124,15 @@ def add_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
     app.add_middleware(RequestIdMiddleware)
 
 
-def create_app(engine: Engine, settings: Settings, store: ResponseStore) -> FastAPI:
-    context = build_context(engine, settings, store)
+def create_app(engine: Engine | None, settings: Settings, store: ResponseStore,
+               specs: list[ModelSpec] | None = None) -> FastAPI:
+    """A server of one engine built already (a classic `rostra serve`), or of the models `specs` declares."""
+    if engine is not None:
+        specs = [single_model_spec(engine, settings)]
+    context = build_context(settings, store, specs or [], engine)
+    if engine is not None:  # a bad --generation-config is reported now, before the model loads
+        generation_defaults.resolve(settings.generation_config, engine.recommended_sampling,
+                                    settings.override_generation_config)
     app = FastAPI(title="rostra", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
     # No redirects from `/v1/models/` to `/v1/models`: Starlette builds their Location from the Host
     # header, which a client chooses. A path with a trailing slash is a 404.

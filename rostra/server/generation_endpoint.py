@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from contextlib import aclosing
-from typing import Callable
+from typing import Any, Callable
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from rostra.errors import InvalidRequest
 from rostra.server.context import server_context
+from rostra.server.models.bundle import ModelBundle
 from rostra.server.sse import EventStreamResponse, json_bytes, until_disconnected
 from rostra.serving.deadline import Deadline
 
@@ -25,16 +26,23 @@ log = logging.getLogger("rostra.server")
 CLIENT_CLOSED = 499  # nginx's code for "the client went away first"
 
 
-async def serve_generation(request: Request, service, body, responses_api: bool = False) -> Response:
+async def serve_generation(request: Request, service_of: Callable[[ModelBundle], Any], body,
+                           responses_api: bool = False) -> Response:
+    """`service_of`: the service of the request's model that serves it (its chat, completions or messages;
+    the server's Responses service). The model is leased (loaded first if need be) for as long as the request
+    runs, stream and background run included: it is never unloaded under it."""
     context = server_context(request)
-    if context.engine.task == "embed":
-        raise InvalidRequest(f"the model '{body.model}' is an embedding model (served with --task embed): it "
-                             "answers POST /v1/embeddings only", param="model", code="model_not_generative")
     settings = context.settings
-    await context.admission.acquire()
-    release: Callable[[], None] | None = context.admission.release  # handed on to whatever outlives this call
+    deadline = Deadline.after(settings.request_timeout)  # a model's load counts against it
+    lease = await context.models.acquire(body.model)
+    release: Callable[[], None] | None = lease.release  # handed on to whatever outlives this call
     try:
-        deadline = Deadline.after(settings.request_timeout)
+        if lease.bundle.engine.task == "embed":
+            raise InvalidRequest(f"the model '{body.model}' is an embedding model (served with --task embed): it "
+                                 "answers POST /v1/embeddings only", param="model", code="model_not_generative")
+        await context.admission.acquire()
+        release = _both(context.admission.release, lease.release)
+        service = service_of(lease.bundle)
         job = await service.prepare(body)
         request.state.job = job  # for the access log
         if settings.log_requests:
@@ -64,6 +72,13 @@ async def serve_generation(request: Request, service, body, responses_api: bool 
 
 
 MANY_CHOICES = 16
+
+
+def _both(first: Callable[[], None], second: Callable[[], None]) -> Callable[[], None]:
+    def release() -> None:
+        first()
+        second()
+    return release
 
 
 def json_response(body: dict) -> Response:

@@ -1,5 +1,6 @@
 """Prometheus metrics, named as vLLM names them where the meaning is the same (so existing
-dashboards work), plus rostra's HTTP and engine-slot metrics.
+dashboards work), plus rostra's HTTP, engine-slot and model-loading metrics. Every model's series carry
+its canonical name in the `model_name` label.
 
 Each app has its own registry: several servers in one process (tests) never collide.
 """
@@ -7,6 +8,7 @@ Each app has its own registry: several servers in one process (tests) never coll
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -15,13 +17,13 @@ from rostra.serving.generation import Job
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
                     20.0, 40.0, 80.0, 160.0, 640.0)
+_LOAD_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 320.0, 640.0)
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 
 class Metrics:
-    def __init__(self, model_name: str, running_in_engine, slots: int, admission):
+    def __init__(self, admission):
         self.registry = CollectorRegistry()
-        self.model = model_name
         labels = ["model_name"]
         reg = self.registry
         self.prompt_tokens = Counter("vllm:prompt_tokens", "Prefill tokens processed.", labels, registry=reg)
@@ -35,20 +37,47 @@ class Metrics:
                              labels, buckets=_LATENCY_BUCKETS, registry=reg)
         self.e2e = Histogram("vllm:e2e_request_latency_seconds", "End-to-end request latency.", labels,
                              buckets=_LATENCY_BUCKETS, registry=reg)
-        running = Gauge("vllm:num_requests_running", "Requests being served.", labels, registry=reg)
-        running.labels(model_name).set_function(lambda: admission.running)
-        waiting = Gauge("vllm:num_requests_waiting", "Requests waiting for a slot.", labels, registry=reg)
-        waiting.labels(model_name).set_function(lambda: admission.waiting)
-        engine_running = Gauge("rostra_engine_running_generations", "Generations holding engine capacity.",
-                               labels, registry=reg)
-        engine_running.labels(model_name).set_function(running_in_engine)
-        Gauge("rostra_engine_slots", "Sequences the engine runs at once.", labels,
-              registry=reg).labels(model_name).set(slots)
+        self._running = Gauge("vllm:num_requests_running", "Requests being served.", labels, registry=reg)
+        self._waiting = Gauge("vllm:num_requests_waiting", "Requests waiting for the model to load.", labels,
+                              registry=reg)
+        Gauge("rostra_requests_waiting_for_slot", "Requests waiting for a --max-concurrency slot.",
+              registry=reg).set_function(lambda: admission.waiting)
+        self._engine_running = Gauge("rostra_engine_running_generations", "Generations holding engine capacity.",
+                                     labels, registry=reg)
+        self._slots = Gauge("rostra_engine_slots", "Sequences the engine runs at once.", labels, registry=reg)
+        self._loaded = Gauge("rostra_model_loaded", "1 while the model is loaded.", labels, registry=reg)
+        self._load_seconds = Histogram("rostra_model_load_seconds", "Time to load a model.", labels,
+                                       buckets=_LOAD_BUCKETS, registry=reg)
         self.http_requests = Counter("rostra_http_requests", "HTTP requests by route and status.",
                                      ["route", "method", "status"], registry=reg)
 
-    def observe_job(self, job: Job, reasons: list[str]) -> None:
-        stats, model = job.stats, self.model
+    def add_model(self, model: str, running: Callable[[], float], waiting: Callable[[], float]) -> None:
+        self._running.labels(model).set_function(running)
+        self._waiting.labels(model).set_function(waiting)
+        self._loaded.labels(model).set(0)
+
+    def model_loaded(self, model: str, running_in_engine: Callable[[], float], slots: int,
+                     load_seconds: float | None) -> None:
+        self._engine_running.labels(model).set_function(running_in_engine)
+        self._slots.labels(model).set(slots)
+        self._loaded.labels(model).set(1)
+        if load_seconds is not None:
+            self._load_seconds.labels(model).observe(load_seconds)
+
+    def model_unloaded(self, model: str) -> None:
+        self._loaded.labels(model).set(0)
+        for gauge in (self._engine_running, self._slots):
+            try:
+                gauge.remove(model)
+            except KeyError:
+                pass
+
+    def observer(self, model: str) -> Callable[[Job, list[str]], None]:
+        """What a model's services call when a job has finished."""
+        return lambda job, reasons: self.observe_job(model, job, reasons)
+
+    def observe_job(self, model: str, job: Job, reasons: list[str]) -> None:
+        stats = job.stats
         self.prompt_tokens.labels(model).inc(stats.prompt_tokens)
         self.generation_tokens.labels(model).inc(stats.completion_tokens)
         for reason in reasons:

@@ -15,7 +15,8 @@ router = APIRouter()
 
 async def create_embeddings(request: Request) -> Response:
     body = await parse_body(request, EmbeddingRequest)
-    return json_response(await server_context(request).embeddings.create(body))
+    async with await server_context(request).models.acquire(body.model) as model:  # held while it embeds
+        return json_response(await model.embeddings.create(body))
 
 
 # A plain Starlette route, as the generation endpoints' (rostra/server/routes/completions.py says why).

@@ -26,7 +26,7 @@ router = APIRouter()
 async def create_message(request: Request) -> Response:
     try:
         body = await parse_body(request, MessagesRequest)
-        return await serve_generation(request, server_context(request).messages, body, responses_api=True)
+        return await serve_generation(request, lambda model: model.messages, body, responses_api=True)
     except Exception as exc:
         return _error(request, exc)
 
@@ -34,7 +34,8 @@ async def create_message(request: Request) -> Response:
 async def count_tokens(request: Request) -> Response:
     try:
         body = await parse_body(request, CountTokensRequest)
-        return json_response({"input_tokens": await server_context(request).messages.count_tokens(body)})
+        async with await server_context(request).models.acquire(body.model) as model:
+            return json_response({"input_tokens": await model.messages.count_tokens(body)})
     except Exception as exc:
         return _error(request, exc)
 

@@ -25,7 +25,7 @@ router = APIRouter()
 @router.post("/v1/responses")
 async def create_response(request: Request) -> Response:
     body = await parse_body(request, CreateResponseRequest)
-    return await serve_generation(request, server_context(request).responses, body, responses_api=True)
+    return await serve_generation(request, lambda model: server_context(request).responses, body, responses_api=True)
 
 
 @router.get("/v1/responses/{response_id}", response_model=None)

@@ -91,11 +91,14 @@ class ResponseJob:
 
 
 class ResponsesService:
-    def __init__(self, chat: ChatService, store: ResponseStore, mcp_policy: McpPolicy = McpPolicy(),
+    def __init__(self, chat_for: Callable[[str], ChatService], store: ResponseStore,
+                 mcp_policy: McpPolicy = McpPolicy(),
                  sealer: ReasoningSealer | None = None, *, lease_seconds: float = 10.0,
                  event_interval: float = DEFAULT_INTERVAL, shutdown_grace: float = 10.0,
                  max_background: int | None = DEFAULT_MAX_BACKGROUND):
-        self.chat = chat
+        # The ChatService of a request's model: a conversation may go on with another model (the endpoint
+        # holds a lease on the request's model for as long as the response runs).
+        self.chat_for = chat_for
         self.store = store
         self.mcp_policy = mcp_policy
         self.sealer = sealer or ReasoningSealer(key=secrets.token_bytes(32))  # a key for this process only
@@ -142,7 +145,8 @@ class ResponsesService:
                         request.max_tool_calls)
         approved = approved_calls(items, conversation, loop)
         ready = loop.tools.listings + approved
-        builder = ResponseBuilder(base_response(request, tools, self.chat.defaults), offer(tools)[1],
+        defaults = self.chat_for(request.model).defaults
+        builder = ResponseBuilder(base_response(request, tools, defaults), offer(tools)[1],
                                   summary=bool(request.reasoning and request.reasoning.summary))
         freeform = forced_freeform(request, tools)
         builder.freeform = freeform.name if freeform else None
@@ -160,7 +164,8 @@ class ResponsesService:
         dropped = 0
         while True:
             try:
-                job = await self.chat.prepare(chat_request(request, tools, conversation[dropped:], mcp_tools))
+                chat = self.chat_for(request.model)
+                job = await chat.prepare(chat_request(request, tools, conversation[dropped:], mcp_tools))
                 break
             except InvalidRequest as exc:
                 if request.truncation != "auto" or exc.code != "context_length_exceeded":
@@ -238,7 +243,8 @@ class ResponsesService:
                     yield out
             while True:  # one model turn, then the MCP calls it made, as long as the model makes some
                 start = len(builder.response["output"])
-                async with aclosing(deadline.bound(self.chat.events(job.chat))) as events:
+                chat = self.chat_for(job.request.model)
+                async with aclosing(deadline.bound(chat.events(job.chat))) as events:
                     async for _, event in events:
                         for out in builder.add(event):
                             yield out

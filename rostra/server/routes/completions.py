@@ -7,7 +7,6 @@ from starlette.responses import Response
 
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.protocol.completions import CompletionRequest
-from rostra.server.context import server_context
 from rostra.server.generation_endpoint import serve_generation
 from rostra.server.request_body import parse_body
 
@@ -16,12 +15,12 @@ router = APIRouter()
 
 async def create_chat_completion(request: Request) -> Response:
     body = await parse_body(request, ChatCompletionRequest)
-    return await serve_generation(request, server_context(request).chat, body)
+    return await serve_generation(request, lambda model: model.chat, body)
 
 
 async def create_completion(request: Request) -> Response:
     body = await parse_body(request, CompletionRequest)
-    return await serve_generation(request, server_context(request).completions, body)
+    return await serve_generation(request, lambda model: model.completions, body)
 
 
 # Plain Starlette routes, not FastAPI's: these endpoints read and validate their bodies themselves, so

@@ -1,31 +1,57 @@
-"""The Models API: GET /v1/models and GET /v1/models/{id}."""
+"""The Models API: GET /v1/models and GET /v1/models/{id}: every servable model, loaded or not.
+
+Extensions to OpenAI's model object: `state` (loaded, loading, unloading or unloaded), `max_model_len`
+(once loaded), and `generation_defaults`: what a request that leaves those fields out gets (before the
+model's first load, only what its settings give: the model's own recommendation is read when it loads).
+"""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
+from rostra import generation_defaults
 from rostra.errors import NotFound
 from rostra.server.context import ServerContext, server_context
+from rostra.server.models.manager import ModelSlot
 
 router = APIRouter()
 
 
-def model_card(context: ServerContext, name: str) -> dict:
-    info = context.engine.model_info(name)
-    # generation_defaults (extension): what a request that leaves these fields out gets.
-    return {"id": name, "object": "model", "created": context.started, "owned_by": info.owned_by,
-            "max_model_len": info.context_length, "generation_defaults": dict(context.generation_defaults.values)}
+def model_cards(context: ServerContext, slot: ModelSlot) -> list[dict]:
+    bundle = slot.bundle
+    if bundle is not None:
+        cards = []
+        for name in bundle.served_names():
+            info = bundle.engine.model_info(name)
+            cards.append({"id": name, "object": "model", "created": context.started, "owned_by": info.owned_by,
+                          "state": slot.state, "max_model_len": info.context_length,
+                          "generation_defaults": dict(bundle.generation_defaults.values)})
+        return cards
+    settings = slot.spec.settings
+    try:
+        defaults = dict(generation_defaults.resolve(settings.generation_config, {},
+                                                    settings.override_generation_config).values)
+    except ValueError:
+        defaults = {}  # a bad setting: the model's load will say so
+    card = {"object": "model", "created": context.started, "owned_by": "rostra", "state": slot.state,
+            "generation_defaults": defaults}
+    if slot.error:
+        card["load_error"] = slot.error
+    return [{"id": name, **card} for name in slot.spec.names]
 
 
 @router.get("/v1/models")
 async def list_models(request: Request):
     context = server_context(request)
-    return {"object": "list", "data": [model_card(context, name) for name in context.served_names()]}
+    await context.models.rescan()
+    return {"object": "list", "data": [card for slot in context.models.slots for card in model_cards(context, slot)]}
 
 
 @router.get("/v1/models/{model_id:path}")
 async def retrieve_model(request: Request, model_id: str):
     context = server_context(request)
-    if model_id not in context.served_names():
-        raise NotFound(f"The model '{model_id}' does not exist", param="model", code="model_not_found")
-    return model_card(context, model_id)
+    for slot in context.models.slots:
+        for card in model_cards(context, slot):
+            if card["id"] == model_id:
+                return card
+    raise NotFound(f"The model '{model_id}' does not exist", param="model", code="model_not_found")

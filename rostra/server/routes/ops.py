@@ -18,9 +18,15 @@ async def health(request: Request):
     generations, a gateway's upstream URLs and their last errors) are for holders of an API key."""
     if not request.scope.get("state", {}).get("authorized", True):
         return {"status": "ok"}
-    engine = server_context(request).engine
+    models = server_context(request).models
+    engines = [slot.bundle.engine for slot in models.slots if slot.bundle is not None]
     # running: generations holding engine capacity (a disconnected client's drop within ~1 s).
-    return {"status": "ok", "running": engine.running_requests(), **engine.health()}
+    running = sum(engine.running_requests() for engine in engines)
+    if len(models.slots) == 1:  # a single-model server: its engine's facts (a gateway's upstreams), as always
+        return {"status": "ok", "running": running, **(engines[0].health() if engines else {})}
+    return {"status": "ok", "running": running,
+            "models": {slot.spec.name: {"state": slot.state, **(slot.bundle.engine.health() if slot.bundle else {})}
+                       for slot in models.slots}}
 
 
 @router.get("/metrics")

@@ -1,4 +1,4 @@
-"""vLLM's /tokenize and /detokenize."""
+"""vLLM's /tokenize and /detokenize (of the model the request names; without one, the first model)."""
 
 from __future__ import annotations
 
@@ -17,34 +17,36 @@ router = APIRouter()
 
 @router.post("/tokenize")
 async def tokenize(request: Request):
-    context, engine = server_context(request), server_context(request).engine
     body = await parse_body(request, TokenizeRequest)
-    if body.model:
-        check_model(body.model, context.served_names())
-    if body.messages is not None:
-        try:
-            chat_body = ChatCompletionRequest.model_validate(
-                {"model": context.served_names()[0], "messages": body.messages,
-                 "add_generation_prompt": body.add_generation_prompt})
-        except ValidationError as exc:  # a bad role or content: the client's mistake, named
-            first = exc.errors(include_url=False)[0]
-            param = param_from_location(tuple(first["loc"]))
-            raise InvalidRequest(f"{param or 'messages'}: {first['msg']}", param=param) from None
-        # As a chat request would be: the same rendering, the same plain-text special tokens.
-        tokens = await (await context.chat.render(chat_body)).tokenize(engine)
-    elif body.prompt is not None:
-        tokens = await engine.tokenize(body.prompt, add_special=body.add_special_tokens)
-    else:
-        raise InvalidRequest("give a prompt or messages", param="prompt")
-    return {"count": len(tokens), "max_model_len": engine.model.context_length, "tokens": tokens}
+    async with await server_context(request).models.acquire(body.model) as model:
+        engine = model.engine
+        if body.model:
+            check_model(body.model, model.served_names())
+        if body.messages is not None:
+            try:
+                chat_body = ChatCompletionRequest.model_validate(
+                    {"model": model.served_names()[0], "messages": body.messages,
+                     "add_generation_prompt": body.add_generation_prompt})
+            except ValidationError as exc:  # a bad role or content: the client's mistake, named
+                first = exc.errors(include_url=False)[0]
+                param = param_from_location(tuple(first["loc"]))
+                raise InvalidRequest(f"{param or 'messages'}: {first['msg']}", param=param) from None
+            # As a chat request would be: the same rendering, the same plain-text special tokens.
+            tokens = await (await model.chat.render(chat_body)).tokenize(engine)
+        elif body.prompt is not None:
+            tokens = await engine.tokenize(body.prompt, add_special=body.add_special_tokens)
+        else:
+            raise InvalidRequest("give a prompt or messages", param="prompt")
+        return {"count": len(tokens), "max_model_len": engine.model.context_length, "tokens": tokens}
 
 
 @router.post("/detokenize")
 async def detokenize(request: Request):
-    context, engine = server_context(request), server_context(request).engine
     body = await parse_body(request, DetokenizeRequest)
-    if body.model:
-        check_model(body.model, context.served_names())
-    if any(not 0 <= t < engine.vocab_size for t in body.tokens):
-        raise InvalidRequest("token id outside the vocabulary", param="tokens")
-    return {"prompt": await engine.detokenize(body.tokens)}
+    async with await server_context(request).models.acquire(body.model) as model:
+        engine = model.engine
+        if body.model:
+            check_model(body.model, model.served_names())
+        if any(not 0 <= t < engine.vocab_size for t in body.tokens):
+            raise InvalidRequest("token id outside the vocabulary", param="tokens")
+        return {"prompt": await engine.detokenize(body.tokens)}

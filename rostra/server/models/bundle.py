@@ -1,0 +1,75 @@
+"""One loaded model and everything built on its engine: template, parsers, generation defaults and the
+per-model services (Chat, Completions, Messages, Embeddings). The Responses service and the store are the
+server's, shared by every model (rostra/server/context.py)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable
+
+from rostra import generation_defaults
+from rostra.api.embeddings.service import EmbeddingsService
+from rostra.api.messages.service import MessagesService
+from rostra.config import Settings
+from rostra.engines.base import Engine
+from rostra.generation_defaults import GenerationDefaults
+from rostra.parsing.reasoning import reasoning_parser_class
+from rostra.parsing.tools import detect_tool_parser, layered_tool_parser, tool_parser_class
+from rostra.parsing.tools.base import ToolParser
+from rostra.prompt.chat_template import ChatTemplate
+from rostra.serving.chat import ChatService
+from rostra.serving.completions import CompletionService
+from rostra.serving.generation import Job
+from rostra.serving.reasoning_crypto import ReasoningSealer
+
+log = logging.getLogger("rostra.server")
+JobObserver = Callable[[Job, list[str]], None]
+
+
+@dataclass
+class ModelBundle:
+    name: str  # the canonical name (metrics' model_name)
+    engine: Engine
+    settings: Settings  # the server's, with this model's own (rostra/server/models/specs.py)
+    template: ChatTemplate
+    chat: ChatService
+    completions: CompletionService
+    messages: MessagesService  # Anthropic's Messages API, over `chat`
+    embeddings: EmbeddingsService
+    # The names the API accepts: those given, else the engine's (a gateway's change as upstreams come and go).
+    served_names: Callable[[], list[str]]
+    # What a request that leaves sampling fields out gets (--generation-config, --override-generation-config).
+    generation_defaults: GenerationDefaults
+
+
+def build_bundle(name: str, engine: Engine, settings: Settings, sealer: ReasoningSealer,
+                 on_finished: JobObserver) -> ModelBundle:
+    """Raises GenerationConfigError for a bad --generation-config; does no IO but reading those files."""
+    template = ChatTemplate(settings.chat_template_source() or engine.chat_template, engine.bos_token,
+                            engine.eos_token)
+    parser_name = settings.tool_call_parser or detect_tool_parser(template.source)
+    log.info("%s: tool-call parser %s%s", name, parser_name,
+             "" if settings.strict_tool_parsing else " (then the lenient ones)")
+    primary = tool_parser_class(parser_name)
+    # The class itself, or (the default) a factory like it that layers the lenient parsers after it.
+    tool_parser: Callable[..., ToolParser] = primary if settings.strict_tool_parsing else layered_tool_parser(primary)
+    field = settings.reasoning_field
+    fields = ("reasoning_content", "reasoning") if field == "both" else (field,)
+    reasoning = settings.reasoning_parser
+
+    defaults = generation_defaults.resolve(settings.generation_config, engine.recommended_sampling,
+                                           settings.override_generation_config)
+    log.info("%s: generation defaults %s", name, defaults.describe())
+
+    def served_names() -> list[str]:
+        return settings.served_model_name or [model.id for model in engine.models()]
+
+    chat = ChatService(engine, template, served_names, tool_parser,
+                       reasoning_parser_class(reasoning) if reasoning else None, fields, defaults,
+                       raw_special_tokens=settings.raw_special_tokens)
+    completions = CompletionService(engine, served_names, defaults, max_choices=settings.max_choices)
+    chat.on_finished = completions.on_finished = on_finished
+    messages = MessagesService(chat, sealer, keep_attribution=settings.keep_attribution_line)
+    return ModelBundle(name, engine, settings, template, chat, completions, messages,
+                       EmbeddingsService(engine, served_names), served_names, defaults)

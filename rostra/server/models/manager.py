@@ -1,0 +1,350 @@
+"""The model manager: every servable model, its state, and the loads and unloads between them.
+
+Requests resolve `model` -> a lease -> the model's bundle. A lease keeps its model loaded until the request
+(its stream, its background run) has ended; a model with leases is never unloaded. Loads happen when a
+request names an unloaded model: concurrent requests share one load task (each waits at most its request
+timeout; the load goes on for the others), a failed load is a 503 for the requests waiting on it, and the
+next request tries again. Before a load, the least recently used idle models are unloaded while the new one
+would exceed --max-loaded-models or --memory-budget; idle models are unloaded after their TTL.
+
+Engine construction (reading a GGUF's metadata, a tokenizer) and loading run in threads (engine.start()),
+never on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+from rostra.config import Settings
+from rostra.engines.base import Engine
+from rostra.errors import APIError, Conflict, NotFound, RequestTimeout, ServiceUnavailable
+from rostra.server.models.bundle import ModelBundle
+from rostra.server.models.specs import ModelSpec, scan_models_dir
+
+log = logging.getLogger("rostra.models")
+State = Literal["unloaded", "loading", "loaded", "unloading"]
+EngineFactory = Callable[[Settings], Engine]
+BundleFactory = Callable[[ModelSpec, Engine], ModelBundle]
+
+
+class LoadFailed(Exception):
+    """An engine could not be built or started; the message says why."""
+
+
+@dataclass(eq=False)
+class ModelSlot:
+    spec: ModelSpec
+    state: State = "unloaded"
+    bundle: ModelBundle | None = None
+    leases: int = 0  # requests in flight on it
+    waiting: int = 0  # requests waiting for it to load
+    last_used: float = 0.0  # monotonic time its last lease was taken or given back
+    transition: asyncio.Task[None] | None = None  # the load or unload under way
+    error: str | None = None  # why its last load failed
+    built: Engine | None = None  # an engine built already (a single-model server's): its next load starts it
+    load_seconds: float | None = None
+
+    @property
+    def ttl(self) -> float | None:
+        return self.spec.ttl
+
+    @property
+    def idle(self) -> bool:
+        return self.state == "loaded" and self.leases == 0 and self.transition is None and not self.spec.resident
+
+
+class Lease:
+    """A model held for one request; `release()` (idempotent) gives it back."""
+
+    __slots__ = ("bundle", "_slot")
+
+    def __init__(self, slot: ModelSlot):
+        assert slot.bundle is not None
+        self.bundle: ModelBundle = slot.bundle
+        self._slot: ModelSlot | None = slot
+
+    def release(self) -> None:
+        slot, self._slot = self._slot, None
+        if slot is not None:
+            slot.leases -= 1
+            slot.last_used = time.monotonic()
+
+    async def __aenter__(self) -> ModelBundle:
+        return self.bundle
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.release()
+
+
+class ModelManager:
+    def __init__(self, specs: list[ModelSpec], settings: Settings, make_engine: EngineFactory,
+                 make_bundle: BundleFactory, on_change: Callable[[ModelSlot], None] = lambda slot: None):
+        self.settings = settings
+        self.slots: list[ModelSlot] = []
+        self._by_name: dict[str, ModelSlot] = {}
+        self._make_engine = make_engine
+        self._make_bundle = make_bundle
+        self._on_change = on_change  # metrics: a model was added, loaded or unloaded
+        self._reaper: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.default_ttl = settings.model_ttl
+        self.max_loaded = settings.max_loaded_models
+        self.memory_budget = settings.memory_budget
+        for spec in specs:
+            self.add(spec)
+
+    # -- the catalogue ---------------------------------------------------------------------------------
+    def add(self, spec: ModelSpec, built: Engine | None = None) -> ModelSlot:
+        slot = ModelSlot(spec, built=built)
+        if spec.ttl is None:
+            spec.ttl = self.default_ttl
+        self.slots.append(slot)
+        for name in spec.names:
+            self._by_name[name] = slot
+        self._on_change(slot)
+        return slot
+
+    async def rescan(self) -> None:
+        """--models-dir again: models added since are servable, unloaded ones whose files are gone are not."""
+        if not self.settings.models_dir:
+            return
+        found = await asyncio.to_thread(scan_models_dir, Path(self.settings.models_dir), self.settings)
+        present = {spec.name for spec in found}
+        for slot in [slot for slot in self.slots if slot.spec.source == "models-dir"]:
+            if slot.spec.name not in present and slot.state == "unloaded" and slot.transition is None:
+                self.slots.remove(slot)
+                for name in slot.spec.names:
+                    self._by_name.pop(name, None)
+                log.info("model %s: its file is gone from --models-dir", slot.spec.name)
+        for spec in found:
+            if not any(name in self._by_name for name in spec.names):
+                log.info("model %s: new in --models-dir", spec.name)
+                self.add(spec)
+
+    def resolve(self, name: str | None) -> ModelSlot:
+        """The model a request names. With one model every request goes to it, and its own services check
+        the name (as a single-model server always has: a gateway's names change with its upstreams)."""
+        if name is not None:
+            slot = self._by_name.get(name)
+            if slot is not None:
+                return slot
+            for slot in self.slots:  # a gateway's models are its upstreams'
+                if slot.spec.resident and slot.bundle is not None and name in slot.bundle.served_names():
+                    return slot
+        if len(self.slots) == 1 or (name is None and self.slots):
+            return self.slots[0]
+        raise NotFound(f"The model '{name}' does not exist. Served: {', '.join(self.names())}.",
+                       param="model", code="model_not_found")
+
+    def names(self) -> list[str]:
+        names = []
+        for slot in self.slots:
+            names += slot.bundle.served_names() if slot.bundle is not None else slot.spec.names
+        return names
+
+    def loaded(self) -> list[ModelSlot]:
+        return [slot for slot in self.slots if slot.state == "loaded"]
+
+    def chat_for(self, name: str) -> Any:
+        """The ChatService of a model a request holds a lease on (the Responses API's turns)."""
+        bundle = self.resolve(name).bundle
+        if bundle is None:
+            raise ServiceUnavailable(f"the model '{name}' is not loaded", param="model", code="model_not_loaded")
+        return bundle.chat
+
+    # -- leases ----------------------------------------------------------------------------------------
+    async def acquire(self, name: str | None) -> Lease:
+        """A lease on the model `name` names, loading it first if need be (waiting at most the request timeout)."""
+        timeout = self.settings.request_timeout
+        try:
+            slot = self.resolve(name)
+        except NotFound:
+            if not self.settings.models_dir:
+                raise
+            await self.rescan()  # a file dropped into --models-dir since
+            slot = self.resolve(name)
+        while slot.state != "loaded":  # (no await between this check and the lease below)
+            slot.waiting += 1
+            try:
+                async with asyncio.timeout(timeout):
+                    await self._loaded(slot)
+            except TimeoutError:
+                raise RequestTimeout(f"the model '{slot.spec.name}' is still loading after {timeout} s "
+                                     "(--request-timeout); retry shortly", param="model",
+                                     code="model_loading") from None
+            finally:
+                slot.waiting -= 1
+        slot.leases += 1
+        slot.last_used = time.monotonic()
+        return Lease(slot)
+
+    async def _loaded(self, slot: ModelSlot) -> None:
+        while slot.state != "loaded":
+            if slot.transition is None:
+                slot.transition = self._spawn(self._load(slot))
+            # Shielded: a waiter that gives up (its timeout, a client gone) leaves the load to the others.
+            await asyncio.shield(slot.transition)
+
+    # -- load ------------------------------------------------------------------------------------------
+    async def load(self, name: str) -> ModelSlot:
+        """Load a model now (admin route, --preload); a model loaded already stays as it is."""
+        slot = self.resolve(name)
+        await self._loaded(slot)
+        slot.last_used = time.monotonic()
+        return slot
+
+    async def _load(self, slot: ModelSlot) -> None:
+        spec = slot.spec
+        slot.state, started = "loading", time.monotonic()
+        try:
+            await self._make_room(slot)
+            log.info("loading model %s (%s%s)...", spec.name, spec.settings.model or spec.settings.engine,
+                     f", about {spec.size_bytes / 1e6:.0f} MB" if spec.size_bytes else "")
+            engine, slot.built = slot.built, None
+            if engine is None:
+                engine = await asyncio.to_thread(self._built, spec)
+            try:
+                await engine.start()
+                bundle = self._make_bundle(spec, engine)
+            except BaseException:
+                await _closed(engine)
+                raise
+        except (Exception, asyncio.CancelledError) as exc:
+            slot.state = "unloaded"
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            slot.error = f"{type(exc).__name__}: {exc}" if not isinstance(exc, LoadFailed) else str(exc)
+            log.error("model %s failed to load: %s", spec.name, slot.error)
+            raise ServiceUnavailable(f"the model '{spec.name}' could not be loaded: {slot.error}", param="model",
+                                     code="model_load_failed") from exc
+        finally:
+            slot.transition = None
+        slot.bundle, slot.state, slot.error = bundle, "loaded", None
+        slot.load_seconds = time.monotonic() - started
+        slot.last_used = time.monotonic()
+        log.info("model %s loaded in %.1f s", spec.name, slot.load_seconds)
+        self._on_change(slot)
+
+    def _built(self, spec: ModelSpec) -> Engine:
+        """The engine of a spec, built in a thread. The registry reports bad settings with SystemExit (right
+        at start-up); here it is one model's load failure, and must not reach the event loop as SystemExit."""
+        try:
+            return self._make_engine(spec.settings)
+        except SystemExit as exc:
+            raise LoadFailed(str(exc.code).removeprefix("rostra: ")) from None
+
+    async def _make_room(self, loading: ModelSlot) -> None:
+        """Unload least recently used idle models while `loading` would exceed the limits."""
+        while self._over_limits(loading):
+            idle = [slot for slot in self.slots if slot.idle and slot is not loading]
+            if not idle:
+                log.warning("model %s: loading beyond --max-loaded-models / --memory-budget: the models loaded "
+                            "are all in use", loading.spec.name)
+                return
+            victim = min(idle, key=lambda slot: slot.last_used)
+            task = self._begin_unload(victim, f"least recently used, making room for {loading.spec.name}")
+            if task is not None:
+                await asyncio.shield(task)
+
+    def _over_limits(self, loading: ModelSlot) -> bool:
+        if loading.spec.resident:
+            return False
+        held = [slot for slot in self.slots
+                if slot is not loading and not slot.spec.resident and slot.state in ("loaded", "loading")]
+        if self.max_loaded is not None and len(held) + 1 > self.max_loaded:
+            return True
+        if self.memory_budget is not None:
+            return sum(slot.spec.size_bytes for slot in held) + loading.spec.size_bytes > self.memory_budget
+        return False
+
+    # -- unload ----------------------------------------------------------------------------------------
+    async def unload(self, name: str) -> ModelSlot:
+        """Unload a model now (admin route); one with requests in flight is refused (409)."""
+        slot = self.resolve(name)
+        if slot.transition is not None:
+            await asyncio.shield(slot.transition)
+        if slot.state == "unloaded":
+            return slot
+        if slot.leases:
+            raise Conflict(f"the model '{slot.spec.name}' has {slot.leases} request(s) in flight; unload it when "
+                           "they have finished", param="model", code="model_busy")
+        task = self._begin_unload(slot, "asked by an admin")
+        if task is not None:
+            await asyncio.shield(task)
+        return slot
+
+    def _begin_unload(self, slot: ModelSlot, why: str) -> asyncio.Task[None] | None:
+        if not (slot.state == "loaded" and slot.leases == 0 and slot.transition is None):
+            return None
+        slot.transition = self._spawn(self._unload(slot, why))
+        return slot.transition
+
+    async def _unload(self, slot: ModelSlot, why: str) -> None:
+        bundle, slot.bundle, slot.state = slot.bundle, None, "unloading"
+        self._on_change(slot)
+        log.info("unloading model %s (%s)", slot.spec.name, why)
+        try:
+            if bundle is not None:
+                await _closed(bundle.engine)
+        finally:
+            slot.state, slot.transition = "unloaded", None
+        log.info("model %s unloaded", slot.spec.name)
+
+    # -- the server's life -----------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Load the preloaded models (a failure stops the start-up), then keep the TTLs."""
+        for slot in list(self.slots):
+            if slot.spec.preload or slot.spec.resident:
+                try:
+                    await self._loaded(slot)
+                except ServiceUnavailable as exc:
+                    raise RuntimeError(exc.message) from None
+        ttls = [slot.ttl for slot in self.slots if slot.ttl] + ([self.default_ttl] if self.default_ttl else [])
+        if ttls:
+            self._reaper = self._spawn(self._reap(min(1.0, max(0.05, min(ttls) / 4))))
+
+    async def _reap(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            now = time.monotonic()
+            for slot in self.slots:
+                if slot.idle and slot.ttl and now - slot.last_used >= slot.ttl:
+                    self._begin_unload(slot, f"idle for {slot.ttl:g} s")
+
+    async def stop(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+        for slot in self.slots:
+            if slot.transition is not None:
+                try:
+                    await asyncio.shield(slot.transition)
+                except (APIError, asyncio.CancelledError):
+                    pass
+            if slot.bundle is not None:
+                await _closed(slot.bundle.engine)
+                slot.bundle, slot.state = None, "unloaded"
+            elif slot.built is not None:
+                await _closed(slot.built)
+
+    def _spawn(self, work: Any) -> asyncio.Task[None]:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+        return task
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: a failed load is reported to its waiters and logged, not again
+
+
+async def _closed(engine: Engine) -> None:
+    try:
+        await engine.close()
+    except Exception:
+        log.exception("closing an engine failed")
