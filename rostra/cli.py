@@ -59,6 +59,9 @@ def _model_flags(group: FlagGroup) -> None:
     group.add_argument("--parallel", type=int, default=4, help="concurrent sequences in the engine (default: 4)")
     group.add_argument("--threads", type=int, help="CPU threads for the engine (default: llama.cpp's choice; "
                        "transformers on CPU: all cores but one)")
+    group.add_argument("--cache-ram", type=int, metavar="MIB",
+                       help="llama.cpp engine: host memory for prompt states pushed out of their slot, reloaded "
+                            "when their session returns (default: llama.cpp's, 8192 MiB; 0: none)")
     group.add_argument("--dtype", choices=["auto", "bfloat16", "float16", "float32"], default="auto",
                        help="transformers and vllm engines: weight dtype (default auto: bfloat16 on CUDA, "
                             "float32 on CPU for transformers; the model's own for vllm)")
@@ -225,6 +228,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         raise SystemExit(f"--max-choices: must be at least 1, not {args.max_choices}")
     if not args.lease_seconds > 0:
         raise SystemExit(f"--lease-seconds: must be more than 0, not {args.lease_seconds}")
+    if args.cache_ram is not None and args.cache_ram < -1:
+        raise SystemExit(f"--cache-ram: MiB of host memory, 0 for none or -1 for no limit, not {args.cache_ram}")
     if args.max_background_responses < 0:
         raise SystemExit(f"--max-background-responses: must be 0 (no limit) or more, not {args.max_background_responses}")
     if args.tool_call_parser and args.tool_call_parser not in tool_parser_names():
@@ -252,6 +257,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     tokenizer=args.tokenizer,
                     served_model_name=args.served_model_name, api_keys=keys, chat_template=args.chat_template,
                     max_model_len=args.max_model_len, parallel=args.parallel, threads=args.threads,
+                    cache_ram_mib=args.cache_ram,
                     dtype=args.dtype, device=args.device, task=args.task, pooling=args.pooling,
                     matryoshka=args.matryoshka,
                     host=args.host, port=args.port, ui=args.ui, log_level=args.log_level,

@@ -48,6 +48,9 @@ class Prompt:
     last_message_text: str = ""
     last_message_role: str | None = None
     model: str = ""  # the model the request names (a gateway routes by it)
+    # The client's label for the conversation (`prompt_cache_key`, a Messages `metadata.user_id`): an engine
+    # with per-slot prefix caches sends a session's turns where its prefix is (a hint: never needed).
+    session_key: str | None = None
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ import xllamacpp
 from rostra.core import EngineOutput, FinishReason, ModelInfo, Prompt, SamplingParams, TokenStep, TopLogprob
 from rostra.engines.base import Engine, EngineError
 from rostra.engines.llamacpp_http import EventStream, LoopbackClient, LoopbackError
+from rostra.engines.llamacpp_slots import SlotRouter
 from rostra.errors import InvalidRequest
 from rostra.generation_defaults import from_gguf_metadata
 from rostra.gguf_metadata import context_length, read_gguf_metadata
@@ -58,7 +59,8 @@ def declared_pooling(metadata: dict) -> str | None:
 class LlamaCppEngine(Engine):
     enforces_constraints = True
     def __init__(self, model_path: str | Path, model_name: str, max_model_len: int | None = None, parallel: int = 4,
-                 threads: int | None = None, task: str = "auto", pooling: str | None = None, matryoshka: bool = False):
+                 threads: int | None = None, task: str = "auto", pooling: str | None = None, matryoshka: bool = False,
+                 cache_ram_mib: int | None = None):
         self.path = Path(model_path)
         if not self.path.is_file():
             raise FileNotFoundError(f"model file not found: {self.path}")
@@ -78,6 +80,7 @@ class LlamaCppEngine(Engine):
             self.matryoshka_dimensions = () if matryoshka else None
         self.parallel = max(1, parallel)
         self.threads = threads
+        self.cache_ram_mib = cache_ram_mib  # None: llama.cpp's default (8192 MiB); 0: no host-memory prompt cache
         self.chat_template = self.metadata.get("tokenizer.chat_template")
         self.recommended_sampling = from_gguf_metadata(self.metadata)
         tokens = self.metadata["tokenizer.ggml.tokens"]
@@ -104,10 +107,10 @@ class LlamaCppEngine(Engine):
         self._loopback: LoopbackClient | None = None
         self._running: set[str] = set()  # requests holding a slot
         self._streams: dict[str, EventStream] = {}
-        # At most one request per llama.cpp slot is handed over; the rest wait here, where a request
-        # cancelled while it waits is simply never started (in llama.cpp's own queue it would still
-        # be prefilled before its first token could say "stop").
-        self._free_slots = asyncio.Semaphore(self.parallel)
+        # At most one request per llama.cpp slot is handed over, pinned to the slot that holds the most of
+        # its prompt; the rest wait here, where a request cancelled while it waits is simply never started
+        # (in llama.cpp's own queue it would still be prefilled before its first token could say "stop").
+        self._slots = SlotRouter(self.parallel, host_cache=cache_ram_mib != 0)
 
     async def start(self) -> None:
         params = xllamacpp.CommonParams()
@@ -116,6 +119,8 @@ class LlamaCppEngine(Engine):
         # Each slot gets the whole context window.
         params.n_ctx = self.model.context_length * self.parallel
         params.kv_unified = False
+        if self.cache_ram_mib is not None:
+            params.cache_ram_mib = self.cache_ram_mib
         if self.task == "embed":
             params.embedding = True
             params.pooling_type = _POOLING[self.pooling or "last"]
@@ -202,7 +207,7 @@ class LlamaCppEngine(Engine):
         end-of-generation banned, then continues from them (its prefix cache holds them) as usual."""
         if not params.min_tokens or params.ignore_eos:
             # aclosing: leaving early closes the stream at once, which stops llama.cpp's generation.
-            async with aclosing(self._generate(request_id, prompt.token_ids, params)) as outputs:
+            async with aclosing(self._generate(request_id, prompt.token_ids, params, prompt.session_key)) as outputs:
                 async for output in outputs:
                     yield output
             return
@@ -210,7 +215,7 @@ class LlamaCppEngine(Engine):
         banned = {token: float("-inf") for token in params.stop_token_ids}
         forced = dataclasses.replace(params, max_tokens=first, ignore_eos=True, logit_bias={**params.logit_bias, **banned})
         sampled: list[int] = []
-        async with aclosing(self._generate(request_id, prompt.token_ids, forced)) as outputs:
+        async with aclosing(self._generate(request_id, prompt.token_ids, forced, prompt.session_key)) as outputs:
             async for output in outputs:
                 sampled += [step.token_id for step in output.tokens]
                 done = output.finish_reason is not None and len(sampled) >= params.max_tokens
@@ -218,26 +223,28 @@ class LlamaCppEngine(Engine):
                 if done:
                     return
         rest = dataclasses.replace(params, max_tokens=params.max_tokens - len(sampled), min_tokens=0)
-        async with aclosing(self._generate(request_id, prompt.token_ids + sampled, rest)) as outputs:
+        async with aclosing(self._generate(request_id, prompt.token_ids + sampled, rest, prompt.session_key)) as outputs:
             async for output in outputs:
                 # Its cache hits are mostly the tokens just sampled: the prompt's were counted by the first part.
                 yield dataclasses.replace(output, cached_tokens=None) if output.cached_tokens is not None else output
 
-    async def _generate(self, request_id: str, prompt_ids: list[int],
-                        params: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
+    async def _generate(self, request_id: str, prompt_ids: list[int], params: SamplingParams,
+                        session_key: str | None = None) -> AsyncGenerator[EngineOutput, None]:
         assert self._loopback is not None, "engine not started"
         body = _request_body(prompt_ids, params, self.vocab_size)
         chunks = _Chunks(params.top_logprobs or 0, self.token_bytes, self._token_ids)
         stream: EventStream | None = None
         self._running.add(request_id)
         try:
-            async with self._free_slots:
+            async with self._slots.claim(prompt_ids, session_key) as slot:
+                body["id_slot"] = slot.index
                 stream = await self._loopback.stream("/completion", body)
                 self._streams[request_id] = stream
                 # Every event that arrived while the loop was busy elsewhere comes in one batch: the tokens
                 # that piled up go out as one output, one chunk; a token that arrives alone goes out at once.
                 while batch := await stream.next_batch():
                     output, error = chunks.merge(batch)
+                    slot.tokens += [step.token_id for step in output.tokens]  # the slot holds them next
                     if output.tokens or output.finish_reason:
                         yield output
                     if error is not None:

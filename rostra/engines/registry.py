@@ -42,7 +42,8 @@ def _build_llamacpp(settings: Settings) -> Engine:
     try:
         engine = load_engine("llamacpp", model_path=path, model_name=name, max_model_len=settings.max_model_len,
                              parallel=settings.parallel, threads=settings.threads, task=settings.task,
-                             pooling=settings.pooling, matryoshka=settings.matryoshka)
+                             pooling=settings.pooling, matryoshka=settings.matryoshka,
+                             cache_ram_mib=settings.cache_ram_mib)
     except ValueError as exc:  # a --pooling llama.cpp has not
         raise SystemExit(f"rostra: {exc}") from None
     if not settings.model:  # its GGUF recommends nothing: its model card does

@@ -211,7 +211,8 @@ class ChatService(GenerationService):
                                  **await engine_extensions(engine, request))
         engine.check_params(params)
         last = request.messages[-1]
-        prompt = Prompt(token_ids, message_text(last, len(request.messages) - 1), last.role, request.model)
+        prompt = Prompt(token_ids, message_text(last, len(request.messages) - 1), last.role, request.model,
+                        session_key=request.prompt_cache_key)
         # vLLM's chat `echo`: the continued assistant message is repeated in front of the answer.
         prefix = prompt.last_message_text if request.echo and last.role == "assistant" else ""
         # A constraint the engine enforces from the first token leaves no room to think: the whole

@@ -96,6 +96,8 @@ class MessagesService:
         if isinstance(request, MessagesRequest):
             body.update(max_tokens=max_tokens, stop=request.stop_sequences, temperature=request.temperature,
                         top_p=request.top_p, top_k=request.top_k)
+            if request.metadata is not None and request.metadata.user_id:  # Claude Code's session is in it
+                body["prompt_cache_key"] = request.metadata.user_id
         output_format = _output_format(request)
         if output_format is not None:
             body["response_format"] = {"type": "json_schema",

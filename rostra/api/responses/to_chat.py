@@ -76,6 +76,14 @@ def forced_freeform(request: CreateResponseRequest, tools: list[Tool]) -> Custom
     return tool if tool is not None and tool.grammar() is not None else None
 
 
+def conversation_id(conversation: str | dict[str, Any] | None) -> str | None:
+    """A `conversation` field's id (it is an id, or {"id": ...})."""
+    if isinstance(conversation, dict):
+        value = conversation.get("id")
+        return value if isinstance(value, str) else None
+    return conversation
+
+
 def chat_request(request: CreateResponseRequest, tools: list[Tool], items: list[dict[str, Any]],
                  mcp_tools: list[dict[str, Any]] | None = None) -> ChatCompletionRequest:
     """The chat request of one model turn: the conversation so far, the request's tools and the MCP tools."""
@@ -117,6 +125,9 @@ def chat_request(request: CreateResponseRequest, tools: list[Tool], items: list[
             body[target] = getattr(request, source)
     if request.reasoning and request.reasoning.effort:
         body["reasoning_effort"] = request.reasoning.effort
+    session = request.prompt_cache_key or conversation_id(request.conversation)  # (Codex: its conversation's id)
+    if session:
+        body["prompt_cache_key"] = session
     if LOGPROBS in (request.include or []):
         body["logprobs"] = True
         body["top_logprobs"] = request.top_logprobs or 0

@@ -1,0 +1,148 @@
+"""Which llama.cpp slot a request runs in: the one that already holds the most of its prompt.
+
+llama.cpp keeps each slot's last prompt (and what was generated after it) in that slot's KV cache, and reads
+only what follows the longest common prefix. With more sessions than slots, which slot a turn lands in
+decides whether it re-reads thousands of tokens. rostra knows every prompt it sent, so it picks the slot
+itself and pins the request there (`id_slot`):
+
+- among the free slots, the one whose held tokens share the longest prefix with the prompt (a prefix
+  shorter than a tenth of the prompt counts as none, as llama.cpp's own `slot_prompt_similarity` does),
+  less the state it would destroy for good (see `gain`); ties go to the slot of the same session key
+  (`prompt_cache_key` and the like), then to the least recently used one, so the state evicted is the
+  one least likely to be asked for again;
+- when every slot is busy, requests wait here (not in llama.cpp's queue: one that is cancelled while it
+  waits is simply never started). A freed slot goes to the waiting request that shares the most with
+  it; a request passed over `parallel` times goes first, whatever it shares, so none waits forever.
+
+A state pushed out of its slot is not lost: llama.cpp saves it to its host-memory prompt cache
+(`--cache-ram`) when the new prompt keeps less than half of it, and loads the best saved state back into
+the slot a prompt is pinned to. The choice here keeps those copies rare.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import AsyncIterator, Sequence
+
+MIN_SHARED_FRACTION = 0.1  # a shared prefix shorter than this fraction of the prompt is no reason to choose a slot
+
+
+def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
+    """Tokens `a` and `b` share from the start. Compares whole slices (C speed), halving the range that
+    differs: O(n) element comparisons in all, no Python loop per token."""
+    low, high = 0, min(len(a), len(b))
+    if a[:high] == b[:high]:
+        return high
+    while high - low > 1:  # a[:low] == b[:low]; a[:high] != b[:high]
+        middle = (low + high) // 2
+        if a[low:middle] == b[low:middle]:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+@dataclass
+class Slot:
+    index: int
+    tokens: list[int] = field(default_factory=list)  # what it holds: the last prompt and its output
+    key: str | None = None  # the session key of the request that last ran here
+    last_used: float = 0.0
+    busy: bool = False
+
+
+@dataclass
+class _Waiter:
+    tokens: Sequence[int]
+    key: str | None
+    granted: asyncio.Future[Slot]
+    passed_over: int = 0
+
+
+class SlotRouter:
+    def __init__(self, count: int, host_cache: bool = True):
+        self.slots = [Slot(index) for index in range(count)]
+        self.host_cache = host_cache  # llama.cpp keeps states pushed out of a slot in host memory
+        self._waiting: list[_Waiter] = []  # in arrival order
+
+    @contextlib.asynccontextmanager
+    async def claim(self, tokens: Sequence[int], key: str | None = None) -> AsyncIterator[Slot]:
+        """A slot for a prompt, held for the block. The block records what the slot holds afterwards in
+        `slot.tokens` (by default the prompt: a generation that failed early holds at most that)."""
+        slot = await self._acquire(tokens, key)
+        slot.tokens, slot.key = list(tokens), key
+        try:
+            yield slot
+        finally:
+            self._release(slot)
+
+    def preferred(self, tokens: Sequence[int], key: str | None, candidates: list[Slot]) -> Slot:
+        """The candidate that holds the most of `tokens`: see the module's docstring."""
+        return max(candidates, key=lambda slot: (self.gain(slot, tokens), key is not None and slot.key == key,
+                                                 -slot.last_used))
+
+    def gain(self, slot: Slot, tokens: Sequence[int]) -> float:
+        """Tokens of prefill that running `tokens` in `slot` saves, less what it pushes out: the rest of the
+        slot's state. llama.cpp saves that to its host-memory cache when the prompt keeps less than half of
+        it, and otherwise drops it; a saved state still has to be found and copied back, and a state left
+        in its slot needs neither, so it counts half."""
+        shared = common_prefix_length(slot.tokens, tokens)
+        useful = shared if shared >= MIN_SHARED_FRACTION * len(tokens) else 0
+        lost = len(slot.tokens) - shared
+        saved = self.host_cache and shared < 0.5 * len(slot.tokens)
+        return useful - (0.5 if saved else 1.0) * lost
+
+    async def _acquire(self, tokens: Sequence[int], key: str | None) -> Slot:
+        free = [slot for slot in self.slots if not slot.busy]
+        if free and not self._waiting:
+            slot = self.preferred(tokens, key, free)
+            slot.busy = True
+            return slot
+        waiter = _Waiter(tokens, key, asyncio.get_running_loop().create_future())
+        self._waiting.append(waiter)
+        self._dispatch()  # (a slot may be free while others wait: only when one was freed this very moment)
+        try:
+            return await waiter.granted
+        except asyncio.CancelledError:
+            if waiter in self._waiting:
+                self._waiting.remove(waiter)
+            elif waiter.granted.done() and not waiter.granted.cancelled():
+                self._release(waiter.granted.result())  # granted just as it was cancelled: pass it on
+            raise
+
+    def _release(self, slot: Slot) -> None:
+        slot.busy = False
+        slot.last_used = time.monotonic()
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        """Hand free slots to waiting requests: each freed slot to the waiter that shares the most with it."""
+        while self._waiting:
+            free = [slot for slot in self.slots if not slot.busy]
+            if not free:
+                return
+            starved = next((w for w in self._waiting if w.passed_over >= len(self.slots)), None)
+            if starved is not None:
+                waiter, slot = starved, self.preferred(starved.tokens, starved.key, free)
+            else:
+                waiter, slot = self._best_pair(free)
+            for other in self._waiting:
+                if other is waiter:
+                    break
+                other.passed_over += 1  # an earlier arrival overtaken
+            self._waiting.remove(waiter)
+            slot.busy = True
+            waiter.granted.set_result(slot)
+
+    def _best_pair(self, free: list[Slot]) -> tuple[_Waiter, Slot]:
+        best: tuple[float, _Waiter, Slot] | None = None
+        for waiter in self._waiting:
+            slot = self.preferred(waiter.tokens, waiter.key, free)
+            gain = self.gain(slot, waiter.tokens)
+            if best is None or gain > best[0]:  # ties: the earlier arrival stays
+                best = (gain, waiter, slot)
+        assert best is not None
+        return best[1], best[2]
