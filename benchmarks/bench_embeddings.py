@@ -2,6 +2,11 @@
 infinity-emb's server, when its own virtual environment is given), all-MiniLM-L6-v2 on the CPU.
 
     python benchmarks/bench_embeddings.py [--threads 2] [--rounds 3] [--infinity-bin /path/to/infinity_emb]
+    python benchmarks/bench_embeddings.py --gguf [--threads 2] [--parallel 4]
+
+With --gguf, the model is its GGUF (llama.cpp's BERT layout, F32, made by tests/bert_gguf.py) and rostra's
+llama.cpp engine serves it, against llama.cpp's own server (the one xllamacpp embeds, the build rostra runs on)
+configured as rostra configures it, on its OpenAI-compatible /v1/embeddings; st stays the in-process ceiling.
 
 Contenders, each with the same number of torch threads (--threads):
 
@@ -37,7 +42,7 @@ import aiohttp
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from embedding_models import minilm_checkpoint  # noqa: E402  (tests/ holds the one unpacker of the model)
+from embedding_models import minilm_checkpoint, minilm_gguf  # noqa: E402  (tests/ holds the one unpacker)
 
 LEVELS = [(1, 1), (8, 1), (32, 1), (1, 32), (8, 32), (32, 32)]  # (concurrent clients, texts per request)
 WORDS = ("the model maps every sentence to a vector so that similar meanings land close together while "
@@ -88,6 +93,30 @@ def run_st(checkpoint: Path, threads: int, count: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def llamacpp_child(gguf: str, threads: int, parallel: int, port: int) -> None:
+    """llama.cpp's server on the GGUF, configured as rostra's llama.cpp engine configures it for embeddings
+    (rostra/engines/llamacpp.py): the pooling the file declares, one micro-batch per input, unified KV."""
+    import threading
+
+    import xllamacpp
+
+    sys.path.insert(0, str(ROOT))
+    from rostra.gguf_metadata import context_length, read_gguf_metadata
+
+    context = context_length(read_gguf_metadata(Path(gguf))) or 512
+    params = xllamacpp.CommonParams()
+    params.model.path = gguf
+    params.n_parallel = parallel
+    params.n_ctx = context * parallel
+    params.embedding, params.kv_unified = True, True
+    params.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
+    params.n_batch = params.n_ubatch = context
+    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = threads
+    params.port, params.hostnames = port, ["127.0.0.1"]
+    _server = xllamacpp.Server(params)  # serves while referenced
+    threading.Event().wait()  # until the benchmark terminates this process
+
+
 # -- servers over HTTP -----------------------------------------------------------------------------------------
 
 class Server:
@@ -95,9 +124,15 @@ class Server:
         self.kind, self.port = kind, free_port()
         self.model = "minilm"
         if kind == "rostra":
-            command = [sys.executable, "-m", "rostra.cli", "serve", "--engine", "transformers", str(checkpoint),
+            model = ["--engine", "transformers", str(checkpoint)] if not args.gguf else [
+                str(minilm_gguf()), "--parallel", str(args.parallel)]
+            command = [sys.executable, "-m", "rostra.cli", "serve", *model,
                        "--served-model-name", self.model, "--threads", str(args.threads), "--port", str(self.port),
                        "--log-level", "warning", "--data-dir", tempfile.mkdtemp(prefix="bench-embed-")]
+            env = os.environ
+        elif kind == "llamacpp":
+            command = [sys.executable, __file__, "--llamacpp-child", str(minilm_gguf()), "--threads", str(args.threads),
+                       "--parallel", str(args.parallel), "--port", str(self.port)]
             env = os.environ
         else:
             command = [args.infinity_bin, "v2", "--model-id", str(checkpoint), "--served-model-name", self.model,
@@ -107,7 +142,7 @@ class Server:
                    "INFINITY_ANONYMOUS_USAGE_STATS": "0", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1"}
         self.process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.base = f"http://127.0.0.1:{self.port}"
-        self.path = "/v1/embeddings" if kind == "rostra" else "/embeddings"
+        self.path = {"rostra": "/v1/embeddings", "llamacpp": "/v1/embeddings", "infinity": "/embeddings"}[kind]
 
     async def ready(self, session: aiohttp.ClientSession, timeout: float = 300) -> None:
         deadline = time.monotonic() + timeout
@@ -149,7 +184,7 @@ async def drive(session: aiohttp.ClientSession, server: Server, texts: list[str]
 
 async def bench(args: argparse.Namespace) -> dict:
     checkpoint = minilm_checkpoint()
-    kinds = ["rostra"] + (["infinity"] if args.infinity_bin else [])
+    kinds = contenders(args)
     texts = corpus(args.texts)
     results: dict = {"rounds": [], "rss": {}}
     connector = aiohttp.TCPConnector(limit=64)
@@ -179,14 +214,20 @@ async def bench(args: argparse.Namespace) -> dict:
     return results
 
 
+def contenders(args: argparse.Namespace) -> list[str]:
+    return ["rostra", "llamacpp"] if args.gguf else ["rostra"] + (["infinity"] if args.infinity_bin else [])
+
+
 def report(results: dict, args: argparse.Namespace) -> str:
     rounds = results["rounds"]
     st = statistics.median(r["st"]["texts_per_s"] for r in rounds)
-    kinds = ["rostra"] + (["infinity"] if args.infinity_bin else [])
-    lines = [f"all-MiniLM-L6-v2, CPU, {args.threads} torch threads, {args.texts} texts per level, {len(rounds)} rounds "
+    kinds = contenders(args)
+    model = (f"all-MiniLM-L6-v2 GGUF F32 on llama.cpp ({args.parallel} slots, {args.threads} threads)" if args.gguf
+             else f"all-MiniLM-L6-v2, {args.threads} torch threads")
+    lines = [f"{model}, CPU, {args.texts} texts per level, {len(rounds)} rounds "
              f"({datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores)", "",
              "| clients x texts/request | " + " | ".join(f"{k} texts/s" for k in kinds) +
-             " | st encode() texts/s | rostra / st (paired) |" + (" rostra / infinity (paired) |" if len(kinds) > 1 else ""),
+             " | st encode() texts/s | rostra / st (paired) |" + (f" rostra / {kinds[1]} (paired) |" if len(kinds) > 1 else ""),
              "|---" * (3 + len(kinds) + (len(kinds) > 1)) + "|"]
     for clients, per_request in LEVELS:
         key = f"c={clients} x{per_request}"
@@ -194,7 +235,7 @@ def report(results: dict, args: argparse.Namespace) -> str:
         paired = statistics.median(r[f"rostra {key}"] / r["st"]["texts_per_s"] for r in rounds)
         row = f"| {clients} x {per_request} | " + " | ".join(f"{m:.1f}" for m in medians) + f" | {st:.1f} | {paired:.2f}x |"
         if len(kinds) > 1:
-            row += f" {statistics.median(r[f'rostra {key}'] / r[f'infinity {key}'] for r in rounds):.2f}x |"
+            row += f" {statistics.median(r[f'rostra {key}'] / r[f'{kinds[1]} {key}'] for r in rounds):.2f}x |"
         lines.append(row)
     lines += ["", "Peak resident memory (VmHWM): " + ", ".join(f"{k} {v:.0f} MB" for k, v in results["rss"].items()),
               "", "Per round (texts/s):", ""]
@@ -210,11 +251,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--texts", type=int, default=1024, help="texts embedded per level")
     parser.add_argument("--infinity-bin", help="the infinity_emb command of its own virtual environment")
+    parser.add_argument("--gguf", action="store_true", help="rostra's llama.cpp engine on the model's GGUF, against "
+                        "llama.cpp's own server")
+    parser.add_argument("--parallel", type=int, default=4, help="llama.cpp slots, for both servers (--gguf)")
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "embeddings.md")
     parser.add_argument("--st-child", help=argparse.SUPPRESS)
+    parser.add_argument("--llamacpp-child", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.st_child:
         st_child(args.st_child, args.threads, args.texts)
+        return
+    if args.llamacpp_child:
+        llamacpp_child(args.llamacpp_child, args.threads, args.parallel, args.port)
         return
     results = asyncio.run(bench(args))
     text = report(results, args)

