@@ -36,6 +36,7 @@ import xllamacpp
 from rostra.core import EngineOutput, FinishReason, ModelInfo, Prompt, SamplingParams, TokenStep, TopLogprob
 from rostra.engines.base import Engine, EngineError
 from rostra.engines.llamacpp_http import EventStream, LoopbackClient, LoopbackError
+from rostra.engines.llamacpp_speculation import Speculation
 from rostra.errors import InvalidRequest
 from rostra.generation_defaults import from_gguf_metadata
 from rostra.gguf_metadata import context_length, read_gguf_metadata
@@ -58,7 +59,8 @@ def declared_pooling(metadata: dict) -> str | None:
 class LlamaCppEngine(Engine):
     enforces_constraints = True
     def __init__(self, model_path: str | Path, model_name: str, max_model_len: int | None = None, parallel: int = 4,
-                 threads: int | None = None, task: str = "auto", pooling: str | None = None, matryoshka: bool = False):
+                 threads: int | None = None, task: str = "auto", pooling: str | None = None, matryoshka: bool = False,
+                 speculative: str = "auto", speculative_draft: int | None = None):
         self.path = Path(model_path)
         if not self.path.is_file():
             raise FileNotFoundError(f"model file not found: {self.path}")
@@ -78,6 +80,8 @@ class LlamaCppEngine(Engine):
             self.matryoshka_dimensions = () if matryoshka else None
         self.parallel = max(1, parallel)
         self.threads = threads
+        # n-gram drafting from the prompt: llamacpp_speculation.py (an embedding model never drafts)
+        self.speculation = Speculation("off" if self.task == "embed" else speculative, speculative_draft)
         self.chat_template = self.metadata.get("tokenizer.chat_template")
         self.recommended_sampling = from_gguf_metadata(self.metadata)
         tokens = self.metadata["tokenizer.ggml.tokens"]
@@ -136,14 +140,25 @@ class LlamaCppEngine(Engine):
         params.n_threads_http = self.parallel + 4
         log.info("loading %s (%.0f MB, context %d, %d slots)...", self.path.name,
                  self.path.stat().st_size / 1e6, self.model.context_length, self.parallel)
+        if self.speculation.mode == "on":
+            self.speculation.configure(params)
         started = time.monotonic()
         self._server = await asyncio.to_thread(xllamacpp.Server, params)
         log.info("model loaded in %.1f s", time.monotonic() - started)
         self._loopback = LoopbackClient(self._server.listening_address, key)
+        if await self.speculation.decide(self._internal, self.vocab_size, self.path.name):
+            # Measured to pay: the server again, drafting (its parameters are fixed when it is made).
+            await self._free_server()
+            self.speculation.configure(params)
+            self._server = await asyncio.to_thread(xllamacpp.Server, params)
+            self._loopback = LoopbackClient(self._server.listening_address, key)
 
     async def close(self) -> None:
         for stream in list(self._streams.values()):
             stream.close()
+        await self._free_server()
+
+    async def _free_server(self) -> None:
         last_reference, self._server = [self._server], None
         await asyncio.to_thread(last_reference.clear)  # llama.cpp's server is freed in that thread
 
@@ -179,6 +194,10 @@ class LlamaCppEngine(Engine):
 
     def token_bytes(self, token_id: int) -> bytes:
         return self._vocab_bytes[token_id] if 0 <= token_id < len(self._vocab_bytes) else b""
+
+    def speculative_tokens(self) -> tuple[int, int] | None:
+        meter = self.speculation.meter
+        return (meter.drafted, meter.accepted) if self.speculation.active else None
 
     def running_requests(self) -> int:
         return len(self._running)
@@ -237,6 +256,7 @@ class LlamaCppEngine(Engine):
                 # Every event that arrived while the loop was busy elsewhere comes in one batch: the tokens
                 # that piled up go out as one output, one chunk; a token that arrives alone goes out at once.
                 while batch := await stream.next_batch():
+                    self.speculation.observe(batch[-1])
                     output, error = chunks.merge(batch)
                     if output.tokens or output.finish_reason:
                         yield output

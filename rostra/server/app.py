@@ -90,7 +90,7 @@ def build_context(engine: Engine, settings: Settings, store: ResponseStore) -> S
     completions = CompletionService(engine, served_names, defaults, max_choices=settings.max_choices)
     admission = Admission(settings.max_concurrency, settings.max_queue)
     metrics = Metrics((settings.served_model_name or [engine.model.id])[0], engine.running_requests, engine.parallel,
-                      admission)
+                      admission, engine.speculative_tokens)
     chat.on_finished = completions.on_finished = metrics.observe_job
     sealer = reasoning_sealer(settings)  # one key seals Responses' encrypted reasoning and Messages' signatures
     responses = ResponsesService(chat, store, mcp_policy(settings), sealer,

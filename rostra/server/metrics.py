@@ -19,7 +19,7 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 
 class Metrics:
-    def __init__(self, model_name: str, running_in_engine, slots: int, admission):
+    def __init__(self, model_name: str, running_in_engine, slots: int, admission, speculative_tokens=lambda: None):
         self.registry = CollectorRegistry()
         self.model = model_name
         labels = ["model_name"]
@@ -44,6 +44,11 @@ class Metrics:
         engine_running.labels(model_name).set_function(running_in_engine)
         Gauge("rostra_engine_slots", "Sequences the engine runs at once.", labels,
               registry=reg).labels(model_name).set(slots)
+        # Speculative decoding (engines that draft: llama.cpp with --speculative; 0 while it does not draft).
+        for index, (name, about) in enumerate((("rostra_speculative_draft_tokens", "Draft tokens proposed."),
+                                               ("rostra_speculative_accepted_tokens", "Draft tokens accepted."))):
+            Gauge(name, about, labels, registry=reg).labels(model_name).set_function(
+                lambda index=index: (speculative_tokens() or (0, 0))[index])
         self.http_requests = Counter("rostra_http_requests", "HTTP requests by route and status.",
                                      ["route", "method", "status"], registry=reg)
 

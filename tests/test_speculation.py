@@ -1,0 +1,180 @@
+"""Speculative decoding from the prompt (rostra/engines/llamacpp_speculation.py): the policy's arithmetic,
+data-driven; then the embedded model served with n-gram drafting forced on, against the same model with it
+off, over HTTP (the openai SDK and raw SSE, validated against the spec), on edit requests (a source file of
+this repository asked back with a small change: most of the answer copies the prompt, where drafts land)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import httpx
+import pytest
+from openai import OpenAI
+
+from rostra.engines.llamacpp_speculation import Calibration, Speculation, expected_tokens
+from servers import RunningServer
+from wire import check, fold_chat_stream, post, stream
+
+MODEL = "SmolLM2-135M-Instruct"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# -- the policy -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("acceptance, draft, expected", [
+    (0.0, 8, 1.0),  # every draft rejected: the step yields the model's own token only
+    (1.0, 8, 9.0),  # every draft accepted, plus the token sampled after it
+    (0.5, 1, 1.5),
+    (0.6, 4, 2.3056),  # 1 + 0.6 + 0.6^2 + 0.6^3 + 0.6^4
+    (0.6, 16, 2.4993),
+])
+def test_expected_tokens_per_step(acceptance, draft, expected):
+    assert expected_tokens(acceptance, draft) == pytest.approx(expected, abs=1e-3)
+
+
+@pytest.mark.parametrize("name, decode_ms, batch_ms, pays, best", [
+    # A tiny model on two CPU cores (compute-bound): a batch costs nearly one token per token in it.
+    ("compute-bound", 17.0, {4: 70.0, 8: 140.0, 16: 270.0}, False, None),
+    # A model whose decoding reads weights from memory: a short batch costs little more than one token.
+    ("memory-bound", 40.0, {4: 52.0, 8: 52.0, 16: 110.0}, True, 8),
+    # Drafts of 4 barely pay and longer ones do not: under the margin, it stays off.
+    ("marginal", 20.0, {4: 42.0, 8: 90.0, 16: 200.0}, False, None),
+])
+def test_calibration_turns_drafting_on_only_where_it_pays(name, decode_ms, batch_ms, pays, best):
+    calibration = Calibration(decode_ms, batch_ms)
+    assert calibration.pays() is pays, calibration.summary()
+    if pays:
+        assert calibration.best_draft() == best
+
+
+@pytest.mark.parametrize("ratio, draft", [(1.2, 8), (2.0, 8), (3.5, 16), (1.9, 4)])
+def test_break_even_acceptance_is_where_a_step_yields_what_it_costs(ratio, draft):
+    speculation = Speculation("auto", draft, Calibration(10.0, {draft: 10.0 * ratio}))
+    assert expected_tokens(speculation.break_even(), draft) == pytest.approx(ratio, rel=1e-4)
+
+
+@pytest.mark.parametrize("mode, draft", [("sometimes", None), ("on", 0), ("auto", 65)])
+def test_bad_settings_are_refused(mode, draft):
+    with pytest.raises(ValueError, match="--speculative"):
+        Speculation(mode, draft)
+
+
+# -- the embedded model, drafting forced on vs off ------------------------------------------------------
+
+def _file(path: str, lines: int) -> str:
+    return "\n".join((ROOT / path).read_text().splitlines()[:lines])
+
+
+# (file, lines of it, the change asked for)
+EDITS = [
+    ("rostra/engines/llamacpp_http.py", 24, "Add a blank line at the end."),
+    ("rostra/config.py", 26, "Change the default port from 8000 to 9000."),
+    ("benchmarks/default_length.py", 24, "Add a comment at the top saying 'benchmark'."),
+]
+
+
+def _messages(path: str, lines: int, change: str) -> list[dict]:
+    return [{"role": "user", "content": f"Here is a file:\n```python\n{_file(path, lines)}\n```\n{change} "
+                                        "Reply with the whole file, changed."}]
+
+
+@pytest.fixture(scope="module")
+def drafting():
+    server = RunningServer(["--speculative", "on", "--parallel", "2", "--max-model-len", "2048"])
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def plain():
+    server = RunningServer(["--speculative", "off", "--parallel", "2", "--max-model-len", "2048"])
+    yield server
+    server.stop()
+
+
+def _drafted(server: RunningServer) -> tuple[float, float]:
+    text = httpx.get(f"{server.base_url}/metrics", timeout=10).text
+    counts = [float(re.search(rf'^{name}{{model_name="{MODEL}"}} (\S+)$', text, re.M).group(1))  # type: ignore[union-attr]
+              for name in ("rostra_speculative_draft_tokens", "rostra_speculative_accepted_tokens")]
+    return counts[0], counts[1]
+
+
+def _edit(server: RunningServer, case: tuple[str, int, str], **extra) -> dict:
+    request = {"model": MODEL, "messages": _messages(*case), "max_tokens": 100, "temperature": 0, **extra}
+    # A long timeout: 100 tokens after a 400-token prompt, on a machine that may be busy with other tests.
+    return check("chat", post(server.base_url, "/v1/chat/completions", request, timeout=300).json())
+
+
+@pytest.fixture(scope="module")
+def edits(drafting, plain) -> list[tuple[dict, dict]]:
+    """Each edit answered by both servers, at temperature 0 with the top-2 logprobs of every token."""
+    before = _drafted(drafting)
+    answers = [(_edit(drafting, case, logprobs=True, top_logprobs=2), _edit(plain, case, logprobs=True, top_logprobs=2))
+               for case in EDITS]
+    after = _drafted(drafting)
+    assert after[0] > before[0] and after[1] > before[1], "the drafting server drafted nothing on edit requests"
+    assert _drafted(plain) == (0.0, 0.0)
+    return answers
+
+
+def test_every_emitted_token_is_the_models_own_choice(edits):
+    """Temperature 0: each token sent is the one the model ranks first at its position, accepted draft
+    tokens included (a draft token let through unverified would show as a token the model ranks lower)."""
+    for drafted, _ in edits:
+        tokens = drafted["choices"][0]["logprobs"]["content"]
+        assert len(tokens) == drafted["usage"]["completion_tokens"]
+        for token in tokens:
+            best = max(top["logprob"] for top in token["top_logprobs"])
+            assert token["logprob"] == pytest.approx(best, abs=1e-4), token
+
+
+def test_text_equals_the_plain_run_or_differs_at_a_near_tie(edits):
+    """llama.cpp checks a draft in one batch, whose arithmetic may differ in the last bits from decoding one
+    token at a time: where the two answers part, the plain run's top two tokens must be a near tie."""
+    same = 0
+    for drafted, plain in edits:
+        ours, theirs = drafted["choices"][0]["logprobs"]["content"], plain["choices"][0]["logprobs"]["content"]
+        if [t["token"] for t in ours] == [t["token"] for t in theirs]:
+            same += 1
+            continue
+        index = next(i for i, (a, b) in enumerate(zip(ours, theirs)) if a["token"] != b["token"])
+        first, second = sorted((top["logprob"] for top in theirs[index]["top_logprobs"]), reverse=True)[:2]
+        assert first - second < 0.25, (index, theirs[index])
+    print(f"speculative vs plain at temperature 0: {same}/{len(edits)} answers identical")
+
+
+def test_stream_equals_non_stream_while_drafting(drafting):
+    """Drafting sends several tokens at once: the deltas keep their shape, and fold into the same answer."""
+    for case in EDITS[:2]:
+        request = {"model": MODEL, "messages": _messages(*case), "max_tokens": 80, "temperature": 0,
+                   "logprobs": True, "stream_options": {"include_usage": True}}
+        whole = _edit(drafting, case, max_tokens=80, logprobs=True)
+        chunks = stream(drafting.base_url, "/v1/chat/completions", request, "chat_chunk")
+        folded = fold_chat_stream([c for c in chunks if c["choices"]])[0]
+        assert folded["content"] == whole["choices"][0]["message"]["content"]
+        assert folded["finish_reason"] == whole["choices"][0]["finish_reason"] and folded["finishes"] == 1
+        assert folded["roles"] == 1
+        assert [t["token"] for t in folded["logprobs"]] == \
+               [t["token"] for t in whole["choices"][0]["logprobs"]["content"]]
+        assert chunks[-1]["usage"] == whole["usage"]
+
+
+@pytest.mark.parametrize("max_tokens", [1, 7, 37])
+def test_max_tokens_is_exact_while_drafting(drafting, max_tokens):
+    """A draft accepted past the limit is cut: exactly max_tokens tokens, finish_reason length."""
+    answer = _edit(drafting, EDITS[0], max_tokens=max_tokens, logprobs=True)
+    choice = answer["choices"][0]
+    assert choice["finish_reason"] == "length" and answer["usage"]["completion_tokens"] == max_tokens
+    assert len(choice["logprobs"]["content"]) == max_tokens
+
+
+def test_stop_string_while_drafting(drafting):
+    """A stop string inside a run of accepted draft tokens ends the text right before it."""
+    client = OpenAI(base_url=drafting.v1, api_key="unused", max_retries=0)
+    request = dict(model=MODEL, messages=_messages(*EDITS[0]), max_tokens=80, temperature=0, timeout=300)
+    free = client.chat.completions.create(**request).choices[0].message.content
+    assert free and len(free) > 60
+    stop = free[40:46]
+    stopped = client.chat.completions.create(**request, stop=[stop]).choices[0]
+    assert stopped.message.content == free[:free.index(stop)] and stopped.finish_reason == "stop"
