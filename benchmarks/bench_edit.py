@@ -139,7 +139,7 @@ def report_table(results: dict[str, list[dict[int, Level]]], concurrency: list[i
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", help="GGUF file (default: the embedded SmolLM2-135M-Instruct)")
-    parser.add_argument("--max-tokens", type=int, default=384, help="at most this many tokens per answer")
+    parser.add_argument("--max-tokens", type=int, default=256, help="at most this many tokens per answer")
     parser.add_argument("--requests", type=int, help="requests per level (default: max(3, 2 x concurrency))")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--rounds", type=int, default=2)
