@@ -25,6 +25,7 @@ import datetime
 import json
 import statistics
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,7 +155,9 @@ def main() -> None:
         from rostra.embedded import embedded_model_path
 
         args.model = str(embedded_model_path())
-    args.rostra_flags = {"rostra": [], "rostra-on": ["--speculative", "on"], "rostra-off": ["--speculative", "off"]}
+    # Each rostra its own store directory (one process per SQLite store).
+    args.rostra_flags = {kind: ["--data-dir", tempfile.mkdtemp(prefix=f"bench-{kind}-"), *flags] for kind, flags in
+                         {"rostra": [], "rostra-on": ["--speculative", "on"], "rostra-off": ["--speculative", "off"]}.items()}
     started = datetime.datetime.now().astimezone()
     results = asyncio.run(bench(args))
     table = report_table(results, args.concurrency)

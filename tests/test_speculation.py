@@ -108,65 +108,71 @@ def _edit(server: RunningServer, case: tuple[str, int, str], **extra) -> dict:
 
 @pytest.fixture(scope="module")
 def edits(drafting, plain) -> list[tuple[dict, dict]]:
-    """Each edit answered by both servers, at temperature 0 with the top-2 logprobs of every token."""
+    """Each edit answered at temperature 0 by the drafting server, and by the plain one with the top-2
+    logprobs of every token (which show how close the model's call was wherever the two answers part)."""
     before = _drafted(drafting)
-    answers = [(_edit(drafting, case, logprobs=True, top_logprobs=2), _edit(plain, case, logprobs=True, top_logprobs=2))
-               for case in EDITS]
+    answers = [(_edit(drafting, case), _edit(plain, case, logprobs=True, top_logprobs=2)) for case in EDITS]
     after = _drafted(drafting)
     assert after[0] > before[0] and after[1] > before[1], "the drafting server drafted nothing on edit requests"
     assert _drafted(plain) == (0.0, 0.0)
     return answers
 
 
-def test_every_emitted_token_is_the_models_own_choice(edits):
-    """Temperature 0: each token sent is the one the model ranks first at its position, accepted draft
-    tokens included (a draft token let through unverified would show as a token the model ranks lower)."""
-    for drafted, _ in edits:
-        tokens = drafted["choices"][0]["logprobs"]["content"]
-        assert len(tokens) == drafted["usage"]["completion_tokens"]
-        for token in tokens:
-            best = max(top["logprob"] for top in token["top_logprobs"])
-            assert token["logprob"] == pytest.approx(best, abs=1e-4), token
-
-
 def test_text_equals_the_plain_run_or_differs_at_a_near_tie(edits):
-    """llama.cpp checks a draft in one batch, whose arithmetic may differ in the last bits from decoding one
-    token at a time: where the two answers part, the plain run's top two tokens must be a near tie."""
+    """Every token sent is verified by the model: the drafted answer is the plain one, except that llama.cpp
+    checks a draft in one batch, whose arithmetic may differ in the last bits from decoding one token at a
+    time; where two answers part, the plain run's top two candidates must be a near tie."""
     same = 0
     for drafted, plain in edits:
-        ours, theirs = drafted["choices"][0]["logprobs"]["content"], plain["choices"][0]["logprobs"]["content"]
-        if [t["token"] for t in ours] == [t["token"] for t in theirs]:
+        ours = drafted["choices"][0]["message"]["content"]
+        tokens = plain["choices"][0]["logprobs"]["content"]
+        theirs = plain["choices"][0]["message"]["content"]
+        if ours == theirs:
             same += 1
+            assert drafted["usage"] == plain["usage"]
             continue
-        index = next(i for i, (a, b) in enumerate(zip(ours, theirs)) if a["token"] != b["token"])
-        first, second = sorted((top["logprob"] for top in theirs[index]["top_logprobs"]), reverse=True)[:2]
-        assert first - second < 0.25, (index, theirs[index])
-    print(f"speculative vs plain at temperature 0: {same}/{len(edits)} answers identical")
+        parted = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
+        offset = 0
+        for token in tokens:  # the plain run's token at which the texts part
+            offset += len(token["token"])
+            if offset > parted:
+                break
+        first, second = sorted((top["logprob"] for top in token["top_logprobs"]), reverse=True)[:2]
+        assert first - second < 0.5, (parted, ours[max(0, parted - 40):parted + 20], token)
+    print(f"\nspeculative vs plain at temperature 0: {same}/{len(edits)} answers identical")
+
+
+def test_logprobs_while_drafting_are_the_plain_runs(drafting, plain):
+    """llama.cpp sends no token probabilities once a slot has drafted: a request asking for logprobs is
+    served without drafting, so it gets them for every token, exactly as from a server that never drafts."""
+    ours = _edit(drafting, EDITS[0], max_tokens=40, logprobs=True, top_logprobs=2)
+    theirs = _edit(plain, EDITS[0], max_tokens=40, logprobs=True, top_logprobs=2)
+    tokens = ours["choices"][0]["logprobs"]["content"]
+    assert len(tokens) == ours["usage"]["completion_tokens"]
+    assert all(len(token["top_logprobs"]) == 2 for token in tokens)
+    assert [(t["token"], t["logprob"]) for t in tokens] == \
+           [(t["token"], t["logprob"]) for t in theirs["choices"][0]["logprobs"]["content"]]
 
 
 def test_stream_equals_non_stream_while_drafting(drafting):
     """Drafting sends several tokens at once: the deltas keep their shape, and fold into the same answer."""
     for case in EDITS[:2]:
         request = {"model": MODEL, "messages": _messages(*case), "max_tokens": 80, "temperature": 0,
-                   "logprobs": True, "stream_options": {"include_usage": True}}
-        whole = _edit(drafting, case, max_tokens=80, logprobs=True)
+                   "stream_options": {"include_usage": True}}
+        whole = _edit(drafting, case, max_tokens=80)
         chunks = stream(drafting.base_url, "/v1/chat/completions", request, "chat_chunk")
         folded = fold_chat_stream([c for c in chunks if c["choices"]])[0]
         assert folded["content"] == whole["choices"][0]["message"]["content"]
         assert folded["finish_reason"] == whole["choices"][0]["finish_reason"] and folded["finishes"] == 1
         assert folded["roles"] == 1
-        assert [t["token"] for t in folded["logprobs"]] == \
-               [t["token"] for t in whole["choices"][0]["logprobs"]["content"]]
         assert chunks[-1]["usage"] == whole["usage"]
 
 
 @pytest.mark.parametrize("max_tokens", [1, 7, 37])
 def test_max_tokens_is_exact_while_drafting(drafting, max_tokens):
     """A draft accepted past the limit is cut: exactly max_tokens tokens, finish_reason length."""
-    answer = _edit(drafting, EDITS[0], max_tokens=max_tokens, logprobs=True)
-    choice = answer["choices"][0]
-    assert choice["finish_reason"] == "length" and answer["usage"]["completion_tokens"] == max_tokens
-    assert len(choice["logprobs"]["content"]) == max_tokens
+    answer = _edit(drafting, EDITS[0], max_tokens=max_tokens)
+    assert answer["choices"][0]["finish_reason"] == "length" and answer["usage"]["completion_tokens"] == max_tokens
 
 
 def test_stop_string_while_drafting(drafting):

@@ -106,6 +106,9 @@ class LlamaCppEngine(Engine):
                 self._token_ids.setdefault(piece, token_id)
         self._server: Any = None
         self._loopback: LoopbackClient | None = None
+        # While drafting: a one-slot server without it, for requests that ask for logprobs (see _generate).
+        self._undrafted: Any = None
+        self._undrafted_route: tuple[LoopbackClient, asyncio.Semaphore] | None = None
         self._running: set[str] = set()  # requests holding a slot
         self._streams: dict[str, EventStream] = {}
         # At most one request per llama.cpp slot is handed over; the rest wait here, where a request
@@ -152,6 +155,9 @@ class LlamaCppEngine(Engine):
             self.speculation.configure(params)
             self._server = await asyncio.to_thread(xllamacpp.Server, params)
             self._loopback = LoopbackClient(self._server.listening_address, key)
+        if self.speculation.active:
+            self._undrafted = await asyncio.to_thread(xllamacpp.Server, self.speculation.undrafted(params))
+            self._undrafted_route = (LoopbackClient(self._undrafted.listening_address, key), asyncio.Semaphore(1))
 
     async def close(self) -> None:
         for stream in list(self._streams.values()):
@@ -159,7 +165,7 @@ class LlamaCppEngine(Engine):
         await self._free_server()
 
     async def _free_server(self) -> None:
-        last_reference, self._server = [self._server], None
+        last_reference, self._server, self._undrafted = [self._server, self._undrafted], None, None
         await asyncio.to_thread(last_reference.clear)  # llama.cpp's server is freed in that thread
 
     async def tokenize(self, text: str, add_special: bool) -> list[int]:
@@ -245,13 +251,18 @@ class LlamaCppEngine(Engine):
     async def _generate(self, request_id: str, prompt_ids: list[int],
                         params: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
         assert self._loopback is not None, "engine not started"
+        loopback, free_slots = self._loopback, self._free_slots
+        if params.top_logprobs is not None and self._undrafted_route is not None:
+            # llama.cpp sends no probabilities for any token once a slot has drafted: asked for, they come
+            # from the server that does not draft.
+            loopback, free_slots = self._undrafted_route
         body = _request_body(prompt_ids, params, self.vocab_size)
         chunks = _Chunks(params.top_logprobs or 0, self.token_bytes, self._token_ids)
         stream: EventStream | None = None
         self._running.add(request_id)
         try:
-            async with self._free_slots:
-                stream = await self._loopback.stream("/completion", body)
+            async with free_slots:
+                stream = await loopback.stream("/completion", body)
                 self._streams[request_id] = stream
                 # Every event that arrived while the loop was busy elsewhere comes in one batch: the tokens
                 # that piled up go out as one output, one chunk; a token that arrives alone goes out at once.

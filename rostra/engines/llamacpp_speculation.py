@@ -6,7 +6,9 @@ output, the `size_m` tokens that followed them there are the draft), verifies th
 keeps the longest prefix the model itself samples: every token emitted is the model's own. The switch is
 per server: this build reads no per-request speculation field from /completion (`speculative.n_max`,
 `speculative.n_min` and `speculative.types` in the body were tried: drafting went on), and reports
-`draft_n` / `draft_n_accepted` in each reply's timings.
+`draft_n` / `draft_n_accepted` in each reply's timings. Once a slot has drafted, its stream carries no token
+probabilities: while drafting, requests that ask for logprobs go to a second, one-slot server that does not
+draft (`Speculation.undrafted`; the weights are mapped from the same file, only its context is extra).
 
 When it pays: a step that verifies a draft of k tokens evaluates k+1 tokens in one batch. Where decoding is
 memory-bound (the weights are read once per step whatever the batch), that batch costs little more than one
@@ -149,6 +151,17 @@ class Speculation:
         params.speculative.ngram_simple.size_n = max(3, min(12, draft // 2))
         params.speculative.ngram_simple.size_m = draft
         self.draft, self.active = draft, True
+
+    @staticmethod
+    def undrafted(params: Any) -> Any:
+        """The parameters of the drafting server (already made from them), changed for a one-slot server that
+        does not draft: llama.cpp reports no token probabilities once a slot has drafted (its stream's
+        `completion_probabilities` stay empty from the first draft on), so requests that ask for logprobs
+        are served there, exactly as without speculation."""
+        params.n_ctx //= max(1, params.n_parallel)
+        params.n_parallel = 1
+        params.speculative.types = [xllamacpp.common_speculative_type.COMMON_SPECULATIVE_TYPE_NONE]
+        return params
 
     async def decide(self, post: Post, vocab_size: int, name: str) -> bool:
         """`auto`: measure the loaded model and say whether to restart its server with drafting on."""

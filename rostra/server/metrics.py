@@ -6,6 +6,7 @@ Each app has its own registry: several servers in one process (tests) never coll
 
 from __future__ import annotations
 
+import functools
 import time
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -16,6 +17,10 @@ from rostra.serving.generation import Job
 _LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
                     20.0, 40.0, 80.0, 160.0, 640.0)
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+def _nth_count(counts, index: int) -> float:
+    return (counts() or (0, 0))[index]
 
 
 class Metrics:
@@ -48,7 +53,7 @@ class Metrics:
         for index, (name, about) in enumerate((("rostra_speculative_draft_tokens", "Draft tokens proposed."),
                                                ("rostra_speculative_accepted_tokens", "Draft tokens accepted."))):
             Gauge(name, about, labels, registry=reg).labels(model_name).set_function(
-                lambda index=index: (speculative_tokens() or (0, 0))[index])
+                functools.partial(_nth_count, speculative_tokens, index))
         self.http_requests = Counter("rostra_http_requests", "HTTP requests by route and status.",
                                      ["route", "method", "status"], registry=reg)
 
