@@ -184,3 +184,34 @@ def test_stop_string_while_drafting(drafting):
     stop = free[40:46]
     stopped = client.chat.completions.create(**request, stop=[stop]).choices[0]
     assert stopped.message.content == free[:free.index(stop)] and stopped.finish_reason == "stop"
+
+
+def test_auto_restarts_the_server_drafting_where_calibration_says_it_pays(monkeypatch):
+    """The path a memory-bound model takes (the embedded model measures compute-bound, so it is forced here):
+    measured at load, then the server made again with drafting on, and a one-slot server without it."""
+    import asyncio
+
+    from rostra.core import Prompt, SamplingParams
+    from rostra.embedded import embedded_model_path
+    from rostra.engines import llamacpp_speculation
+    from rostra.engines.llamacpp import LlamaCppEngine
+
+    monkeypatch.setattr(llamacpp_speculation.Calibration, "pays", lambda self: True)
+
+    async def run() -> tuple[dict, list[int], bool]:
+        engine = LlamaCppEngine(embedded_model_path(), MODEL, max_model_len=1024, parallel=1, speculative="auto")
+        await engine.start()
+        try:
+            prompt = await engine.tokenize("a b c d e f g h a b c d e f g h a b c d e f g h a b c d", True)
+            ids = [step.token_id async for output in engine.generate("r", Prompt(prompt), SamplingParams(
+                max_tokens=12, temperature=0.0)) for step in output.tokens]
+            with_logprobs = [step async for output in engine.generate("s", Prompt(prompt), SamplingParams(
+                max_tokens=4, temperature=0.0, top_logprobs=1)) for step in output.tokens]
+            return engine.speculation.describe(), ids, all(step.logprob is not None for step in with_logprobs)
+        finally:
+            await engine.close()
+
+    described, ids, logprobs = asyncio.run(run())
+    assert described["active"] and described["calibration"] is not None
+    assert described["draft"] in (4, 8, 16)
+    assert len(ids) == 12 and logprobs
