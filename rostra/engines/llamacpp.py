@@ -149,7 +149,7 @@ class LlamaCppEngine(Engine):
         self._server = await asyncio.to_thread(xllamacpp.Server, params)
         log.info("model loaded in %.1f s", time.monotonic() - started)
         self._loopback = LoopbackClient(self._server.listening_address, key)
-        if await self.speculation.decide(self._internal, self.vocab_size, self.path.name):
+        if await self.speculation.decide(self._internal, self.vocab_size, self.path.name, self.parallel):
             # Measured to pay: the server again, drafting (its parameters are fixed when it is made).
             await self._free_server()
             self.speculation.configure(params)

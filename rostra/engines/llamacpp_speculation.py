@@ -15,8 +15,8 @@ memory-bound (the weights are read once per step whatever the batch), that batch
 token, and each accepted token is nearly free; where it is compute-bound (a tiny model on a few CPU cores)
 the batch costs nearly k+1 tokens, and a draft that is rejected is pure loss (issue 27 measured 0.60x on
 SmolLM2-135M with llama.cpp's own server, NGRAM_SIMPLE on vs off, on 2 cores). So in `auto` rostra measures
-at load, on the model just loaded, what a batch of k+1 tokens costs against decoding one (`Calibration`),
-and turns drafting on only if, at the acceptance an edit workload reaches (`REFERENCE_ACCEPTANCE`), the
+at load, on the model just loaded, what a batch of k+1 tokens costs against decoding one, and what a step with
+every slot drafting costs against one without (`Calibration`), and turns drafting on only if, in both cases, at the acceptance an edit workload reaches (`REFERENCE_ACCEPTANCE`), the
 tokens a step yields outweigh its cost by `MARGIN`. Per request there is no lever (see above): llama.cpp's
 n-gram gate is what keeps free text from paying (no draft unless the context repeats itself), and the
 acceptance rostra observes (`AcceptanceMeter`) is logged against the break-even so that a wrong call shows.
@@ -57,31 +57,49 @@ def expected_tokens(acceptance: float, draft: int) -> float:
 
 @dataclass(frozen=True)
 class Calibration:
-    """What the loaded model costs: one decoded token, and a batch of k+1 tokens (a k-token draft's check)."""
+    """What the loaded model costs: one decoded token, and batches of n tokens evaluated at once.
+
+    A k-token draft is checked in a batch of k+1 tokens where one token would have been decoded; with all
+    `parallel` slots busy, a step evaluates parallel x (k+1) tokens where it would have evaluated `parallel`.
+    Drafting must pay in both cases (a server that drafts for one stream drafts for every stream)."""
     decode_ms: float
-    batch_ms: dict[int, float]  # draft length k -> milliseconds to evaluate k+1 tokens at once
+    batch_ms: dict[int, float]  # n -> milliseconds to evaluate n new tokens in one batch
+    parallel: int = 1
+    drafts: tuple[int, ...] = DRAFT_LENGTHS
 
     def cost_ratio(self, draft: int) -> float:
-        return self.batch_ms[draft] / self.decode_ms
+        alone = self.batch_ms[draft + 1] / self.decode_ms
+        if self.parallel == 1:
+            return alone
+        return max(alone, self.batch_ms[self.parallel * (draft + 1)] / self.batch_ms[self.parallel])
 
     def speedup(self, draft: int, acceptance: float = REFERENCE_ACCEPTANCE) -> float:
         return expected_tokens(acceptance, draft) / self.cost_ratio(draft)
 
     def best_draft(self) -> int:
-        return max(self.batch_ms, key=self.speedup)
+        return max(self.drafts, key=self.speedup)
 
     def pays(self) -> bool:
-        return bool(self.batch_ms) and self.speedup(self.best_draft()) >= MARGIN
+        return bool(self.drafts) and self.speedup(self.best_draft()) >= MARGIN
 
     def summary(self) -> str:
-        ratios = ", ".join(f"k={k}: {self.cost_ratio(k):.2f}x -> {self.speedup(k):.2f}x" for k in sorted(self.batch_ms))
-        return f"one token {self.decode_ms:.2f} ms; a (k+1)-token batch costs / expected speed-up: {ratios}"
+        ratios = ", ".join(f"k={k}: {self.cost_ratio(k):.2f}x -> {self.speedup(k):.2f}x" for k in self.drafts)
+        return (f"one token {self.decode_ms:.2f} ms; {self.parallel} slots; a draft's check costs (the worse of one "
+                f"stream and all slots busy) / expected speed-up: {ratios}")
+
+    @staticmethod
+    def sizes(drafts: tuple[int, ...], parallel: int) -> list[int]:
+        """The batch sizes to measure."""
+        wanted = {k + 1 for k in drafts}
+        if parallel > 1:
+            wanted |= {parallel} | {parallel * (k + 1) for k in drafts}
+        return sorted(wanted)
 
 
-async def calibrate(post: Post, vocab_size: int, drafts: tuple[int, ...] = DRAFT_LENGTHS,
+async def calibrate(post: Post, vocab_size: int, drafts: tuple[int, ...] = DRAFT_LENGTHS, parallel: int = 1,
                     rounds: int = _CALIBRATION_ROUNDS) -> Calibration:
     """Measure on the running server (no speculation): the per-token decode time of a short generation, and
-    the time of evaluating k+1 new tokens after a cached prefix (what verifying a k-token draft does).
+    the time of evaluating n new tokens after a cached prefix, for every batch size a draft's check makes.
     The fastest of a few rounds of each: load on the machine only ever adds time."""
     rng = random.Random(27)
     ordinary = range(min(1000, vocab_size // 4), vocab_size)  # low ids are control tokens in many vocabularies
@@ -89,18 +107,19 @@ async def calibrate(post: Post, vocab_size: int, drafts: tuple[int, ...] = DRAFT
     base = {"n_predict": 1, "temperature": 0, "cache_prompt": True, "id_slot": 0}
     await post("/completion", {**base, "prompt": prefix})  # the prefix is cached from here on
     decode: list[float] = []
-    batch: dict[int, list[float]] = {k: [] for k in drafts}
+    sizes = Calibration.sizes(drafts, parallel)
+    batch: dict[int, list[float]] = {n: [] for n in sizes}
     for _ in range(rounds):
-        reply = await post("/completion", {**base, "prompt": prefix, "n_predict": 17, "ignore_eos": True})
+        reply = await post("/completion", {**base, "prompt": prefix, "n_predict": 9, "ignore_eos": True})
         timings = reply["timings"]
         decode.append(timings["predicted_ms"] / max(1, timings["predicted_n"]))
-        for k in drafts:
+        for n in sizes:
             # New tokens each time: their first differs from the slot's cached continuation, so exactly
-            # these k+1 are evaluated, in one batch, after the cached prefix.
-            reply = await post("/completion", {**base, "prompt": prefix + rng.sample(ordinary, k + 1)})
+            # these n are evaluated, in one batch, after the cached prefix.
+            reply = await post("/completion", {**base, "prompt": prefix + rng.sample(ordinary, n)})
             timings = reply["timings"]
-            batch[k].append(timings["prompt_ms"] * (k + 1) / max(1, timings["prompt_n"]))
-    return Calibration(min(decode), {k: min(times) for k, times in batch.items()})
+            batch[n].append(timings["prompt_ms"] * n / max(1, timings["prompt_n"]))
+    return Calibration(min(decode), {n: min(times) for n, times in batch.items()}, parallel, drafts)
 
 
 @dataclass
@@ -163,12 +182,12 @@ class Speculation:
         params.speculative.types = [xllamacpp.common_speculative_type.COMMON_SPECULATIVE_TYPE_NONE]
         return params
 
-    async def decide(self, post: Post, vocab_size: int, name: str) -> bool:
+    async def decide(self, post: Post, vocab_size: int, name: str, parallel: int) -> bool:
         """`auto`: measure the loaded model and say whether to restart its server with drafting on."""
         if self.mode != "auto":
             return False
         drafts = (self.draft,) if self.draft else DRAFT_LENGTHS
-        self.calibration = await calibrate(post, vocab_size, drafts)
+        self.calibration = await calibrate(post, vocab_size, drafts, parallel)
         pays = self.calibration.pays()
         if pays and self.draft is None:
             self.draft = self.calibration.best_draft()
@@ -184,7 +203,7 @@ class Speculation:
         if self.meter.due():
             line = f"speculative decoding: {self.meter.accepted}/{self.meter.drafted} drafted tokens accepted " \
                    f"({self.meter.acceptance:.0%})"
-            if self.calibration is not None and self.draft in self.calibration.batch_ms:
+            if self.calibration is not None and self.draft in self.calibration.drafts:
                 line += f"; break-even at this model's batch cost: {self.break_even():.0%}"
             log.info(line)
 
