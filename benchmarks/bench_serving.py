@@ -164,8 +164,9 @@ def server_command(kind: str, args: argparse.Namespace, port: int) -> list[str]:
         common += ["--threads", str(args.threads)]
     if kind == "rostra" and getattr(args, "measure", "rostra") == "relay":  # (other scripts: no such option)
         return [sys.executable, __file__, "--relay-server", "--model", args.model, *common]
-    if kind == "rostra":
-        return [sys.executable, "-m", "rostra.cli", "serve", args.model, "--log-level", "warning", *common]
+    if kind.startswith("rostra"):  # (bench_edit.py runs several: rostra-on, rostra-auto, with their own flags)
+        return [sys.executable, "-m", "rostra.cli", "serve", args.model, "--log-level", "warning", *common,
+                *getattr(args, "rostra_flags", {}).get(kind, [])]
     return [sys.executable, __file__, "--reference-server", "--model", args.model, *common]
 
 

@@ -75,6 +75,13 @@ def _model_flags(group: FlagGroup) -> None:
     group.add_argument("--matryoshka", action="store_true",
                        help="embeddings: the model was trained for shortened vectors, so requests may set "
                             "`dimensions` (default: when its config.json says is_matryoshka or matryoshka_dimensions)")
+    group.add_argument("--speculative", choices=["auto", "on", "off"], default="auto",
+                       help="speculative decoding from the prompt (n-gram drafts, every token verified by the "
+                            "model): auto (default: llama.cpp measures the model at load and drafts only where a "
+                            "draft's check costs little more than one token; vllm and transformers: off), on, off")
+    group.add_argument("--speculative-draft", type=int, metavar="N",
+                       help="tokens per draft (default: llama.cpp auto picks 4, 8 or 16 by measurement, "
+                            "on: 8; vllm: 4)")
     group.add_argument("--tokenizer", help="scripted engine, raw upstreams: a GGUF, tokenizer.json or checkpoint "
                                            "directory to tokenize with (scripted default: the embedded model's)")
 
@@ -259,7 +266,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     max_model_len=args.max_model_len, parallel=args.parallel, threads=args.threads,
                     cache_ram_mib=args.cache_ram,
                     dtype=args.dtype, device=args.device, task=args.task, pooling=args.pooling,
-                    matryoshka=args.matryoshka,
+                    matryoshka=args.matryoshka, speculative=args.speculative,
+                    speculative_draft=args.speculative_draft,
                     host=args.host, port=args.port, ui=args.ui, log_level=args.log_level,
                     tool_call_parser=args.tool_call_parser, strict_tool_parsing=args.strict_tool_parsing,
                     reasoning_parser=args.reasoning_parser,

@@ -35,6 +35,9 @@ class Settings:
     task: str = "auto"
     pooling: str | None = None  # embeddings: mean, cls, last or max instead of what the model declares
     matryoshka: bool = False  # embeddings: `dimensions` may shorten them (the model was trained for it)
+    # Speculative decoding from the prompt (n-gram drafts): auto (llama.cpp: on where measured to pay), on, off.
+    speculative: str = "auto"
+    speculative_draft: int | None = None  # tokens per draft; None: the engine's choice
     host: str = "127.0.0.1"
     port: int = 8000
     ui: bool = True  # the playground at `/` (--no-ui: off)

@@ -256,6 +256,21 @@ def test_engine_arguments_from_flags():
     assert kwargs["max_model_len"] == 4096 and kwargs["gpu_memory_utilization"] == 0.5
 
 
+@pytest.mark.parametrize("speculative, draft, extra, expected", [
+    ("on", None, {}, {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2, "prompt_lookup_max": 4}),
+    ("on", 6, {}, {"method": "ngram", "num_speculative_tokens": 6, "prompt_lookup_min": 2, "prompt_lookup_max": 4}),
+    ("on", None, {"speculative_config": {"method": "ngram", "num_speculative_tokens": 9}},
+     {"method": "ngram", "num_speculative_tokens": 9}),  # the operator's own config wins
+    ("auto", None, {}, None),  # vLLM's default: no speculation
+    ("off", 6, {}, None),
+])
+def test_speculative_flags_become_vllms_ngram_config(speculative, draft, extra, expected):
+    kwargs = engine_arg_kwargs("m", max_model_len=None, tensor_parallel_size=1, pipeline_parallel_size=1,
+                               gpu_memory_utilization=None, dtype="auto", extra=extra, speculative=speculative,
+                               speculative_draft=draft)
+    assert kwargs.get("speculative_config") == expected
+
+
 def test_a_vllm_arg_may_not_repeat_a_flag():
     with pytest.raises(ValueError, match="--tensor-parallel-size"):
         engine_arg_kwargs("m", max_model_len=None, tensor_parallel_size=1, pipeline_parallel_size=1,
@@ -347,6 +362,7 @@ def stand_in_vllm(monkeypatch):
         gpu_memory_utilization: float = 0.9
         max_num_seqs: int | None = None
         runner: str = "auto"  # generate | pooling (embedding models)
+        speculative_config: dict | None = None
 
     vllm = types.ModuleType("vllm")
     vllm.AsyncEngineArgs, vllm.AsyncLLMEngine = AsyncEngineArgs, _StandInLLM
@@ -391,6 +407,12 @@ def test_stand_in_engine_describes_the_model(stand_in_vllm):
     assert asyncio.run(engine.tokenize("hi there", add_special=True)) == [1, 3, 4]
     asyncio.run(engine.close())
     assert _StandInLLM.last.closed == ["shutdown"]
+
+
+def test_stand_in_speculative_config_is_passed_to_the_engine(stand_in_vllm):
+    _stand_in_engine(speculative="on", speculative_draft=5)
+    assert _StandInLLM.last.engine_args.speculative_config == {
+        "method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_min": 2, "prompt_lookup_max": 4}
 
 
 def test_stand_in_unknown_engine_argument_is_refused_before_loading(stand_in_vllm):

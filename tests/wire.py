@@ -47,7 +47,7 @@ def check_error(response: httpx.Response, status: int, param: str | None = "__an
 
 def post(base_url: str, path: str, body: dict | str | bytes, **kwargs) -> httpx.Response:
     if isinstance(body, dict):
-        return httpx.post(f"{base_url}{path}", json=body, timeout=60, **kwargs)
+        return httpx.post(f"{base_url}{path}", json=body, **{"timeout": 60, **kwargs})
     return httpx.post(f"{base_url}{path}", content=body, timeout=60,
                       headers={"content-type": "application/json", **kwargs.pop("headers", {})}, **kwargs)
 

@@ -67,6 +67,10 @@ class Engine(abc.ABC):
     # repetition_penalty, max_tokens): the defaults of `--generation-config auto`. Empty: none known.
     recommended_sampling: dict = {}
 
+    def speculative_tokens(self) -> tuple[int, int] | None:
+        """Draft tokens proposed and accepted so far, where the engine drafts (speculative decoding); else None."""
+        return None
+
     async def start(self) -> None:
         """Load the model; blocking work runs off the event loop."""
 

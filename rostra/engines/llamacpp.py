@@ -37,6 +37,7 @@ from rostra.core import EngineOutput, FinishReason, ModelInfo, Prompt, SamplingP
 from rostra.engines.base import Engine, EngineError
 from rostra.engines.llamacpp_http import EventStream, LoopbackClient, LoopbackError
 from rostra.engines.llamacpp_slots import SlotRouter
+from rostra.engines.llamacpp_speculation import Speculation
 from rostra.errors import InvalidRequest
 from rostra.generation_defaults import from_gguf_metadata
 from rostra.gguf_metadata import context_length, read_gguf_metadata
@@ -60,7 +61,7 @@ class LlamaCppEngine(Engine):
     enforces_constraints = True
     def __init__(self, model_path: str | Path, model_name: str, max_model_len: int | None = None, parallel: int = 4,
                  threads: int | None = None, task: str = "auto", pooling: str | None = None, matryoshka: bool = False,
-                 cache_ram_mib: int | None = None):
+                 cache_ram_mib: int | None = None, speculative: str = "auto", speculative_draft: int | None = None):
         self.path = Path(model_path)
         if not self.path.is_file():
             raise FileNotFoundError(f"model file not found: {self.path}")
@@ -81,6 +82,8 @@ class LlamaCppEngine(Engine):
         self.parallel = max(1, parallel)
         self.threads = threads
         self.cache_ram_mib = cache_ram_mib  # None: llama.cpp's default (8192 MiB); 0: no host-memory prompt cache
+        # n-gram drafting from the prompt: llamacpp_speculation.py (an embedding model never drafts)
+        self.speculation = Speculation("off" if self.task == "embed" else speculative, speculative_draft)
         self.chat_template = self.metadata.get("tokenizer.chat_template")
         self.recommended_sampling = from_gguf_metadata(self.metadata)
         tokens = self.metadata["tokenizer.ggml.tokens"]
@@ -105,6 +108,9 @@ class LlamaCppEngine(Engine):
                 self._token_ids.setdefault(piece, token_id)
         self._server: Any = None
         self._loopback: LoopbackClient | None = None
+        # While drafting: a one-slot server without it, for requests that ask for logprobs (see _generate).
+        self._undrafted: Any = None
+        self._undrafted_route: tuple[LoopbackClient, SlotRouter] | None = None
         self._running: set[str] = set()  # requests holding a slot
         self._streams: dict[str, EventStream] = {}
         # At most one request per llama.cpp slot is handed over, pinned to the slot that holds the most of
@@ -141,15 +147,29 @@ class LlamaCppEngine(Engine):
         params.n_threads_http = self.parallel + 4
         log.info("loading %s (%.0f MB, context %d, %d slots)...", self.path.name,
                  self.path.stat().st_size / 1e6, self.model.context_length, self.parallel)
+        if self.speculation.mode == "on":
+            self.speculation.configure(params)
         started = time.monotonic()
         self._server = await asyncio.to_thread(xllamacpp.Server, params)
         log.info("model loaded in %.1f s", time.monotonic() - started)
         self._loopback = LoopbackClient(self._server.listening_address, key)
+        if await self.speculation.decide(self._internal, self.vocab_size, self.path.name, self.parallel):
+            # Measured to pay: the server again, drafting (its parameters are fixed when it is made).
+            await self._free_server()
+            self.speculation.configure(params)
+            self._server = await asyncio.to_thread(xllamacpp.Server, params)
+            self._loopback = LoopbackClient(self._server.listening_address, key)
+        if self.speculation.active:
+            self._undrafted = await asyncio.to_thread(xllamacpp.Server, self.speculation.undrafted(params))
+            self._undrafted_route = (LoopbackClient(self._undrafted.listening_address, key), SlotRouter(1))
 
     async def close(self) -> None:
         for stream in list(self._streams.values()):
             stream.close()
-        last_reference, self._server = [self._server], None
+        await self._free_server()
+
+    async def _free_server(self) -> None:
+        last_reference, self._server, self._undrafted = [self._server, self._undrafted], None, None
         await asyncio.to_thread(last_reference.clear)  # llama.cpp's server is freed in that thread
 
     async def tokenize(self, text: str, add_special: bool) -> list[int]:
@@ -184,6 +204,10 @@ class LlamaCppEngine(Engine):
 
     def token_bytes(self, token_id: int) -> bytes:
         return self._vocab_bytes[token_id] if 0 <= token_id < len(self._vocab_bytes) else b""
+
+    def speculative_tokens(self) -> tuple[int, int] | None:
+        meter = self.speculation.meter
+        return (meter.drafted, meter.accepted) if self.speculation.active else None
 
     def running_requests(self) -> int:
         return len(self._running)
@@ -231,18 +255,24 @@ class LlamaCppEngine(Engine):
     async def _generate(self, request_id: str, prompt_ids: list[int], params: SamplingParams,
                         session_key: str | None = None) -> AsyncGenerator[EngineOutput, None]:
         assert self._loopback is not None, "engine not started"
+        loopback, slots = self._loopback, self._slots
+        if params.top_logprobs is not None and self._undrafted_route is not None:
+            # llama.cpp sends no probabilities for any token once a slot has drafted: asked for, they come
+            # from the server that does not draft.
+            loopback, slots = self._undrafted_route
         body = _request_body(prompt_ids, params, self.vocab_size)
         chunks = _Chunks(params.top_logprobs or 0, self.token_bytes, self._token_ids)
         stream: EventStream | None = None
         self._running.add(request_id)
         try:
-            async with self._slots.claim(prompt_ids, session_key) as slot:
+            async with slots.claim(prompt_ids, session_key) as slot:
                 body["id_slot"] = slot.index
-                stream = await self._loopback.stream("/completion", body)
+                stream = await loopback.stream("/completion", body)
                 self._streams[request_id] = stream
                 # Every event that arrived while the loop was busy elsewhere comes in one batch: the tokens
                 # that piled up go out as one output, one chunk; a token that arrives alone goes out at once.
                 while batch := await stream.next_batch():
+                    self.speculation.observe(batch[-1])
                     output, error = chunks.merge(batch)
                     slot.tokens += [step.token_id for step in output.tokens]  # the slot holds them next
                     if output.tokens or output.finish_reason:

@@ -43,8 +43,9 @@ def _build_llamacpp(settings: Settings) -> Engine:
         engine = load_engine("llamacpp", model_path=path, model_name=name, max_model_len=settings.max_model_len,
                              parallel=settings.parallel, threads=settings.threads, task=settings.task,
                              pooling=settings.pooling, matryoshka=settings.matryoshka,
-                             cache_ram_mib=settings.cache_ram_mib)
-    except ValueError as exc:  # a --pooling llama.cpp has not
+                             cache_ram_mib=settings.cache_ram_mib, speculative=settings.speculative,
+                             speculative_draft=settings.speculative_draft)
+    except ValueError as exc:  # a --pooling llama.cpp has not, a --speculative-draft out of range
         raise SystemExit(f"rostra: {exc}") from None
     if not settings.model:  # its GGUF recommends nothing: its model card does
         engine.recommended_sampling = {**EMBEDDED_DEFAULTS, **engine.recommended_sampling}
@@ -79,6 +80,12 @@ def _build_transformers(settings: Settings) -> Engine:
 
     if not settings.model:
         raise SystemExit("the transformers engine needs MODEL: a checkpoint directory or a Hugging Face Hub id")
+    if settings.speculative == "on":
+        # transformers' prompt lookup (`prompt_lookup_num_tokens`) is an option of generate(), which decodes one
+        # request at a time; rostra's engine runs its own batched decode loop (transformers_batch.py) and
+        # samples each row itself, where a draft would need a variable-length step per row.
+        raise SystemExit("--speculative on: the transformers engine does not draft (its batched decode loop is "
+                         "not generate(), whose prompt_lookup_num_tokens it would need); use llamacpp or vllm")
     if settings.task == "generate" and settings.pooling:
         raise SystemExit("--pooling is for embedding models: it cannot go with --task generate")
     if settings.task == "embed" or (settings.task == "auto" and (settings.pooling or
@@ -120,7 +127,8 @@ def _build_vllm(settings: Settings) -> Engine:
                            max_model_len=settings.max_model_len, tensor_parallel_size=settings.tensor_parallel_size,
                            pipeline_parallel_size=settings.pipeline_parallel_size,
                            gpu_memory_utilization=settings.gpu_memory_utilization, dtype=settings.dtype,
-                           engine_args=settings.vllm_args, task=settings.task, matryoshka=settings.matryoshka)
+                           engine_args=settings.vllm_args, task=settings.task, matryoshka=settings.matryoshka,
+                           speculative=settings.speculative, speculative_draft=settings.speculative_draft)
     except (ImportError, ValueError) as exc:  # vLLM missing, or a --vllm-arg it does not know
         raise SystemExit(f"rostra: {exc}") from exc
 

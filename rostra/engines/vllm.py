@@ -72,7 +72,8 @@ class VllmEngine(Engine):
     def __init__(self, model: str, model_name: str, max_model_len: int | None = None,
                  tensor_parallel_size: int = 1, pipeline_parallel_size: int = 1,
                  gpu_memory_utilization: float | None = None, dtype: str = "auto",
-                 engine_args: Sequence[str] = (), task: str = "auto", matryoshka: bool = False):
+                 engine_args: Sequence[str] = (), task: str = "auto", matryoshka: bool = False,
+                 speculative: str = "auto", speculative_draft: int | None = None):
         try:
             from vllm import AsyncEngineArgs, AsyncLLMEngine
         except ImportError as exc:
@@ -80,7 +81,8 @@ class VllmEngine(Engine):
         kwargs = engine_arg_kwargs(model, max_model_len=max_model_len, tensor_parallel_size=tensor_parallel_size,
                                    pipeline_parallel_size=pipeline_parallel_size,
                                    gpu_memory_utilization=gpu_memory_utilization, dtype=dtype,
-                                   extra=parse_engine_args(engine_args), task=task)
+                                   extra=parse_engine_args(engine_args), task=task,
+                                   speculative=speculative, speculative_draft=speculative_draft)
         known = {f.name for f in dataclasses.fields(AsyncEngineArgs)}
         unknown = sorted(set(kwargs) - known)
         if unknown:
@@ -296,9 +298,13 @@ def parse_engine_args(items: Sequence[str]) -> dict[str, Any]:
 
 def engine_arg_kwargs(model: str, *, max_model_len: int | None, tensor_parallel_size: int,
                       pipeline_parallel_size: int, gpu_memory_utilization: float | None, dtype: str,
-                      extra: dict[str, Any], task: str = "auto") -> dict[str, Any]:
+                      extra: dict[str, Any], task: str = "auto", speculative: str = "auto",
+                      speculative_draft: int | None = None) -> dict[str, Any]:
     """AsyncEngineArgs keywords: rostra's flags, then `--vllm-arg` extras (which may not repeat a flag).
-    `--task embed` is vLLM's pooling runner (`generate` its generation runner; auto: vLLM's choice)."""
+    `--task embed` is vLLM's pooling runner (`generate` its generation runner; auto: vLLM's choice).
+    `--speculative on` is vLLM's n-gram speculation (prompt lookup: drafts copied from the context, verified
+    by the model), unless `--vllm-arg speculative_config=...` gives a config of its own; `auto` leaves vLLM's
+    default (none): rostra measures what a draft costs on llama.cpp only."""
     kwargs: dict[str, Any] = {"model": model, "dtype": dtype, "tensor_parallel_size": tensor_parallel_size,
                               "pipeline_parallel_size": pipeline_parallel_size}
     if task != "auto":
@@ -307,6 +313,9 @@ def engine_arg_kwargs(model: str, *, max_model_len: int | None, tensor_parallel_
         kwargs["max_model_len"] = max_model_len
     if gpu_memory_utilization is not None:
         kwargs["gpu_memory_utilization"] = gpu_memory_utilization
+    if speculative == "on" and "speculative_config" not in extra:
+        kwargs["speculative_config"] = {"method": "ngram", "num_speculative_tokens": speculative_draft or 4,
+                                        "prompt_lookup_min": 2, "prompt_lookup_max": 4}
     repeated = sorted(set(kwargs) & set(extra))
     if repeated:
         flags = ", ".join("--" + name.replace("_", "-") for name in repeated)

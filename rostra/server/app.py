@@ -74,7 +74,8 @@ def build_context(settings: Settings, store: ResponseStore, specs: list[ModelSpe
         name = slot.spec.name
         if slot.bundle is not None:
             engine = slot.bundle.engine
-            metrics.model_loaded(name, engine.running_requests, engine.parallel, slot.load_seconds)
+            metrics.model_loaded(name, engine.running_requests, engine.parallel, slot.load_seconds,
+                                 engine.speculative_tokens)
         elif slot.state == "unloaded":
             metrics.add_model(name, lambda: slot.leases, lambda: slot.waiting)
         else:

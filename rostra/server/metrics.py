@@ -7,6 +7,7 @@ Each app has its own registry: several servers in one process (tests) never coll
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Callable
 
@@ -19,6 +20,10 @@ _LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1
                     20.0, 40.0, 80.0, 160.0, 640.0)
 _LOAD_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 320.0, 640.0)
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+def _nth_count(counts: Callable[[], tuple[int, int] | None], index: int) -> float:
+    return (counts() or (0, 0))[index]
 
 
 class Metrics:
@@ -48,6 +53,10 @@ class Metrics:
         self._loaded = Gauge("rostra_model_loaded", "1 while the model is loaded.", labels, registry=reg)
         self._load_seconds = Histogram("rostra_model_load_seconds", "Time to load a model.", labels,
                                        buckets=_LOAD_BUCKETS, registry=reg)
+        # Speculative decoding (engines that draft: llama.cpp with --speculative; 0 while it does not draft).
+        self._speculative = (Gauge("rostra_speculative_draft_tokens", "Draft tokens proposed.", labels, registry=reg),
+                             Gauge("rostra_speculative_accepted_tokens", "Draft tokens accepted.", labels,
+                                   registry=reg))
         self.http_requests = Counter("rostra_http_requests", "HTTP requests by route and status.",
                                      ["route", "method", "status"], registry=reg)
 
@@ -57,16 +66,19 @@ class Metrics:
         self._loaded.labels(model).set(0)
 
     def model_loaded(self, model: str, running_in_engine: Callable[[], float], slots: int,
-                     load_seconds: float | None) -> None:
+                     load_seconds: float | None,
+                     speculative_tokens: Callable[[], tuple[int, int] | None] = lambda: None) -> None:
         self._engine_running.labels(model).set_function(running_in_engine)
         self._slots.labels(model).set(slots)
+        for index, gauge in enumerate(self._speculative):  # (drafted, accepted)
+            gauge.labels(model).set_function(functools.partial(_nth_count, speculative_tokens, index))
         self._loaded.labels(model).set(1)
         if load_seconds is not None:
             self._load_seconds.labels(model).observe(load_seconds)
 
     def model_unloaded(self, model: str) -> None:
         self._loaded.labels(model).set(0)
-        for gauge in (self._engine_running, self._slots):
+        for gauge in (self._engine_running, self._slots, *self._speculative):
             try:
                 gauge.remove(model)
             except KeyError:
