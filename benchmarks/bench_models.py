@@ -59,7 +59,7 @@ def models_config(args: argparse.Namespace, directory: Path) -> Path:
 
 def rostra_command(args: argparse.Namespace, port: int, many: Path | None, preload: bool) -> list[str]:
     command = [sys.executable, "-m", "rostra.cli", "serve", "--port", str(port), "--log-level", "warning",
-               "--admin-key", ADMIN_KEY]
+               "--admin-key", ADMIN_KEY, "--data-dir", tempfile.mkdtemp(prefix="bench-models-data-")]
     if args.threads:
         command += ["--threads", str(args.threads)]
     if many is None:
