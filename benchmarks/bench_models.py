@@ -59,7 +59,7 @@ def models_config(args: argparse.Namespace, directory: Path) -> Path:
 
 def rostra_command(args: argparse.Namespace, port: int, many: Path | None, preload: bool) -> list[str]:
     command = [sys.executable, "-m", "rostra.cli", "serve", "--port", str(port), "--log-level", "warning",
-               "--admin-key", ADMIN_KEY]
+               "--admin-key", ADMIN_KEY, "--data-dir", tempfile.mkdtemp(prefix="bench-models-data-")]
     if args.threads:
         command += ["--threads", str(args.threads)]
     if many is None:
@@ -101,17 +101,29 @@ async def first_token(client: httpx.AsyncClient, model: str) -> float:
     return elapsed
 
 
+async def unloaded(client: httpx.AsyncClient, model: str) -> None:
+    """Unload `model`. Right after a stream's last event its lease may still be held for a moment (the server
+    returns it when the response has closed): the admin route says 409 then, and is asked again."""
+    for _ in range(100):
+        reply = await client.post("/admin/models/unload", json={"model": model},
+                                  headers={"Authorization": f"Bearer {ADMIN_KEY}"})
+        if reply.status_code != 409:
+            reply.raise_for_status()
+            return
+        await asyncio.sleep(0.05)
+    raise RuntimeError(f"{model} stayed busy")
+
+
 async def cold_loads(args: argparse.Namespace, config: Path) -> dict[str, list[float]]:
     port = free_port()
-    admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
     times: dict[str, list[float]] = {"gguf": [], "checkpoint": []}
     async with server(rostra_command(args, port, config, preload=False), port, 2) as client:
         for n in range(args.load_rounds):
             for model in times:
-                (await client.post("/admin/models/unload", json={"model": model}, headers=admin)).raise_for_status()
+                await unloaded(client, model)
                 times[model].append(await first_token(client, model))
                 print(f"[cold load {n + 1}] {model}: {times[model][-1]:.2f} s to the first token", flush=True)
-                (await client.post("/admin/models/unload", json={"model": model}, headers=admin)).raise_for_status()
+                await unloaded(client, model)
     return times
 
 
