@@ -95,8 +95,13 @@ async def run_sessions(client: httpx.AsyncClient, model: str, args: argparse.Nam
         number = round_number * 1000 + index  # new sessions every round: none finds the last round's cache
         rng = random.Random(number)
         past = history(number, rng.randint(args.history_min, args.history_max))
-        return [await one_turn(client, model, number, turn_messages(system, number, past, turn), args.max_tokens)
-                for turn in range(args.turns)]
+        turns = []
+        for turn in range(args.turns):
+            turns.append(await one_turn(client, model, number, turn_messages(system, number, past, turn),
+                                        args.max_tokens))
+            if args.verbose:
+                print(f"  session {index} turn {turn}: {turns[-1]}", flush=True)
+        return turns
 
     started = time.perf_counter()
     sessions = await asyncio.gather(*(session(i) for i in range(args.sessions)))
@@ -161,6 +166,7 @@ def main() -> None:
     parser.add_argument("--max-model-len", type=int, default=8192, help="context per slot, for both servers")
     parser.add_argument("--threads", type=int, help="CPU threads, for both servers (default: llama.cpp's choice)")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--verbose", action="store_true", help="print every turn as it ends")
     args = parser.parse_args()
     if args.model is None:
         from rostra.embedded import embedded_model_path

@@ -11,7 +11,8 @@ Tokens are read from llama.cpp's own HTTP server, which xllamacpp opens on a ran
 the event loop (see llamacpp_http.py for why not xllamacpp's blocking, per-token-callback
 `handle_completions`). That listener cannot be turned off anyway, so it is guarded: it gets a random
 API key that never leaves this process. rostra uses its native /completion endpoint (token ids in, token
-ids out), plus /tokenize and /detokenize (exact llama.cpp tokenization).
+ids out), plus /tokenize and /detokenize (exact llama.cpp tokenization). Each generation is pinned to the slot
+that holds the most of its prompt (llamacpp_slots.py), so sessions that outnumber the slots keep their prefixes.
 
 Embedding models (`--task embed`, or a GGUF that declares `{arch}.pooling_type`, as BERT-family embedding
 GGUFs do): llama.cpp runs with embeddings on and the pooling the GGUF declares (or `--pooling`: a generative
