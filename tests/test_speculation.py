@@ -211,7 +211,7 @@ def test_auto_restarts_the_server_drafting_where_calibration_says_it_pays(monkey
         try:
             prompt = await engine.tokenize("a b c d e f g h a b c d e f g h a b c d e f g h a b c d", True)
             ids = [step.token_id async for output in engine.generate("r", Prompt(prompt), SamplingParams(
-                max_tokens=12, temperature=0.0)) for step in output.tokens]
+                max_tokens=12, temperature=0.0, ignore_eos=True)) for step in output.tokens]
             with_logprobs = [step async for output in engine.generate("s", Prompt(prompt), SamplingParams(
                 max_tokens=4, temperature=0.0, top_logprobs=1)) for step in output.tokens]
             return engine.speculation.describe(), ids, all(step.logprob is not None for step in with_logprobs)
