@@ -161,7 +161,11 @@ class Server:
     def stop(self) -> float:
         rss = peak_rss_mb(self.process.pid)
         self.process.terminate()
-        self.process.wait(timeout=30)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # still embedding what a run cut short had queued
+            self.process.kill()
+            self.process.wait()
         return rss
 
 
