@@ -9,7 +9,7 @@
    many-models server serving the same GGUF among others (preloaded), in paired rounds as bench_serving.py
    runs them (both servers up, each level on one right after the other, order alternating by round).
 
-Run it under /work/bin/quiet-run for figures to report. Results: benchmarks/results/models.md.
+Run it on a quiet machine for figures to report. Results: benchmarks/results/models.md.
 """
 
 from __future__ import annotations
