@@ -33,7 +33,8 @@ def claude_command() -> list[str]:
 
 
 def claude(server: RunningServer, workdir: Path, home: Path, prompt: str, *flags: str,
-           model: str = "scripted", **extra_env: str) -> dict:
+           model: str = "scripted", check: bool = True, **extra_env: str) -> dict:
+    """Claude Code's JSON result; with check, a turn that ended well (exit status 0, no error)."""
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"),
            "ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": KEY,
            "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1", "DISABLE_AUTOUPDATER": "1",
@@ -41,10 +42,10 @@ def claude(server: RunningServer, workdir: Path, home: Path, prompt: str, *flags
     done = subprocess.run([*claude_command(), "-p", prompt, "--model", model,
                            "--output-format", "json", "--no-session-persistence", *flags],
                           cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, f"stdout: {done.stdout[-3000:]}\nstderr: {done.stderr[-3000:]}\n" \
+    assert done.returncode == 0 or not check, f"stdout: {done.stdout[-3000:]}\nstderr: {done.stderr[-3000:]}\n" \
                                  f"server: {server.log_path.read_text()[-3000:]}"
     result = json.loads(done.stdout)
-    assert result["is_error"] is False, result
+    assert result["is_error"] is False or not check, result
     return result
 
 
@@ -86,15 +87,14 @@ def test_plain_turn_on_the_embedded_model(tmp_path):
         workdir.mkdir()
         result = claude(server, workdir, tmp_path, "Say hello in one short sentence.", "--tools", "",
                         "--system-prompt", "You are a friendly assistant.", model="SmolLM2-135M-Instruct",
-                        CLAUDE_CODE_MAX_OUTPUT_TOKENS="256")  # a small model may ramble (at 48 it sometimes ran
-                        # past the limit on all four of Claude Code's tries); the test needs a few words
+                        check=False, CLAUDE_CODE_MAX_OUTPUT_TOKENS="256")  # the test needs a few words
         print("embedded model's answer:", result["result"], result["usage"])
         assert result["usage"]["output_tokens"] > 0
         # At its default sampling the small model now and then loops past the limit on every one of Claude Code's
         # tries (it asks to continue three times): a model's failing, reported as Claude Code reports it; the
         # protocol round trip is what is tested here.
         if result.get("api_error") != "max_output_tokens":
-            assert result["result"].strip() and result["num_turns"] == 1
+            assert result["is_error"] is False and result["result"].strip() and result["num_turns"] == 1, result
         log = server.log_path.read_text()
         assert '"route": "/v1/messages", "status": 200' in log and '"status": 4' not in log
     finally:
