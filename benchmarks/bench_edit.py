@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import contextlib
 import datetime
-import json
 import statistics
 import sys
 import tempfile
@@ -33,7 +32,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_serving import machine_info, rostra_version, running_server  # noqa: E402
+from bench_serving import chat_stream, machine_info, rostra_version, running_server  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results" / "edit.md"
@@ -72,16 +71,10 @@ async def one_edit(client: httpx.AsyncClient, model: str, index: int, max_tokens
     body = {"model": model, "messages": edit_messages(index), "max_tokens": max_tokens, "temperature": 0,
             "stream": True, "stream_options": {"include_usage": True}}
     text, usage = [], None
-    async with client.stream("POST", "/v1/chat/completions", json=body) as reply:
-        if reply.status_code != 200:
-            raise RuntimeError(f"HTTP {reply.status_code}: {(await reply.aread())[:300]!r}")
-        async for line in reply.aiter_lines():
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            event = json.loads(line[6:])
-            usage = event.get("usage") or usage
-            for choice in event.get("choices") or []:
-                text.append((choice.get("delta") or {}).get("content") or "")
+    async for event in chat_stream(client, body):
+        usage = event.get("usage") or usage
+        for choice in event.get("choices") or []:
+            text.append((choice.get("delta") or {}).get("content") or "")
     assert usage is not None
     return "".join(text), usage["completion_tokens"], usage["prompt_tokens"]
 

@@ -186,6 +186,16 @@ async def wait_ready(client: httpx.AsyncClient, process: subprocess.Popen, timeo
     raise RuntimeError("server did not become ready in time")
 
 
+async def chat_stream(client: httpx.AsyncClient, body: dict) -> AsyncIterator[dict]:
+    """The events of one streamed chat completion, decoded, as they arrive (an HTTP error raises)."""
+    async with client.stream("POST", "/v1/chat/completions", json=body) as reply:
+        if reply.status_code != 200:
+            raise RuntimeError(f"HTTP {reply.status_code}: {(await reply.aread())[:300]!r}")
+        async for line in reply.aiter_lines():
+            if line.startswith("data: ") and line != "data: [DONE]":
+                yield json.loads(line[6:])
+
+
 async def one_request(client: httpx.AsyncClient, model: str, request_id: int, max_tokens: int,
                       ignore_eos: bool = True) -> tuple[int, float, int]:
     """Stream one chat completion; return (generated tokens, seconds to the first content, prompt tokens).
@@ -205,20 +215,14 @@ async def one_request(client: httpx.AsyncClient, model: str, request_id: int, ma
     ttft = None
     chunks = 0
     usage = None
-    async with client.stream("POST", "/v1/chat/completions", json=body) as reply:
-        if reply.status_code != 200:
-            raise RuntimeError(f"HTTP {reply.status_code}: {(await reply.aread())[:300]!r}")
-        async for line in reply.aiter_lines():
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            event = json.loads(line[6:])
-            if event.get("usage"):
-                usage = event["usage"]
-            for choice in event.get("choices") or []:
-                if (choice.get("delta") or {}).get("content"):
-                    chunks += 1
-                    if ttft is None:
-                        ttft = time.perf_counter() - sent
+    async for event in chat_stream(client, body):
+        if event.get("usage"):
+            usage = event["usage"]
+        for choice in event.get("choices") or []:
+            if (choice.get("delta") or {}).get("content"):
+                chunks += 1
+                if ttft is None:
+                    ttft = time.perf_counter() - sent
     tokens = usage["completion_tokens"] if usage else chunks
     prompt_tokens = usage["prompt_tokens"] if usage else 0
     return tokens, ttft if ttft is not None else time.perf_counter() - sent, prompt_tokens

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
-import json
 import os
 import random
 import statistics
@@ -31,7 +30,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_claude_code import system_prompt  # noqa: E402
-from bench_serving import machine_info, rostra_version, running_server  # noqa: E402
+from bench_serving import chat_stream, machine_info, rostra_version, running_server  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "sessions.md"
 KINDS = ("rostra", "reference")
@@ -72,16 +71,10 @@ async def one_turn(client: httpx.AsyncClient, model: str, session: int, messages
     started = time.perf_counter()
     first = None
     usage: dict = {}
-    async with client.stream("POST", "/v1/chat/completions", json=body) as reply:
-        if reply.status_code != 200:
-            raise RuntimeError(f"HTTP {reply.status_code}: {(await reply.aread())[:300]!r}")
-        async for line in reply.aiter_lines():
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            event = json.loads(line[6:])
-            usage = event.get("usage") or usage
-            if first is None and any((c.get("delta") or {}).get("content") for c in event.get("choices") or []):
-                first = time.perf_counter()
+    async for event in chat_stream(client, body):
+        usage = event.get("usage") or usage
+        if first is None and any((c.get("delta") or {}).get("content") for c in event.get("choices") or []):
+            first = time.perf_counter()
     end = time.perf_counter()
     cached = ((usage.get("prompt_tokens_details") or {}).get("cached_tokens")) or 0
     return {"ttft": (first or end) - started, "time": end - started, "prompt": usage.get("prompt_tokens", 0),
