@@ -295,6 +295,29 @@ class Job:
         return {**self.envelope(object_name, choices), "usage": self.stats.usage(), "timings": self.stats.timings()}
 
 
+class OverChatJob:
+    """A front end's prepared request that a chat job generates (Responses, Messages): what the access log
+    and the request log read of any job comes from that chat job."""
+
+    chat: Job
+
+    @property
+    def id(self) -> str:
+        return self.chat.id
+
+    @property
+    def model(self) -> str:
+        return self.chat.model
+
+    @property
+    def stats(self) -> RequestStats:
+        return self.chat.stats
+
+    @property
+    def runs(self) -> list[ChoiceRun]:
+        return self.chat.runs
+
+
 @dataclass(frozen=True)
 class OutputOptions:
     """What a job's output carries, resolved once when the request is prepared: the streams below never

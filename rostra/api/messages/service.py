@@ -22,33 +22,16 @@ from rostra.errors import APIError, InvalidRequest, ServerError
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.serving.chat import ChatService
 from rostra.serving.deadline import NO_DEADLINE, Deadline
-from rostra.serving.generation import ChoiceRun, Job, RequestStats
+from rostra.serving.generation import Job, OverChatJob
 from rostra.serving.reasoning_crypto import ReasoningSealer
 
 
 @dataclass
-class MessagesJob:
+class MessagesJob(OverChatJob):
     """A prepared Messages request: the chat job that generates it and what shapes its Message."""
 
     chat: Job
     options: MessageOptions
-
-    # What the access log and the request log read of any job.
-    @property
-    def id(self) -> str:
-        return self.chat.id
-
-    @property
-    def model(self) -> str:
-        return self.chat.model
-
-    @property
-    def stats(self) -> RequestStats:
-        return self.chat.stats
-
-    @property
-    def runs(self) -> list[ChoiceRun]:
-        return self.chat.runs
 
 
 class MessagesService:

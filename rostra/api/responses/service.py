@@ -34,7 +34,7 @@ from rostra.generation_defaults import GenerationDefaults
 from rostra.parsing.events import Finish
 from rostra.serving.chat import ChatService
 from rostra.serving.deadline import NO_DEADLINE, Deadline
-from rostra.serving.generation import ChoiceRun, Job, RequestStats
+from rostra.serving.generation import Job, OverChatJob
 from rostra.serving.reasoning_crypto import ReasoningSealer, opened
 from rostra.store.base import ResponseStore, StoreError
 
@@ -53,7 +53,7 @@ REPLAYED = {"message", "function_call", "reasoning", "function_call_output", "cu
 
 
 @dataclass
-class ResponseJob:
+class ResponseJob(OverChatJob):
     """One prepared Responses request: the chat job that generates it and the builder that is its response."""
 
     request: CreateResponseRequest
@@ -72,22 +72,9 @@ class ResponseJob:
         for turn in self.turns:
             await turn.close()
 
-    # What the access log and the request log read of any job.
     @property
-    def id(self) -> str:
+    def id(self) -> str:  # the response's id, not its last turn's chat job's
         return str(self.builder.response["id"])
-
-    @property
-    def model(self) -> str:
-        return self.chat.model
-
-    @property
-    def stats(self) -> RequestStats:
-        return self.chat.stats
-
-    @property
-    def runs(self) -> list[ChoiceRun]:
-        return self.chat.runs
 
 
 class ResponsesService:
