@@ -160,19 +160,22 @@ def main() -> None:
     parser.add_argument("--threads", type=int, help="CPU threads, for both servers (default: llama.cpp's choice)")
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--verbose", action="store_true", help="print every turn as it ends")
+    parser.add_argument("--rostra-flags", default="", help="extra flags for rostra serve, one string "
+                                                           "(e.g. \"--flash-attn off\")")
     args = parser.parse_args()
     if args.model is None:
         from rostra.embedded import embedded_model_path
 
         args.model = str(embedded_model_path())
     args.concurrency, args.measure = [args.sessions], "rostra"
+    args.rostra_flags = {"rostra": args.rostra_flags.split()}
     load_before = os.getloadavg()[1]
     results = asyncio.run(bench(args))
     load = f"load average (5 min) {load_before:.1f} before, {os.getloadavg()[1]:.1f} after"
     report = f"""# Sessions over slots: rostra vs llama.cpp's server (Chat Completions)
 
 - date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; machine: {machine_info()}
-- rostra {rostra_version()}; model {Path(args.model).name}; both servers: {args.parallel} slots, context
+- rostra {rostra_version()}{" (" + " ".join(args.rostra_flags["rostra"]) + ")" if args.rostra_flags["rostra"] else ""}; model {Path(args.model).name}; both servers: {args.parallel} slots, context
   {args.max_model_len} per slot, threads {args.threads or "llama.cpp's choice"}; {load}
 - {args.sessions} sessions at once, {args.turns} turns each, {args.max_tokens} tokens generated per turn; system prompt
   of {args.paragraphs} paragraphs, {args.history_min}-{args.history_max} tokens of history per session;

@@ -62,6 +62,10 @@ def _model_flags(group: FlagGroup) -> None:
     group.add_argument("--cache-ram", type=int, metavar="MIB",
                        help="llama.cpp engine: host memory for prompt states pushed out of their slot, reloaded "
                             "when their session returns (default: llama.cpp's, 8192 MiB; 0: none)")
+    group.add_argument("--flash-attn", choices=["auto", "on", "off"], default="auto",
+                       help="llama.cpp engine: flash attention (default auto: llama.cpp's choice, on for CPUs). On 2 "
+                            "CPU cores off decoded 1.4-1.5x faster at 4.5k tokens of context and ~8%% slower at "
+                            "100 (see benchmarks/README.md): long agent sessions on CPU may want off")
     group.add_argument("--dtype", choices=["auto", "bfloat16", "float16", "float32"], default="auto",
                        help="transformers and vllm engines: weight dtype (default auto: bfloat16 on CUDA, "
                             "float32 on CPU for transformers; the model's own for vllm)")
@@ -264,7 +268,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     tokenizer=args.tokenizer,
                     served_model_name=args.served_model_name, api_keys=keys, chat_template=args.chat_template,
                     max_model_len=args.max_model_len, parallel=args.parallel, threads=args.threads,
-                    cache_ram_mib=args.cache_ram,
+                    cache_ram_mib=args.cache_ram, flash_attn=args.flash_attn,
                     dtype=args.dtype, device=args.device, task=args.task, pooling=args.pooling,
                     matryoshka=args.matryoshka, speculative=args.speculative,
                     speculative_draft=args.speculative_draft,

@@ -50,6 +50,9 @@ _USER_DEFINED = 4  # GGUF token type of added tokens (llama.cpp parses both as s
 _POOLING = {"mean": xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN,
             "cls": xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_CLS,
             "last": xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_LAST}
+_FLASH_ATTN = {"auto": xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_AUTO,
+               "on": xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_ENABLED,
+               "off": xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED}
 _GGUF_POOLING = {1: "mean", 2: "cls", 3: "last"}  # llama.cpp's enum values, as GGUF metadata stores them
 
 
@@ -62,7 +65,8 @@ class LlamaCppEngine(Engine):
     enforces_constraints = True
     def __init__(self, model_path: str | Path, model_name: str, max_model_len: int | None = None, parallel: int = 4,
                  threads: int | None = None, task: str = "auto", pooling: str | None = None, matryoshka: bool = False,
-                 cache_ram_mib: int | None = None, speculative: str = "auto", speculative_draft: int | None = None):
+                 cache_ram_mib: int | None = None, speculative: str = "auto", speculative_draft: int | None = None,
+                 flash_attn: str = "auto"):
         self.path = Path(model_path)
         if not self.path.is_file():
             raise FileNotFoundError(f"model file not found: {self.path}")
@@ -80,6 +84,9 @@ class LlamaCppEngine(Engine):
             arch = self.metadata.get("general.architecture", "")
             self.embedding_dimensions = int(self.metadata.get(f"{arch}.embedding_length", 0))
             self.matryoshka_dimensions = () if matryoshka else None
+        if flash_attn not in _FLASH_ATTN:
+            raise ValueError(f"--flash-attn {flash_attn}: choose from auto, on, off")
+        self.flash_attn = flash_attn
         self.parallel = max(1, parallel)
         self.threads = threads
         self.cache_ram_mib = cache_ram_mib  # None: llama.cpp's default (8192 MiB); 0: no host-memory prompt cache
@@ -126,6 +133,15 @@ class LlamaCppEngine(Engine):
         # Each slot gets the whole context window.
         params.n_ctx = self.model.context_length * self.parallel
         params.kv_unified = False
+        # Attention's share of a decoded token grows with the context; on a CPU the kernel without flash
+        # attention reads the KV cache faster at long contexts (measured: benchmarks/README.md).
+        params.flash_attn_type = _FLASH_ATTN[self.flash_attn]
+        # A step of llama.cpp's server decodes one token for every generating slot plus up to n_batch prompt
+        # tokens of the others: at llama.cpp's 2048 a long prompt arriving stalls every other stream for four
+        # micro-batches per token. One micro-batch per step costs the prefill nothing (it is computed in
+        # micro-batches of n_ubatch anyway) and cuts those stalls to a quarter (measured: a stream's gap while
+        # a 4,000-token prompt was read went from ~23 s to ~6 s on 2 cores, the prompt's time unchanged).
+        params.n_batch = params.n_ubatch
         if self.cache_ram_mib is not None:
             params.cache_ram_mib = self.cache_ram_mib
         if self.task == "embed":
