@@ -64,8 +64,8 @@ def _model_flags(group: FlagGroup) -> None:
                             "when their session returns (default: llama.cpp's, 8192 MiB; 0: none)")
     group.add_argument("--flash-attn", choices=["auto", "on", "off"], default="auto",
                        help="llama.cpp engine: flash attention (default auto: llama.cpp's choice, on for CPUs). On 2 "
-                            "CPU cores off decoded 1.4-1.5x faster at 4.5k tokens of context and ~8%% slower at "
-                            "100 (see benchmarks/README.md): long agent sessions on CPU may want off")
+                            "CPU cores off decoded 1.4-1.5x faster after 4.5k tokens of context but read long "
+                            "prompts 1.6x slower (see README: Sessions and slots)")
     group.add_argument("--dtype", choices=["auto", "bfloat16", "float16", "float32"], default="auto",
                        help="transformers and vllm engines: weight dtype (default auto: bfloat16 on CUDA, "
                             "float32 on CPU for transformers; the model's own for vllm)")

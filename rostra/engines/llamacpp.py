@@ -133,8 +133,8 @@ class LlamaCppEngine(Engine):
         # Each slot gets the whole context window.
         params.n_ctx = self.model.context_length * self.parallel
         params.kv_unified = False
-        # Attention's share of a decoded token grows with the context; on a CPU the kernel without flash
-        # attention reads the KV cache faster at long contexts (measured: benchmarks/README.md).
+        # --flash-attn: on a CPU, flash attention off decodes faster after a long context but reads long prompts
+        # slower (measured: README, Sessions and slots); auto leaves llama.cpp's choice.
         params.flash_attn_type = _FLASH_ATTN[self.flash_attn]
         # A step of llama.cpp's server decodes one token for every generating slot plus up to n_batch prompt
         # tokens of the others: at llama.cpp's 2048 a long prompt arriving stalls every other stream for four
