@@ -72,7 +72,7 @@ async def stall(args: argparse.Namespace) -> None:
         server, client = await started(args.model, 2, args.prompt + 512, n_batch=n_batch)
         rng = random.Random(2)
         for _ in range(args.repeats):
-            stream = await client.stream("/completion", {"prompt": random_prompt(rng, 40), "n_predict": 100_000,
+            stream = await client.stream("/completion", {"prompt": random_prompt(rng, 40), "n_predict": 2000,
                                                          "ignore_eos": True, "stream": True, "id_slot": 0})
             arrivals: list[float] = []
 
