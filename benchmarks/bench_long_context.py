@@ -27,20 +27,21 @@ from typing import Any
 import xllamacpp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_serving import free_port, llama_server_params  # noqa: E402
 from rostra.engines.llamacpp_http import LoopbackClient  # noqa: E402
 
 FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
 
 
 async def started(model: str, parallel: int, context: int, **settings: Any) -> tuple[Any, LoopbackClient]:
-    params = xllamacpp.CommonParams()
-    params.model.path = model
-    params.n_parallel, params.n_ctx, params.kv_unified = parallel, context * parallel, False
+    """llama.cpp's server as bench_serving.py's reference runs it (as rostra's engine does), with `settings` on top."""
+    layout = argparse.Namespace(model=model, parallel=parallel, max_model_len=context, threads=None)
+    params = llama_server_params(layout, free_port())
     for name, value in settings.items():
         setattr(params, name, value)
-    params.api_keys, params.hostnames = ["bench"], ["127.0.0.1"]
     server = await asyncio.to_thread(xllamacpp.Server, params)
-    return server, LoopbackClient(server.listening_address, "bench")
+    return server, LoopbackClient(server.listening_address, "")  # (no API key: loopback only)
 
 
 def random_prompt(rng: random.Random, length: int) -> list[int]:
