@@ -56,10 +56,14 @@ class Decoder:
             return text[:-keep]
         return text
 
-    def finish(self) -> str:
-        """Whatever is still held back, once the engine is done."""
+    def finish(self, cut: bool = False) -> str:
+        """Whatever is still held back, once the engine is done. `cut`: the budget ended the output, and the
+        bytes of a character it cut in half are dropped (else they show as U+FFFD)."""
         if self.stopped:
             return ""
+        if cut:
+            self._utf8.reset()
+            return self._release_held()
         return self._release_held() + self._utf8.decode(b"", final=True)
 
     def _release_held(self) -> str:

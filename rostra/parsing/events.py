@@ -46,6 +46,9 @@ class ToolCallArgs:
 @dataclass(frozen=True)
 class ToolCallEnd:
     index: int
+    # False: the output was cut (max_tokens, the context's end) before the call was written out; its
+    # arguments were closed into valid JSON, but the call is not the one the model meant to make.
+    complete: bool = True
     type: Literal["tool_call_end"] = "tool_call_end"
 
 

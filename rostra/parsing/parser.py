@@ -8,13 +8,19 @@ parser sees only the answer text.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from typing import Protocol, Sequence
 
 from rostra.core import EngineOutput, TokenStep
 from rostra.core import FinishReason as EngineFinishReason
 from rostra.parsing.decoder import Decoder
-from rostra.parsing.events import Event, Finish, FinishReason, Text, ToolCallStart
+from rostra.parsing.events import Event, Finish, FinishReason, Text, ToolCallEnd, ToolCallStart
 from rostra.parsing.reasoning.base import ReasoningParser
+from rostra.parsing.tools.base import ToolParser
+from rostra.parsing.tools.emitter import CallEmitter
+
+log = logging.getLogger("rostra.tools")
 
 
 class OutputParser(Protocol):
@@ -80,9 +86,14 @@ class ChoicePipeline:
             self._undecided_tokens = 0
 
     def finish(self, engine_reason: EngineFinishReason) -> list[Event]:
-        events = self._parse(self._decoder.finish())
+        # The budget ended the output: what a tool parser still holds is an unfinished call (or the start of
+        # one), never an answer; calls it ends now were cut.
+        cut = engine_reason == "length" and not self._decoder.stopped
+        events = self._parse(self._decoder.finish(cut))
         for position, parser in enumerate(self._parsers):
             flushed = parser.finish()
+            if cut and isinstance(parser, (ToolParser, CallEmitter)):
+                flushed = _cut_calls(flushed)
             for later in self._parsers[position + 1:]:
                 flushed = later.feed(flushed)
             events += flushed
@@ -93,7 +104,9 @@ class ChoicePipeline:
             self._pending_logprobs = []
         self._note_tool_calls(events)
         reason: FinishReason
-        if self.made_tool_call:
+        if cut:
+            reason = "length"  # calls or not: the output did not end where the model meant it to
+        elif self.made_tool_call:
             reason = "tool_calls"  # whenever a call was made, as OpenAI reports it
         else:
             reason = "stop" if self._decoder.stopped else engine_reason
@@ -122,3 +135,20 @@ class ChoicePipeline:
                 self._pending_logprobs = []
                 break
         return events
+
+
+def _cut_calls(flushed: list[Event]) -> list[Event]:
+    """A tool parser's flush when the budget cut the output: held text (a partial marker, an unfinished
+    call's markup) is dropped rather than released as content, and each call ended here is marked cut."""
+    kept: list[Event] = []
+    for event in flushed:
+        if isinstance(event, Text):
+            if event.text:
+                log.info("output cut inside a tool call: %d characters of its markup dropped", len(event.text))
+            if event.logprobs:
+                kept.append(Text("", event.logprobs))
+        elif isinstance(event, ToolCallEnd):
+            kept.append(dataclasses.replace(event, complete=False))
+        else:
+            kept.append(event)
+    return kept

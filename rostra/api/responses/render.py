@@ -94,10 +94,10 @@ class ResponseBuilder:
             self._open["arguments"] += event.text
             return [self.event("response.function_call_arguments.delta", item_id=self._open["id"],
                                output_index=self.index(), delta=event.text)]
-        if isinstance(event, ToolCallEnd):
-            return self._close()
+        if isinstance(event, ToolCallEnd):  # a call the budget cut is `incomplete`, as OpenAI marks it
+            return self._close("completed" if event.complete else "incomplete")
         if isinstance(event, Finish):
-            return self._close()
+            return self._close("incomplete" if event.reason == "length" else "completed")
         return []
 
     def _freeform_input(self, text: str) -> list[dict[str, Any]]:

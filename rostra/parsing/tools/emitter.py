@@ -64,7 +64,7 @@ class CallEmitter:
             elif isinstance(event, ToolCallArgs):
                 out += self._arguments(event)
             elif isinstance(event, ToolCallEnd):
-                out += self._end(event.index)
+                out += self._end(event.index, event.complete)
             elif isinstance(event, Finish) and event.reason == "tool_calls" and not self.count:
                 out.append(replace(event, reason="stop"))  # (a relayed upstream's) calls all left out
             else:
@@ -107,7 +107,7 @@ class CallEmitter:
         text = call.writer.feed(event.text)
         return [ToolCallArgs(call.index, text)] if text else []
 
-    def _end(self, source_index: int) -> list[Event]:
+    def _end(self, source_index: int, complete: bool = True) -> list[Event]:
         call = self._open.pop(source_index, None)
         if call is None:
             return []
@@ -122,7 +122,7 @@ class CallEmitter:
             log.info("tool call %r: properties outside the schema left out: %s", call.name, writer.dropped)
         self._check_required(call.name, writer)
         events: list[Event] = [ToolCallArgs(call.index, tail)] if tail else []
-        return events + [ToolCallEnd(call.index)]
+        return events + [ToolCallEnd(call.index, complete)]
 
     def _check_required(self, name: str, writer: ArgumentsWriter) -> None:
         spec = self.tools[name]
