@@ -7,11 +7,22 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
-from rostra.errors import APIError
+from rostra.errors import APIError, InvalidRequest
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 500: "api_error",
                503: "overloaded_error", 504: "timeout_error"}
+
+
+class ThreadsUnsupported(InvalidRequest):
+    """A request with `thread` (Anthropic's message-threads beta): rostra keeps no threads. The SDKs' tool runners
+    read `error.details.error_code` and then send the whole conversation without `thread`."""
+
+    details = {"error_code": "thread_unsupported_request"}
+
+    def __init__(self) -> None:
+        super().__init__("thread is not supported by this server: send the full conversation without `thread`",
+                         param="thread", code="thread_unsupported_request")
 
 
 def error_body(error: APIError, request_id: str | None = None) -> dict[str, Any]:
@@ -20,7 +31,10 @@ def error_body(error: APIError, request_id: str | None = None) -> dict[str, Any]
     message = error.message
     if error.param and not message.startswith(error.param):
         message = f"{error.param}: {message}"
-    return {"type": "error", "error": {"type": kind, "message": message}, "request_id": request_id}
+    body: dict[str, Any] = {"type": kind, "message": message}
+    if isinstance(error, ThreadsUnsupported):
+        body["details"] = dict(error.details)
+    return {"type": "error", "error": body, "request_id": request_id}
 
 
 def error_response(error: APIError, request_id: str | None = None) -> JSONResponse:

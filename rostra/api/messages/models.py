@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import Field
 
 from rostra.errors import InvalidRequest
+from rostra.api.messages.errors import ThreadsUnsupported
 from rostra.protocol.strict import RequestModel, StrictModel
 
 MAX_STOP_SEQUENCES = 16  # rostra's limit for stop strings (the decoder holds back their prefixes)
@@ -167,8 +168,12 @@ class MessagesRequestFields(RequestModel):
     workspace_id: str | None = None
     # Prompt-cache divergence reports: rostra reports none (`diagnostics` is null in every Message).
     diagnostics: dict[str, Any] | None = None
+    # The message-threads beta: refused with the error the SDKs fall back on (the whole conversation, unthreaded).
+    thread: dict[str, Any] | None = None
 
     def unsupported(self) -> InvalidRequest | None:
+        if self.thread is not None:
+            return ThreadsUnsupported()
         if self.mcp_servers:
             return InvalidRequest("mcp_servers is not supported: this server has no MCP connector",
                                   param="mcp_servers")
