@@ -234,7 +234,8 @@ def _keys(given: list[str], env: str) -> list[str]:
     return [*given, *(key.strip() for key in os.environ.get(env, "").split(",") if key.strip())]
 
 
-def settings_from_args(args: argparse.Namespace) -> Settings:
+def _check_numbers(args: argparse.Namespace) -> None:
+    """The numeric flags' bounds, and the tool-call parser's name: a wrong one stops the start."""
     if args.max_choices < 1:
         raise SystemExit(f"--max-choices: must be at least 1, not {args.max_choices}")
     if not args.lease_seconds > 0:
@@ -250,10 +251,17 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         raise SystemExit(f"--max-loaded-models: must be at least 1, not {args.max_loaded_models}")
     if args.model_ttl is not None and not args.model_ttl > 0:
         raise SystemExit(f"--model-ttl: must be more than 0 seconds, not {args.model_ttl}")
+
+
+def _memory_budget(args: argparse.Namespace) -> int | None:
     try:
-        memory_budget = parse_size(args.memory_budget) if args.memory_budget else None
+        return parse_size(args.memory_budget) if args.memory_budget else None
     except ModelConfigError as exc:
         raise SystemExit(f"rostra: {exc}") from None
+
+
+def _auth_keys(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """(API keys, admin keys) from the flags, the environment and --api-key-file; an empty one stops the start."""
     keys = _keys(args.api_key, "ROSTRA_API_KEY")
     if args.api_key_file:
         keys += [line.strip() for line in Path(args.api_key_file).read_text().splitlines() if line.strip()]
@@ -261,6 +269,13 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     for flag, given in (("--api-key", keys), ("--admin-key", admin_keys)):
         if any(not key.strip() for key in given):  # an empty bearer token must never open the server
             raise SystemExit(f"rostra: {flag}: empty keys are refused")
+    return keys, admin_keys
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    _check_numbers(args)
+    memory_budget = _memory_budget(args)
+    keys, admin_keys = _auth_keys(args)
     return Settings(model=args.model[0] if len(args.model) == 1 else None, models=args.model,
                     models_dir=args.models_dir, models_config=args.models_config,
                     max_loaded_models=args.max_loaded_models, memory_budget=memory_budget,
