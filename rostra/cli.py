@@ -120,7 +120,11 @@ def _auth_flags(group: FlagGroup) -> None:
     group.add_argument("--api-key-file", help="a file of API keys, one per line")
     group.add_argument("--admin-key", action="append", default=[],
                        help="Bearer key for /admin/* routes (store maintenance; also env ROSTRA_ADMIN_KEY); "
-                            "without one they are closed")
+                            "without one they are closed. It opens the API routes too, and sees every key's "
+                            "stored responses and conversations")
+    group.add_argument("--shared-store", action="store_true",
+                       help="every API key sees every key's stored responses and conversations (default: each "
+                            "key sees only its own, and those stored by a server without keys)")
 
 
 def _parsing_flags(group: FlagGroup) -> None:
@@ -279,7 +283,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     return Settings(model=args.model[0] if len(args.model) == 1 else None, models=args.model,
                     models_dir=args.models_dir, models_config=args.models_config,
                     max_loaded_models=args.max_loaded_models, memory_budget=memory_budget,
-                    model_ttl=args.model_ttl, preload=args.preload, admin_keys=admin_keys, engine=args.engine, script=args.script,
+                    model_ttl=args.model_ttl, preload=args.preload, admin_keys=admin_keys,
+                    shared_store=args.shared_store, engine=args.engine, script=args.script,
                     tokenizer=args.tokenizer,
                     served_model_name=args.served_model_name, api_keys=keys, chat_template=args.chat_template,
                     max_model_len=args.max_model_len, parallel=args.parallel, threads=args.threads,

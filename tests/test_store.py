@@ -19,6 +19,7 @@ from rostra.store.base import LEASE_EXPIRED_ERROR
 from rostra.store.postgres import MIGRATIONS as PG_MIGRATIONS
 from rostra.store.postgres import PostgresResponseStore
 from rostra.store.sqlite import MIGRATIONS
+from rostra.store.tenancy import Tenant, fingerprint
 from servers import DATA
 
 
@@ -275,6 +276,9 @@ def test_sqlite_upgrade_from_older_schemas(tmp_path, version):
     async def body(store):
         assert (await store.get("resp_old"))["id"] == "resp_old"
         assert await store.find_item("msg_old") == {"id": "msg_old", "type": "message"}  # indexed by the migration
+        keyed = Tenant(fingerprint(b"some-key"), sees_all=False)  # rows from before tenants are shared
+        assert (await store.get("resp_old", keyed))["id"] == "resp_old"
+        assert await store.find_item("msg_old", keyed) == {"id": "msg_old", "type": "message"}
         assert await store.mark_interrupted() == 1
         await store.create(response("resp_new", "in_progress"), [], owner="replica-a", lease_seconds=30)
         assert await store.renew_leases("replica-a", ["resp_new"], 30) == {"resp_new": False}
@@ -282,6 +286,43 @@ def test_sqlite_upgrade_from_older_schemas(tmp_path, version):
     run_with_store(Backend("sqlite", path), body)
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+
+
+def test_tenants_see_their_own_rows_and_the_shared_ones(backend):
+    """Each key's rows are its own: another key's are not found (get, item references, conversations, their
+    listing and its cursor); rows without a tenant are everyone's; a tenant that sees all sees all."""
+    a, b = (Tenant(fingerprint(key), sees_all=False) for key in (b"key-a", b"key-b"))
+    admin = Tenant(fingerprint(b"admin"), sees_all=True)
+
+    async def body(store):
+        await store.create(response("resp_a", output=[{"id": "msg_out", "type": "message"}]), items(1),
+                           tenant=a.key)
+        await store.create(response("resp_shared"), [])
+        for number, (conversation, tenant) in enumerate([("conv_a", a), ("conv_b", b), ("conv_shared", None)]):
+            await store.create_conversation({"id": conversation, "created_at": number}, [],
+                                            tenant and tenant.key)
+        assert (await store.get("resp_a", a))["id"] == "resp_a" and await store.get("resp_a", b) is None
+        assert (await store.get("resp_shared", b))["id"] == "resp_shared"
+        assert (await store.get("resp_a", admin))["id"] == (await store.get("resp_a"))["id"] == "resp_a"
+        for item_id in ("msg_out", "msg_0"):  # an output item, an input item
+            assert await store.find_item(item_id, b) is None
+            assert (await store.find_item(item_id, a))["id"] == item_id
+        assert await store.get_conversation("conv_a", b) is None
+        assert (await store.get_conversation("conv_shared", b))["id"] == "conv_shared"
+
+        async def listed(tenant, **page):
+            conversations, _ = await store.list_conversations(tenant=tenant, **page)
+            return [conversation["id"] for conversation in conversations]
+        assert await listed(a) == ["conv_shared", "conv_a"] and await listed(b) == ["conv_shared", "conv_b"]
+        assert await listed(admin) == ["conv_shared", "conv_b", "conv_a"]
+        assert await listed(a, after="conv_shared") == ["conv_a"]
+        with pytest.raises(StoreError):  # a cursor of another key's is unknown
+            await listed(a, after="conv_b")
+    run_with_store(backend, body)
+    assert sorted(backend.query("SELECT id, tenant FROM {conversations}")) == [
+        ("conv_a", a.key), ("conv_b", b.key), ("conv_shared", None)]
+    assert all(row[0].startswith("sha256:") and "key-a" not in row[0]
+               for row in backend.query("SELECT tenant FROM {responses} WHERE tenant IS NOT NULL"))
 
 
 def test_postgres_migrations(postgres):
@@ -325,7 +366,7 @@ def test_sqlite_migrations(tmp_path):
         await store.create(response("resp_m"), items(1))
     run_with_store(backend, nothing)
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 5
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"responses", "input_items", "events", "conversations", "conversation_items"} <= tables
 
@@ -335,7 +376,7 @@ def test_sqlite_migrations(tmp_path):
         return await store.get("resp_m")
     assert run_with_store(backend, reopen)["id"] == "resp_m"
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
 
     # A database from a newer rostra is refused rather than misread.
     newer = tmp_path / "newer.sqlite3"

@@ -32,6 +32,7 @@ from rostra.store.base import (
 )
 from rostra.store.process_lock import ProcessLock
 from rostra.store.tables import ItemTable, dumps
+from rostra.store.tenancy import EVERYONE, Tenant
 
 T = TypeVar("T")
 
@@ -98,7 +99,15 @@ MIGRATIONS: list[str] = [
         FROM responses, json_each(responses.body, '$.output') AS output
         WHERE json_extract(output.value, '$.id') IS NOT NULL;
     """,
+    # 5: tenants (the fingerprint of the API key that made a row; NULL: shared, as every row stored before).
+    """
+    ALTER TABLE responses ADD COLUMN tenant TEXT;
+    ALTER TABLE conversations ADD COLUMN tenant TEXT;
+    CREATE INDEX conversations_by_tenant ON conversations(tenant, created_at, id);
+    """,
 ]
+# Rows a tenant may see (parameters: Tenant.sql_params()).
+_VISIBLE = "(? OR tenant IS NULL OR tenant = ?)"
 _RUNNING = "status IN (" + ", ".join(f"'{status}'" for status in RUNNING_STATUSES) + ")"
 
 
@@ -282,19 +291,20 @@ class SqliteResponseStore(ResponseStore):
     # -- responses --------------------------------------------------------------------------
 
     async def create(self, response: dict, input_items: list[dict], *, owner: str | None = None,
-                     lease_seconds: float | None = None) -> None:
+                     lease_seconds: float | None = None, tenant: str | None = None) -> None:
         lease_until = None if owner is None or lease_seconds is None else time.time() + lease_seconds
-        await self._run(self._create_sync, response, input_items, owner, lease_until)
+        await self._run(self._create_sync, response, input_items, owner, lease_until, tenant)
 
     @staticmethod
     def _create_sync(conn: sqlite3.Connection, response: dict, input_items: list[dict], owner: str | None,
-                     lease_until: float | None) -> None:
+                     lease_until: float | None, tenant: str | None) -> None:
         try:
             with _transaction(conn):
                 conn.execute(
-                    "INSERT INTO responses (id, created_at, status, body, owner, lease_until) VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO responses (id, created_at, status, body, owner, lease_until, tenant) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (response["id"], response.get("created_at"), response.get("status"), dumps(response),
-                     owner, lease_until))
+                     owner, lease_until, tenant))
                 conn.executemany(
                     "INSERT INTO input_items (response_id, position, item_id, body) VALUES (?, ?, ?, ?)",
                     [(response["id"], position, item.get("id"), dumps(item))
@@ -337,22 +347,25 @@ class SqliteResponseStore(ResponseStore):
                 _keep_output_items(conn, response)
         return cursor.rowcount > 0
 
-    async def find_item(self, item_id: str) -> dict | None:
-        return await self._run(self._find_item_sync, item_id)
+    async def find_item(self, item_id: str, tenant: Tenant = EVERYONE) -> dict | None:
+        return await self._run(self._find_item_sync, item_id, tenant)
 
     @staticmethod
-    def _find_item_sync(conn: sqlite3.Connection, item_id: str) -> dict | None:
-        row = (conn.execute("SELECT body FROM output_items WHERE item_id = ? LIMIT 1", (item_id,)).fetchone()
-               or conn.execute("SELECT body FROM input_items WHERE item_id = ? ORDER BY rowid LIMIT 1",
-                               (item_id,)).fetchone())
+    def _find_item_sync(conn: sqlite3.Connection, item_id: str, tenant: Tenant) -> dict | None:
+        visible = f"response_id IN (SELECT id FROM responses WHERE {_VISIBLE})"
+        row = (conn.execute(f"SELECT body FROM output_items WHERE item_id = ? AND {visible} LIMIT 1",
+                            (item_id, *tenant.sql_params())).fetchone()
+               or conn.execute(f"SELECT body FROM input_items WHERE item_id = ? AND {visible} ORDER BY rowid LIMIT 1",
+                               (item_id, *tenant.sql_params())).fetchone())
         return None if row is None else json.loads(row[0])
 
-    async def get(self, response_id: str) -> dict | None:
-        return await self._run(self._get_sync, response_id)
+    async def get(self, response_id: str, tenant: Tenant = EVERYONE) -> dict | None:
+        return await self._run(self._get_sync, response_id, tenant)
 
     @staticmethod
-    def _get_sync(conn: sqlite3.Connection, response_id: str) -> dict | None:
-        row = conn.execute("SELECT body FROM responses WHERE id = ?", (response_id,)).fetchone()
+    def _get_sync(conn: sqlite3.Connection, response_id: str, tenant: Tenant) -> dict | None:
+        row = conn.execute(f"SELECT body FROM responses WHERE id = ? AND {_VISIBLE}",
+                           (response_id, *tenant.sql_params())).fetchone()
         return None if row is None else json.loads(row[0])
 
     async def delete(self, response_id: str) -> bool:
@@ -475,42 +488,45 @@ class SqliteResponseStore(ResponseStore):
 
     # -- conversations ------------------------------------------------------------------------
 
-    async def create_conversation(self, conversation: dict, items: list[dict]) -> None:
-        await self._run(self._create_conversation_sync, conversation, items)
+    async def create_conversation(self, conversation: dict, items: list[dict], tenant: str | None = None) -> None:
+        await self._run(self._create_conversation_sync, conversation, items, tenant)
 
     @staticmethod
-    def _create_conversation_sync(conn: sqlite3.Connection, conversation: dict, items: list[dict]) -> None:
+    def _create_conversation_sync(conn: sqlite3.Connection, conversation: dict, items: list[dict],
+                                  tenant: str | None) -> None:
         try:
             with _transaction(conn):
-                conn.execute("INSERT INTO conversations (id, created_at, body) VALUES (?, ?, ?)",
-                             (conversation["id"], conversation.get("created_at"), dumps(conversation)))
+                conn.execute("INSERT INTO conversations (id, created_at, body, tenant) VALUES (?, ?, ?, ?)",
+                             (conversation["id"], conversation.get("created_at"), dumps(conversation), tenant))
                 _append_items(conn, conversation["id"], items)
         except sqlite3.IntegrityError as exc:
             raise StoreError(f"conversation {conversation['id']!r} already exists") from exc
 
-    async def get_conversation(self, conversation_id: str) -> dict | None:
-        return await self._run(self._get_conversation_sync, conversation_id)
+    async def get_conversation(self, conversation_id: str, tenant: Tenant = EVERYONE) -> dict | None:
+        return await self._run(self._get_conversation_sync, conversation_id, tenant)
 
     @staticmethod
-    def _get_conversation_sync(conn: sqlite3.Connection, conversation_id: str) -> dict | None:
-        row = conn.execute("SELECT body FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
+    def _get_conversation_sync(conn: sqlite3.Connection, conversation_id: str, tenant: Tenant) -> dict | None:
+        row = conn.execute(f"SELECT body FROM conversations WHERE id = ? AND {_VISIBLE}",
+                           (conversation_id, *tenant.sql_params())).fetchone()
         return None if row is None else json.loads(row[0])
 
-    async def list_conversations(self, *, after: str | None = None, limit: int = 20,
-                                 order: str = "desc") -> tuple[list[dict], bool]:
-        return await self._run(self._list_conversations_sync, after, limit, order)
+    async def list_conversations(self, *, after: str | None = None, limit: int = 20, order: str = "desc",
+                                 tenant: Tenant = EVERYONE) -> tuple[list[dict], bool]:
+        return await self._run(self._list_conversations_sync, after, limit, order, tenant)
 
     @staticmethod
-    def _list_conversations_sync(conn: sqlite3.Connection, after: str | None, limit: int,
-                                 order: str) -> tuple[list[dict], bool]:
+    def _list_conversations_sync(conn: sqlite3.Connection, after: str | None, limit: int, order: str,
+                                 tenant: Tenant) -> tuple[list[dict], bool]:
         compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")  # fixed strings only
         with _transaction(conn, "DEFERRED"):
-            where, params = "", ()
+            where, params = f"WHERE {_VISIBLE}", tenant.sql_params()
             if after is not None:
-                row = conn.execute("SELECT created_at, id FROM conversations WHERE id = ?", (after,)).fetchone()
+                row = conn.execute(f"SELECT created_at, id FROM conversations {where} AND id = ?",
+                                   (*params, after)).fetchone()
                 if row is None:
                     raise StoreError(f"no conversation {after!r}")
-                where, params = f"WHERE (created_at, id) {compare} (?, ?)", tuple(row)
+                where, params = f"{where} AND (created_at, id) {compare} (?, ?)", (*params, *row)
             rows = conn.execute(f"SELECT body FROM conversations {where} "
                                 f"ORDER BY created_at {direction}, id {direction} LIMIT ?",
                                 (*params, limit + 1)).fetchall()
