@@ -328,17 +328,13 @@ def serve(settings: Settings) -> None:
     from rostra.generation_defaults import resolve as resolve_defaults
     from rostra.server.app import create_app
     from rostra.server.models.specs import command_line_specs
-    from rostra.store import StoreError, default_data_dir, open_store
+    from rostra.store import SqliteResponseStore, StoreError, default_data_dir, open_store
 
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:  # before the engine: a mistyped store URL should not wait for a model to load
         store = open_store(Path(settings.data_dir) if settings.data_dir else default_data_dir(), settings.store)
     except StoreError as exc:
         raise SystemExit(f"rostra: --store: {exc}") from exc
-    try:  # one serving process per SQLite store (rostra/store/process_lock.py)
-        store.claim()
-    except StoreError as exc:
-        raise SystemExit(f"rostra: {exc}") from None
     defaults: str | None = None
     try:
         if settings.many_models:
@@ -346,6 +342,8 @@ def serve(settings: Settings) -> None:
             described = f"{len(app.state.rostra.models.slots)} models"
         else:  # a classic server: its one model is built now (a bad MODEL stops here) and loaded at start-up
             engine = build_engine(settings)
+            if engine.task == "embed":  # it answers /v1/embeddings only: nothing of it outlives a request
+                store = SqliteResponseStore.in_memory()
             app = create_app(engine, settings, store)
             described = f"{(settings.served_model_name or [engine.model.id])[0]} ({settings.engine})"
             defaults = resolve_defaults(settings.generation_config, engine.recommended_sampling,

@@ -441,13 +441,13 @@ def test_default_data_dir(monkeypatch, tmp_path):
 
 def test_open_store(tmp_path):
     store = open_store(tmp_path / "data")
-    assert isinstance(store, SqliteResponseStore) and not store.shared
+    assert isinstance(store, SqliteResponseStore)
     assert store.path == tmp_path / "data" / "responses.sqlite3"
     store = open_store(tmp_path / "data", f"sqlite://{tmp_path}/other.sqlite3")
     assert isinstance(store, SqliteResponseStore) and store.path == tmp_path / "other.sqlite3"
     for url in ("postgres://u:p@db.example:5432/rostra", "postgresql://u@db.example/rostra"):
         store = open_store(tmp_path / "data", url)
-        assert isinstance(store, PostgresResponseStore) and store.shared and store.dsn == url
+        assert isinstance(store, PostgresResponseStore) and store.dsn == url
     with pytest.raises(StoreError):
         open_store(tmp_path / "data", "mysql://u@db/rostra")
 
@@ -659,21 +659,43 @@ def test_serve_refuses_a_bad_store_setting(flags, message):
     assert done.returncode != 0 and message in done.stderr
 
 
-def test_one_serving_process_per_sqlite_store(tmp_path):
-    """Issue 21: a second server on the same SQLite file took the first one's running responses for leftovers.
-    `claim()` (taken by `rostra serve`) is an exclusive lock that names its holder; released, it can be taken."""
-    first, second = SqliteResponseStore(tmp_path / "s.sqlite3"), SqliteResponseStore(tmp_path / "s.sqlite3")
-    first.claim()
-    try:
-        with pytest.raises(StoreError, match=rf"another rostra process \(pid {os.getpid()}\)"):
-            second.claim()
-    finally:
+def test_processes_on_one_sqlite_store_know_whether_they_are_alone(tmp_path):
+    """Issue 33: several server processes may share one SQLite store (leases decide whose runs are dead); `claim()`
+    tells a starting one whether it is the only one. The first is, and keeps others out until its recovery is done
+    (`admit_others`); one that joins a live one is not; once the others are gone the next one is alone again."""
+    async def main():
+        first, second, third = (SqliteResponseStore(tmp_path / "s.sqlite3") for _ in range(3))
+        assert await first.claim() is True
+        joining = asyncio.create_task(second.claim())
+        await asyncio.sleep(0.3)
+        assert not joining.done()  # waits while the first recovers
+        first.admit_others()
+        assert await asyncio.wait_for(joining, 10) is False
         first.release()
-    other = SqliteResponseStore(tmp_path / "other.sqlite3")
-    second.claim()
-    other.claim()  # another store in the same directory is another lock
-    second.release()
-    other.release()
+        assert await third.claim() is False  # the second is still there
+        second.release()
+        third.release()
+        assert await first.claim() is True  # everyone else gone: alone again
+        other = SqliteResponseStore(tmp_path / "other.sqlite3")
+        assert await other.claim() is True  # another store in the same directory is another lock
+        first.release()
+        other.release()
+        assert await SqliteResponseStore.in_memory().claim() is True  # no other process can see it
+    asyncio.run(main())
+
+
+def test_a_store_in_memory_writes_nothing_to_disk(tmp_path, monkeypatch):
+    """What an embedding-only server uses: a working store, no file."""
+    monkeypatch.chdir(tmp_path)
+
+    async def main():
+        store = SqliteResponseStore.in_memory()
+        await store.open()
+        await store.create(response("resp_m"), items(1))
+        assert (await store.get("resp_m"))["id"] == "resp_m"
+        await store.close()
+    asyncio.run(main())
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_list_conversations(backend):

@@ -109,9 +109,6 @@ class StoreWriteFailed(StoreError, ServiceUnavailable):
 class ResponseStore(ABC):
     """Durable storage of response objects, their input items and their streaming events."""
 
-    # True where several processes may use the store at once (so start-up must not fail what
-    # another live replica is running); False for a store that one process owns.
-    shared: bool = False
     # How long a follower sleeps between looks for new events when the store cannot notify it.
     poll_interval: float = 0.1
 
@@ -119,9 +116,15 @@ class ResponseStore(ABC):
     async def open(self) -> None:
         """Open (and create or migrate) the underlying storage. Call once before anything else."""
 
-    def claim(self) -> None:
-        """For a server: make sure no other server process uses this store, where the store cannot be
-        shared (raises StoreError naming the one that does). Held until `release()` or the process ends."""
+    async def claim(self) -> bool:
+        """For a server, before it recovers what earlier runs left: join the processes that use this store.
+        True when no other live process uses it, so whatever is still running there was left by processes that
+        are gone; False where others may (always, for a store that replicas on other machines share). Until
+        `admit_others()` no other process joins. Held until `release()` (or `close()`, or the process's end)."""
+        return False
+
+    def admit_others(self) -> None:
+        """Recovery is done: other processes may join."""
 
     def release(self) -> None:
         """Give up what `claim()` took."""

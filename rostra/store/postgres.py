@@ -179,7 +179,6 @@ class _NotifiedWatch(Watch):
 
 
 class PostgresResponseStore(ResponseStore):
-    shared = True
     poll_interval = 1.0  # only a fallback: notifications wake followers at once
 
     def __init__(self, dsn: str, *, pool_size: int = 10):

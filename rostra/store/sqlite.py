@@ -4,6 +4,12 @@ One connection, used only from one dedicated worker thread: every blocking sqlit
 there via `loop.run_in_executor`, so the event loop never blocks on disk and access to the
 connection is serialised without locks. The connection is in autocommit mode
 (`isolation_level=None`); multi-statement writes open their own explicit transactions.
+
+Several server processes on one machine may share the file, as replicas share PostgreSQL: WAL mode (readers never
+wait for the writer), a busy timeout (a writer waits for another's transaction instead of failing), writes that take
+the write lock up front (BEGIN IMMEDIATE), leases with owner-checked updates, and at start-up a lock file that tells
+a process whether it is the only one (process_lock.py). `SqliteResponseStore.in_memory()` is a store of one process's
+own that no file holds (an embedding-only server's).
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from rostra.store.base import (
     numbered,
     settle_failed,
 )
-from rostra.store.process_lock import ProcessLock
+from rostra.store.process_lock import StoreUsers
 from rostra.store.tables import ItemTable, dumps
 from rostra.store.tenancy import EVERYONE, Tenant
 
@@ -197,18 +203,35 @@ def _keep_output_items(conn: sqlite3.Connection, response: dict) -> None:
                       if item.get("id")])
 
 
+MEMORY = ":memory:"
+
+
 class SqliteResponseStore(ResponseStore):
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._conn: sqlite3.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
-        self._lock = ProcessLock(self.path.with_name(self.path.name + ".lock"))
+        self._users = StoreUsers(self.path.with_name(self.path.name + ".lock"))
 
-    def claim(self) -> None:
-        self._lock.acquire()
+    @classmethod
+    def in_memory(cls) -> "SqliteResponseStore":
+        """A store in this process's memory: nothing on disk, nothing shared, gone with the process."""
+        return cls(MEMORY)
+
+    @property
+    def _on_disk(self) -> bool:
+        return str(self.path) != MEMORY
+
+    async def claim(self) -> bool:
+        if not self._on_disk:
+            return True  # no other process can see it
+        return await asyncio.to_thread(self._users.join)  # may wait for another process's recovery
+
+    def admit_others(self) -> None:
+        self._users.admit_others()
 
     def release(self) -> None:
-        self._lock.release()
+        self._users.leave()
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -234,13 +257,14 @@ class SqliteResponseStore(ResponseStore):
             raise
 
     def _connect(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        if self._on_disk:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path if self._on_disk else MEMORY, check_same_thread=False, isolation_level=None)
         try:
             # Wait for another process's write lock instead of failing at once.
             conn.execute("PRAGMA busy_timeout = 5000")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
+            if self._on_disk and str(mode).lower() != "wal":
                 raise StoreError(f"could not put {self.path} in WAL mode (got {mode!r})")
             # NORMAL is durable across application crashes in WAL mode; only an OS crash or
             # power loss can lose the last commits.
@@ -271,6 +295,7 @@ class SqliteResponseStore(ResponseStore):
 
     async def close(self) -> None:
         if self._executor is None:
+            self.release()
             return
         executor, conn = self._executor, self._conn
         self._executor = self._conn = None
@@ -279,6 +304,7 @@ class SqliteResponseStore(ResponseStore):
                 await asyncio.get_running_loop().run_in_executor(executor, self._close_sync, conn)
         finally:
             executor.shutdown(wait=True)
+            self.release()  # after its last write: a process that starts now finds this one gone
 
     @staticmethod
     def _close_sync(conn: sqlite3.Connection) -> None:

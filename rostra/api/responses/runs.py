@@ -1,6 +1,6 @@
 """The runs of stored responses on this server: their leases, background tasks, followers, cancel and delete.
 
-Several replicas may share one store (PostgreSQL). Each stored response that runs here (a background run, or a
+Several replicas may share one store (PostgreSQL; SQLite between processes on one machine). Each stored response that runs here (a background run, or a
 stored foreground stream) is leased to this replica (`owner`) and the lease is renewed every `tick` seconds; the
 same tick reads the cancel requests other replicas recorded, and fails the responses of replicas whose leases
 expired. A replica that does not run a response follows it through the store (`watch`), not memory.
@@ -106,10 +106,14 @@ class RunRegistry:
     # -- leases ----------------------------------------------------------------------------------
     async def start(self) -> None:
         """After the store is open: recover what a previous run left, then keep leases."""
-        if self.store.shared:  # other replicas may be running theirs: only expired leases are dead
-            failed = len(await self.store.fail_expired_leases(settle_from_events))
-        else:  # this process owns the store: whatever was running, stopped with the last process
-            failed = await self.store.mark_interrupted(settle_from_events)
+        alone = await self.store.claim()
+        try:
+            if alone:  # no other live process uses the store: whatever was running stopped with its process
+                failed = await self.store.mark_interrupted(settle_from_events)
+            else:  # other processes (replicas) may be running theirs: only expired leases are dead
+                failed = len(await self.store.fail_expired_leases(settle_from_events))
+        finally:
+            self.store.admit_others()
         if failed:
             log.warning("%d stored response(s) were running on a server that stopped: marked failed", failed)
         self._keeper = asyncio.create_task(self._keep_leases())
