@@ -139,7 +139,9 @@ class ResponsesService:
         loop = ToolLoop(await resolve(servers, conversation, functions) if servers else McpTools(),
                         request.max_tool_calls)
         approved = approved_calls(items, conversation, loop)
-        ready = loop.tools.listings + approved
+        ran = await self._ran_before(approved, tenant)  # a retry's calls keep their first run's result
+        ready = loop.tools.listings + [ran.get(call["id"], call) for call in approved]
+        approved = [call for call in approved if call["id"] not in ran]
         defaults = self.chat_for(request.model).defaults
         builder = ResponseBuilder(base_response(request, tools, defaults), offer(tools)[1],
                                   summary=bool(request.reasoning and request.reasoning.summary))
@@ -229,13 +231,14 @@ class ResponsesService:
         try:
             if job.approved:  # the first step of the stored turn; the first model turn then reads their results
                 await job.loop.run_approved(job.approved)
+            for item in job.ready:  # before the turn that reads them: a refused turn keeps the calls' results
+                for out in builder.mcp.whole_item(item):
+                    yield out
+            if job.approved:
                 await job.chat.close()  # prepared (to validate the request) before the results were known
                 job.chat = await self._turn(job.request, job.tools, job.conversation + job.ready,
                                             job.loop.chat_tools(), builder)
                 job.turns = [job.chat]
-            for item in job.ready:
-                for out in builder.mcp.whole_item(item):
-                    yield out
             while True:  # one model turn, then the MCP calls it made, as long as the model makes some
                 start = len(builder.response["output"])
                 chat = self.chat_for(job.request.model)
@@ -296,6 +299,17 @@ class ResponsesService:
                 "first_id": items[0]["id"] if items else None, "last_id": items[-1]["id"] if items else None}
 
     # -- the conversation a request continues --------------------------------------------------------
+    async def _ran_before(self, calls: list[dict[str, Any]], tenant: Tenant) -> dict[str, dict[str, Any]]:
+        """The approved calls a stored response of `tenant` already ran, by id (an approved call's id names the
+        approval and the call: mcp/loop.py approved_call_id): the first attempt of a request whose next model turn
+        was refused ran them, and its retry must not run the (side-effecting) tool again."""
+        ran = {}
+        for call in calls:
+            stored = await self.store.find_item(call["id"], tenant)
+            if stored is not None and stored.get("type") == "mcp_call" and stored.get("status") == "completed":
+                ran[call["id"]] = stored
+        return ran
+
     async def _resolved(self, items: list[dict[str, Any]], tenant: Tenant) -> list[dict[str, Any]]:
         """The input with each item_reference replaced by the stored item it names (of `tenant`'s responses)."""
         resolved = []
