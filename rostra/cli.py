@@ -120,7 +120,11 @@ def _auth_flags(group: FlagGroup) -> None:
     group.add_argument("--api-key-file", help="a file of API keys, one per line")
     group.add_argument("--admin-key", action="append", default=[],
                        help="Bearer key for /admin/* routes (store maintenance; also env ROSTRA_ADMIN_KEY); "
-                            "without one they are closed")
+                            "without one they are closed. It opens the API routes too, and sees every key's "
+                            "stored responses and conversations")
+    group.add_argument("--shared-store", action="store_true",
+                       help="every API key sees every key's stored responses and conversations (default: each "
+                            "key sees only its own, and those stored by a server without keys)")
 
 
 def _parsing_flags(group: FlagGroup) -> None:
@@ -241,7 +245,8 @@ def _keys(given: list[str], env: str) -> list[str]:
     return [*given, *(key.strip() for key in os.environ.get(env, "").split(",") if key.strip())]
 
 
-def settings_from_args(args: argparse.Namespace) -> Settings:
+def _check_numbers(args: argparse.Namespace) -> None:
+    """The numeric flags' bounds, and the tool-call parser's name: a wrong one stops the start."""
     if args.max_choices < 1:
         raise SystemExit(f"--max-choices: must be at least 1, not {args.max_choices}")
     if not args.lease_seconds > 0:
@@ -257,10 +262,17 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         raise SystemExit(f"--max-loaded-models: must be at least 1, not {args.max_loaded_models}")
     if args.model_ttl is not None and not args.model_ttl > 0:
         raise SystemExit(f"--model-ttl: must be more than 0 seconds, not {args.model_ttl}")
+
+
+def _memory_budget(args: argparse.Namespace) -> int | None:
     try:
-        memory_budget = parse_size(args.memory_budget) if args.memory_budget else None
+        return parse_size(args.memory_budget) if args.memory_budget else None
     except ModelConfigError as exc:
         raise SystemExit(f"rostra: {exc}") from None
+
+
+def _auth_keys(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """(API keys, admin keys) from the flags, the environment and --api-key-file; an empty one stops the start."""
     keys = _keys(args.api_key, "ROSTRA_API_KEY")
     if args.api_key_file:
         keys += [line.strip() for line in Path(args.api_key_file).read_text().splitlines() if line.strip()]
@@ -268,10 +280,18 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     for flag, given in (("--api-key", keys), ("--admin-key", admin_keys)):
         if any(not key.strip() for key in given):  # an empty bearer token must never open the server
             raise SystemExit(f"rostra: {flag}: empty keys are refused")
+    return keys, admin_keys
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    _check_numbers(args)
+    memory_budget = _memory_budget(args)
+    keys, admin_keys = _auth_keys(args)
     return Settings(model=args.model[0] if len(args.model) == 1 else None, models=args.model,
                     models_dir=args.models_dir, models_config=args.models_config,
                     max_loaded_models=args.max_loaded_models, memory_budget=memory_budget,
-                    model_ttl=args.model_ttl, preload=args.preload, admin_keys=admin_keys, engine=args.engine, script=args.script,
+                    model_ttl=args.model_ttl, preload=args.preload, admin_keys=admin_keys,
+                    shared_store=args.shared_store, engine=args.engine, script=args.script,
                     tokenizer=args.tokenizer,
                     served_model_name=args.served_model_name, api_keys=keys, chat_template=args.chat_template,
                     max_model_len=args.max_model_len, parallel=args.parallel, threads=args.threads,
@@ -316,17 +336,13 @@ def serve(settings: Settings) -> None:
     from rostra.generation_defaults import resolve as resolve_defaults
     from rostra.server.app import create_app
     from rostra.server.models.specs import command_line_specs
-    from rostra.store import StoreError, default_data_dir, open_store
+    from rostra.store import SqliteResponseStore, StoreError, default_data_dir, open_store
 
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:  # before the engine: a mistyped store URL should not wait for a model to load
         store = open_store(Path(settings.data_dir) if settings.data_dir else default_data_dir(), settings.store)
     except StoreError as exc:
         raise SystemExit(f"rostra: --store: {exc}") from exc
-    try:  # one serving process per SQLite store (rostra/store/process_lock.py)
-        store.claim()
-    except StoreError as exc:
-        raise SystemExit(f"rostra: {exc}") from None
     defaults: str | None = None
     try:
         if settings.many_models:
@@ -334,6 +350,8 @@ def serve(settings: Settings) -> None:
             described = f"{len(app.state.rostra.models.slots)} models"
         else:  # a classic server: its one model is built now (a bad MODEL stops here) and loaded at start-up
             engine = build_engine(settings)
+            if engine.task == "embed":  # it answers /v1/embeddings only: nothing of it outlives a request
+                store = SqliteResponseStore.in_memory()
             app = create_app(engine, settings, store)
             described = f"{(settings.served_model_name or [engine.model.id])[0]} ({settings.engine})"
             defaults = resolve_defaults(settings.generation_config, engine.recommended_sampling,

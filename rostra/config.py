@@ -24,6 +24,7 @@ class Settings:
     served_model_name: list[str] = field(default_factory=list)
     api_keys: list[str] = field(default_factory=list)
     admin_keys: list[str] = field(default_factory=list)  # for /admin/* (store maintenance); none: no admin
+    shared_store: bool = False  # every API key sees every key's stored responses and conversations
     chat_template: str | None = None  # a file path or the template itself
     max_model_len: int | None = None
     parallel: int = 4

@@ -202,6 +202,40 @@ def test_approved_calls_run_as_the_first_step_of_an_accepted_turn(rostra, mcp_ht
     assert "max_tool_calls" in calls[1]["error"]["content"][0]["text"]
 
 
+def test_an_approved_call_that_ran_keeps_its_result_when_the_next_turn_is_refused(rostra, mcp_http):
+    """Issue 33: an approved call ran, then the model turn that reads its result was refused (here: the result makes
+    the prompt longer than the context); the call's result was lost with the response, and the client's retry ran
+    the (side-effecting) tool again. Its result is kept: the failed response shows the call with its output, and a
+    retry of the same request reuses that run (tests/mcp_servers.py `count` counts its runs)."""
+    tool = mcp_tool(mcp_http.url, require_approval="always")
+
+    def body(name: str) -> dict:
+        request = {"type": "mcp_approval_request", "id": f"mcpr_{name}", "server_label": "calc", "name": "count",
+                   "arguments": "{}"}
+        return {"tools": [tool], "input": [{"role": "user", "content": "count"}, request,
+                                           {"type": "mcp_approval_response", "approval_request_id": request["id"],
+                                            "approve": True}]}
+
+    # The prompt of the turn that reads the result, measured on a roomy server, is the tight server's whole
+    # context: the turn before the call runs fits (the call is in its prompt, without the result), this one not.
+    measured = check_response(post(rostra, body("measure")).json())
+    tight = RunningServer(list(scripted("mcp.jsonl", "--tool-call-parser", "hermes", "--mcp-allow", "127.0.0.1",
+                                        "--max-model-len", str(measured["usage"]["input_tokens"]))))
+    try:
+        events = raw_stream(tight.base_url, {"model": MODEL, **body("retried")})
+        failed = events[-1]["response"]
+        assert events[-1]["type"] == "response.failed", failed
+        calls = [item for item in failed["output"] if item["type"] == "mcp_call"]
+        assert [call["status"] for call in calls] == ["completed"] and calls[0]["output"].isdigit()
+        ran = int(calls[0]["output"])
+        retry = post(tight, body("retried"))  # the same request: the kept result makes its prompt too long at once
+        assert retry.status_code == 400, retry.text
+    finally:
+        tight.stop()
+    after = check_response(post(rostra, body("after")).json())
+    assert [item["output"] for item in after["output"] if item["type"] == "mcp_call"] == [str(ran + 1)]
+
+
 def test_policy_headers_and_output_cap(rostra, mcp_http):
     refused = post(rostra, {"input": "add 2 and 3", "tools": [mcp_tool("http://example.com/mcp")]})
     assert refused.status_code == 400 and refused.json()["error"]["param"] == "tools[0].server_url"

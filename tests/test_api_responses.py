@@ -158,7 +158,7 @@ def test_reasoning_items(reasoning_server):
     assert "response.reasoning_text.delta" in {e["type"] for e in events}
     assert events[-1]["response"]["output"] == [
         {**item, "id": event_item["id"]} for item, event_item in
-        zip(created.model_dump(mode="json", exclude_none=True)["output"], events[-1]["response"]["output"])] or True
+        zip(created.model_dump(mode="json", exclude_none=True)["output"], events[-1]["response"]["output"])]
 
 
 def test_max_output_tokens_is_incomplete(scripted_server):

@@ -1,5 +1,5 @@
 """Issue 21's fault suite for stored responses: real `rostra serve` processes (scripted engine) on one data
-directory, stopped by SIGTERM or kill -9 with background responses in flight, a second process on the same store,
+directory, stopped by SIGTERM or kill -9 with background responses in flight, several processes on one store,
 and a store that runs out of room (a file-size limit: RLIMIT_FSIZE with SIGXFSZ ignored, so a write fails with
 EFBIG as on a full disk, without root or a special file system).
 
@@ -32,6 +32,7 @@ def script(tmp_path):
     path.write_text("\n".join(json.dumps(rule) for rule in [
         {"match": "^long", "output": LONG, "delay_ms": 50},
         {"match": "^medium", "output": MEDIUM, "delay_ms": 50},
+        {"match": "^slow", "output": LONG, "delay_ms": 150},  # about 27 s
         {"match": "", "output": "Done."}]) + "\n")
     return path
 
@@ -116,25 +117,57 @@ def test_kill_9_keeps_the_partial_output_item_as_incomplete(script, tmp_path):
         server.stop()
 
 
-def test_a_second_server_on_the_same_store_refuses_to_start(script, tmp_path):
-    """Issue 21: a second `rostra serve` on the same SQLite data directory marked the first one's running
-    background responses failed. It now refuses to start, naming the process that holds the store."""
-    server = serve(script, tmp_path)
+def wait_for_status(server: RunningServer, response_id: str, timeout: float) -> dict:
+    """The response once it no longer runs (or as it is when `timeout` s have passed)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        response = retrieve(server, response_id)
+        if response["status"] not in ("queued", "in_progress") or time.monotonic() > deadline:
+            return response
+        time.sleep(0.2)
+
+
+def test_servers_share_one_sqlite_store_and_fail_only_a_dead_ones_runs(script, tmp_path):
+    """Issue 33: a second `rostra serve` at default flags on the same data directory (a chat model and an embedding
+    model on two ports, as people run them) refused to start. Now several share the store as replicas share
+    PostgreSQL: each reads the other's responses; after kill -9 of one, its runs are failed once their lease has
+    expired (partial output kept), and a live one's never: not by the survivor's sweeps, nor by a third server
+    that starts meanwhile (it is not alone on the store, so it fails expired leases only)."""
+    first, second = serve(script, tmp_path, "--lease-seconds", "2"), serve(script, tmp_path, "--lease-seconds", "2")
+    third = None
     try:
-        running = create(server, "medium", background=True)
-        second = subprocess.run([sys.executable, "-m", "rostra.cli", "serve", "--engine", "scripted", "--script",
-                                 str(script), "--port", "1", "--data-dir", str(tmp_path)],
-                                capture_output=True, text=True, timeout=120)
-        assert second.returncode != 0
-        assert f"another rostra process (pid {server.process.pid})" in second.stderr, second.stderr
-        for _ in range(100):
-            response = retrieve(server, running["id"])
-            if response["status"] not in ("queued", "in_progress"):
-                break
-            time.sleep(0.1)
-        assert response["status"] == "completed" and response["output"][0]["content"][0]["text"] == MEDIUM
+        doomed = create(first, "long", background=True)
+        survivor = create(second, "slow", background=True)
+        wait_for_deltas(first, doomed["id"], 5)
+        wait_for_deltas(second, survivor["id"], 2)
+        time.sleep(0.3)  # the event log writes in batches every 50 ms: let a few land
+        assert retrieve(second, doomed["id"])["status"] == "in_progress"  # each reads the other's
+        assert retrieve(first, survivor["id"])["status"] == "in_progress"
+        first.kill()
+        third = serve(script, tmp_path, "--lease-seconds", "2")
+        assert retrieve(third, survivor["id"])["status"] == "in_progress"
+        check_partial_item_survived(second, wait_for_status(second, doomed["id"], 30),
+                                    "the server running this response stopped (its lease expired)")
+        assert retrieve(second, survivor["id"])["status"] == "in_progress"  # still running, untouched
+        finished = wait_for_status(third, survivor["id"], 120)
+        assert finished["status"] == "completed" and finished["output"][0]["content"][0]["text"] == LONG
+    finally:
+        for server in (first, second, third):
+            if server is not None:
+                server.stop()
+
+
+def test_an_embedding_server_takes_no_store(tmp_path):
+    """Issue 33: an embedding-only server took the store (and its lock) it never uses. It keeps nothing on disk."""
+    server = RunningServer(["--task", "embed", "--no-ui"], data_dir=str(tmp_path))
+    try:
+        embedded = httpx.post(f"{server.v1}/embeddings", json={"model": "SmolLM2-135M-Instruct", "input": "hi"},
+                              timeout=120)
+        assert embedded.status_code == 200 and len(embedded.json()["data"][0]["embedding"]) > 0
+        assert httpx.get(f"{server.v1}/responses/resp_none", timeout=30).status_code == 404
     finally:
         server.stop()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_background_responses_are_bounded(script, tmp_path):

@@ -42,3 +42,36 @@ def test_parsers_and_wire_formats_do_not_import_the_engine_layer():
     offenders = [str(path.relative_to(ROOT)) for layer in ("parsing", "protocol")
                  for path in (ROOT / "rostra" / layer).rglob("*.py") if "rostra.engines" in path.read_text()]
     assert offenders == []
+
+
+MAX_FUNCTION_LINES = 60
+
+
+def long_functions(root: Path, limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """Every function (method, nested function) in `root`'s Python files longer than `limit` lines,
+    its decorators and docstring included, as `path:line name (N lines)`."""
+    import ast
+
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
+                length = (node.end_lineno or node.lineno) - first + 1
+                if length > limit:
+                    found.append(f"{path.relative_to(root.parent)}:{node.lineno} {node.name} ({length} lines)")
+    return found
+
+
+def test_no_function_over_60_lines():
+    assert long_functions(ROOT / "rostra") == []
+
+
+def test_long_functions_are_found(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    lines = "".join(f"    x{i} = {i}\n" for i in range(59))  # def + 59 lines: 60, allowed
+    method = "".join(f"        y{i} = {i}\n" for i in range(59))  # decorator + def + 59 lines: 61
+    (package / "m.py").write_text(f"def short():\n{lines}\n\nclass C:\n    @staticmethod\n    async def long():\n{method}")
+    found = long_functions(package)
+    assert found == ["pkg/m.py:65 long (61 lines)"]

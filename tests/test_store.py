@@ -19,6 +19,7 @@ from rostra.store.base import LEASE_EXPIRED_ERROR
 from rostra.store.postgres import MIGRATIONS as PG_MIGRATIONS
 from rostra.store.postgres import PostgresResponseStore
 from rostra.store.sqlite import MIGRATIONS
+from rostra.store.tenancy import Tenant, fingerprint
 from servers import DATA
 
 
@@ -275,6 +276,9 @@ def test_sqlite_upgrade_from_older_schemas(tmp_path, version):
     async def body(store):
         assert (await store.get("resp_old"))["id"] == "resp_old"
         assert await store.find_item("msg_old") == {"id": "msg_old", "type": "message"}  # indexed by the migration
+        keyed = Tenant(fingerprint(b"some-key"), sees_all=False)  # rows from before tenants are shared
+        assert (await store.get("resp_old", keyed))["id"] == "resp_old"
+        assert await store.find_item("msg_old", keyed) == {"id": "msg_old", "type": "message"}
         assert await store.mark_interrupted() == 1
         await store.create(response("resp_new", "in_progress"), [], owner="replica-a", lease_seconds=30)
         assert await store.renew_leases("replica-a", ["resp_new"], 30) == {"resp_new": False}
@@ -282,6 +286,43 @@ def test_sqlite_upgrade_from_older_schemas(tmp_path, version):
     run_with_store(Backend("sqlite", path), body)
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+
+
+def test_tenants_see_their_own_rows_and_the_shared_ones(backend):
+    """Each key's rows are its own: another key's are not found (get, item references, conversations, their
+    listing and its cursor); rows without a tenant are everyone's; a tenant that sees all sees all."""
+    a, b = (Tenant(fingerprint(key), sees_all=False) for key in (b"key-a", b"key-b"))
+    admin = Tenant(fingerprint(b"admin"), sees_all=True)
+
+    async def body(store):
+        await store.create(response("resp_a", output=[{"id": "msg_out", "type": "message"}]), items(1),
+                           tenant=a.key)
+        await store.create(response("resp_shared"), [])
+        for number, (conversation, tenant) in enumerate([("conv_a", a), ("conv_b", b), ("conv_shared", None)]):
+            await store.create_conversation({"id": conversation, "created_at": number}, [],
+                                            tenant and tenant.key)
+        assert (await store.get("resp_a", a))["id"] == "resp_a" and await store.get("resp_a", b) is None
+        assert (await store.get("resp_shared", b))["id"] == "resp_shared"
+        assert (await store.get("resp_a", admin))["id"] == (await store.get("resp_a"))["id"] == "resp_a"
+        for item_id in ("msg_out", "msg_0"):  # an output item, an input item
+            assert await store.find_item(item_id, b) is None
+            assert (await store.find_item(item_id, a))["id"] == item_id
+        assert await store.get_conversation("conv_a", b) is None
+        assert (await store.get_conversation("conv_shared", b))["id"] == "conv_shared"
+
+        async def listed(tenant, **page):
+            conversations, _ = await store.list_conversations(tenant=tenant, **page)
+            return [conversation["id"] for conversation in conversations]
+        assert await listed(a) == ["conv_shared", "conv_a"] and await listed(b) == ["conv_shared", "conv_b"]
+        assert await listed(admin) == ["conv_shared", "conv_b", "conv_a"]
+        assert await listed(a, after="conv_shared") == ["conv_a"]
+        with pytest.raises(StoreError):  # a cursor of another key's is unknown
+            await listed(a, after="conv_b")
+    run_with_store(backend, body)
+    assert sorted(backend.query("SELECT id, tenant FROM {conversations}")) == [
+        ("conv_a", a.key), ("conv_b", b.key), ("conv_shared", None)]
+    assert all(row[0].startswith("sha256:") and "key-a" not in row[0]
+               for row in backend.query("SELECT tenant FROM {responses} WHERE tenant IS NOT NULL"))
 
 
 def test_postgres_migrations(postgres):
@@ -325,7 +366,7 @@ def test_sqlite_migrations(tmp_path):
         await store.create(response("resp_m"), items(1))
     run_with_store(backend, nothing)
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 5
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"responses", "input_items", "events", "conversations", "conversation_items"} <= tables
 
@@ -335,7 +376,7 @@ def test_sqlite_migrations(tmp_path):
         return await store.get("resp_m")
     assert run_with_store(backend, reopen)["id"] == "resp_m"
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
 
     # A database from a newer rostra is refused rather than misread.
     newer = tmp_path / "newer.sqlite3"
@@ -400,13 +441,13 @@ def test_default_data_dir(monkeypatch, tmp_path):
 
 def test_open_store(tmp_path):
     store = open_store(tmp_path / "data")
-    assert isinstance(store, SqliteResponseStore) and not store.shared
+    assert isinstance(store, SqliteResponseStore)
     assert store.path == tmp_path / "data" / "responses.sqlite3"
     store = open_store(tmp_path / "data", f"sqlite://{tmp_path}/other.sqlite3")
     assert isinstance(store, SqliteResponseStore) and store.path == tmp_path / "other.sqlite3"
     for url in ("postgres://u:p@db.example:5432/rostra", "postgresql://u@db.example/rostra"):
         store = open_store(tmp_path / "data", url)
-        assert isinstance(store, PostgresResponseStore) and store.shared and store.dsn == url
+        assert isinstance(store, PostgresResponseStore) and store.dsn == url
     with pytest.raises(StoreError):
         open_store(tmp_path / "data", "mysql://u@db/rostra")
 
@@ -618,21 +659,43 @@ def test_serve_refuses_a_bad_store_setting(flags, message):
     assert done.returncode != 0 and message in done.stderr
 
 
-def test_one_serving_process_per_sqlite_store(tmp_path):
-    """Issue 21: a second server on the same SQLite file took the first one's running responses for leftovers.
-    `claim()` (taken by `rostra serve`) is an exclusive lock that names its holder; released, it can be taken."""
-    first, second = SqliteResponseStore(tmp_path / "s.sqlite3"), SqliteResponseStore(tmp_path / "s.sqlite3")
-    first.claim()
-    try:
-        with pytest.raises(StoreError, match=rf"another rostra process \(pid {os.getpid()}\)"):
-            second.claim()
-    finally:
+def test_processes_on_one_sqlite_store_know_whether_they_are_alone(tmp_path):
+    """Issue 33: several server processes may share one SQLite store (leases decide whose runs are dead); `claim()`
+    tells a starting one whether it is the only one. The first is, and keeps others out until its recovery is done
+    (`admit_others`); one that joins a live one is not; once the others are gone the next one is alone again."""
+    async def main():
+        first, second, third = (SqliteResponseStore(tmp_path / "s.sqlite3") for _ in range(3))
+        assert await first.claim() is True
+        joining = asyncio.create_task(second.claim())
+        await asyncio.sleep(0.3)
+        assert not joining.done()  # waits while the first recovers
+        first.admit_others()
+        assert await asyncio.wait_for(joining, 10) is False
         first.release()
-    other = SqliteResponseStore(tmp_path / "other.sqlite3")
-    second.claim()
-    other.claim()  # another store in the same directory is another lock
-    second.release()
-    other.release()
+        assert await third.claim() is False  # the second is still there
+        second.release()
+        third.release()
+        assert await first.claim() is True  # everyone else gone: alone again
+        other = SqliteResponseStore(tmp_path / "other.sqlite3")
+        assert await other.claim() is True  # another store in the same directory is another lock
+        first.release()
+        other.release()
+        assert await SqliteResponseStore.in_memory().claim() is True  # no other process can see it
+    asyncio.run(main())
+
+
+def test_a_store_in_memory_writes_nothing_to_disk(tmp_path, monkeypatch):
+    """What an embedding-only server uses: a working store, no file."""
+    monkeypatch.chdir(tmp_path)
+
+    async def main():
+        store = SqliteResponseStore.in_memory()
+        await store.open()
+        await store.create(response("resp_m"), items(1))
+        assert (await store.get("resp_m"))["id"] == "resp_m"
+        await store.close()
+    asyncio.run(main())
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_list_conversations(backend):

@@ -94,6 +94,21 @@ class LlamaCppEngine(Engine):
         self.speculation = Speculation("off" if self.task == "embed" else speculative, speculative_draft)
         self.chat_template = self.metadata.get("tokenizer.chat_template")
         self.recommended_sampling = from_gguf_metadata(self.metadata)
+        self._read_vocabulary()
+        self._server: Any = None
+        self._loopback: LoopbackClient | None = None
+        # While drafting: a one-slot server without it, for requests that ask for logprobs (see _generate).
+        self._undrafted: Any = None
+        self._undrafted_route: tuple[LoopbackClient, SlotRouter] | None = None
+        self._running: set[str] = set()  # requests holding a slot
+        self._streams: dict[str, EventStream] = {}
+        # At most one request per llama.cpp slot is handed over, pinned to the slot that holds the most of
+        # its prompt; the rest wait here, where a request cancelled while it waits is simply never started
+        # (in llama.cpp's own queue it would still be prefilled before its first token could say "stop").
+        self._slots = SlotRouter(self.parallel, host_cache=cache_ram_mib != 0)
+
+    def _read_vocabulary(self) -> None:
+        """The GGUF's tokens: the special and end-of-generation ones, and the bytes of each."""
         tokens = self.metadata["tokenizer.ggml.tokens"]
         self.bos_token = _token_at(tokens, self.metadata.get("tokenizer.ggml.bos_token_id"))
         self.eos_token = _token_at(tokens, self.metadata.get("tokenizer.ggml.eos_token_id"))
@@ -114,17 +129,6 @@ class LlamaCppEngine(Engine):
         for token_id, piece in enumerate(self._vocab_bytes):
             if piece and token_id not in self.special_token_ids:
                 self._token_ids.setdefault(piece, token_id)
-        self._server: Any = None
-        self._loopback: LoopbackClient | None = None
-        # While drafting: a one-slot server without it, for requests that ask for logprobs (see _generate).
-        self._undrafted: Any = None
-        self._undrafted_route: tuple[LoopbackClient, SlotRouter] | None = None
-        self._running: set[str] = set()  # requests holding a slot
-        self._streams: dict[str, EventStream] = {}
-        # At most one request per llama.cpp slot is handed over, pinned to the slot that holds the most of
-        # its prompt; the rest wait here, where a request cancelled while it waits is simply never started
-        # (in llama.cpp's own queue it would still be prefilled before its first token could say "stop").
-        self._slots = SlotRouter(self.parallel, host_cache=cache_ram_mib != 0)
 
     async def start(self) -> None:
         params = xllamacpp.CommonParams()

@@ -116,7 +116,7 @@ def add_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
     public = (PUBLIC_PATHS | ({"/metrics"} if settings.public_metrics else set())
               | (playground.PUBLIC_PATHS if settings.ui else set()))
     app.add_middleware(ApiKeyMiddleware, api_keys=settings.api_keys, public_paths=public,
-                       admin_keys=settings.admin_keys)
+                       admin_keys=settings.admin_keys, shared_store=settings.shared_store)
     if settings.allowed_origins:  # CORS is off unless asked for
         app.add_middleware(CORSMiddleware, allow_origins=settings.allowed_origins,
                            allow_methods=settings.allowed_methods, allow_headers=settings.allowed_headers,

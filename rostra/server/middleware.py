@@ -10,6 +10,7 @@ import time
 
 from rostra.api.messages.errors import error_body
 from rostra.errors import PayloadTooLarge, Unauthorized
+from rostra.store.tenancy import EVERYONE, Tenant, fingerprint
 
 
 class RequestIdMiddleware:
@@ -44,28 +45,48 @@ class ApiKeyMiddleware:
     """Bearer auth on every route and method but the public routes (or Anthropic's `x-api-key` header, which its
     SDKs and Claude Code send); keys are compared in constant time. A public route learns whether its caller holds
     a key (`scope["state"]["authorized"]`): /health shows its details only then. CORS preflights are answered by
-    the CORS middleware outside this one, so OPTIONS needs no exception here (it would leak the route table)."""
+    the CORS middleware outside this one, so OPTIONS needs no exception here (it would leak the route table).
+
+    Every request is told its tenant (`scope["state"]["tenant"]`, rostra/store/tenancy.py): an API key's own, which
+    sees only what that key stored (all, with `shared_store`); an admin key's, which sees all (admin keys open the
+    API routes too); without API keys, the one tenant that sees all."""
 
     def __init__(self, app, api_keys: list[str], public_paths: frozenset[str] = PUBLIC_PATHS,
-                 admin_keys: list[str] | None = None):
+                 admin_keys: list[str] | None = None, shared_store: bool = False):
         if any(not key.strip() for key in [*api_keys, *(admin_keys or [])]):
             raise ValueError("empty API keys are refused")
         self.app = app
         self.keys = [key.encode() for key in api_keys]
         self.admin_keys = [key.encode() for key in admin_keys or []]
+        self.tenants = [Tenant(fingerprint(key), sees_all=shared_store) for key in self.keys]
+        self.admin_tenants = [Tenant(fingerprint(key), sees_all=True) for key in self.admin_keys]
         self.public_paths = public_paths
 
     @staticmethod
-    def _authorized(scope, keys: list[bytes]) -> bool:
+    def _match(scope, keys: list[bytes]) -> int | None:
+        """The index of the key the request carries, or None."""
         headers = dict(scope["headers"])
         scheme, _, token = headers.get(b"authorization", b"").partition(b" ")
         if scheme.lower() != b"bearer":
             token = headers.get(b"x-api-key", b"")
         if not token.strip():
-            return False
+            return None
         # Compare with every key, without stopping early, so timing tells nothing.
         matches = [hmac.compare_digest(token.strip(), key) for key in keys]
-        return any(matches)
+        return matches.index(True) if any(matches) else None
+
+    def _authorized(self, scope, keys: list[bytes]) -> bool:
+        return self._match(scope, keys) is not None
+
+    def _tenant(self, scope) -> Tenant | None:
+        """The caller's tenant on an API route; None for a caller with no valid key where keys are required."""
+        if not self.keys:
+            return EVERYONE
+        index = self._match(scope, self.keys)
+        if index is not None:
+            return self.tenants[index]
+        index = self._match(scope, self.admin_keys)
+        return None if index is None else self.admin_tenants[index]
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
@@ -76,7 +97,9 @@ class ApiKeyMiddleware:
             elif path in self.public_paths:
                 authorized = not self.keys or self._authorized(scope, self.keys)
                 scope.setdefault("state", {})["authorized"] = authorized
-            elif self.keys and not self._authorized(scope, self.keys):
+            elif (tenant := self._tenant(scope)) is not None:
+                scope.setdefault("state", {})["tenant"] = tenant
+            else:
                 if path.startswith("/v1/messages"):  # Anthropic's clients read their own envelope
                     return await _send_json(send, 401, error_body(Unauthorized("invalid x-api-key")))
                 return await _send_error(send, Unauthorized())

@@ -184,13 +184,7 @@ class ChatService(GenerationService):
         than refused; None: as the server is configured (the Messages API always fits, as Anthropic does)."""
         check_model(request.model, self.served_names())
         if self.engine.relays(request.model):
-            last = request.messages[-1]
-            # The upstream parses its own output; its calls still pass this request's emitter.
-            plan = plan_tools(request.tools, request.tool_choice, request.parallel_tool_calls, self.tool_parser)
-            return await relay_job(self.engine, request, "chat/completions", "chatcmpl", request.n,
-                                   message_text(last, len(request.messages) - 1),
-                                   self.reasoning_fields if request.include_reasoning else (),
-                                   make_emitter=plan.make_emitter)
+            return await self._relayed(request)
         engine = self.engine
         # The cheap checks first: a bad request never costs a template rendering or a tokenization.
         check_logit_bias(request.logit_bias, engine.vocab_size)
@@ -243,6 +237,16 @@ class ChatService(GenerationService):
         stats.note_budget(requested, max_tokens)
         return Job(request, f"chatcmpl-{uuid.uuid4().hex}", request.model, runs, stats,
                    reasoning_fields=self.reasoning_fields if request.include_reasoning else ())
+
+    async def _relayed(self, request: ChatCompletionRequest) -> Job:
+        """The job of a request relayed whole to an upstream (the remote engine's raw mode)."""
+        last = request.messages[-1]
+        # The upstream parses its own output; its calls still pass this request's emitter.
+        plan = plan_tools(request.tools, request.tool_choice, request.parallel_tool_calls, self.tool_parser)
+        return await relay_job(self.engine, request, "chat/completions", "chatcmpl", request.n,
+                               message_text(last, len(request.messages) - 1),
+                               self.reasoning_fields if request.include_reasoning else (),
+                               make_emitter=plan.make_emitter)
 
     async def render(self, request: ChatCompletionRequest) -> RenderedPrompt:
         """The conversation through the chat template (off the event loop), special-token text of

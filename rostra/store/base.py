@@ -11,6 +11,9 @@ Several rostra processes (replicas) may share one store. A running response then
 replica that runs it: that replica holds a lease on it (`owner`, renewed every few seconds). Any
 replica may ask for it to be cancelled (a flag the owner reads when it renews), and any replica
 marks it failed once the lease has expired, i.e. when the owner died without finishing it.
+
+Responses and conversations belong to a tenant (the API key that made them, rostra/store/tenancy.py): the reads
+that take a `tenant` find only the rows it may see, as if the others did not exist.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from abc import ABC, abstractmethod
 from typing import Callable
 
 from rostra.errors import InsufficientStorage, ServiceUnavailable
+from rostra.store.tenancy import EVERYONE, Tenant
 
 # The error object written into responses that were running when the process died.
 INTERRUPTED_ERROR = {
@@ -105,9 +109,6 @@ class StoreWriteFailed(StoreError, ServiceUnavailable):
 class ResponseStore(ABC):
     """Durable storage of response objects, their input items and their streaming events."""
 
-    # True where several processes may use the store at once (so start-up must not fail what
-    # another live replica is running); False for a store that one process owns.
-    shared: bool = False
     # How long a follower sleeps between looks for new events when the store cannot notify it.
     poll_interval: float = 0.1
 
@@ -115,9 +116,15 @@ class ResponseStore(ABC):
     async def open(self) -> None:
         """Open (and create or migrate) the underlying storage. Call once before anything else."""
 
-    def claim(self) -> None:
-        """For a server: make sure no other server process uses this store, where the store cannot be
-        shared (raises StoreError naming the one that does). Held until `release()` or the process ends."""
+    async def claim(self) -> bool:
+        """For a server, before it recovers what earlier runs left: join the processes that use this store.
+        True when no other live process uses it, so whatever is still running there was left by processes that
+        are gone; False where others may (always, for a store that replicas on other machines share). Until
+        `admit_others()` no other process joins. Held until `release()` (or `close()`, or the process's end)."""
+        return False
+
+    def admit_others(self) -> None:
+        """Recovery is done: other processes may join."""
 
     def release(self) -> None:
         """Give up what `claim()` took."""
@@ -128,10 +135,11 @@ class ResponseStore(ABC):
 
     @abstractmethod
     async def create(self, response: dict, input_items: list[dict], *, owner: str | None = None,
-                     lease_seconds: float | None = None) -> None:
+                     lease_seconds: float | None = None, tenant: str | None = None) -> None:
         """Store a new response (`id`, `created_at`, `status` are read from it) and its input
         items in order (each has an `id`). With `owner`, that replica holds a lease on it for
-        `lease_seconds`. Raises StoreError if the id already exists."""
+        `lease_seconds`. `tenant`: the key fingerprint it belongs to (None: shared).
+        Raises StoreError if the id already exists."""
 
     @abstractmethod
     async def update(self, response: dict) -> None:
@@ -150,13 +158,14 @@ class ResponseStore(ABC):
         written) if the response was deleted, or failed by another replica after the lease expired."""
 
     @abstractmethod
-    async def get(self, response_id: str) -> dict | None:
-        """The stored response object, or None."""
+    async def get(self, response_id: str, tenant: Tenant = EVERYONE) -> dict | None:
+        """The stored response object, or None (also when `tenant` may not see it)."""
 
     @abstractmethod
-    async def find_item(self, item_id: str) -> dict | None:
+    async def find_item(self, item_id: str, tenant: Tenant = EVERYONE) -> dict | None:
         """Any stored item by its id (what an `item_reference` names): an output item of a response (kept from
-        `create` and `finish`), else an input item, the first stored with that id; None if there is none."""
+        `create` and `finish`), else an input item, the first stored with that id, of the responses `tenant`
+        may see; None if there is none."""
 
     @abstractmethod
     async def delete(self, response_id: str) -> bool:
@@ -222,19 +231,20 @@ class ResponseStore(ABC):
     # -- conversations ------------------------------------------------------------------------
 
     @abstractmethod
-    async def create_conversation(self, conversation: dict, items: list[dict]) -> None:
-        """Store a new conversation (`id`, `created_at` read from it) and its first items in order."""
+    async def create_conversation(self, conversation: dict, items: list[dict], tenant: str | None = None) -> None:
+        """Store a new conversation (`id`, `created_at` read from it) and its first items in order;
+        `tenant`: the key fingerprint it belongs to (None: shared)."""
 
     @abstractmethod
-    async def get_conversation(self, conversation_id: str) -> dict | None:
-        """The stored conversation object, or None."""
+    async def get_conversation(self, conversation_id: str, tenant: Tenant = EVERYONE) -> dict | None:
+        """The stored conversation object, or None (also when `tenant` may not see it)."""
 
     @abstractmethod
-    async def list_conversations(self, *, after: str | None = None, limit: int = 20,
-                                 order: str = "desc") -> tuple[list[dict], bool]:
-        """One page of the conversation objects, ordered by (`created_at`, `id`): "desc" newest first.
-        The page starts after the conversation whose id is `after`. Returns (conversations, has_more).
-        Raises StoreError for an unknown `after`."""
+    async def list_conversations(self, *, after: str | None = None, limit: int = 20, order: str = "desc",
+                                 tenant: Tenant = EVERYONE) -> tuple[list[dict], bool]:
+        """One page of the conversation objects `tenant` may see, ordered by (`created_at`, `id`): "desc" newest
+        first. The page starts after the conversation whose id is `after`. Returns (conversations, has_more).
+        Raises StoreError for an unknown `after` (or one `tenant` may not see)."""
 
     @abstractmethod
     async def update_conversation(self, conversation: dict) -> None:

@@ -28,6 +28,7 @@ from rostra.store.base import (
     settle_failed,
 )
 from rostra.store.tables import ItemTable, dumps
+from rostra.store.tenancy import EVERYONE, Tenant
 
 log = logging.getLogger("rostra.store")
 CHANNEL = "rostra_responses"
@@ -95,7 +96,18 @@ MIGRATIONS: list[str] = [
         FROM rostra_responses, jsonb_array_elements(rostra_responses.body::jsonb->'output') AS output
         WHERE output.value->>'id' IS NOT NULL;
     """,
+    # 3: tenants, as SQLite's migration 5 (NULL: shared, as every row stored before).
+    """
+    ALTER TABLE rostra_responses ADD COLUMN tenant TEXT;
+    ALTER TABLE rostra_conversations ADD COLUMN tenant TEXT;
+    CREATE INDEX rostra_conversations_by_tenant ON rostra_conversations (tenant, created_at, id);
+    """,
 ]
+
+
+def _visible(first: int) -> str:
+    """Rows a tenant may see, its Tenant.sql_params() the parameters numbered `first` and `first + 1`."""
+    return f"(${first}::bool OR tenant IS NULL OR tenant = ${first + 1}::text)"
 
 
 async def _keep_output_items(conn: asyncpg.Connection, response: dict) -> None:
@@ -167,7 +179,6 @@ class _NotifiedWatch(Watch):
 
 
 class PostgresResponseStore(ResponseStore):
-    shared = True
     poll_interval = 1.0  # only a fallback: notifications wake followers at once
 
     def __init__(self, dsn: str, *, pool_size: int = 10):
@@ -249,15 +260,15 @@ class PostgresResponseStore(ResponseStore):
     # -- responses --------------------------------------------------------------------------
 
     async def create(self, response: dict, input_items: list[dict], *, owner: str | None = None,
-                     lease_seconds: float | None = None) -> None:
+                     lease_seconds: float | None = None, tenant: str | None = None) -> None:
         lease = None if owner is None else lease_seconds
         async with self.pool.acquire() as conn, conn.transaction():
             try:
                 await conn.execute(
-                    "INSERT INTO rostra_responses (id, created_at, status, body, owner, lease_until) "
-                    f"VALUES ($1, $2, $3, $4, $5, {NOW} + $6::float8)",
+                    "INSERT INTO rostra_responses (id, created_at, status, body, owner, lease_until, tenant) "
+                    f"VALUES ($1, $2, $3, $4, $5, {NOW} + $6::float8, $7)",
                     response["id"], response.get("created_at"), response.get("status"), dumps(response),
-                    owner, lease)
+                    owner, lease, tenant)
             except asyncpg.UniqueViolationError as exc:
                 raise StoreError(f"response {response['id']!r} already exists") from exc
             await conn.executemany(
@@ -292,14 +303,17 @@ class PostgresResponseStore(ResponseStore):
                 await _keep_output_items(conn, response)
         return done != "SELECT 0"
 
-    async def find_item(self, item_id: str) -> dict | None:
-        body = (await self.pool.fetchval("SELECT body FROM rostra_output_items WHERE item_id = $1 LIMIT 1", item_id)
-                or await self.pool.fetchval("SELECT body FROM rostra_input_items WHERE item_id = $1 "
-                                            "ORDER BY response_id, position LIMIT 1", item_id))
+    async def find_item(self, item_id: str, tenant: Tenant = EVERYONE) -> dict | None:
+        visible = f"response_id IN (SELECT id FROM rostra_responses WHERE {_visible(2)})"
+        body = (await self.pool.fetchval(f"SELECT body FROM rostra_output_items WHERE item_id = $1 AND {visible} "
+                                         "LIMIT 1", item_id, *tenant.sql_params())
+                or await self.pool.fetchval(f"SELECT body FROM rostra_input_items WHERE item_id = $1 AND {visible} "
+                                            "ORDER BY response_id, position LIMIT 1", item_id, *tenant.sql_params()))
         return None if body is None else json.loads(body)
 
-    async def get(self, response_id: str) -> dict | None:
-        body = await self.pool.fetchval("SELECT body FROM rostra_responses WHERE id = $1", response_id)
+    async def get(self, response_id: str, tenant: Tenant = EVERYONE) -> dict | None:
+        body = await self.pool.fetchval(f"SELECT body FROM rostra_responses WHERE id = $1 AND {_visible(2)}",
+                                        response_id, *tenant.sql_params())
         return None if body is None else json.loads(body)
 
     async def delete(self, response_id: str) -> bool:
@@ -390,29 +404,33 @@ class PostgresResponseStore(ResponseStore):
 
     # -- conversations ------------------------------------------------------------------------
 
-    async def create_conversation(self, conversation: dict, items: list[dict]) -> None:
+    async def create_conversation(self, conversation: dict, items: list[dict], tenant: str | None = None) -> None:
         async with self.pool.acquire() as conn, conn.transaction():
             try:
-                await conn.execute("INSERT INTO rostra_conversations (id, created_at, body) VALUES ($1, $2, $3)",
-                                   conversation["id"], conversation.get("created_at"), dumps(conversation))
+                await conn.execute("INSERT INTO rostra_conversations (id, created_at, body, tenant) "
+                                   "VALUES ($1, $2, $3, $4)",
+                                   conversation["id"], conversation.get("created_at"), dumps(conversation), tenant)
             except asyncpg.UniqueViolationError as exc:
                 raise StoreError(f"conversation {conversation['id']!r} already exists") from exc
             await _append_items(conn, conversation["id"], items)
 
-    async def get_conversation(self, conversation_id: str) -> dict | None:
-        body = await self.pool.fetchval("SELECT body FROM rostra_conversations WHERE id = $1", conversation_id)
+    async def get_conversation(self, conversation_id: str, tenant: Tenant = EVERYONE) -> dict | None:
+        body = await self.pool.fetchval(f"SELECT body FROM rostra_conversations WHERE id = $1 AND {_visible(2)}",
+                                        conversation_id, *tenant.sql_params())
         return None if body is None else json.loads(body)
 
-    async def list_conversations(self, *, after: str | None = None, limit: int = 20,
-                                 order: str = "desc") -> tuple[list[dict], bool]:
+    async def list_conversations(self, *, after: str | None = None, limit: int = 20, order: str = "desc",
+                                 tenant: Tenant = EVERYONE) -> tuple[list[dict], bool]:
         compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")  # fixed strings only
         async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-            where, params = "", []
+            where, params = f"WHERE {_visible(1)}", list(tenant.sql_params())
             if after is not None:
-                row = await conn.fetchrow("SELECT created_at, id FROM rostra_conversations WHERE id = $1", after)
+                row = await conn.fetchrow(f"SELECT created_at, id FROM rostra_conversations {where} AND id = $3",
+                                          *params, after)
                 if row is None:
                     raise StoreError(f"no conversation {after!r}")
-                where, params = f"WHERE (created_at, id) {compare} ($1, $2)", [row["created_at"], row["id"]]
+                where += f" AND (created_at, id) {compare} ($3, $4)"
+                params += [row["created_at"], row["id"]]
             rows = await conn.fetch(f"SELECT body FROM rostra_conversations {where} "
                                     f"ORDER BY created_at {direction}, id {direction} LIMIT ${len(params) + 1}",
                                     *params, limit + 1)

@@ -4,6 +4,12 @@ One connection, used only from one dedicated worker thread: every blocking sqlit
 there via `loop.run_in_executor`, so the event loop never blocks on disk and access to the
 connection is serialised without locks. The connection is in autocommit mode
 (`isolation_level=None`); multi-statement writes open their own explicit transactions.
+
+Several server processes on one machine may share the file, as replicas share PostgreSQL: WAL mode (readers never
+wait for the writer), a busy timeout (a writer waits for another's transaction instead of failing), writes that take
+the write lock up front (BEGIN IMMEDIATE), leases with owner-checked updates, and at start-up a lock file that tells
+a process whether it is the only one (process_lock.py). `SqliteResponseStore.in_memory()` is a store of one process's
+own that no file holds (an embedding-only server's).
 """
 
 from __future__ import annotations
@@ -30,8 +36,9 @@ from rostra.store.base import (
     numbered,
     settle_failed,
 )
-from rostra.store.process_lock import ProcessLock
+from rostra.store.process_lock import StoreUsers
 from rostra.store.tables import ItemTable, dumps
+from rostra.store.tenancy import EVERYONE, Tenant
 
 T = TypeVar("T")
 
@@ -98,7 +105,15 @@ MIGRATIONS: list[str] = [
         FROM responses, json_each(responses.body, '$.output') AS output
         WHERE json_extract(output.value, '$.id') IS NOT NULL;
     """,
+    # 5: tenants (the fingerprint of the API key that made a row; NULL: shared, as every row stored before).
+    """
+    ALTER TABLE responses ADD COLUMN tenant TEXT;
+    ALTER TABLE conversations ADD COLUMN tenant TEXT;
+    CREATE INDEX conversations_by_tenant ON conversations(tenant, created_at, id);
+    """,
 ]
+# Rows a tenant may see (parameters: Tenant.sql_params()).
+_VISIBLE = "(? OR tenant IS NULL OR tenant = ?)"
 _RUNNING = "status IN (" + ", ".join(f"'{status}'" for status in RUNNING_STATUSES) + ")"
 
 
@@ -188,18 +203,35 @@ def _keep_output_items(conn: sqlite3.Connection, response: dict) -> None:
                       if item.get("id")])
 
 
+MEMORY = ":memory:"
+
+
 class SqliteResponseStore(ResponseStore):
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._conn: sqlite3.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
-        self._lock = ProcessLock(self.path.with_name(self.path.name + ".lock"))
+        self._users = StoreUsers(self.path.with_name(self.path.name + ".lock"))
 
-    def claim(self) -> None:
-        self._lock.acquire()
+    @classmethod
+    def in_memory(cls) -> "SqliteResponseStore":
+        """A store in this process's memory: nothing on disk, nothing shared, gone with the process."""
+        return cls(MEMORY)
+
+    @property
+    def _on_disk(self) -> bool:
+        return str(self.path) != MEMORY
+
+    async def claim(self) -> bool:
+        if not self._on_disk:
+            return True  # no other process can see it
+        return await asyncio.to_thread(self._users.join)  # may wait for another process's recovery
+
+    def admit_others(self) -> None:
+        self._users.admit_others()
 
     def release(self) -> None:
-        self._lock.release()
+        self._users.leave()
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -225,13 +257,14 @@ class SqliteResponseStore(ResponseStore):
             raise
 
     def _connect(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        if self._on_disk:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path if self._on_disk else MEMORY, check_same_thread=False, isolation_level=None)
         try:
             # Wait for another process's write lock instead of failing at once.
             conn.execute("PRAGMA busy_timeout = 5000")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
+            if self._on_disk and str(mode).lower() != "wal":
                 raise StoreError(f"could not put {self.path} in WAL mode (got {mode!r})")
             # NORMAL is durable across application crashes in WAL mode; only an OS crash or
             # power loss can lose the last commits.
@@ -262,6 +295,7 @@ class SqliteResponseStore(ResponseStore):
 
     async def close(self) -> None:
         if self._executor is None:
+            self.release()
             return
         executor, conn = self._executor, self._conn
         self._executor = self._conn = None
@@ -270,6 +304,7 @@ class SqliteResponseStore(ResponseStore):
                 await asyncio.get_running_loop().run_in_executor(executor, self._close_sync, conn)
         finally:
             executor.shutdown(wait=True)
+            self.release()  # after its last write: a process that starts now finds this one gone
 
     @staticmethod
     def _close_sync(conn: sqlite3.Connection) -> None:
@@ -282,19 +317,20 @@ class SqliteResponseStore(ResponseStore):
     # -- responses --------------------------------------------------------------------------
 
     async def create(self, response: dict, input_items: list[dict], *, owner: str | None = None,
-                     lease_seconds: float | None = None) -> None:
+                     lease_seconds: float | None = None, tenant: str | None = None) -> None:
         lease_until = None if owner is None or lease_seconds is None else time.time() + lease_seconds
-        await self._run(self._create_sync, response, input_items, owner, lease_until)
+        await self._run(self._create_sync, response, input_items, owner, lease_until, tenant)
 
     @staticmethod
     def _create_sync(conn: sqlite3.Connection, response: dict, input_items: list[dict], owner: str | None,
-                     lease_until: float | None) -> None:
+                     lease_until: float | None, tenant: str | None) -> None:
         try:
             with _transaction(conn):
                 conn.execute(
-                    "INSERT INTO responses (id, created_at, status, body, owner, lease_until) VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO responses (id, created_at, status, body, owner, lease_until, tenant) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (response["id"], response.get("created_at"), response.get("status"), dumps(response),
-                     owner, lease_until))
+                     owner, lease_until, tenant))
                 conn.executemany(
                     "INSERT INTO input_items (response_id, position, item_id, body) VALUES (?, ?, ?, ?)",
                     [(response["id"], position, item.get("id"), dumps(item))
@@ -337,22 +373,25 @@ class SqliteResponseStore(ResponseStore):
                 _keep_output_items(conn, response)
         return cursor.rowcount > 0
 
-    async def find_item(self, item_id: str) -> dict | None:
-        return await self._run(self._find_item_sync, item_id)
+    async def find_item(self, item_id: str, tenant: Tenant = EVERYONE) -> dict | None:
+        return await self._run(self._find_item_sync, item_id, tenant)
 
     @staticmethod
-    def _find_item_sync(conn: sqlite3.Connection, item_id: str) -> dict | None:
-        row = (conn.execute("SELECT body FROM output_items WHERE item_id = ? LIMIT 1", (item_id,)).fetchone()
-               or conn.execute("SELECT body FROM input_items WHERE item_id = ? ORDER BY rowid LIMIT 1",
-                               (item_id,)).fetchone())
+    def _find_item_sync(conn: sqlite3.Connection, item_id: str, tenant: Tenant) -> dict | None:
+        visible = f"response_id IN (SELECT id FROM responses WHERE {_VISIBLE})"
+        row = (conn.execute(f"SELECT body FROM output_items WHERE item_id = ? AND {visible} LIMIT 1",
+                            (item_id, *tenant.sql_params())).fetchone()
+               or conn.execute(f"SELECT body FROM input_items WHERE item_id = ? AND {visible} ORDER BY rowid LIMIT 1",
+                               (item_id, *tenant.sql_params())).fetchone())
         return None if row is None else json.loads(row[0])
 
-    async def get(self, response_id: str) -> dict | None:
-        return await self._run(self._get_sync, response_id)
+    async def get(self, response_id: str, tenant: Tenant = EVERYONE) -> dict | None:
+        return await self._run(self._get_sync, response_id, tenant)
 
     @staticmethod
-    def _get_sync(conn: sqlite3.Connection, response_id: str) -> dict | None:
-        row = conn.execute("SELECT body FROM responses WHERE id = ?", (response_id,)).fetchone()
+    def _get_sync(conn: sqlite3.Connection, response_id: str, tenant: Tenant) -> dict | None:
+        row = conn.execute(f"SELECT body FROM responses WHERE id = ? AND {_VISIBLE}",
+                           (response_id, *tenant.sql_params())).fetchone()
         return None if row is None else json.loads(row[0])
 
     async def delete(self, response_id: str) -> bool:
@@ -475,42 +514,45 @@ class SqliteResponseStore(ResponseStore):
 
     # -- conversations ------------------------------------------------------------------------
 
-    async def create_conversation(self, conversation: dict, items: list[dict]) -> None:
-        await self._run(self._create_conversation_sync, conversation, items)
+    async def create_conversation(self, conversation: dict, items: list[dict], tenant: str | None = None) -> None:
+        await self._run(self._create_conversation_sync, conversation, items, tenant)
 
     @staticmethod
-    def _create_conversation_sync(conn: sqlite3.Connection, conversation: dict, items: list[dict]) -> None:
+    def _create_conversation_sync(conn: sqlite3.Connection, conversation: dict, items: list[dict],
+                                  tenant: str | None) -> None:
         try:
             with _transaction(conn):
-                conn.execute("INSERT INTO conversations (id, created_at, body) VALUES (?, ?, ?)",
-                             (conversation["id"], conversation.get("created_at"), dumps(conversation)))
+                conn.execute("INSERT INTO conversations (id, created_at, body, tenant) VALUES (?, ?, ?, ?)",
+                             (conversation["id"], conversation.get("created_at"), dumps(conversation), tenant))
                 _append_items(conn, conversation["id"], items)
         except sqlite3.IntegrityError as exc:
             raise StoreError(f"conversation {conversation['id']!r} already exists") from exc
 
-    async def get_conversation(self, conversation_id: str) -> dict | None:
-        return await self._run(self._get_conversation_sync, conversation_id)
+    async def get_conversation(self, conversation_id: str, tenant: Tenant = EVERYONE) -> dict | None:
+        return await self._run(self._get_conversation_sync, conversation_id, tenant)
 
     @staticmethod
-    def _get_conversation_sync(conn: sqlite3.Connection, conversation_id: str) -> dict | None:
-        row = conn.execute("SELECT body FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
+    def _get_conversation_sync(conn: sqlite3.Connection, conversation_id: str, tenant: Tenant) -> dict | None:
+        row = conn.execute(f"SELECT body FROM conversations WHERE id = ? AND {_VISIBLE}",
+                           (conversation_id, *tenant.sql_params())).fetchone()
         return None if row is None else json.loads(row[0])
 
-    async def list_conversations(self, *, after: str | None = None, limit: int = 20,
-                                 order: str = "desc") -> tuple[list[dict], bool]:
-        return await self._run(self._list_conversations_sync, after, limit, order)
+    async def list_conversations(self, *, after: str | None = None, limit: int = 20, order: str = "desc",
+                                 tenant: Tenant = EVERYONE) -> tuple[list[dict], bool]:
+        return await self._run(self._list_conversations_sync, after, limit, order, tenant)
 
     @staticmethod
-    def _list_conversations_sync(conn: sqlite3.Connection, after: str | None, limit: int,
-                                 order: str) -> tuple[list[dict], bool]:
+    def _list_conversations_sync(conn: sqlite3.Connection, after: str | None, limit: int, order: str,
+                                 tenant: Tenant) -> tuple[list[dict], bool]:
         compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")  # fixed strings only
         with _transaction(conn, "DEFERRED"):
-            where, params = "", ()
+            where, params = f"WHERE {_VISIBLE}", tenant.sql_params()
             if after is not None:
-                row = conn.execute("SELECT created_at, id FROM conversations WHERE id = ?", (after,)).fetchone()
+                row = conn.execute(f"SELECT created_at, id FROM conversations {where} AND id = ?",
+                                   (*params, after)).fetchone()
                 if row is None:
                     raise StoreError(f"no conversation {after!r}")
-                where, params = f"WHERE (created_at, id) {compare} (?, ?)", tuple(row)
+                where, params = f"{where} AND (created_at, id) {compare} (?, ?)", (*params, *row)
             rows = conn.execute(f"SELECT body FROM conversations {where} "
                                 f"ORDER BY created_at {direction}, id {direction} LIMIT ?",
                                 (*params, limit + 1)).fetchall()

@@ -4,6 +4,9 @@
 response has ended (completed or incomplete) appends its input and output items to the conversation, so
 the next response sees them (service.py). Items are stored as the API returns them
 (ConversationItem: each with an id and a status).
+
+A conversation is its creator's key's (rostra/store/tenancy.py): for another tenant every call naming it is a 404,
+as for an id that does not exist.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from rostra.api.responses.items import normalize_input, with_status
 from rostra.api.responses.models import CreateConversationBody, CreateConversationItemsBody, UpdateConversationBody
 from rostra.api.responses.objects import new_id
 from rostra.store.base import ResponseStore, StoreError
+from rostra.store.tenancy import EVERYONE, Tenant
 
 MAX_ITEMS_PER_CALL = 20  # OpenAI's bound on items given at once
 
@@ -44,45 +48,52 @@ class ConversationsService:
     def __init__(self, store: ResponseStore):
         self.store = store
 
-    async def create(self, body: CreateConversationBody) -> dict[str, Any]:
+    async def create(self, body: CreateConversationBody, tenant: Tenant = EVERYONE) -> dict[str, Any]:
         conversation = {"id": new_id("conv"), "object": "conversation", "created_at": int(time.time()),
                         "metadata": check_metadata(body.metadata)}
-        await self.store.create_conversation(conversation, check_items(body.items))
+        await self.store.create_conversation(conversation, check_items(body.items), tenant.key)
         return conversation
 
-    async def retrieve(self, conversation_id: str, param: str = "conversation_id") -> dict[str, Any]:
-        conversation = await self.store.get_conversation(conversation_id)
+    async def retrieve(self, conversation_id: str, tenant: Tenant = EVERYONE) -> dict[str, Any]:
+        """The conversation, or a 404 (also when it is another tenant's). Its tenant never changes, so the
+        calls below check it once, then act."""
+        conversation = await self.store.get_conversation(conversation_id, tenant)
         if conversation is None:
-            raise NotFound(f"Conversation with id '{conversation_id}' not found.", param=param)
+            raise NotFound(f"Conversation with id '{conversation_id}' not found.", param="conversation_id")
         return conversation
 
-    async def list_all(self, after: str | None, limit: int, order: str) -> dict[str, Any]:
+    async def list_all(self, after: str | None, limit: int, order: str, tenant: Tenant = EVERYONE) -> dict[str, Any]:
         """`GET /v1/conversations`, an extension (OpenAI's API cannot list conversations): the
-        playground's sidebar. Paged like every list, by creation time."""
+        playground's sidebar. Paged like every list, by creation time; only those `tenant` may see."""
         try:
-            conversations, has_more = await self.store.list_conversations(after=after, limit=limit, order=order)
+            conversations, has_more = await self.store.list_conversations(after=after, limit=limit, order=order,
+                                                                          tenant=tenant)
         except StoreError as exc:
             raise InvalidRequest(str(exc), param="after") from exc
         return item_list(conversations, has_more)
 
-    async def update(self, conversation_id: str, body: UpdateConversationBody) -> dict[str, Any]:
-        conversation = {**await self.retrieve(conversation_id), "metadata": check_metadata(body.metadata)}
+    async def update(self, conversation_id: str, body: UpdateConversationBody,
+                     tenant: Tenant = EVERYONE) -> dict[str, Any]:
+        conversation = {**await self.retrieve(conversation_id, tenant), "metadata": check_metadata(body.metadata)}
         await self.store.update_conversation(conversation)
         return conversation
 
-    async def delete(self, conversation_id: str) -> dict[str, Any]:
+    async def delete(self, conversation_id: str, tenant: Tenant = EVERYONE) -> dict[str, Any]:
+        await self.retrieve(conversation_id, tenant)
         if not await self.store.delete_conversation(conversation_id):
             raise NotFound(f"Conversation with id '{conversation_id}' not found.", param="conversation_id")
         return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
 
-    async def add_items(self, conversation_id: str, body: CreateConversationItemsBody) -> dict[str, Any]:
-        await self.retrieve(conversation_id)
+    async def add_items(self, conversation_id: str, body: CreateConversationItemsBody,
+                        tenant: Tenant = EVERYONE) -> dict[str, Any]:
+        await self.retrieve(conversation_id, tenant)
         items = check_items(body.items)
         await self.store.add_conversation_items(conversation_id, items)
         return item_list(items, has_more=False)
 
-    async def list_items(self, conversation_id: str, after: str | None, limit: int, order: str) -> dict[str, Any]:
-        await self.retrieve(conversation_id)
+    async def list_items(self, conversation_id: str, after: str | None, limit: int, order: str,
+                         tenant: Tenant = EVERYONE) -> dict[str, Any]:
+        await self.retrieve(conversation_id, tenant)
         try:
             items, has_more = await self.store.conversation_items(conversation_id, after=after, limit=limit,
                                                                   order=order)
@@ -90,16 +101,16 @@ class ConversationsService:
             raise InvalidRequest(str(exc), param="after") from exc
         return item_list(items, has_more)
 
-    async def get_item(self, conversation_id: str, item_id: str) -> dict[str, Any]:
-        await self.retrieve(conversation_id)
+    async def get_item(self, conversation_id: str, item_id: str, tenant: Tenant = EVERYONE) -> dict[str, Any]:
+        await self.retrieve(conversation_id, tenant)
         item = await self.store.get_conversation_item(conversation_id, item_id)
         if item is None:
             raise NotFound(f"Item with id '{item_id}' not found in conversation '{conversation_id}'.",
                            param="item_id")
         return item
 
-    async def delete_item(self, conversation_id: str, item_id: str) -> dict[str, Any]:
-        conversation = await self.retrieve(conversation_id)
+    async def delete_item(self, conversation_id: str, item_id: str, tenant: Tenant = EVERYONE) -> dict[str, Any]:
+        conversation = await self.retrieve(conversation_id, tenant)
         if not await self.store.delete_conversation_item(conversation_id, item_id):
             raise NotFound(f"Item with id '{item_id}' not found in conversation '{conversation_id}'.",
                            param="item_id")

@@ -1,5 +1,6 @@
 """The Responses API (create: plain, streamed, background; retrieve or follow; cancel; delete; input items) and
-the Conversations API whose items responses read and extend."""
+the Conversations API whose items responses read and extend. Each call acts as the tenant of its API key (set by
+the key middleware): another key's responses and conversations are 404s (rostra/store/tenancy.py)."""
 
 from __future__ import annotations
 
@@ -18,48 +19,57 @@ from rostra.server.context import server_context
 from rostra.server.generation_endpoint import serve_generation
 from rostra.server.request_body import check_page, parse_body
 from rostra.server.sse import EventStreamResponse
+from rostra.store.tenancy import EVERYONE, Tenant
 
 router = APIRouter()
+
+
+def tenant_of(request: Request) -> Tenant:
+    """Whose key made the request (the key middleware says; without keys there is one tenant)."""
+    tenant = request.scope.get("state", {}).get("tenant", EVERYONE)
+    return tenant if isinstance(tenant, Tenant) else EVERYONE
 
 
 @router.post("/v1/responses")
 async def create_response(request: Request) -> Response:
     body = await parse_body(request, CreateResponseRequest)
-    return await serve_generation(request, lambda model: server_context(request).responses, body, responses_api=True)
+    responses = server_context(request).responses.for_tenant(tenant_of(request))
+    return await serve_generation(request, lambda model: responses, body, responses_api=True)
 
 
 @router.get("/v1/responses/{response_id}", response_model=None)
 async def retrieve_response(request: Request, response_id: str, stream: bool = False,
                             starting_after: int | None = None) -> dict[str, Any] | Response:
-    responses = server_context(request).responses
+    responses, tenant = server_context(request).responses, tenant_of(request)
     if stream:
-        await responses.retrieve(response_id)  # 404 before the stream starts
-        return EventStreamResponse(responses.follow(response_id, starting_after), responses_api=True)
-    return await responses.retrieve(response_id)
+        await responses.retrieve(response_id, tenant)  # 404 before the stream starts
+        return EventStreamResponse(responses.follow(response_id, starting_after, tenant), responses_api=True)
+    return await responses.retrieve(response_id, tenant)
 
 
 @router.post("/v1/responses/{response_id}/cancel")
 async def cancel_response(request: Request, response_id: str) -> dict[str, Any]:
-    return await server_context(request).responses.cancel(response_id)
+    return await server_context(request).responses.cancel(response_id, tenant_of(request))
 
 
 @router.delete("/v1/responses/{response_id}")
 async def delete_response(request: Request, response_id: str) -> dict[str, Any]:
-    return await server_context(request).responses.delete(response_id)
+    return await server_context(request).responses.delete(response_id, tenant_of(request))
 
 
 @router.get("/v1/responses/{response_id}/input_items")
 async def list_input_items(request: Request, response_id: str, after: str | None = None, limit: int = 20,
                            order: str = "desc") -> dict[str, Any]:
     check_page(limit, order)
-    return await server_context(request).responses.input_items(response_id, after, limit, order)
+    return await server_context(request).responses.input_items(response_id, after, limit, order,
+                                                               tenant_of(request))
 
 
 # -- Conversations ------------------------------------------------------------------------------------------------
 @router.post("/v1/conversations")
 async def create_conversation(request: Request) -> dict[str, Any]:
     body = await parse_body(request, CreateConversationBody)
-    return await server_context(request).conversations.create(body)
+    return await server_context(request).conversations.create(body, tenant_of(request))
 
 
 @router.get("/v1/conversations")
@@ -67,43 +77,44 @@ async def list_conversations(request: Request, after: str | None = None, limit: 
                              order: str = "desc") -> dict[str, Any]:
     """An extension: OpenAI's Conversations API has no listing (the playground's sidebar needs one)."""
     check_page(limit, order)
-    return await server_context(request).conversations.list_all(after, limit, order)
+    return await server_context(request).conversations.list_all(after, limit, order, tenant_of(request))
 
 
 @router.get("/v1/conversations/{conversation_id}")
 async def retrieve_conversation(request: Request, conversation_id: str) -> dict[str, Any]:
-    return await server_context(request).conversations.retrieve(conversation_id)
+    return await server_context(request).conversations.retrieve(conversation_id, tenant_of(request))
 
 
 @router.post("/v1/conversations/{conversation_id}")
 async def update_conversation(request: Request, conversation_id: str) -> dict[str, Any]:
     body = await parse_body(request, UpdateConversationBody)
-    return await server_context(request).conversations.update(conversation_id, body)
+    return await server_context(request).conversations.update(conversation_id, body, tenant_of(request))
 
 
 @router.delete("/v1/conversations/{conversation_id}")
 async def delete_conversation(request: Request, conversation_id: str) -> dict[str, Any]:
-    return await server_context(request).conversations.delete(conversation_id)
+    return await server_context(request).conversations.delete(conversation_id, tenant_of(request))
 
 
 @router.post("/v1/conversations/{conversation_id}/items")
 async def create_items(request: Request, conversation_id: str) -> dict[str, Any]:
     body = await parse_body(request, CreateConversationItemsBody)
-    return await server_context(request).conversations.add_items(conversation_id, body)
+    return await server_context(request).conversations.add_items(conversation_id, body, tenant_of(request))
 
 
 @router.get("/v1/conversations/{conversation_id}/items")
 async def list_items(request: Request, conversation_id: str, after: str | None = None, limit: int = 20,
                      order: str = "desc") -> dict[str, Any]:
     check_page(limit, order)
-    return await server_context(request).conversations.list_items(conversation_id, after, limit, order)
+    return await server_context(request).conversations.list_items(conversation_id, after, limit, order,
+                                                                  tenant_of(request))
 
 
 @router.get("/v1/conversations/{conversation_id}/items/{item_id}")
 async def retrieve_item(request: Request, conversation_id: str, item_id: str) -> dict[str, Any]:
-    return await server_context(request).conversations.get_item(conversation_id, item_id)
+    return await server_context(request).conversations.get_item(conversation_id, item_id, tenant_of(request))
 
 
 @router.delete("/v1/conversations/{conversation_id}/items/{item_id}")
 async def delete_item(request: Request, conversation_id: str, item_id: str) -> dict[str, Any]:
-    return await server_context(request).conversations.delete_item(conversation_id, item_id)
+    return await server_context(request).conversations.delete_item(conversation_id, item_id, tenant_of(request))

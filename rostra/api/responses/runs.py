@@ -1,6 +1,6 @@
 """The runs of stored responses on this server: their leases, background tasks, followers, cancel and delete.
 
-Several replicas may share one store (PostgreSQL). Each stored response that runs here (a background run, or a
+Several replicas may share one store (PostgreSQL; SQLite between processes on one machine). Each stored response that runs here (a background run, or a
 stored foreground stream) is leased to this replica (`owner`) and the lease is renewed every `tick` seconds; the
 same tick reads the cancel requests other replicas recorded, and fails the responses of replicas whose leases
 expired. A replica that does not run a response follows it through the store (`watch`), not memory.
@@ -25,6 +25,7 @@ from rostra.api.responses.event_log import DEFAULT_INTERVAL, EventLog
 from rostra.api.responses.recovery import settle_from_events
 from rostra.errors import APIError, InvalidRequest, NotFound, ServerError, ServiceUnavailable, TooManyRequests
 from rostra.store.base import RUNNING_STATUSES, ResponseStore
+from rostra.store.tenancy import EVERYONE, Tenant
 
 log = logging.getLogger("rostra.responses")
 
@@ -105,10 +106,14 @@ class RunRegistry:
     # -- leases ----------------------------------------------------------------------------------
     async def start(self) -> None:
         """After the store is open: recover what a previous run left, then keep leases."""
-        if self.store.shared:  # other replicas may be running theirs: only expired leases are dead
-            failed = len(await self.store.fail_expired_leases(settle_from_events))
-        else:  # this process owns the store: whatever was running, stopped with the last process
-            failed = await self.store.mark_interrupted(settle_from_events)
+        alone = await self.store.claim()
+        try:
+            if alone:  # no other live process uses the store: whatever was running stopped with its process
+                failed = await self.store.mark_interrupted(settle_from_events)
+            else:  # other processes (replicas) may be running theirs: only expired leases are dead
+                failed = len(await self.store.fail_expired_leases(settle_from_events))
+        finally:
+            self.store.admit_others()
         if failed:
             log.warning("%d stored response(s) were running on a server that stopped: marked failed", failed)
         self._keeper = asyncio.create_task(self._keep_leases())
@@ -148,9 +153,10 @@ class RunRegistry:
 
     # -- running ---------------------------------------------------------------------------------
     async def stream(self, response: dict[str, Any], items: list[dict[str, Any]], events: Events,
-                     fail: Fail) -> Events:
-        """A stored foreground stream: leased while it runs, every event stored as it goes (for replay)."""
-        await self.store.create(response, items, owner=self.owner, lease_seconds=self.lease_seconds)
+                     fail: Fail, tenant: str | None = None) -> Events:
+        """A stored foreground stream: leased while it runs, every event stored as it goes (for replay).
+        `tenant`: the key fingerprint it belongs to."""
+        await self.store.create(response, items, owner=self.owner, lease_seconds=self.lease_seconds, tenant=tenant)
         self.streaming.add(response["id"])
         event_log = EventLog(self.store, response["id"], self.event_interval)
         try:
@@ -171,12 +177,12 @@ class RunRegistry:
             await self._store_final(response, event_log)
 
     async def launch(self, response: dict[str, Any], items: list[dict[str, Any]], events: Events, fail: Fail,
-                     on_done: Callable[[], None]) -> dict[str, Any]:
-        """Store the response as queued and run it in a task of its own; `on_done` runs when the run has
-        ended, however it ends."""
+                     on_done: Callable[[], None], tenant: str | None = None) -> dict[str, Any]:
+        """Store the response as queued (belonging to `tenant`) and run it in a task of its own; `on_done` runs
+        when the run has ended, however it ends."""
         self.check_room()
         response["status"] = "queued"
-        await self.store.create(response, items, owner=self.owner, lease_seconds=self.lease_seconds)
+        await self.store.create(response, items, owner=self.owner, lease_seconds=self.lease_seconds, tenant=tenant)
         live = self.live[response["id"]] = LiveRun()
         live.task = asyncio.create_task(self._run(response, events, fail, live))
         live.task.add_done_callback(lambda _: on_done())  # runs even for a task cancelled before it started
@@ -234,15 +240,17 @@ class RunRegistry:
             log.exception("could not store the final state of response %s", response["id"])
 
     # -- read, follow, cancel, delete ------------------------------------------------------------
-    async def retrieve(self, response_id: str) -> dict[str, Any]:
-        response = await self.store.get(response_id)
+    async def retrieve(self, response_id: str, tenant: Tenant = EVERYONE) -> dict[str, Any]:
+        """The stored response, or a 404 (also when it is another tenant's: the same answer, so an id tells
+        nothing about whether it exists)."""
+        response = await self.store.get(response_id, tenant)
         if response is None:
             raise NotFound(f"No response found with id '{response_id}'.", param="response_id")
         return response
 
-    async def follow(self, response_id: str, starting_after: int | None) -> Events:
+    async def follow(self, response_id: str, starting_after: int | None, tenant: Tenant = EVERYONE) -> Events:
         """Stored events after `starting_after`, then live ones until the response ends."""
-        await self.retrieve(response_id)
+        await self.retrieve(response_id, tenant)
         live = self.live.get(response_id)  # taken before the store is read: no event falls between the two
         if live is None:  # finished, or running on another replica: the store has it all
             async for event in self._follow_store(response_id, starting_after):
@@ -285,8 +293,8 @@ class RunRegistry:
         response = await self.store.get(response_id)
         return response is not None and response["status"] in RUNNING_STATUSES
 
-    async def cancel(self, response_id: str) -> dict[str, Any]:
-        response = await self.retrieve(response_id)
+    async def cancel(self, response_id: str, tenant: Tenant = EVERYONE) -> dict[str, Any]:
+        response = await self.retrieve(response_id, tenant)
         live = self.live.get(response_id)
         if live is not None and live.task is not None:
             live.task.cancel()
@@ -324,7 +332,8 @@ class RunRegistry:
             raise TooManyRequests(f"this server is running its limit of {self.max_background} background responses; "
                                   "try again when some have finished (rostra serve --max-background-responses)")
 
-    async def delete(self, response_id: str) -> dict[str, Any]:
+    async def delete(self, response_id: str, tenant: Tenant = EVERYONE) -> dict[str, Any]:
+        await self.retrieve(response_id, tenant)  # the tenant never changes: checked once, before anything stops
         live = self.live.get(response_id)
         if live and live.task:
             live.task.cancel()

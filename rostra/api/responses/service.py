@@ -37,6 +37,7 @@ from rostra.serving.deadline import NO_DEADLINE, Deadline
 from rostra.serving.generation import Job, OverChatJob
 from rostra.serving.reasoning_crypto import ReasoningSealer, opened
 from rostra.store.base import ResponseStore, StoreError
+from rostra.store.tenancy import EVERYONE, Tenant
 
 log = logging.getLogger("rostra.responses")
 
@@ -66,6 +67,7 @@ class ResponseJob(OverChatJob):
     turns: list[Job] = field(default_factory=list)  # the chat job of every model turn, `chat` the last
     tools: list[Tool] = field(default_factory=list)  # the request's tools, typed
     approved: list[dict[str, Any]] = field(default_factory=list)  # approved MCP calls, run as the first step
+    tenant: Tenant = EVERYONE  # who asked: the stored response is its key's
 
     async def close(self) -> None:
         """Free what its turns' jobs hold (a relayed upstream) if they never ran."""
@@ -102,7 +104,13 @@ class ResponsesService:
         await self.runs.stop()
 
     # -- create ----------------------------------------------------------------------------
-    async def prepare(self, request: CreateResponseRequest) -> ResponseJob:
+    def for_tenant(self, tenant: Tenant) -> "TenantResponses":
+        """This service as `tenant` drives it through the generation endpoint."""
+        return TenantResponses(self, tenant)
+
+    async def prepare(self, request: CreateResponseRequest, tenant: Tenant = EVERYONE) -> ResponseJob:
+        """`tenant`: who asks; what the request continues (previous_response_id, conversation, item
+        references) must be visible to it, and the stored response will be its key's."""
         if request.background and not request.store:
             raise InvalidRequest("background responses must be stored (store: true)", param="background")
         if request.background:  # before any work: a full server says so at once
@@ -110,7 +118,7 @@ class ResponsesService:
         for index, value in enumerate(request.include or []):
             if value not in INCLUDABLE:
                 raise InvalidRequest(f"include: unknown value {value!r}", param=f"include[{index}]")
-        items = await self._resolved(normalize_input(request.input))
+        items = await self._resolved(normalize_input(request.input), tenant)
         tools = parse_tools(request.tools)
         for ignored in ignored_tools(tools):
             log.warning("tools[%d]: %s is %s: not offered to the model", ignored["index"], ignored["type"],
@@ -119,9 +127,9 @@ class ResponsesService:
         if reference and request.previous_response_id:
             raise InvalidRequest("give either previous_response_id or conversation, not both", param="conversation")
         if reference:
-            history = await self._conversation_items(reference)
+            history = await self._conversation_items(reference, tenant)
         elif request.previous_response_id:
-            history = await self._conversation(request.previous_response_id)
+            history = await self._conversation(request.previous_response_id, tenant)
         else:
             history = []
         conversation = (opened(history, self.sealer, "conversation" if reference else "previous_response_id")
@@ -131,7 +139,9 @@ class ResponsesService:
         loop = ToolLoop(await resolve(servers, conversation, functions) if servers else McpTools(),
                         request.max_tool_calls)
         approved = approved_calls(items, conversation, loop)
-        ready = loop.tools.listings + approved
+        ran = await self._ran_before(approved, tenant)  # a retry's calls keep their first run's result
+        ready = loop.tools.listings + [ran.get(call["id"], call) for call in approved]
+        approved = [call for call in approved if call["id"] not in ran]
         defaults = self.chat_for(request.model).defaults
         builder = ResponseBuilder(base_response(request, tools, defaults), offer(tools)[1],
                                   summary=bool(request.reasoning and request.reasoning.summary))
@@ -141,7 +151,7 @@ class ResponsesService:
         builder.mcp.tools = loop.tools.labels()
         if ENCRYPTED_REASONING in (request.include or []):
             builder.sealer = self.sealer
-        return ResponseJob(request, job, builder, items, conversation, loop, ready, [job], tools, approved)
+        return ResponseJob(request, job, builder, items, conversation, loop, ready, [job], tools, approved, tenant)
 
     async def _turn(self, request: CreateResponseRequest, tools: list[Tool], conversation: list[dict[str, Any]],
                     mcp_tools: list[dict[str, Any]], builder: ResponseBuilder) -> Job:
@@ -177,7 +187,7 @@ class ResponsesService:
         finally:
             await job.close()
             if job.request.store and job.builder.response["status"] != "in_progress":  # not if the client left
-                await self.store.create(job.builder.response, job.items)
+                await self.store.create(job.builder.response, job.items, tenant=job.tenant.key)
         if job.builder.error is not None:
             raise job.builder.error
         return job.builder.response
@@ -186,7 +196,7 @@ class ResponsesService:
         """A streamed response; every event is stored as it goes (when stored) for replay."""
         events = self._events(job, deadline)
         if job.request.store:
-            events = self.runs.stream(job.builder.response, job.items, events, job.builder.fail)
+            events = self.runs.stream(job.builder.response, job.items, events, job.builder.fail, job.tenant.key)
         else:
             events = ended_on_error(events, job.builder.fail)
         try:
@@ -208,7 +218,7 @@ class ResponsesService:
 
         try:
             return await self.runs.launch(job.builder.response, job.items, self._events(job, deadline),
-                                          job.builder.fail, ended)
+                                          job.builder.fail, ended, job.tenant.key)
         except BaseException:  # not stored (a full disk, too many at once): nothing runs, nothing stays open
             await job.close()
             raise
@@ -222,13 +232,14 @@ class ResponsesService:
         try:
             if job.approved:  # the first step of the stored turn; the first model turn then reads their results
                 await job.loop.run_approved(job.approved)
+            for item in job.ready:  # before the turn that reads them: a refused turn keeps the calls' results
+                for out in builder.mcp.whole_item(item):
+                    yield out
+            if job.approved:
                 await job.chat.close()  # prepared (to validate the request) before the results were known
                 job.chat = await self._turn(job.request, job.tools, job.conversation + job.ready,
                                             job.loop.chat_tools(), builder)
                 job.turns = [job.chat]
-            for item in job.ready:
-                for out in builder.mcp.whole_item(item):
-                    yield out
             while True:  # one model turn, then the MCP calls it made, as long as the model makes some
                 start = len(builder.response["output"])
                 chat = self.chat_for(job.request.model)
@@ -265,20 +276,22 @@ class ResponsesService:
         yield final
 
     # -- read, follow, cancel, delete (the run registry's) -------------------------------------------
-    async def retrieve(self, response_id: str) -> dict[str, Any]:
-        return await self.runs.retrieve(response_id)
+    async def retrieve(self, response_id: str, tenant: Tenant = EVERYONE) -> dict[str, Any]:
+        return await self.runs.retrieve(response_id, tenant)
 
-    def follow(self, response_id: str, starting_after: int | None) -> AsyncGenerator[dict[str, Any], None]:
-        return self.runs.follow(response_id, starting_after)
+    def follow(self, response_id: str, starting_after: int | None,
+               tenant: Tenant = EVERYONE) -> AsyncGenerator[dict[str, Any], None]:
+        return self.runs.follow(response_id, starting_after, tenant)
 
-    async def cancel(self, response_id: str) -> dict[str, Any]:
-        return await self.runs.cancel(response_id)
+    async def cancel(self, response_id: str, tenant: Tenant = EVERYONE) -> dict[str, Any]:
+        return await self.runs.cancel(response_id, tenant)
 
-    async def delete(self, response_id: str) -> dict[str, Any]:
-        return await self.runs.delete(response_id)
+    async def delete(self, response_id: str, tenant: Tenant = EVERYONE) -> dict[str, Any]:
+        return await self.runs.delete(response_id, tenant)
 
-    async def input_items(self, response_id: str, after: str | None, limit: int, order: str) -> dict[str, Any]:
-        await self.retrieve(response_id)
+    async def input_items(self, response_id: str, after: str | None, limit: int, order: str,
+                          tenant: Tenant = EVERYONE) -> dict[str, Any]:
+        await self.retrieve(response_id, tenant)
         try:
             items, has_more = await self.store.input_items(response_id, after=after, limit=limit, order=order)
         except StoreError as exc:
@@ -287,12 +300,23 @@ class ResponsesService:
                 "first_id": items[0]["id"] if items else None, "last_id": items[-1]["id"] if items else None}
 
     # -- the conversation a request continues --------------------------------------------------------
-    async def _resolved(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The input with each item_reference replaced by the stored item it names."""
+    async def _ran_before(self, calls: list[dict[str, Any]], tenant: Tenant) -> dict[str, dict[str, Any]]:
+        """The approved calls a stored response of `tenant` already ran, by id (an approved call's id names the
+        approval and the call: mcp/loop.py approved_call_id): the first attempt of a request whose next model turn
+        was refused ran them, and its retry must not run the (side-effecting) tool again."""
+        ran = {}
+        for call in calls:
+            stored = await self.store.find_item(call["id"], tenant)
+            if stored is not None and stored.get("type") == "mcp_call" and stored.get("status") == "completed":
+                ran[call["id"]] = stored
+        return ran
+
+    async def _resolved(self, items: list[dict[str, Any]], tenant: Tenant) -> list[dict[str, Any]]:
+        """The input with each item_reference replaced by the stored item it names (of `tenant`'s responses)."""
         resolved = []
         for index, item in enumerate(items):
             if item["type"] == "item_reference":
-                found = await self.store.find_item(item["id"])
+                found = await self.store.find_item(item["id"], tenant)
                 if found is None:
                     raise InvalidRequest(f"Item with id '{item['id']}' not found. Only items of stored responses "
                                          "can be referenced (a response created with store: false keeps none).",
@@ -302,20 +326,21 @@ class ResponsesService:
         return resolved
 
     # -- the conversation a request continues --------------------------------------------------------
-    async def _conversation_items(self, conversation: str) -> list[dict[str, Any]]:
-        if await self.store.get_conversation(conversation) is None:
+    async def _conversation_items(self, conversation: str, tenant: Tenant) -> list[dict[str, Any]]:
+        if await self.store.get_conversation(conversation, tenant) is None:
             raise NotFound(f"Conversation with id '{conversation}' not found.", param="conversation")
         items, _ = await self.store.conversation_items(conversation, limit=MAX_HISTORY_ITEMS, order="asc")
         return items
 
-    async def _conversation(self, response_id: str) -> list[dict[str, Any]]:
-        """Every item of the conversation up to and including `response_id`'s output, oldest first."""
+    async def _conversation(self, response_id: str, tenant: Tenant) -> list[dict[str, Any]]:
+        """Every item of the conversation up to and including `response_id`'s output, oldest first (each
+        response of the chain one `tenant` may see)."""
         chain: list[dict[str, Any]] = []
         current: str | None = response_id
         while current:
             if len(chain) >= MAX_HISTORY:
                 raise InvalidRequest("previous_response_id chain is too long", param="previous_response_id")
-            response = await self.store.get(current)
+            response = await self.store.get(current, tenant)
             if response is None:
                 raise NotFound(f"Previous response with id '{current}' not found.", param="previous_response_id")
             chain.append(response)
@@ -325,6 +350,31 @@ class ResponsesService:
             stored, _ = await self.store.input_items(response["id"], limit=10_000, order="asc")
             items += stored + [item for item in response["output"] if item.get("type") in REPLAYED]
         return items
+
+
+@dataclass(frozen=True)
+class TenantResponses:
+    """The Responses service as one tenant drives it through the generation endpoint: its jobs are prepared
+    for that tenant (and carry it to the store), and a background response's stream follows as it."""
+
+    service: ResponsesService
+    tenant: Tenant
+
+    async def prepare(self, request: CreateResponseRequest) -> ResponseJob:
+        return await self.service.prepare(request, self.tenant)
+
+    def stream(self, job: ResponseJob, deadline: Deadline = NO_DEADLINE) -> AsyncGenerator[dict[str, Any], None]:
+        return self.service.stream(job, deadline)
+
+    async def complete(self, job: ResponseJob, deadline: Deadline = NO_DEADLINE) -> dict[str, Any]:
+        return await self.service.complete(job, deadline)
+
+    async def start_background(self, job: ResponseJob, deadline: Deadline,
+                               on_done: Callable[[], None]) -> dict[str, Any]:
+        return await self.service.start_background(job, deadline, on_done)
+
+    def follow(self, response_id: str, starting_after: int | None) -> AsyncGenerator[dict[str, Any], None]:
+        return self.service.follow(response_id, starting_after, self.tenant)
 
 
 def conversation_id(request: CreateResponseRequest) -> str | None:

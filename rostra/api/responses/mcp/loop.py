@@ -9,13 +9,14 @@ function call), asks for an approval, or `max_tool_calls` is spent (then it must
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import Any, AsyncGenerator
 
 from rostra.api.responses.items import MCP_ITEM_TYPES
 from rostra.api.responses.mcp.client import CallResult, call_tool
 from rostra.api.responses.mcp.tools import McpTools
-from rostra.api.responses.objects import new_id
 from rostra.api.responses.render import ResponseBuilder
 from rostra.errors import InvalidRequest
 
@@ -68,6 +69,13 @@ def awaits_client(items: list[dict[str, Any]]) -> bool:
     return any(item["type"] in ("function_call", "mcp_approval_request") for item in items)
 
 
+def approved_call_id(request: dict[str, Any]) -> str:
+    """The id of the call that an approval of `request` runs: the same for the same approval of the same call, so
+    a retry of a request finds the run its first attempt made (ResponsesService._ran_before)."""
+    named = json.dumps([request["id"], request["server_label"], request["name"], request["arguments"]])
+    return "mcp_" + hashlib.sha256(named.encode()).hexdigest()[:32]
+
+
 def approved_calls(items: list[dict[str, Any]], conversation: list[dict[str, Any]],
                    loop: ToolLoop) -> list[dict[str, Any]]:
     """The calls this request's `mcp_approval_response` items approve, as `mcp_call` items not run yet: they run
@@ -87,7 +95,7 @@ def approved_calls(items: list[dict[str, Any]], conversation: list[dict[str, Any
         if route is None or route.server.label != request["server_label"]:
             raise InvalidRequest(f"the approved call's MCP server {request['server_label']!r} (tool "
                                  f"{request['name']!r}) is not among this request's tools", param="tools")
-        approved.append({"id": new_id("mcp"), "type": "mcp_call", "server_label": request["server_label"],
+        approved.append({"id": approved_call_id(request), "type": "mcp_call", "server_label": request["server_label"],
                          "name": request["name"], "arguments": request["arguments"],
                          "approval_request_id": request["id"], "output": None, "error": None,
                          "status": "in_progress"})
