@@ -146,6 +146,15 @@ def test_sampled_token_in_the_top_appears_once():
     assert step.logprob == -0.2 and [t.token_id for t in step.top_logprobs] == [3, 4]
 
 
+@pytest.mark.parametrize("ranks", [(2, 1), (1, 1), (None, None)])
+def test_on_an_exact_tie_the_sampled_token_is_listed_first(ranks):
+    # vLLM's own server lists the sampled token first when its logprob ties another's, whatever rank each got.
+    sampled_rank, other_rank = ranks
+    position = {3: _lp(-0.5, other_rank), 4: _lp(-0.5, sampled_rank), 5: _lp(-0.9, 3)}
+    step = engine_output([4], [position], None, None, 2, _bytes).tokens[0]
+    assert [(t.token_id, t.logprob) for t in step.top_logprobs] == [(4, -0.5), (3, -0.5)]
+
+
 def test_top_logprobs_zero_keeps_only_the_sampled_logprob():
     step = engine_output([4], [{4: _lp(-0.7, 2)}], None, None, 0, _bytes).tokens[0]
     assert step.logprob == -0.7 and step.top_logprobs == ()

@@ -419,8 +419,10 @@ def _step(token_id: int, position: dict[int, Any] | None, top_n: int, token_byte
     if position is None:
         return TokenStep(token_id, data)
     sampled = position.get(token_id)
-    ranked = sorted(position.items(), key=lambda item: (item[1].rank if item[1].rank is not None else float("inf"),
-                                                        -item[1].logprob))
+    # Best first; on an exact tie the sampled token leads, as vLLM's own server lists it (the ranks vLLM gives
+    # tied tokens depend on its top-k's order, not on which was sampled), then vLLM's rank.
+    ranked = sorted(position.items(), key=lambda item: (-item[1].logprob, item[0] != token_id,
+                                                        item[1].rank if item[1].rank is not None else float("inf")))
     tops = tuple(TopLogprob(top_id, token_bytes(top_id), entry.logprob) for top_id, entry in ranked[:top_n])
     return TokenStep(token_id, data, sampled.logprob if sampled is not None else None, tops)
 
