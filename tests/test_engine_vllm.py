@@ -384,6 +384,9 @@ def stand_in_vllm(monkeypatch):
     sampling = types.ModuleType("vllm.sampling_params")
     sampling.RequestOutputKind = enum.Enum("RequestOutputKind", "CUMULATIVE DELTA FINAL_ONLY")
     sampling.StructuredOutputsParams = lambda **kwargs: ("structured", kwargs)
+    inputs = types.ModuleType("vllm.inputs")  # the current input form (older releases: a raw TokensPrompt)
+    inputs.tokens_input = lambda prompt_token_ids: {"type": "token", "prompt_token_ids": prompt_token_ids}
+    monkeypatch.setitem(sys.modules, "vllm.inputs", inputs)
     monkeypatch.setitem(sys.modules, "vllm", vllm)
     monkeypatch.setitem(sys.modules, "vllm.sampling_params", sampling)
     monkeypatch.setattr(_StandInLLM, "fail", None)
@@ -441,10 +444,16 @@ def test_stand_in_generation_streams_deltas_and_silences_the_stop_token(stand_in
     assert b"".join(s.token_bytes for o in outputs for s in o.tokens) == b" hi there!"
     assert [o.finish_reason for o in outputs] == [None, "stop"]
     prompt, params, request_id = _StandInLLM.last.requests[0]
-    assert prompt == {"prompt_token_ids": [1, 3]} and request_id == "r-0"
+    assert prompt == {"type": "token", "prompt_token_ids": [1, 3]} and request_id == "r-0"
     assert params.output_kind == stand_in_vllm.RequestOutputKind.DELTA and params.detokenize is False
     assert params.structured_outputs == ("structured", {"json": schema}) and params.max_tokens == 9
     assert engine.running_requests() == 0
+
+
+def test_stand_in_older_vllm_gets_a_tokens_prompt(stand_in_vllm, monkeypatch):
+    monkeypatch.setitem(sys.modules, "vllm.inputs", None)  # a vLLM without vllm.inputs.tokens_input
+    _run_stand_in(_stand_in_engine(), SamplingParams(max_tokens=4))
+    assert _StandInLLM.last.requests[0][0] == {"prompt_token_ids": [1, 3]}
 
 
 def test_stand_in_prompt_logprobs_and_cached_tokens(stand_in_vllm, monkeypatch):
@@ -747,7 +756,7 @@ def test_stand_in_embedding_model_runs_on_the_pooling_runner(stand_in_vllm, monk
     assert (engine.task, engine.embedding_dimensions, engine.matryoshka_dimensions) == ("embed", 4, (2, 4))
     vectors = asyncio.run(engine.embed([[3, 4, 5, 6], [1]]))
     assert np_close(vectors, [[0.6, 0.8, 0.0, 0.0], [1 / 2 ** 0.5, 1 / 2 ** 0.5, 0.0, 0.0]])
-    assert [prompt for prompt, _, _ in llm.encoded] == [{"prompt_token_ids": [3, 4, 5, 6]}, {"prompt_token_ids": [1]}]
+    assert [prompt["prompt_token_ids"] for prompt, _, _ in llm.encoded] == [[3, 4, 5, 6], [1]]
     assert all(params.task == "embed" for _, params, _ in llm.encoded)
     assert len({request_id for _, _, request_id in llm.encoded}) == 2
 

@@ -4,7 +4,7 @@ Written against the public API of vLLM 0.33.0 (the version `rostra[vllm]` pins),
 that release's sources; it has not been run here (no GPU, no vLLM on the build machine):
 `AsyncEngineArgs`, `AsyncLLMEngine` (vLLM's V1 `AsyncLLM`) `.from_engine_args`,
 `.generate(prompt, sampling_params, request_id)` (an async generator of `RequestOutput`),
-`.abort(request_id)`, `.shutdown()`, `.get_tokenizer()`, `TokensPrompt`, and `SamplingParams`
+`.abort(request_id)`, `.shutdown()`, `.get_tokenizer()`, `vllm.inputs.tokens_input` (`TokensPrompt` before it), and `SamplingParams`
 with `output_kind=RequestOutputKind.DELTA` and `structured_outputs=StructuredOutputsParams(...)`
 (`guided_decoding=GuidedDecodingParams(...)` where an older vLLM lacks the former).
 
@@ -150,8 +150,6 @@ class VllmEngine(Engine):
 
     async def generate(self, request_id: str, prompt: Prompt,
                        params: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
-        from vllm import TokensPrompt
-
         if self._llm is None:
             raise EngineError("the vLLM engine is closed")
         top_n = params.top_logprobs or 0
@@ -159,7 +157,7 @@ class VllmEngine(Engine):
         try:
             sampling = _vllm_sampling_params(params)  # vLLM validates here too (ValueError)
             # Closing this generator early closes vLLM's, which aborts the request in vLLM.
-            stream = self._llm.generate(TokensPrompt(prompt_token_ids=list(prompt.token_ids)), sampling, request_id)
+            stream = self._llm.generate(engine_prompt(list(prompt.token_ids)), sampling, request_id)
             async with aclosing(stream):
                 async for request_output in stream:
                     completion = request_output.outputs[0]
@@ -184,7 +182,7 @@ class VllmEngine(Engine):
         return list(await asyncio.gather(*(self._embed_one(ids) for ids in inputs)))
 
     async def _embed_one(self, token_ids: list[int]) -> list[float]:
-        from vllm import PoolingParams, TokensPrompt
+        from vllm import PoolingParams
 
         if self._llm is None:
             raise EngineError("the vLLM engine is closed")
@@ -193,7 +191,7 @@ class VllmEngine(Engine):
         final: Any = None
         try:
             # Cancelling this (a client gone) cancels vLLM's generator, which aborts the request in vLLM.
-            async for output in self._llm.encode(TokensPrompt(prompt_token_ids=token_ids),
+            async for output in self._llm.encode(engine_prompt(token_ids),
                                                  PoolingParams(task="embed"), request_id):
                 final = output
         except Exception as exc:
@@ -214,6 +212,18 @@ class VllmEngine(Engine):
         if output.finish_reason is not None and isinstance(cached, int):
             output = dataclasses.replace(output, cached_tokens=cached)
         return output
+
+
+def engine_prompt(token_ids: list[int]) -> Any:
+    """The prompt in the form vLLM's engine takes: `vllm.inputs.tokens_input` (a rendered "token" input) where
+    vLLM has it (0.32 on), which vLLM hands to its engine as is; a raw `TokensPrompt` before, which newer
+    releases still take but re-parse, warning that the form is deprecated."""
+    try:
+        from vllm.inputs import tokens_input
+    except ImportError:
+        from vllm import TokensPrompt
+        return TokensPrompt(prompt_token_ids=token_ids)
+    return tokens_input(token_ids)
 
 
 def pooled_vector(data: Any) -> list[float]:
