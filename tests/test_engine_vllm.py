@@ -417,6 +417,16 @@ def test_stand_in_engine_describes_the_model(stand_in_vllm):
     assert _StandInLLM.last.closed == ["shutdown"]
 
 
+def test_stand_in_gauges_are_vllms_scheduler_bounded_by_the_requests_in_flight(stand_in_vllm):
+    engine = _stand_in_engine()
+    engine._running.update({"a", "b", "c"})  # three generations in flight, no report from vLLM yet: rostra's count
+    assert (engine.scheduled_requests(), engine.queued_requests(), engine.cache_usage()) == (3, 0, 3 / 128)
+    engine._scheduler.record(SimpleNamespace(num_running_reqs=1, num_waiting_reqs=2, kv_cache_usage=0.25))
+    assert (engine.scheduled_requests(), engine.queued_requests(), engine.cache_usage()) == (1, 2, 0.25)
+    engine._running.clear()  # all ended since vLLM's last report (an idle engine reports no more)
+    assert (engine.scheduled_requests(), engine.queued_requests(), engine.cache_usage()) == (0, 0, 0.0)
+
+
 def test_stand_in_speculative_config_is_passed_to_the_engine(stand_in_vllm):
     _stand_in_engine(speculative="on", speculative_draft=5)
     assert _StandInLLM.last.engine_args.speculative_config == {

@@ -90,7 +90,9 @@ class VllmEngine(Engine):
         log.info("loading %s with vLLM (tensor parallel %d, pipeline parallel %d)...", model,
                  tensor_parallel_size, pipeline_parallel_size)
         started = time.monotonic()
-        self._llm: Any = AsyncLLMEngine.from_engine_args(AsyncEngineArgs(**kwargs))
+        self._scheduler = SchedulerGauges()
+        self._llm: Any = AsyncLLMEngine.from_engine_args(AsyncEngineArgs(**kwargs),
+                                                         **_stat_loggers(AsyncLLMEngine, self._scheduler))
         log.info("vLLM engine ready in %.1f s", time.monotonic() - started)
 
         self._tokenizer = _resolved(self._llm.get_tokenizer())
@@ -142,6 +144,25 @@ class VllmEngine(Engine):
 
     def running_requests(self) -> int:
         return len(self._running)
+
+    # /metrics' vLLM gauges from vLLM's own scheduler (its last report), bounded by the generations rostra has in
+    # flight: vLLM reports after each step, so an idle engine's last report can be a step old.
+
+    def queued_requests(self) -> int:
+        if not self._scheduler.reported:
+            return super().queued_requests()
+        return min(self._scheduler.waiting, len(self._running))
+
+    def scheduled_requests(self) -> int:
+        if not self._scheduler.reported:
+            return super().scheduled_requests()
+        return min(self._scheduler.running, len(self._running))
+
+    def cache_usage(self) -> float:
+        """vLLM's KV cache blocks in use (0 to 1), as its own server's gauge reports them."""
+        if not self._scheduler.reported:
+            return super().cache_usage()
+        return self._scheduler.kv_cache_usage if self._running else 0.0
 
     async def abort(self, request_id: str) -> None:
         if request_id in self._running and self._llm is not None:
@@ -212,6 +233,46 @@ class VllmEngine(Engine):
         if output.finish_reason is not None and isinstance(cached, int):
             output = dataclasses.replace(output, cached_tokens=cached)
         return output
+
+
+@dataclasses.dataclass
+class SchedulerGauges:
+    """What vLLM's scheduler last reported to its stat loggers (SchedulerStats)."""
+
+    reported: bool = False
+    running: int = 0
+    waiting: int = 0
+    kv_cache_usage: float = 0.0
+
+    def record(self, stats: Any) -> None:
+        self.running, self.waiting = int(stats.num_running_reqs), int(stats.num_waiting_reqs)
+        self.kv_cache_usage, self.reported = float(stats.kv_cache_usage), True
+
+
+def _stat_loggers(engine_class: Any, gauges: SchedulerGauges) -> dict[str, Any]:
+    """`stat_loggers=[...]` for `from_engine_args`: a logger of vLLM's stat-logger interface that keeps the
+    scheduler's figures in `gauges`; nothing where this vLLM takes no stat loggers (then the gauges are rostra's
+    own count)."""
+    try:
+        from vllm.v1.metrics.loggers import StatLoggerBase
+    except ImportError:
+        return {}
+    if "stat_loggers" not in inspect.signature(engine_class.from_engine_args).parameters:
+        return {}
+
+    class SchedulerStatLogger(StatLoggerBase):
+        def __init__(self, vllm_config: Any, engine_index: int = 0):
+            pass
+
+        def record(self, scheduler_stats: Any, iteration_stats: Any, mm_cache_stats: Any = None,
+                   engine_idx: int = 0) -> None:
+            if scheduler_stats is not None:
+                gauges.record(scheduler_stats)
+
+        def log_engine_initialized(self) -> None:
+            pass
+
+    return {"stat_loggers": [SchedulerStatLogger]}
 
 
 def engine_prompt(token_ids: list[int]) -> Any:
