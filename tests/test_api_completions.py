@@ -2,7 +2,7 @@
 
 import pytest
 
-from wire import check, fold_completion_stream, post, stream
+from wire import check, check_error, fold_completion_stream, post, stream
 
 MODEL = "scripted"
 
@@ -45,6 +45,24 @@ def test_echo(scripted_server):
     assert whole["choices"][0]["text"] == "say helloHello! How can I help you today?"
     assert fold_completion_stream(stream(scripted_server.base_url, "/v1/completions", request, "completion_chunk"))[0]["text"] == \
         whole["choices"][0]["text"]
+
+
+def test_echo_with_max_tokens_zero_returns_the_prompt_without_generating(scripted_server):
+    # As OpenAI's legacy Completions and vLLM allow (with logprobs: tests/test_api_extensions.py).
+    request = {"model": MODEL, "prompt": "say hello", "echo": True, "max_tokens": 0,
+               "stream_options": {"include_usage": True}}
+    whole = check("completion", post(scripted_server.base_url, "/v1/completions", request).json())
+    choice = whole["choices"][0]
+    assert (choice["text"], choice["finish_reason"], whole["usage"]["completion_tokens"]) == ("say hello", "length", 0)
+    assert whole["usage"]["prompt_tokens"] > 0 and choice["logprobs"] is None
+    chunks = stream(scripted_server.base_url, "/v1/completions", request, "completion_chunk")
+    folded = fold_completion_stream(chunks)[0]
+    assert (folded["text"], folded["finish_reason"]) == ("say hello", "length") and chunks[-1]["usage"] == whole["usage"]
+
+
+def test_max_tokens_zero_without_echo_is_refused(scripted_server):
+    check_error(post(scripted_server.base_url, "/v1/completions", {"model": MODEL, "prompt": "say hello",
+                                                                    "max_tokens": 0}), 400, "max_tokens")
 
 
 def test_legacy_logprobs(scripted_server):

@@ -178,6 +178,24 @@ def _spec_allowance(body: dict) -> dict:
     return copy
 
 
+def test_echo_with_max_tokens_zero_scores_the_prompt_without_generating(ext_server):
+    body = {"model": MODEL, "prompt": "count to ten", "echo": True, "logprobs": 1, "max_tokens": 0,
+            "stream_options": {"include_usage": True}}
+    whole = post(ext_server.base_url, "/v1/completions", body).json()
+    check("completion", _spec_allowance(whole))
+    choice, usage = whole["choices"][0], whole["usage"]
+    assert (choice["text"], choice["finish_reason"], usage["completion_tokens"]) == ("count to ten", "length", 0)
+    logprobs = choice["logprobs"]
+    assert "".join(logprobs["tokens"]) == "count to ten" and len(logprobs["tokens"]) == usage["prompt_tokens"]
+    assert logprobs["token_logprobs"][0] is None and all(v <= 0 for v in logprobs["token_logprobs"][1:])
+    with httpx.stream("POST", f"{ext_server.base_url}/v1/completions", json={**body, "stream": True}) as response:
+        events = [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: {")]
+    tokens = [t for event in events for c in event["choices"] if c["logprobs"] for t in c["logprobs"]["tokens"]]
+    assert tokens == logprobs["tokens"] and events[-1]["usage"] == usage
+    for event in events:
+        check("completion_chunk", _spec_allowance(event))
+
+
 def test_echo_with_logprobs_scores_the_prompt(ext_server):
     body = {"model": MODEL, "prompt": "count to ten", "echo": True, "logprobs": 1, "max_tokens": 3}
     whole = post(ext_server.base_url, "/v1/completions", body).json()

@@ -1,17 +1,14 @@
 """The vLLM engine adapter.
 
 Two parts. The adapter's own logic (parameter mapping, output conversion, vocabulary bytes, the
-CLI without vLLM) runs everywhere, CI included. The real-engine tests need vLLM, a CUDA GPU and
-a small local model in env ROSTRA_VLLM_TEST_MODEL (e.g. a Qwen2.5-0.5B-Instruct directory);
-without them they are skipped, and the skip says which is missing.
+CLI without vLLM) runs everywhere, CI included. The real-engine tests need vLLM and a GPU with a test model, or
+ROSTRA_TEST_VLLM=cpu on vLLM's CPU build (tests/vllm_env.py says which; .ci/run runs them there).
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
-import os
 import re
 import subprocess
 import sys
@@ -35,9 +32,8 @@ from rostra.engines.vllm import (
     vocabulary_bytes,
 )
 from rostra.guided.constraints import choice_grammar, regex_grammar
+from vllm_env import ENGINE_OPTIONS, SERVE_FLAGS, VLLM_INSTALLED, real, test_model  # noqa: F401 (a fixture)
 
-VLLM_INSTALLED = importlib.util.find_spec("vllm") is not None
-TEST_MODEL = os.environ.get("ROSTRA_VLLM_TEST_MODEL")
 
 
 # Parameters: rostra's SamplingParams to vLLM's keywords
@@ -144,6 +140,15 @@ def test_sampled_token_in_the_top_appears_once():
     position = {3: _lp(-0.2, 1), 4: _lp(-1.0, 2)}
     step = engine_output([3], [position], None, None, 2, _bytes).tokens[0]
     assert step.logprob == -0.2 and [t.token_id for t in step.top_logprobs] == [3, 4]
+
+
+@pytest.mark.parametrize("ranks", [(2, 1), (1, 1), (None, None)])
+def test_on_an_exact_tie_the_sampled_token_is_listed_first(ranks):
+    # vLLM's own server lists the sampled token first when its logprob ties another's, whatever rank each got.
+    sampled_rank, other_rank = ranks
+    position = {3: _lp(-0.5, other_rank), 4: _lp(-0.5, sampled_rank), 5: _lp(-0.9, 3)}
+    step = engine_output([4], [position], None, None, 2, _bytes).tokens[0]
+    assert [(t.token_id, t.logprob) for t in step.top_logprobs] == [(4, -0.5), (3, -0.5)]
 
 
 def test_top_logprobs_zero_keeps_only_the_sampled_logprob():
@@ -371,6 +376,9 @@ def stand_in_vllm(monkeypatch):
     sampling = types.ModuleType("vllm.sampling_params")
     sampling.RequestOutputKind = enum.Enum("RequestOutputKind", "CUMULATIVE DELTA FINAL_ONLY")
     sampling.StructuredOutputsParams = lambda **kwargs: ("structured", kwargs)
+    inputs = types.ModuleType("vllm.inputs")  # the current input form (older releases: a raw TokensPrompt)
+    inputs.tokens_input = lambda prompt_token_ids: {"type": "token", "prompt_token_ids": prompt_token_ids}
+    monkeypatch.setitem(sys.modules, "vllm.inputs", inputs)
     monkeypatch.setitem(sys.modules, "vllm", vllm)
     monkeypatch.setitem(sys.modules, "vllm.sampling_params", sampling)
     monkeypatch.setattr(_StandInLLM, "fail", None)
@@ -409,6 +417,16 @@ def test_stand_in_engine_describes_the_model(stand_in_vllm):
     assert _StandInLLM.last.closed == ["shutdown"]
 
 
+def test_stand_in_gauges_are_vllms_scheduler_bounded_by_the_requests_in_flight(stand_in_vllm):
+    engine = _stand_in_engine()
+    engine._running.update({"a", "b", "c"})  # three generations in flight, no report from vLLM yet: rostra's count
+    assert (engine.scheduled_requests(), engine.queued_requests(), engine.cache_usage()) == (3, 0, 3 / 128)
+    engine._scheduler.record(SimpleNamespace(num_running_reqs=1, num_waiting_reqs=2, kv_cache_usage=0.25))
+    assert (engine.scheduled_requests(), engine.queued_requests(), engine.cache_usage()) == (1, 2, 0.25)
+    engine._running.clear()  # all ended since vLLM's last report (an idle engine reports no more)
+    assert (engine.scheduled_requests(), engine.queued_requests(), engine.cache_usage()) == (0, 0, 0.0)
+
+
 def test_stand_in_speculative_config_is_passed_to_the_engine(stand_in_vllm):
     _stand_in_engine(speculative="on", speculative_draft=5)
     assert _StandInLLM.last.engine_args.speculative_config == {
@@ -428,10 +446,16 @@ def test_stand_in_generation_streams_deltas_and_silences_the_stop_token(stand_in
     assert b"".join(s.token_bytes for o in outputs for s in o.tokens) == b" hi there!"
     assert [o.finish_reason for o in outputs] == [None, "stop"]
     prompt, params, request_id = _StandInLLM.last.requests[0]
-    assert prompt == {"prompt_token_ids": [1, 3]} and request_id == "r-0"
+    assert prompt == {"type": "token", "prompt_token_ids": [1, 3]} and request_id == "r-0"
     assert params.output_kind == stand_in_vllm.RequestOutputKind.DELTA and params.detokenize is False
     assert params.structured_outputs == ("structured", {"json": schema}) and params.max_tokens == 9
     assert engine.running_requests() == 0
+
+
+def test_stand_in_older_vllm_gets_a_tokens_prompt(stand_in_vllm, monkeypatch):
+    monkeypatch.setitem(sys.modules, "vllm.inputs", None)  # a vLLM without vllm.inputs.tokens_input
+    _run_stand_in(_stand_in_engine(), SamplingParams(max_tokens=4))
+    assert _StandInLLM.last.requests[0][0] == {"prompt_token_ids": [1, 3]}
 
 
 def test_stand_in_prompt_logprobs_and_cached_tokens(stand_in_vllm, monkeypatch):
@@ -521,24 +545,7 @@ def test_serve_engine_vllm_without_vllm_exits_with_a_clear_message():
     assert "pip install 'rostra[vllm]'" in result.stderr and "Traceback" not in result.stderr
 
 
-# The real engine (vLLM, a CUDA GPU and ROSTRA_VLLM_TEST_MODEL)
-
-def _real_engine_missing() -> str | None:
-    if not VLLM_INSTALLED:
-        return "vLLM is not installed (pip install 'rostra[vllm]' on a CUDA machine)"
-    try:
-        import torch
-    except ImportError:
-        return "torch is not importable"
-    if not torch.cuda.is_available():
-        return "no CUDA GPU"
-    if not TEST_MODEL:
-        return "set ROSTRA_VLLM_TEST_MODEL to a small local model directory (e.g. Qwen2.5-0.5B-Instruct)"
-    return None
-
-
-real = pytest.mark.skipif(_real_engine_missing() is not None, reason=f"real vLLM engine: {_real_engine_missing()}")
-
+# The real engine (tests/vllm_env.py: a GPU and ROSTRA_VLLM_TEST_MODEL, or ROSTRA_TEST_VLLM=cpu)
 
 @pytest.fixture(scope="module")
 def loop():
@@ -549,10 +556,10 @@ def loop():
 
 
 @pytest.fixture(scope="module")
-def engine(loop):
+def engine(loop, test_model):
     from rostra.engines.vllm import VllmEngine
 
-    engine = VllmEngine(model=TEST_MODEL, model_name="test", max_model_len=2048, gpu_memory_utilization=0.35)
+    engine = VllmEngine(model=test_model, model_name="test", max_model_len=2048, **ENGINE_OPTIONS)
     loop.run_until_complete(engine.start())
     yield engine
     loop.run_until_complete(engine.close())
@@ -656,13 +663,13 @@ def test_real_guided_regex(loop, engine):
 
 
 @real
-def test_real_serve_with_the_openai_sdk():
+def test_real_serve_with_the_openai_sdk(test_model):
     from openai import OpenAI
 
     from servers import RunningServer
 
-    server = RunningServer(["--engine", "vllm", TEST_MODEL, "--served-model-name", "small", "--max-model-len", "2048",
-                            "--gpu-memory-utilization", "0.35"], startup_timeout=900)
+    server = RunningServer(["--engine", "vllm", test_model, "--served-model-name", "small", "--max-model-len", "2048",
+                            *SERVE_FLAGS], startup_timeout=900)
     try:
         client = OpenAI(base_url=f"{server.base_url}/v1", api_key="unused", max_retries=0)
         assert [m.id for m in client.models.list()] == ["small"]
@@ -717,7 +724,7 @@ def test_stand_in_embedding_model_runs_on_the_pooling_runner(stand_in_vllm, monk
     assert (engine.task, engine.embedding_dimensions, engine.matryoshka_dimensions) == ("embed", 4, (2, 4))
     vectors = asyncio.run(engine.embed([[3, 4, 5, 6], [1]]))
     assert np_close(vectors, [[0.6, 0.8, 0.0, 0.0], [1 / 2 ** 0.5, 1 / 2 ** 0.5, 0.0, 0.0]])
-    assert [prompt for prompt, _, _ in llm.encoded] == [{"prompt_token_ids": [3, 4, 5, 6]}, {"prompt_token_ids": [1]}]
+    assert [prompt["prompt_token_ids"] for prompt, _, _ in llm.encoded] == [[3, 4, 5, 6], [1]]
     assert all(params.task == "embed" for _, params, _ in llm.encoded)
     assert len({request_id for _, _, request_id in llm.encoded}) == 2
 

@@ -119,6 +119,23 @@ class Engine(abc.ABC):
         """How many generations hold engine capacity right now (for health and tests)."""
         return 0
 
+    # What /metrics exports under vLLM's gauge names (the llm-d / KServe contract: schedulers pick the
+    # replica from them). By default from the generations in flight and the engine's `parallel` sequences;
+    # an engine that knows better (vLLM's own scheduler) says so.
+
+    def queued_requests(self) -> int:
+        """Generations the engine holds but does not run yet (more in flight than it runs at once)."""
+        return max(0, self.running_requests() - self.parallel)
+
+    def scheduled_requests(self) -> int:
+        """Generations the engine runs right now (vllm:num_requests_running)."""
+        return self.running_requests() - self.queued_requests()
+
+    def cache_usage(self) -> float:
+        """vllm:kv_cache_usage_perc, 0 to 1: the share of the engine's sequence slots that hold a generation
+        (llama.cpp's slots, the transformers engine's batch rows, a gateway's upstream concurrency)."""
+        return min(self.running_requests(), self.parallel) / max(self.parallel, 1)
+
     # A gateway serves several models, some of them relayed whole to an upstream; an engine
     # with its own model serves that one, under the names it is given.
 

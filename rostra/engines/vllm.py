@@ -4,7 +4,7 @@ Written against the public API of vLLM 0.33.0 (the version `rostra[vllm]` pins),
 that release's sources; it has not been run here (no GPU, no vLLM on the build machine):
 `AsyncEngineArgs`, `AsyncLLMEngine` (vLLM's V1 `AsyncLLM`) `.from_engine_args`,
 `.generate(prompt, sampling_params, request_id)` (an async generator of `RequestOutput`),
-`.abort(request_id)`, `.shutdown()`, `.get_tokenizer()`, `TokensPrompt`, and `SamplingParams`
+`.abort(request_id)`, `.shutdown()`, `.get_tokenizer()`, `vllm.inputs.tokens_input` (`TokensPrompt` before it), and `SamplingParams`
 with `output_kind=RequestOutputKind.DELTA` and `structured_outputs=StructuredOutputsParams(...)`
 (`guided_decoding=GuidedDecodingParams(...)` where an older vLLM lacks the former).
 
@@ -90,7 +90,9 @@ class VllmEngine(Engine):
         log.info("loading %s with vLLM (tensor parallel %d, pipeline parallel %d)...", model,
                  tensor_parallel_size, pipeline_parallel_size)
         started = time.monotonic()
-        self._llm: Any = AsyncLLMEngine.from_engine_args(AsyncEngineArgs(**kwargs))
+        self._scheduler = SchedulerGauges()
+        self._llm: Any = AsyncLLMEngine.from_engine_args(AsyncEngineArgs(**kwargs),
+                                                         **_stat_loggers(AsyncLLMEngine, self._scheduler))
         log.info("vLLM engine ready in %.1f s", time.monotonic() - started)
 
         self._tokenizer = _resolved(self._llm.get_tokenizer())
@@ -143,6 +145,25 @@ class VllmEngine(Engine):
     def running_requests(self) -> int:
         return len(self._running)
 
+    # /metrics' vLLM gauges from vLLM's own scheduler (its last report), bounded by the generations rostra has in
+    # flight: vLLM reports after each step, so an idle engine's last report can be a step old.
+
+    def queued_requests(self) -> int:
+        if not self._scheduler.reported:
+            return super().queued_requests()
+        return min(self._scheduler.waiting, len(self._running))
+
+    def scheduled_requests(self) -> int:
+        if not self._scheduler.reported:
+            return super().scheduled_requests()
+        return min(self._scheduler.running, len(self._running))
+
+    def cache_usage(self) -> float:
+        """vLLM's KV cache blocks in use (0 to 1), as its own server's gauge reports them."""
+        if not self._scheduler.reported:
+            return super().cache_usage()
+        return self._scheduler.kv_cache_usage if self._running else 0.0
+
     async def abort(self, request_id: str) -> None:
         if request_id in self._running and self._llm is not None:
             self._aborting.add(request_id)
@@ -150,8 +171,6 @@ class VllmEngine(Engine):
 
     async def generate(self, request_id: str, prompt: Prompt,
                        params: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
-        from vllm import TokensPrompt
-
         if self._llm is None:
             raise EngineError("the vLLM engine is closed")
         top_n = params.top_logprobs or 0
@@ -159,7 +178,7 @@ class VllmEngine(Engine):
         try:
             sampling = _vllm_sampling_params(params)  # vLLM validates here too (ValueError)
             # Closing this generator early closes vLLM's, which aborts the request in vLLM.
-            stream = self._llm.generate(TokensPrompt(prompt_token_ids=list(prompt.token_ids)), sampling, request_id)
+            stream = self._llm.generate(engine_prompt(list(prompt.token_ids)), sampling, request_id)
             async with aclosing(stream):
                 async for request_output in stream:
                     completion = request_output.outputs[0]
@@ -184,7 +203,7 @@ class VllmEngine(Engine):
         return list(await asyncio.gather(*(self._embed_one(ids) for ids in inputs)))
 
     async def _embed_one(self, token_ids: list[int]) -> list[float]:
-        from vllm import PoolingParams, TokensPrompt
+        from vllm import PoolingParams
 
         if self._llm is None:
             raise EngineError("the vLLM engine is closed")
@@ -193,7 +212,7 @@ class VllmEngine(Engine):
         final: Any = None
         try:
             # Cancelling this (a client gone) cancels vLLM's generator, which aborts the request in vLLM.
-            async for output in self._llm.encode(TokensPrompt(prompt_token_ids=token_ids),
+            async for output in self._llm.encode(engine_prompt(token_ids),
                                                  PoolingParams(task="embed"), request_id):
                 final = output
         except Exception as exc:
@@ -214,6 +233,58 @@ class VllmEngine(Engine):
         if output.finish_reason is not None and isinstance(cached, int):
             output = dataclasses.replace(output, cached_tokens=cached)
         return output
+
+
+@dataclasses.dataclass
+class SchedulerGauges:
+    """What vLLM's scheduler last reported to its stat loggers (SchedulerStats)."""
+
+    reported: bool = False
+    running: int = 0
+    waiting: int = 0
+    kv_cache_usage: float = 0.0
+
+    def record(self, stats: Any) -> None:
+        self.running, self.waiting = int(stats.num_running_reqs), int(stats.num_waiting_reqs)
+        self.kv_cache_usage, self.reported = float(stats.kv_cache_usage), True
+
+
+def _stat_loggers(engine_class: Any, gauges: SchedulerGauges) -> dict[str, Any]:
+    """`stat_loggers=[...]` for `from_engine_args`: a logger of vLLM's stat-logger interface that keeps the
+    scheduler's figures in `gauges`; nothing where this vLLM takes no stat loggers (then the gauges are rostra's
+    own count)."""
+    try:
+        from vllm.v1.metrics.loggers import StatLoggerBase
+    except ImportError:
+        return {}
+    if "stat_loggers" not in inspect.signature(engine_class.from_engine_args).parameters:
+        return {}
+
+    class SchedulerStatLogger(StatLoggerBase):
+        def __init__(self, vllm_config: Any, engine_index: int = 0):
+            pass
+
+        def record(self, scheduler_stats: Any, iteration_stats: Any, mm_cache_stats: Any = None,
+                   engine_idx: int = 0) -> None:
+            if scheduler_stats is not None:
+                gauges.record(scheduler_stats)
+
+        def log_engine_initialized(self) -> None:
+            pass
+
+    return {"stat_loggers": [SchedulerStatLogger]}
+
+
+def engine_prompt(token_ids: list[int]) -> Any:
+    """The prompt in the form vLLM's engine takes: `vllm.inputs.tokens_input` (a rendered "token" input) where
+    vLLM has it (0.32 on), which vLLM hands to its engine as is; a raw `TokensPrompt` before, which newer
+    releases still take but re-parse, warning that the form is deprecated."""
+    try:
+        from vllm.inputs import tokens_input
+    except ImportError:
+        from vllm import TokensPrompt
+        return TokensPrompt(prompt_token_ids=token_ids)
+    return tokens_input(token_ids)
 
 
 def pooled_vector(data: Any) -> list[float]:
@@ -419,8 +490,10 @@ def _step(token_id: int, position: dict[int, Any] | None, top_n: int, token_byte
     if position is None:
         return TokenStep(token_id, data)
     sampled = position.get(token_id)
-    ranked = sorted(position.items(), key=lambda item: (item[1].rank if item[1].rank is not None else float("inf"),
-                                                        -item[1].logprob))
+    # Best first; on an exact tie the sampled token leads, as vLLM's own server lists it (the ranks vLLM gives
+    # tied tokens depend on its top-k's order, not on which was sampled), then vLLM's rank.
+    ranked = sorted(position.items(), key=lambda item: (-item[1].logprob, item[0] != token_id,
+                                                        item[1].rank if item[1].rank is not None else float("inf")))
     tops = tuple(TopLogprob(top_id, token_bytes(top_id), entry.logprob) for top_id, entry in ranked[:top_n])
     return TokenStep(token_id, data, sampled.logprob if sampled is not None else None, tops)
 

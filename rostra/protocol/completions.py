@@ -17,5 +17,6 @@ class CompletionRequest(SamplingFields):
     logprobs: Annotated[int, Field(ge=0, le=MAX_LEGACY_LOGPROBS)] | None = None
     suffix: str | None = None
     best_of: Annotated[int, Field(ge=1, le=MAX_N)] | None = None
-    # Unset: the server's default length, else OpenAI's 16 (serving/completions.py).
-    max_tokens: Annotated[int, Field(ge=1, le=INT32_MAX)] | None = None
+    # Unset: the server's default length, else OpenAI's 16 (serving/completions.py). 0 only with echo: the
+    # prompt back (scored with logprobs), nothing generated.
+    max_tokens: Annotated[int, Field(ge=0, le=INT32_MAX)] | None = None

@@ -73,11 +73,9 @@ def build_context(settings: Settings, store: ResponseStore, specs: list[ModelSpe
     def on_change(slot: ModelSlot) -> None:
         name = slot.spec.name
         if slot.bundle is not None:
-            engine = slot.bundle.engine
-            metrics.model_loaded(name, engine.running_requests, engine.parallel, slot.load_seconds,
-                                 engine.speculative_tokens)
+            metrics.model_loaded(name, slot.bundle.engine, slot.load_seconds)
         elif slot.state == "unloaded":
-            metrics.add_model(name, lambda: slot.leases, lambda: slot.waiting)
+            metrics.add_model(name, lambda: slot.waiting)
         else:
             metrics.model_unloaded(name)
 

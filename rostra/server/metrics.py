@@ -3,6 +3,13 @@ dashboards work), plus rostra's HTTP, engine-slot and model-loading metrics. Eve
 its canonical name in the `model_name` label.
 
 Each app has its own registry: several servers in one process (tests) never collide.
+
+The gauges llm-d's and KServe's schedulers read to pick a replica (vLLM's names, the same meaning on every
+engine): `vllm:num_requests_waiting` counts requests waiting in rostra's admission queue (--max-concurrency;
+shared by the models of one server, so counted under each), for the model's load, and in the engine beyond
+what it runs at once; `vllm:num_requests_running` the generations the engine runs; `vllm:kv_cache_usage_perc`
+(0 to 1, as vLLM's) the engine's own measure (Engine.cache_usage: vLLM's KV blocks, else the share of
+sequence slots in use).
 """
 
 from __future__ import annotations
@@ -14,6 +21,8 @@ from typing import Callable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from rostra.engines.base import Engine
+from rostra.server.admission import Admission
 from rostra.serving.generation import Job
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
@@ -27,7 +36,7 @@ def _nth_count(counts: Callable[[], tuple[int, int] | None], index: int) -> floa
 
 
 class Metrics:
-    def __init__(self, admission):
+    def __init__(self, admission: Admission) -> None:
         self.registry = CollectorRegistry()
         labels = ["model_name"]
         reg = self.registry
@@ -42,9 +51,14 @@ class Metrics:
                              labels, buckets=_LATENCY_BUCKETS, registry=reg)
         self.e2e = Histogram("vllm:e2e_request_latency_seconds", "End-to-end request latency.", labels,
                              buckets=_LATENCY_BUCKETS, registry=reg)
-        self._running = Gauge("vllm:num_requests_running", "Requests being served.", labels, registry=reg)
-        self._waiting = Gauge("vllm:num_requests_waiting", "Requests waiting for the model to load.", labels,
-                              registry=reg)
+        self._admission = admission
+        self._engines: dict[str, Engine] = {}  # the loaded models'
+        self._load_waits: dict[str, Callable[[], float]] = {}
+        self._running = Gauge("vllm:num_requests_running", "Requests the engine runs.", labels, registry=reg)
+        self._waiting = Gauge("vllm:num_requests_waiting", "Requests waiting: for admission, for the model's load, "
+                              "in the engine's queue.", labels, registry=reg)
+        self._cache = Gauge("vllm:kv_cache_usage_perc", "KV cache usage (0 to 1; engines without block "
+                            "accounting: the share of sequence slots in use).", labels, registry=reg)
         Gauge("rostra_requests_waiting_for_slot", "Requests waiting for a --max-concurrency slot.",
               registry=reg).set_function(lambda: admission.waiting)
         self._engine_running = Gauge("rostra_engine_running_generations", "Generations holding engine capacity.",
@@ -60,16 +74,31 @@ class Metrics:
         self.http_requests = Counter("rostra_http_requests", "HTTP requests by route and status.",
                                      ["route", "method", "status"], registry=reg)
 
-    def add_model(self, model: str, running: Callable[[], float], waiting: Callable[[], float]) -> None:
-        self._running.labels(model).set_function(running)
-        self._waiting.labels(model).set_function(waiting)
+    def add_model(self, model: str, waiting_for_load: Callable[[], float]) -> None:
+        self._load_waits[model] = waiting_for_load
+        self._track(model)
         self._loaded.labels(model).set(0)
 
-    def model_loaded(self, model: str, running_in_engine: Callable[[], float], slots: int,
-                     load_seconds: float | None,
-                     speculative_tokens: Callable[[], tuple[int, int] | None] = lambda: None) -> None:
-        self._engine_running.labels(model).set_function(running_in_engine)
-        self._slots.labels(model).set(slots)
+    def _track(self, model: str) -> None:
+        self._running.labels(model).set_function(lambda: self._engine_value(model, Engine.scheduled_requests))
+        self._cache.labels(model).set_function(lambda: self._engine_value(model, Engine.cache_usage))
+        self._waiting.labels(model).set_function(lambda: self._waiting_for(model))
+
+    def _engine_value(self, model: str, read: Callable[[Engine], float]) -> float:
+        engine = self._engines.get(model)
+        return read(engine) if engine is not None else 0
+
+    def _waiting_for(self, model: str) -> float:
+        load = self._load_waits.get(model)
+        return (self._admission.waiting + (load() if load is not None else 0)
+                + self._engine_value(model, Engine.queued_requests))
+
+    def model_loaded(self, model: str, engine: Engine, load_seconds: float | None) -> None:
+        self._engines[model] = engine
+        self._track(model)
+        self._engine_running.labels(model).set_function(engine.running_requests)
+        self._slots.labels(model).set(engine.parallel)
+        speculative_tokens = engine.speculative_tokens
         for index, gauge in enumerate(self._speculative):  # (drafted, accepted)
             gauge.labels(model).set_function(functools.partial(_nth_count, speculative_tokens, index))
         self._loaded.labels(model).set(1)
@@ -77,6 +106,7 @@ class Metrics:
             self._load_seconds.labels(model).observe(load_seconds)
 
     def model_unloaded(self, model: str) -> None:
+        self._engines.pop(model, None)
         self._loaded.labels(model).set(0)
         for gauge in (self._engine_running, self._slots, *self._speculative):
             try:

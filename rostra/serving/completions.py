@@ -216,6 +216,10 @@ class CompletionService(GenerationService):
             raise InvalidRequest("suffix (fill-in-the-middle) is not supported", param="suffix")
         if request.best_of is not None and request.best_of != request.n:
             raise InvalidRequest("best_of other than n is not supported", param="best_of")
+        echo_only = request.max_tokens == 0
+        if echo_only and not request.echo:
+            raise InvalidRequest("max_tokens 0 generates nothing: it needs echo (the prompt back, scored with "
+                                 "logprobs)", param="max_tokens")
         constraint = response_constraint(None, request.guided())
         engine = self.engine
         check_logit_bias(request.logit_bias, engine.vocab_size)
@@ -238,9 +242,11 @@ class CompletionService(GenerationService):
                     raise InvalidRequest(f"scoring the prompts (prompt_logprobs, echo with logprobs) is limited to "
                                          f"{MAX_SCORED_PROMPT_TOKENS} prompt tokens over all choices",
                                          param="echo" if scored else "prompt_logprobs")
-            max_tokens = completion_budget(len(token_ids), request.max_tokens, self.defaults, context_length,
+            # echo_only: the engine runs one step at most, for the prompt's scores.
+            asked = 1 if echo_only else request.max_tokens
+            max_tokens = completion_budget(len(token_ids), asked, self.defaults, context_length,
                                            "prompt", "max_tokens", openai_default=OPENAI_MAX_TOKENS,
-                                           min_tokens=request.min_tokens, fit=self.fit_budgets)
+                                           min_tokens=0 if echo_only else request.min_tokens, fit=self.fit_budgets)
             stats.note_budget(request.max_tokens, max_tokens)
             params = sampling_params(request, max_tokens, request.logprobs, constraint, self.defaults, **extensions)
             self._check_params(params, scored)
@@ -249,5 +255,5 @@ class CompletionService(GenerationService):
                                           with_logprobs=request.logprobs is not None or request.return_token_ids)
                 runs.append(ChoiceRun(prompt_index * request.n + n, Prompt(token_ids, text, None, request.model),
                                       params_for_choice(params, n), pipeline, prefix=text if request.echo else "",
-                                      score_prefix=scored, prompt_group=prompt_index))
+                                      score_prefix=scored, prompt_group=prompt_index, echo_only=echo_only))
         return Job(request, f"cmpl-{uuid.uuid4().hex}", request.model, runs, stats)

@@ -39,6 +39,9 @@ class ChoiceRun:
     prefix: str = ""  # echoed text that comes before the generated text
     # Completions echo with logprobs: the prefix is released with the prompt's scores, once the engine has them.
     score_prefix: bool = False
+    # Completions echo with max_tokens 0: the prefix (scored, if score_prefix) is the whole choice; nothing is
+    # generated (the engine runs only to score the prompt, and is stopped at its first output).
+    echo_only: bool = False
     prompt_group: int = 0  # choices of the same prompt share one group (usage counts each prompt once)
     # The engine's scores of the prompt (params.prompt_logprobs), once it sent them.
     prompt_logprobs: tuple[TokenStep | None, ...] | None = None
@@ -152,6 +155,10 @@ async def choice_events(engine: Engine, request_id: str, run: ChoiceRun, stats: 
     pipeline, params = run.pipeline, run.params
     if pipeline is None or params is None:
         raise ServerError("a relayed choice has no generation of its own")  # relay_job gives it a source
+    if run.echo_only:
+        async for event in _scored_prefix(engine, request_id, run, pipeline, params):
+            yield event
+        return
     try:
         async with aclosing(engine.generate(f"{request_id}-{run.index}", run.prompt, params)) as outputs:
             async for output in outputs:
@@ -175,6 +182,27 @@ async def choice_events(engine: Engine, request_id: str, run: ChoiceRun, stats: 
     if run.score_prefix and run.prompt_logprobs is None:  # the engine ended before scoring: echo it unscored
         yield Text(run.prefix)
     for event in pipeline.finish(reason):
+        yield event
+
+
+async def _scored_prefix(engine: Engine, request_id: str, run: ChoiceRun, pipeline: ChoicePipeline,
+                         params: SamplingParams) -> AsyncGenerator[Event, None]:
+    """An echo_only choice: the prompt, with the engine's scores when asked for; ends as "length" (the budget of
+    0 tokens), as vLLM's and OpenAI's legacy Completions do."""
+    if run.score_prefix:
+        try:
+            async with aclosing(engine.generate(f"{request_id}-{run.index}", run.prompt, params)) as outputs:
+                async for output in outputs:
+                    if output.prompt_logprobs is not None:
+                        run.prompt_logprobs = output.prompt_logprobs
+                        yield Text(run.prefix, prompt_steps(run.prompt.token_ids, output.prompt_logprobs,
+                                                            engine.token_bytes))
+                        break  # closing the generation aborts it: its token is not wanted
+        except EngineError as exc:
+            raise ServerError(f"the engine failed: {exc}") from exc
+        if run.prompt_logprobs is None:
+            yield Text(run.prefix)
+    for event in pipeline.finish("length"):
         yield event
 
 
