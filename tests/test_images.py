@@ -22,11 +22,8 @@ PARAM = "messages[0].content[1]"
 
 def load(url: str, limits: ImageLimits = ImageLimits()):
     async def run():
-        loader = ImageLoader(limits)
-        try:
-            return await loader.load(ImageSource(PARAM, url=url))
-        finally:
-            await loader.close()
+        [image] = await ImageLoader(limits).load_all([ImageSource(PARAM, url=url)])
+        return image
     return asyncio.run(run())
 
 

@@ -29,11 +29,11 @@ class ImageSource:
 
 
 class ImageLoader:
-    """One per server: the limits and the fetcher every request's images go through."""
+    """One per model: the limits every request's images are held to. Each request fetches through a fetcher of
+    its own (a connection pool made only if it has URLs, closed when its images are in), so nothing outlives it."""
 
     def __init__(self, limits: ImageLimits = ImageLimits()):
         self.limits = limits
-        self.fetcher = ImageFetcher(limits)
 
     async def load_all(self, sources: list[ImageSource]) -> list[PromptImage]:
         """Every image, fetched and decoded concurrently; the first failure (in request order) is the error."""
@@ -41,17 +41,22 @@ class ImageLoader:
             raise InvalidRequest(f"the request holds {len(sources)} images: this server takes at most "
                                  f"{self.limits.max_images} per request", param=sources[self.limits.max_images].param,
                                  code="too_many_images")
-        results = await asyncio.gather(*(self.load(source) for source in sources), return_exceptions=True)
+        fetcher = ImageFetcher(self.limits)
+        try:
+            results = await asyncio.gather(*(self.load(source, fetcher) for source in sources),
+                                           return_exceptions=True)
+        finally:
+            await fetcher.close()
         for result in results:
             if isinstance(result, BaseException):
                 raise result
         return [result for result in results if isinstance(result, PromptImage)]
 
-    async def load(self, source: ImageSource) -> PromptImage:
-        data = await self._bytes(source)
+    async def load(self, source: ImageSource, fetcher: ImageFetcher) -> PromptImage:
+        data = await self._bytes(source, fetcher)
         return await decode_image_off_loop(data, source.param, self.limits)
 
-    async def _bytes(self, source: ImageSource) -> bytes:
+    async def _bytes(self, source: ImageSource, fetcher: ImageFetcher) -> bytes:
         if source.base64 is not None:
             if source.media_type is not None and not source.media_type.lower().startswith("image/"):
                 raise InvalidRequest(f"media_type {source.media_type!r} is not an image type", param=source.param,
@@ -67,9 +72,6 @@ class ImageLoader:
             raise InvalidRequest("this server does not fetch image URLs (--no-image-urls): send the image as a "
                                  "data URL", param=source.param, code="image_urls_disabled")
         try:
-            return await self.fetcher.fetch(url)
+            return await fetcher.fetch(url)
         except (FetchRefused, FetchFailed) as exc:
             raise InvalidRequest(str(exc), param=source.param, code="invalid_image_url") from None
-
-    async def close(self) -> None:
-        await self.fetcher.close()
