@@ -233,11 +233,20 @@ def _mcp_flags(group: FlagGroup) -> None:
                                                "made on first use)")
 
 
+def _image_flags(group: FlagGroup) -> None:
+    """Images in prompts: where rostra may fetch them from (rostra/images/)."""
+    group.add_argument("--no-image-urls", dest="image_urls", action="store_false",
+                       help="do not fetch http(s) image URLs: images come as data URLs (or base64) only")
+    group.add_argument("--image-allow-hosts", nargs="+", action="extend", default=[], metavar="HOST",
+                       help="private hosts image URLs may name: host names, IP addresses or networks "
+                            "(10.0.0.0/8) (default: none; public addresses only)")
+
+
 FLAG_GROUPS = [("server", _server_flags), ("model", _model_flags), ("many models", _many_models_flags),
                ("authentication", _auth_flags),
                ("tool calls and reasoning", _parsing_flags), ("generation defaults", _generation_flags),
                ("Responses store", _store_flags), ("production", _production_flags),
-               ("MCP tools and stateless clients (Responses API)", _mcp_flags)]
+               ("MCP tools and stateless clients (Responses API)", _mcp_flags), ("images", _image_flags)]
 
 
 def _keys(given: list[str], env: str) -> list[str]:
@@ -326,6 +335,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     gpu_memory_utilization=args.gpu_memory_utilization, vllm_args=args.vllm_arg,
                     mcp_allow=args.mcp_allow, tool_servers=args.tool_server, mcp_timeout=args.mcp_timeout,
                     mcp_max_output=args.mcp_max_output,
+                    image_urls=args.image_urls, image_allow_hosts=args.image_allow_hosts,
                     reasoning_key=args.reasoning_key or os.environ.get("ROSTRA_REASONING_KEY"))
 
 

@@ -99,6 +99,9 @@ class Settings:
     mcp_timeout: float = 30.0  # seconds per MCP listing or call
     mcp_max_output: int = 65536  # characters of an MCP tool's output kept
     reasoning_key: str | None = field(default=None, repr=False)  # base64, 32 bytes; None: DATA_DIR/reasoning.key
+    # Images: fetch http(s) image URLs (--no-image-urls: off), and from which private hosts (rostra/images/).
+    image_urls: bool = True
+    image_allow_hosts: list[str] = field(default_factory=list)
 
     @property
     def many_models(self) -> bool:

@@ -42,6 +42,19 @@ class SamplingParams:
 
 
 @dataclass(frozen=True)
+class PromptImage:
+    """An image of the prompt, decoded and checked (rostra/images/), re-encoded as PNG for the engine."""
+
+    png: bytes = field(repr=False)
+    width: int
+    height: int
+
+    def placeholder(self) -> str:
+        """How a model that shows images as text (the scripted engine) sees it."""
+        return f"[image {self.width}x{self.height}]"
+
+
+@dataclass(frozen=True)
 class Prompt:
     token_ids: list[int]
     # What the scripted engine matches on: the last message of a chat (or a completion prompt).
@@ -51,6 +64,9 @@ class Prompt:
     # The client's label for the conversation (`prompt_cache_key`, a Messages `metadata.user_id`): an engine
     # with per-slot prefix caches sends a session's turns where its prefix is (a hint: never needed).
     session_key: str | None = None
+    # The images the prompt shows, in order of appearance (an engine that sees images places each at its
+    # marker in the rendered prompt).
+    images: tuple[PromptImage, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import abc
 from typing import AsyncGenerator, AsyncIterator, Literal, Protocol
 
-from rostra.core import EngineOutput, ModelInfo, Prompt, SamplingParams
+from rostra.core import EngineOutput, ModelInfo, Prompt, PromptImage, SamplingParams
 from rostra.errors import InvalidRequest
 
 class RelayedStream(Protocol):
@@ -66,6 +66,14 @@ class Engine(abc.ABC):
     # The sampling the model's makers recommend, as request fields (temperature, top_p, top_k, min_p,
     # repetition_penalty, max_tokens): the defaults of `--generation-config auto`. Empty: none known.
     recommended_sampling: dict = {}
+
+    def takes_images(self, model: str) -> bool:
+        """Whether `model` sees images (a prompt's `images`, each at its `image_marker` in the text)."""
+        return False
+
+    def image_marker(self, image: PromptImage) -> str:
+        """The text that stands for `image` where it appears in the rendered prompt (engines that take images)."""
+        raise NotImplementedError
 
     def speculative_tokens(self) -> tuple[int, int] | None:
         """Draft tokens proposed and accepted so far, where the engine drafts (speculative decoding); else None."""

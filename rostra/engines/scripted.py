@@ -13,6 +13,9 @@ script that stands for a constrained model writes output that obeys the constrai
 JSON-schema constraint (structured outputs, forced tool calls) a matching line whose output obeys
 the schema is preferred, so one prompt can be scripted for several constraints. `max_tokens`
 cuts the output short.
+
+Images are accepted: the script sees each as the text `[image WxH]` where it stands in the message, so a
+client's image paths (uploads, tool results holding screenshots) are testable without a vision model.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import AsyncGenerator
 import jsonschema
 
 from rostra.engines.base import Engine
-from rostra.core import EngineOutput, ModelInfo, Prompt, SamplingParams, TokenStep, TopLogprob
+from rostra.core import EngineOutput, ModelInfo, Prompt, PromptImage, SamplingParams, TokenStep, TopLogprob
 from rostra.tokenizer import TextTokenizer, load_local_tokenizer
 
 
@@ -94,6 +97,12 @@ class ScriptedEngine(Engine):
         self.special_token_ids = frozenset(self.tokenizer.special_ids)
         self.special_texts = self.tokenizer.special_texts
         self._running: dict[str, asyncio.Event] = {}
+
+    def takes_images(self, model: str) -> bool:
+        return True
+
+    def image_marker(self, image: PromptImage) -> str:
+        return image.placeholder()
 
     async def tokenize(self, text: str, add_special: bool) -> list[int]:
         return await asyncio.to_thread(self.tokenizer.encode, text)

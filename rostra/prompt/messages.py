@@ -3,15 +3,56 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
+from rostra.core import PromptImage
 from rostra.errors import InvalidRequest
+from rostra.images.loader import ImageSource
 from rostra.protocol.chat import ChatMessage
 
 _TEXT_PART_TYPES = {"text", "input_text", "output_text"}
+# Where OpenAI takes images: user messages, and tool results (Codex's view_image, computer-use screenshots).
+IMAGE_ROLES = frozenset({"user", "tool", "function"})
+PartKey = tuple[int, int]  # (message index, part index)
 
 
-def message_text(message: ChatMessage, index: int) -> str:
+@dataclass(frozen=True)
+class ImagePart:
+    key: PartKey
+    source: ImageSource
+
+
+@dataclass(frozen=True)
+class PromptImages:
+    """A conversation's images, loaded: the text that stands for each in its message (the engine's marker),
+    and the images in the order they appear."""
+
+    markers: dict[PartKey, str] = field(default_factory=dict)
+    images: tuple[PromptImage, ...] = ()
+
+
+def image_parts(messages: list[ChatMessage]) -> list[ImagePart]:
+    """Every image part, in order; one where no image may stand is a 400 naming it."""
+    parts = []
+    for index, message in enumerate(messages):
+        if isinstance(message.content, str) or message.content is None:
+            continue
+        for part_index, part in enumerate(message.content):
+            if part.type != "image_url":
+                continue
+            param = part.source_param or f"messages[{index}].content[{part_index}]"
+            if message.role not in IMAGE_ROLES:
+                raise InvalidRequest(f"a {message.role} message cannot hold images (user and tool messages can)",
+                                     param=param)
+            if part.image_url is None:
+                raise InvalidRequest("an image_url part needs image_url.url", param=param)
+            parts.append(ImagePart((index, part_index), ImageSource(param, url=part.image_url.url)))
+    return parts
+
+
+def message_text(message: ChatMessage, index: int, images: PromptImages = PromptImages()) -> str:
+    """The message's text, each loaded image as its marker where it stands."""
     content = message.content
     if content is None:
         return ""
@@ -19,6 +60,10 @@ def message_text(message: ChatMessage, index: int) -> str:
         return content
     texts = []
     for part_index, part in enumerate(content):
+        marker = images.markers.get((index, part_index))
+        if marker is not None:
+            texts.append(marker)
+            continue
         if part.type not in _TEXT_PART_TYPES or part.text is None:
             raise InvalidRequest(f"content part type {part.type!r} is not supported by this model (text only)",
                                  param=f"messages[{index}].content[{part_index}]")
@@ -26,12 +71,12 @@ def message_text(message: ChatMessage, index: int) -> str:
     return "\n".join(texts)
 
 
-def template_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+def template_messages(messages: list[ChatMessage], images: PromptImages = PromptImages()) -> list[dict[str, Any]]:
     """Most templates know system/user/assistant/tool only: developer -> system, function -> tool."""
     rendered = []
     for index, message in enumerate(messages):
         role = {"developer": "system", "function": "tool"}.get(message.role, message.role)
-        item: dict[str, Any] = {"role": role, "content": message_text(message, index)}
+        item: dict[str, Any] = {"role": role, "content": message_text(message, index, images)}
         if message.name:
             item["name"] = message.name
         if message.tool_call_id:

@@ -25,10 +25,19 @@ _REFUSED = {
 RESERVED_TEMPLATE_KWARGS = frozenset({"messages", "tools", "add_generation_prompt", "continue_final_message"})
 
 
+class ImageURL(BaseModel):
+    url: str  # a data: URL or an http(s) URL (fetched by rostra: rostra/images/fetch.py)
+    detail: str | None = None  # auto, low, high: accepted; the engine sees the image at its own resolution
+
+
 class ContentPart(BaseModel):
     model_config = ConfigDict(extra="allow")
     type: str
     text: str | None = None
+    image_url: ImageURL | None = None  # type "image_url"
+    # Where the part came from, when another API (Messages, Responses) made this request from its own: errors
+    # name the part as that API's client wrote it. Never sent on.
+    source_param: str | None = Field(default=None, exclude=True)
 
 
 class ChatMessage(BaseModel):

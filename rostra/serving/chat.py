@@ -17,7 +17,8 @@ from rostra.parsing.parser import ChoicePipeline, OutputParser
 from rostra.parsing.reasoning.base import ReasoningParser
 from rostra.parsing.tools.base import ToolParser
 from rostra.prompt.chat_template import ChatTemplate
-from rostra.prompt.messages import message_text, template_messages
+from rostra.images.loader import ImageLoader
+from rostra.prompt.messages import PromptImages, image_parts, message_text, template_messages
 from rostra.prompt.special_text import RenderedPrompt, SpecialTextGuard
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.serving.generation import (
@@ -167,10 +168,11 @@ class ChatService(GenerationService):
                  tool_parser: Callable[..., ToolParser], reasoning_parser: type[ReasoningParser] | None = None,
                  reasoning_fields: tuple[str, ...] = ("reasoning_content",),
                  defaults: GenerationDefaults = GenerationDefaults(), raw_special_tokens: bool = False,
-                 fit_budgets: bool = True):
+                 fit_budgets: bool = True, images: ImageLoader | None = None):
         super().__init__(engine, defaults)
         # An output budget longer than the room the prompt leaves: cut to it (True), or a 400 (--output-budget strict).
         self.fit_budgets = fit_budgets
+        self.images = images or ImageLoader()
         # Special-token text in user and tool content is tokenized as plain text, unless told otherwise.
         self.special_guard = SpecialTextGuard(() if raw_special_tokens else engine.special_texts)
         self.template = template
@@ -193,7 +195,8 @@ class ChatService(GenerationService):
             raise InvalidRequest("top_logprobs requires logprobs to be true", param="top_logprobs")
         plan = plan_tools(request.tools, request.tool_choice, request.parallel_tool_calls, self.tool_parser)
         constraint = _constraint(request, plan)
-        rendered = await self.render(request)
+        images = await self.load_images(request)
+        rendered = await self.render(request, images)
         text = rendered.text
         context_length = engine.model_info(request.model).context_length
         token_ids = truncate_prompt(await rendered.tokenize(engine), request.truncate_prompt_tokens, context_length)
@@ -208,8 +211,8 @@ class ChatService(GenerationService):
                                  **await engine_extensions(engine, request))
         engine.check_params(params)
         last = request.messages[-1]
-        prompt = Prompt(token_ids, message_text(last, len(request.messages) - 1), last.role, request.model,
-                        session_key=request.prompt_cache_key)
+        prompt = Prompt(token_ids, message_text(last, len(request.messages) - 1, images), last.role, request.model,
+                        session_key=request.prompt_cache_key, images=images.images)
         # vLLM's chat `echo`: the continued assistant message is repeated in front of the answer.
         prefix = prompt.last_message_text if request.echo and last.role == "assistant" else ""
         # A constraint the engine enforces from the first token leaves no room to think: the whole
@@ -248,15 +251,30 @@ class ChatService(GenerationService):
                                self.reasoning_fields if request.include_reasoning else (),
                                make_emitter=plan.make_emitter)
 
-    async def render(self, request: ChatCompletionRequest) -> RenderedPrompt:
+    async def load_images(self, request: ChatCompletionRequest) -> PromptImages:
+        """The conversation's images, fetched and decoded (off the event loop), each with the engine's marker; a
+        400 naming the first image part when the model does not see images."""
+        parts = image_parts(request.messages)
+        if not parts:
+            return PromptImages()
+        if not self.engine.takes_images(request.model):
+            raise InvalidRequest(f"the model {request.model!r} does not take images (it reads text only)",
+                                 param=parts[0].source.param, code="image_input_not_supported")
+        images = await self.images.load_all([part.source for part in parts])
+        return PromptImages({part.key: self.engine.image_marker(image) for part, image in zip(parts, images)},
+                            tuple(images))
+
+    async def render(self, request: ChatCompletionRequest, images: PromptImages | None = None) -> RenderedPrompt:
         """The conversation through the chat template (off the event loop), special-token text of
-        user and tool messages marked as plain text."""
+        user and tool messages marked as plain text, each image as the engine's marker."""
+        if images is None:
+            images = await self.load_images(request)
         kwargs = dict(request.chat_template_kwargs or {})
         if request.reasoning_effort is not None:
             kwargs.setdefault("reasoning_effort", request.reasoning_effort)
         if request.documents is not None:
             kwargs["documents"] = request.documents
-        messages = template_messages(request.messages)
+        messages = template_messages(request.messages, images)
         if getattr(self.tool_parser, "name", "") == "mistral":
             messages = mistral_history(messages)  # ids from other servers, as Mistral templates take them
         messages, masked = self.special_guard.mask(messages)

@@ -132,35 +132,63 @@ def thinking_text(block: ThinkingBlock, sealer: ReasoningSealer, param: str) -> 
 
 
 def _user(blocks: list[Any], index: int) -> list[dict[str, Any]]:
-    """Tool results first, as tool messages (templates put them right after the calls); then the text."""
+    """Tool results first, as tool messages (templates put them right after the calls); then the text and images."""
     results: list[dict[str, Any]] = []
-    texts: list[str] = []
+    parts: list[dict[str, Any]] = []
     for position, block in enumerate(blocks):
         param = f"messages[{index}].content[{position}]"
         if isinstance(block, TextBlock):
-            texts.append(block.text)
+            parts.append({"type": "text", "text": block.text})
         elif isinstance(block, ToolResultBlock):
             results.append({"role": "tool", "tool_call_id": block.tool_use_id,
-                            "content": _result_text(block, param)})
+                            "content": _result_content(block, param)})
         elif isinstance(block, ImageBlock):
-            raise InvalidRequest(f"{block.type} content is not supported by this model (text only)", param=f"{param}.type")
+            parts.append(image_part(block, param))
         else:
             raise InvalidRequest(f"a user message cannot hold {block.type} blocks", param=f"{param}.type")
-    return results + ([{"role": "user", "content": "\n".join(texts)}] if texts or not results else [])
+    return results + ([{"role": "user", "content": _joined(parts)}] if parts or not results else [])
 
 
-def _result_text(block: ToolResultBlock, param: str) -> str:
+def image_part(block: ImageBlock, param: str) -> dict[str, Any]:
+    """An `image` block as the chat image part the pipeline loads: its base64 source as a data URL, or its URL."""
+    if block.type != "image":
+        raise InvalidRequest(f"{block.type} content is not supported by this server", param=f"{param}.type")
+    source = block.source or {}
+    kind = source.get("type")
+    if kind == "base64" and isinstance(source.get("data"), str) and isinstance(source.get("media_type"), str):
+        url = f"data:{source['media_type']};base64,{source['data']}"
+    elif kind == "url" and isinstance(source.get("url"), str):
+        url = source["url"]
+    else:
+        raise InvalidRequest("an image source must be {\"type\": \"base64\", \"media_type\", \"data\"} or "
+                             "{\"type\": \"url\", \"url\"}", param=f"{param}.source")
+    return {"type": "image_url", "image_url": {"url": url}, "source_param": param}
+
+
+def _joined(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """Text only: one string (as before images); with images, the parts in order."""
+    if all(part["type"] == "text" for part in parts):
+        return "\n".join(part["text"] for part in parts)
+    return parts
+
+
+def _result_content(block: ToolResultBlock, param: str) -> str | list[dict[str, Any]]:
+    """A tool result's text, or its parts where it holds images (Claude Code's Read of a PNG)."""
     if block.content is None or isinstance(block.content, str):
-        text = block.content or ""
+        parts = [{"type": "text", "text": block.content or ""}]
     else:
         parts = []
         for position, part in enumerate(block.content):
             if isinstance(part, ImageBlock):
-                raise InvalidRequest(f"{part.type} content is not supported by this model (text only)",
-                                     param=f"{param}.content[{position}].type")
-            parts.append(part.text if isinstance(part, TextBlock) else f"Tool {part.tool_name} loaded.")
-        text = "\n".join(parts)
-    return f"Error: {text}" if block.is_error else text
+                parts.append(image_part(part, f"{param}.content[{position}]"))
+            else:
+                parts.append({"type": "text",
+                              "text": part.text if isinstance(part, TextBlock) else f"Tool {part.tool_name} loaded."})
+    if block.is_error:
+        if not parts or parts[0]["type"] != "text":
+            parts.insert(0, {"type": "text", "text": ""})
+        parts[0] = {"type": "text", "text": f"Error: {parts[0]['text']}"}
+    return _joined(parts) if parts else ""
 
 
 def chat_tools(request: MessagesRequestFields) -> list[dict[str, Any]]:

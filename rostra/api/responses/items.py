@@ -35,14 +35,25 @@ class TextPart(BaseModel):
     text: str
 
 
+class ImagePart(BaseModel):
+    """An `input_image` part (in user messages, and in a call output's list: Codex's view_image): an image by
+    URL (data: or http(s)); `file_id` names an uploaded file, which this server has no Files API for."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    type: Literal["input_image"]
+    image_url: str | None = None
+    detail: str | None = None
+    file_id: str | None = None
+
+
 class MessageItem(Item):
     id_prefix = "msg"
     requirement = "a message needs a role and content"
     field_messages = {"role": "a message needs a role: user, system, developer or assistant",
-                      "content": "message content must be a string or text parts"}
+                      "content": "message content must be a string or text and image parts"}
     type: Literal["message"]
     role: Literal["user", "system", "developer", "assistant"]
-    content: str | list[TextPart]
+    content: str | list[TextPart | ImagePart]
 
     @model_validator(mode="after")
     def _parts(self) -> MessageItem:

@@ -38,8 +38,7 @@ def items_to_messages(items: list[dict[str, Any]], routes: ToolRoutes | None = N
         if kind == "reasoning":
             reasoning += reasoning_text(item)
         elif kind == "message":
-            text = "".join(part["text"] for part in item["content"])
-            message = {"role": item["role"], "content": text}
+            message = {"role": item["role"], "content": chat_content(item["content"], item, "")}
             if item["role"] == "assistant" and reasoning:
                 message["reasoning_content"], reasoning = reasoning, ""
             messages.append(message)
@@ -55,8 +54,35 @@ def items_to_messages(items: list[dict[str, Any]], routes: ToolRoutes | None = N
         elif kind in CALL_OUTPUTS:
             # local_shell_call_output names its call by `id` (OpenAI's schema); the others by `call_id`
             call_id = item.get("call_id") or item["id"]
-            messages.append({"role": "tool", "tool_call_id": call_id, "content": output_text(item["output"])})
+            output = item["output"]
+            content = chat_content(output, item, "\n") if has_images(output) else output_text(output)
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
     return messages
+
+
+def has_images(parts: Any) -> bool:
+    return isinstance(parts, list) and any(isinstance(part, dict) and part.get("type") == "input_image"
+                                           for part in parts)
+
+
+def chat_content(parts: list[dict[str, Any]], item: dict[str, Any], joiner: str) -> str | list[dict[str, Any]]:
+    """Content parts as chat content: the text joined, or, where there are images, text and image parts in order.
+    An image's errors name it by its item's id (the item may come from an earlier response)."""
+    if not has_images(parts):
+        return joiner.join(part["text"] for part in parts if isinstance(part.get("text"), str))
+    out: list[dict[str, Any]] = []
+    for position, part in enumerate(parts):
+        param = f"input[id={item.get('id')}].content[{position}]"
+        if part.get("type") != "input_image":
+            out.append({"type": "text", "text": part.get("text") or ""})
+        elif part.get("file_id") and not part.get("image_url"):
+            raise InvalidRequest("input_image by file_id is not supported: this server has no Files API; send "
+                                 "image_url (a data URL or an http(s) URL)", param=param)
+        elif not isinstance(part.get("image_url"), str):
+            raise InvalidRequest("an input_image needs image_url", param=param)
+        else:
+            out.append({"type": "image_url", "image_url": {"url": part["image_url"]}, "source_param": param})
+    return out
 
 
 def reasoning_text(item: dict[str, Any]) -> str:

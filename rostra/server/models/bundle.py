@@ -14,6 +14,8 @@ from rostra.api.messages.service import MessagesService
 from rostra.config import Settings
 from rostra.engines.base import Engine
 from rostra.generation_defaults import GenerationDefaults
+from rostra.images.limits import ImageLimits
+from rostra.images.loader import ImageLoader
 from rostra.parsing.reasoning import reasoning_parser_class
 from rostra.parsing.tools import detect_tool_parser, layered_tool_parser, tool_parser_class
 from rostra.parsing.tools.base import ToolParser
@@ -69,7 +71,9 @@ def build_bundle(name: str, engine: Engine, settings: Settings, sealer: Reasonin
 
     chat = ChatService(engine, template, served_names, tool_parser,
                        reasoning_parser_class(reasoning) if reasoning else None, fields, defaults,
-                       raw_special_tokens=settings.raw_special_tokens, fit_budgets=fit)
+                       raw_special_tokens=settings.raw_special_tokens, fit_budgets=fit,
+                       images=ImageLoader(ImageLimits(fetch_urls=settings.image_urls,
+                                                      allow_hosts=tuple(settings.image_allow_hosts))))
     completions = CompletionService(engine, served_names, defaults, max_choices=settings.max_choices,
                                     fit_budgets=fit)
     chat.on_finished = completions.on_finished = on_finished

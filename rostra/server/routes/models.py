@@ -1,7 +1,8 @@
 """The Models API: GET /v1/models and GET /v1/models/{id}: every servable model, loaded or not.
 
 Extensions to OpenAI's model object: `state` (loaded, loading, unloading or unloaded), `max_model_len`
-(once loaded), and `generation_defaults`: what a request that leaves those fields out gets (before the
+(once loaded), `input_modalities` (once loaded: ["text"], or ["text", "image"] for a model that sees images, as
+OpenRouter's model objects say it), and `generation_defaults`: what a request that leaves those fields out gets (before the
 model's first load, only what its settings give: the model's own recommendation is read when it loads).
 """
 
@@ -25,6 +26,7 @@ def model_cards(context: ServerContext, slot: ModelSlot) -> list[dict]:
             info = bundle.engine.model_info(name)
             cards.append({"id": name, "object": "model", "created": context.started, "owned_by": info.owned_by,
                           "state": slot.state, "max_model_len": info.context_length,
+                          "input_modalities": ["text", "image"] if bundle.engine.takes_images(name) else ["text"],
                           "generation_defaults": dict(bundle.generation_defaults.values)})
         return cards
     settings = slot.spec.settings

@@ -1,0 +1,77 @@
+"""One request's images, from the URLs its parts give (data: or http(s):) to checked PromptImages.
+
+Each error is a 400 that names the part it came from (`messages[0].content[1]`), in the API's own spelling:
+the API gives each source its path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from rostra.core import PromptImage
+from rostra.errors import InvalidRequest
+from rostra.images.data_url import decode_base64, decode_data_url
+from rostra.images.decode import decode_image_off_loop
+from rostra.images.fetch import FetchFailed, FetchRefused, ImageFetcher
+from rostra.images.limits import ImageLimits
+
+
+@dataclass(frozen=True)
+class ImageSource:
+    """Where an image part's bytes are: a `data:` or http(s) URL, or bare base64 (Anthropic's `base64` source,
+    with its media type); `param` names the part in the request."""
+
+    param: str
+    url: str | None = None
+    base64: str | None = None
+    media_type: str | None = None
+
+
+class ImageLoader:
+    """One per model: the limits every request's images are held to. Each request fetches through a fetcher of
+    its own (a connection pool made only if it has URLs, closed when its images are in), so nothing outlives it."""
+
+    def __init__(self, limits: ImageLimits = ImageLimits()):
+        self.limits = limits
+
+    async def load_all(self, sources: list[ImageSource]) -> list[PromptImage]:
+        """Every image, fetched and decoded concurrently; the first failure (in request order) is the error."""
+        if len(sources) > self.limits.max_images:
+            raise InvalidRequest(f"the request holds {len(sources)} images: this server takes at most "
+                                 f"{self.limits.max_images} per request", param=sources[self.limits.max_images].param,
+                                 code="too_many_images")
+        fetcher = ImageFetcher(self.limits)
+        try:
+            results = await asyncio.gather(*(self.load(source, fetcher) for source in sources),
+                                           return_exceptions=True)
+        finally:
+            await fetcher.close()
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return [result for result in results if isinstance(result, PromptImage)]
+
+    async def load(self, source: ImageSource, fetcher: ImageFetcher) -> PromptImage:
+        data = await self._bytes(source, fetcher)
+        return await decode_image_off_loop(data, source.param, self.limits)
+
+    async def _bytes(self, source: ImageSource, fetcher: ImageFetcher) -> bytes:
+        if source.base64 is not None:
+            if source.media_type is not None and not source.media_type.lower().startswith("image/"):
+                raise InvalidRequest(f"media_type {source.media_type!r} is not an image type", param=source.param,
+                                     code="invalid_image_format")
+            return decode_base64(source.base64, source.param, self.limits.max_bytes)
+        url = (source.url or "").strip()
+        if url[:5].lower() == "data:":
+            return decode_data_url(url, source.param, self.limits.max_bytes)
+        if url.split(":", 1)[0].lower() not in ("http", "https"):
+            raise InvalidRequest("an image URL must be a data: URL or an http(s) URL", param=source.param,
+                                 code="invalid_image_url")
+        if not self.limits.fetch_urls:
+            raise InvalidRequest("this server does not fetch image URLs (--no-image-urls): send the image as a "
+                                 "data URL", param=source.param, code="image_urls_disabled")
+        try:
+            return await fetcher.fetch(url)
+        except (FetchRefused, FetchFailed) as exc:
+            raise InvalidRequest(str(exc), param=source.param, code="invalid_image_url") from None

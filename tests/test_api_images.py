@@ -1,0 +1,233 @@
+"""Images on every API, through the real SDKs, against `rostra serve` with the scripted engine (no script: it echoes
+the last message, each image shown as `[image WxH]` where it stands), and the embedded text-only model (a 400
+naming the part). Image URLs are fetched by rostra only from allowed hosts: the recording server sees no hit
+from a refused one."""
+
+from __future__ import annotations
+
+import base64
+
+import anthropic
+import httpx
+import pytest
+from openai import OpenAI
+from PIL import Image
+
+from anthropic_wire import check_message, headers
+from images import RecordingServer, Route, data_url, encoded, pattern, png_data_url
+from servers import RunningServer
+from test_api_responses import check_response
+from wire import check, check_error, fold_chat_stream, post, stream
+
+MODEL = "scripted"
+PNG = encoded(pattern(), "PNG")
+
+
+@pytest.fixture(scope="module")
+def images_host():
+    host = RecordingServer({"/cat.png": Route(body=PNG, headers={"Content-Type": "image/png"})})
+    yield host
+    host.close()
+
+
+@pytest.fixture(scope="module")
+def server():
+    # "localhost" is trusted by name; 127.0.0.1 (the same server) is not: a request naming it is refused.
+    server = RunningServer(["--engine", "scripted", "--max-model-len", "4096", "--image-allow-hosts", "localhost"])
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def openai_client(server) -> OpenAI:
+    return OpenAI(base_url=server.v1, api_key="none", max_retries=0)
+
+
+@pytest.fixture(scope="module")
+def anthropic_client(server) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=server.base_url, api_key="none", max_retries=0)
+
+
+def picture(url: str | None = None, detail: str = "auto") -> dict:
+    return {"type": "image_url", "image_url": {"url": url or png_data_url(), "detail": detail}}
+
+
+# --- Chat Completions ---------------------------------------------------------------------------------------------
+
+def test_chat_image_stands_where_it_is(openai_client, server):
+    messages = [{"role": "user", "content": [{"type": "text", "text": "What is this?"}, picture(detail="high"),
+                                             {"type": "text", "text": "And this?"}, picture(png_data_url(10, 7))]}]
+    reply = openai_client.chat.completions.create(model=MODEL, messages=messages)
+    assert reply.choices[0].message.content == "What is this?\n[image 24x16]\nAnd this?\n[image 10x7]"
+    body = check("chat", post(server.base_url, "/v1/chat/completions", {"model": MODEL, "messages": messages}).json())
+    chunks = stream(server.base_url, "/v1/chat/completions", {"model": MODEL, "messages": messages}, "chat_chunk")
+    assert fold_chat_stream(chunks)[0]["content"] == body["choices"][0]["message"]["content"]
+    assert body["usage"]["prompt_tokens"] > 10
+
+
+@pytest.mark.parametrize("fmt, options, media_type", [("WEBP", {"lossless": True}, "image/webp"),
+                                                      ("BMP", {}, "image/bmp"), ("JPEG", {}, "image/jpeg"),
+                                                      ("GIF", {}, "image/gif"), ("TIFF", {}, "image/tiff")])
+def test_chat_formats(openai_client, fmt, options, media_type):
+    url = data_url(encoded(pattern(), fmt, **options), media_type)
+    reply = openai_client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": [picture(url)]}])
+    assert reply.choices[0].message.content == "[image 24x16]"
+
+
+def test_chat_tool_message_holds_an_image(openai_client):
+    messages = [{"role": "user", "content": "Take a screenshot"},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "screenshot", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "call_1", "content": [{"type": "text", "text": "Here it is:"},
+                                                                       picture()]}]
+    reply = openai_client.chat.completions.create(model=MODEL, messages=messages)
+    assert reply.choices[0].message.content == "Here it is:\n[image 24x16]"
+
+
+def test_chat_image_url_fetched_from_an_allowed_host(openai_client, images_host):
+    reply = openai_client.chat.completions.create(model=MODEL, messages=[
+        {"role": "user", "content": [picture(images_host.url("/cat.png", host="localhost"))]}])
+    assert reply.choices[0].message.content == "[image 24x16]"
+    assert images_host.hits == ["/cat.png"]
+
+
+BAD_IMAGES = [
+    ("data:image/png;base64,@@@", "invalid_base64"),
+    ("data:text/html;base64,PGh0bWw+", "invalid_image_format"),
+    (data_url(PNG[:80]), "invalid_image"),  # truncated
+    (data_url(encoded(Image.new("1", (20000, 20000)), "PNG")), "image_too_large"),  # a bomb: 44 KiB of PNG
+    ("file:///etc/passwd", "invalid_image_url"),
+]
+
+
+@pytest.mark.parametrize("url, code", BAD_IMAGES)
+def test_chat_bad_images_are_a_400_naming_the_part(server, url, code):
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"},
+                                         {"role": "user", "content": [{"type": "text", "text": "look"}, picture(url)]}]}
+    error = check_error(post(server.base_url, "/v1/chat/completions", body), 400, "messages[1].content[1]")
+    assert error["code"] == code
+    assert post(server.base_url, "/v1/chat/completions", {"model": MODEL, "messages": [
+        {"role": "user", "content": "still serving"}]}).status_code == 200
+
+
+def test_chat_ssrf_reaches_nothing(server, images_host):
+    hits = len(images_host.hits)
+    for host in ("127.0.0.1", "2130706433", "0x7f000001", "[::ffff:127.0.0.1]", "127.1"):
+        body = {"model": MODEL, "messages": [{"role": "user", "content": [picture(images_host.url("/cat.png", host))]}]}
+        error = check_error(post(server.base_url, "/v1/chat/completions", body), 400, "messages[0].content[0]")
+        assert error["code"] == "invalid_image_url"
+    assert len(images_host.hits) == hits
+
+
+@pytest.mark.parametrize("role", ["system", "assistant"])
+def test_chat_images_only_in_user_and_tool_messages(server, role):
+    body = {"model": MODEL, "messages": [{"role": role, "content": [picture()]}, {"role": "user", "content": "hi"}]}
+    check_error(post(server.base_url, "/v1/chat/completions", body), 400, "messages[0].content[0]")
+
+
+def test_models_say_which_take_images(openai_client):
+    [card] = openai_client.models.list().data
+    assert card.model_extra["input_modalities"] == ["text", "image"]
+
+
+# --- Responses ------------------------------------------------------------------------------------------------
+
+def test_responses_input_image(openai_client, server):
+    response = openai_client.responses.create(model=MODEL, input=[{"role": "user", "content": [
+        {"type": "input_text", "text": "Describe"}, {"type": "input_image", "image_url": png_data_url(), "detail": "low"}]}])
+    assert response.output_text == "Describe\n[image 24x16]"
+    check_response(response.model_dump(mode="json", exclude_unset=True))
+    # stored, and read back with the image as sent
+    items = openai_client.responses.input_items.list(response.id).data
+    assert items[0].content[1].type == "input_image"
+
+
+def test_responses_codex_view_image_round_trip(openai_client):
+    """Codex's view_image tool: its output is a list holding an input_image, sent back as a function_call_output."""
+    view_image = {"type": "function", "name": "view_image", "description": "View a local image",
+                  "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}
+    response = openai_client.responses.create(model=MODEL, tools=[view_image], input=[
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "look at cat.png"}]},
+        {"type": "function_call", "call_id": "call_v", "name": "view_image", "arguments": '{"path":"cat.png"}'},
+        {"type": "function_call_output", "call_id": "call_v",
+         "output": [{"type": "input_image", "image_url": png_data_url(12, 9)}]}])
+    assert response.output_text == "[image 12x9]"
+    follow = openai_client.responses.create(model=MODEL, previous_response_id=response.id, input="thanks")
+    assert follow.output_text == "thanks"
+
+
+def test_responses_bad_image_names_the_part(server):
+    body = {"model": MODEL, "input": [{"type": "message", "role": "user", "id": "msg_pic", "content": [
+        {"type": "input_text", "text": "x"}, {"type": "input_image", "image_url": "data:image/png;base64,@@"}]}]}
+    error = check_error(post(server.base_url, "/v1/responses", body), 400)
+    assert error["param"] == "input[id=msg_pic].content[1]" and error["code"] == "invalid_base64"
+
+
+# --- Messages ---------------------------------------------------------------------------------------------------
+
+def b64_source(data: bytes = PNG, media_type: str = "image/png") -> dict:
+    return {"type": "base64", "media_type": media_type, "data": base64.b64encode(data).decode()}
+
+
+def test_messages_image_block(anthropic_client):
+    message = anthropic_client.messages.create(model=MODEL, max_tokens=64, messages=[{"role": "user", "content": [
+        {"type": "image", "source": b64_source(encoded(pattern(30, 20), "JPEG"), "image/jpeg")},
+        {"type": "text", "text": "What is it?"}]}])
+    assert message.content[0].text == "[image 30x20]\nWhat is it?"
+    check_message(message.model_dump(mode="json"))
+
+
+def test_messages_claude_code_reads_a_png(anthropic_client):
+    """Claude Code's Read tool on a PNG: a tool_result holding an image block."""
+    read = {"name": "Read", "description": "Read a file", "input_schema": {
+        "type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]}}
+    message = anthropic_client.messages.create(model=MODEL, max_tokens=64, tools=[read], messages=[
+        {"role": "user", "content": "What is in cat.png?"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Read",
+                                           "input": {"file_path": "cat.png"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                      "content": [{"type": "image", "source": b64_source()}]}]}])
+    assert message.content[0].text == "[image 24x16]"
+    count = anthropic_client.messages.count_tokens(model=MODEL, messages=[
+        {"role": "user", "content": [{"type": "image", "source": b64_source()}]}])
+    assert count.input_tokens > 5
+
+
+def test_messages_url_source_and_refusals(server, anthropic_client, images_host):
+    message = anthropic_client.messages.create(model=MODEL, max_tokens=64, messages=[{"role": "user", "content": [
+        {"type": "image", "source": {"type": "url", "url": images_host.url("/cat.png", host="localhost")}}]}])
+    assert message.content[0].text == "[image 24x16]"
+    hits = len(images_host.hits)
+    cases = [({"type": "url", "url": images_host.url("/cat.png")}, "messages[0].content[1]"),
+             (b64_source(b"not a png"), "messages[0].content[1]"),
+             ({"type": "file", "file_id": "file_1"}, "messages[0].content[1].source")]
+    for source, param in cases:
+        body = {"model": MODEL, "max_tokens": 8, "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "x"}, {"type": "image", "source": source}]}]}
+        response = httpx.post(f"{server.base_url}/v1/messages", json=body, headers=headers("none"), timeout=30)
+        assert response.status_code == 400, response.text
+        assert response.json()["type"] == "error"
+        assert response.json()["error"]["message"].startswith(f"{param}: "), response.text
+    assert len(images_host.hits) == hits
+
+
+# --- a model that cannot see ------------------------------------------------------------------------------------
+
+def test_text_only_model_refuses_images_by_part(real_server):
+    chat = {"model": "SmolLM2-135M-Instruct", "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "hi"}, picture()]}], "max_tokens": 4}
+    model = httpx.get(f"{real_server.v1}/models", timeout=10).json()["data"][0]
+    chat["model"] = model["id"]
+    assert model["input_modalities"] == ["text"]
+    error = check_error(post(real_server.base_url, "/v1/chat/completions", chat), 400, "messages[0].content[1]")
+    assert error["code"] == "image_input_not_supported"
+    responses = {"model": model["id"], "input": [{"type": "message", "role": "user", "id": "msg_1", "content": [
+        {"type": "input_image", "image_url": png_data_url()}]}]}
+    check_error(post(real_server.base_url, "/v1/responses", responses), 400, "input[id=msg_1].content[0]")
+    messages = {"model": model["id"], "max_tokens": 4, "messages": [{"role": "user", "content": [
+        {"type": "image", "source": b64_source()}]}]}
+    response = httpx.post(f"{real_server.base_url}/v1/messages", json=messages, headers=headers("none"), timeout=30)
+    assert response.status_code == 400 and response.json()["error"]["type"] == "invalid_request_error"
+    assert response.json()["error"]["message"].startswith("messages[0].content[0]: "), response.text
+    assert post(real_server.base_url, "/v1/chat/completions", {**chat, "messages": [
+        {"role": "user", "content": "hi"}]}).status_code == 200
