@@ -1,0 +1,147 @@
+"""OpenCode, pi and Qwen Code (pinned in tests/clients/<name>/) against `rostra serve`, each at its defaults.
+
+Each client is set up exactly as README.md's "Clients" section says (the test reads its blocks: readme_clients.py)
+and run in its non-interactive mode (`opencode run`, `pi -p`, `qwen -p`) with a home directory of its own and
+everything but loopback sent to a proxy nothing listens on (update checks, telemetry and model catalogs off where
+the client has a switch; where it has none, the request fails on the dead proxy). No output limit is configured:
+each asks for its own default budget (OpenCode and Qwen Code `max_tokens: 32000`, pi 16384).
+
+On the scripted engine: a plain answer, and a round trip through the client's own file-reading tool (the script
+writes the call in the Hermes `<tool_call>` format, read by rostra's hermes parser). On the embedded model: one
+plain prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from node_clients import node_bin
+from readme_clients import KEY, MODEL, at, setup_block, shell_setup
+from servers import RunningServer
+
+NOTES = "rostra-notes-7"
+
+
+@dataclass(frozen=True)
+class Agent:
+    name: str  # tests/clients/<name>/ and the README's client-setup block
+    command: str  # its executable in node_modules/.bin
+    read_tool: str  # its file-reading tool, and the argument naming the file
+    path_argument: str
+
+    def configure(self, home: Path, workdir: Path, base_url: str) -> dict[str, str]:
+        """Write the README's config where the client reads it; the environment the run gets."""
+        offline = {"PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8", "TERM": "dumb",
+                   "NO_COLOR": "1", "CI": "1", "HTTPS_PROXY": "http://127.0.0.1:9",
+                   "HTTP_PROXY": "http://127.0.0.1:9", "ALL_PROXY": "http://127.0.0.1:9",
+                   "NO_PROXY": "127.0.0.1,localhost",
+                   "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
+                   "XDG_CACHE_HOME": str(home / ".cache"), "XDG_STATE_HOME": str(home / ".local/state")}
+        if self.name == "opencode":
+            (workdir / "opencode.json").write_text(at(setup_block("opencode-config"), base_url))
+            return {**offline, "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
+                    "OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1"}
+        if self.name == "pi":
+            config = home / ".pi" / "agent"
+            config.mkdir(parents=True, exist_ok=True)
+            (config / "models.json").write_text(at(setup_block("pi-config"), base_url))
+            return {**offline, "PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1", "PI_TELEMETRY": "0"}
+        settings = home / ".qwen"
+        settings.mkdir(parents=True, exist_ok=True)
+        (settings / "settings.json").write_text(json.dumps({"privacy": {"usageStatisticsEnabled": False},
+                                                            "telemetry": {"enabled": False}}))
+        return offline
+
+    def tool_call(self, path: Path) -> str:
+        call = {"name": self.read_tool, "arguments": {self.path_argument: str(path)}}
+        return f"I will read the file.\n<tool_call>\n{json.dumps(call)}\n</tool_call>"
+
+
+AGENTS = [Agent("opencode", "opencode", "read", "filePath"), Agent("pi", "pi", "read", "path"),
+          Agent("qwen-code", "qwen", "read_file", "file_path")]
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_agent(agent: Agent, server: RunningServer, workdir: Path, home: Path, prompt: str | None = None) -> Run:
+    """The README's command line (its prompt, or `prompt`) in `workdir`."""
+    env = agent.configure(home, workdir, server.base_url)
+    setup = shell_setup(agent.name, server.base_url)
+    assert setup.argv[0] == agent.command, setup.argv
+    argv = [str(node_bin(agent.name, agent.command)), *setup.argv[1:]]
+    if prompt is not None:
+        argv[-1] = prompt
+    done = subprocess.run(argv, cwd=workdir, env={**env, **setup.env}, capture_output=True, text=True,
+                          timeout=300, stdin=subprocess.DEVNULL)
+    return Run(done.returncode, done.stdout, done.stderr)
+
+
+def explain(run: Run, server: RunningServer) -> str:
+    return f"exit {run.returncode}\nstdout: {run.stdout[-2000:]}\nstderr: {run.stderr[-3000:]}\n" \
+           f"server: {server.log_path.read_text()[-3000:]}"
+
+
+@pytest.fixture(params=AGENTS, ids=[agent.name for agent in AGENTS])
+def scripted_agent(request, tmp_path_factory):
+    agent: Agent = request.param
+    workdir = tmp_path_factory.mktemp(f"{agent.name}-task")
+    (workdir / "notes.txt").write_text(f"The build number is {NOTES}.\n")
+    script = workdir.parent / f"{agent.name}-script.jsonl"
+    lines = [{"match": NOTES, "output": f"The notes say {NOTES}."},
+             {"match": r"What does notes\.txt say", "output": agent.tool_call(workdir / "notes.txt")},
+             {"match": "Say hello", "output": "Hello from rostra."}]
+    script.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    # The scripted engine has no weights: a context as large as a real coding model's, so each client's
+    # default output budget fits beside its prompt.
+    server = RunningServer(["--engine", "scripted", "--script", str(script), "--tool-call-parser", "hermes",
+                            "--served-model-name", MODEL, "--max-model-len", "131072", "--api-key", KEY],
+                           log_level="info")
+    yield agent, server, workdir
+    server.stop()
+
+
+def test_plain_answer(scripted_agent, tmp_path):
+    agent, server, workdir = scripted_agent
+    run = run_agent(agent, server, workdir, tmp_path, "Say hello")
+    assert run.returncode == 0, explain(run, server)
+    assert "Hello from rostra." in run.stdout, explain(run, server)
+
+
+def test_file_reading_tool_round_trip(scripted_agent, tmp_path):
+    """The README's own prompt: the model calls the client's read tool, the client reads notes.txt and sends
+    its text back, and the model's answer quotes it (the script answers so only once the file's text came)."""
+    agent, server, workdir = scripted_agent
+    run = run_agent(agent, server, workdir, tmp_path)
+    assert run.returncode == 0, explain(run, server)
+    assert f"The notes say {NOTES}." in run.stdout, explain(run, server)
+    log = server.log_path.read_text()
+    assert '"route": "/v1/chat/completions", "status": 200' in log and '"status": 4' not in log, log[-3000:]
+
+
+@pytest.mark.parametrize("agent", AGENTS, ids=[agent.name for agent in AGENTS])
+def test_plain_prompt_on_the_embedded_model(agent, tmp_path):
+    """The real model (8k context) at each client's default output budget: the budget is cut to the room the
+    context leaves, and the answer ends there (or sooner) instead of a 400."""
+    server = RunningServer(["--max-model-len", "8192", "--api-key", KEY], log_level="info")
+    try:
+        workdir = tmp_path / "work"
+        workdir.mkdir()
+        run = run_agent(agent, server, workdir, tmp_path / "home", "Say hello in one short sentence.")
+        print(f"{agent.name} on the embedded model:", run.stdout[-500:])
+        assert run.returncode == 0, explain(run, server)
+        assert run.stdout.strip(), explain(run, server)
+        log = server.log_path.read_text()
+        assert '"route": "/v1/chat/completions", "status": 200' in log and '"status": 4' not in log, log[-3000:]
+    finally:
+        server.stop()
