@@ -5,6 +5,7 @@ blocks that answer no tool_use, unknown keys in content blocks."""
 from __future__ import annotations
 
 import json
+import time
 
 import anthropic
 import httpx
@@ -85,3 +86,104 @@ def test_the_sdks_default_tool_runner_completes_its_round_trip(server):
 def test_unknown_beta_values_are_ignored(server):
     answered = post(server, ask("hello"), {"anthropic-beta": "made-up-feature-2099-01-01,another-one"})
     assert answered.status_code == 200 and answered.json()["content"][0]["text"] == "Hello! How can I help?"
+
+
+def anthropic_error(response: httpx.Response) -> str:
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert body["type"] == "error" and body["error"]["type"] == "invalid_request_error"
+    return body["error"]["message"]
+
+
+def test_a_400_names_the_field_the_client_sent(server):
+    assert anthropic_error(post(server, ask("hello", max_tokens=2**31))).startswith("max_tokens:")
+    assert anthropic_error(post(server, ask("hello", top_k=2**40))).startswith("top_k:")
+
+
+USE = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}
+TOOLS = [{"name": "get_weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+
+
+def test_a_tool_result_must_answer_a_tool_use_of_the_previous_turn(server):
+    def turn(tool_use_id):
+        return {"model": MODEL, "max_tokens": 64, "tools": TOOLS, "messages": [
+            {"role": "user", "content": "weather in Oslo"},
+            {"role": "assistant", "content": [USE]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_use_id, "content": "sunny"}]}]}
+
+    assert post(server, turn("toolu_1")).status_code == 200
+    message = anthropic_error(post(server, turn("toolu_elsewhere")))
+    assert message.startswith("messages.2.content.0: unexpected `tool_use_id` found in `tool_result` blocks: "
+                              "toolu_elsewhere.")
+    no_call_before = {"model": MODEL, "max_tokens": 64, "messages": [
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]}]}
+    assert "unexpected `tool_use_id`" in anthropic_error(post(server, no_call_before))
+
+
+@pytest.mark.parametrize("block,path", [
+    ({"type": "text", "text": "hello", "colour": "red"}, "messages[0].content[0].colour"),
+    ({"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "x", "shade": 1}]},
+     "messages[2].content[0].content[0].shade"),
+])
+def test_unknown_keys_in_content_blocks_are_a_400(server, block, path):
+    messages = [{"role": "user", "content": [block]}]
+    if block["type"] == "tool_result":
+        messages = [{"role": "user", "content": "weather"}, {"role": "assistant", "content": [USE]}, *messages]
+    message = anthropic_error(post(server, {"model": MODEL, "max_tokens": 64, "tools": TOOLS, "messages": messages}))
+    assert message.startswith(path) and "Unrecognized request argument" in message
+    unknown_in_message = [{"role": "user", "content": "hello", "mood": "good"}]
+    assert anthropic_error(post(server, {"model": MODEL, "max_tokens": 64, "messages": unknown_in_message})
+                           ).startswith("messages[0].mood")
+
+
+def access_records(server, last) -> list[dict]:
+    """The access log's warning lines (failures), once one that `last` picks is written (the line follows the
+    response by a moment)."""
+    deadline = time.monotonic() + 10
+    while True:
+        records = [json.loads(line.split("rostra.requests: ", 1)[1])
+                   for line in server.log_path.read_text().splitlines()
+                   if "rostra.requests: " in line and "WARNING" in line]
+        if any(last(record) for record in records) or time.monotonic() > deadline:
+            return records
+        time.sleep(0.05)
+
+
+def test_every_error_is_logged_for_the_operator_without_secrets(server):
+    chat = httpx.post(f"{server.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {KEY}"},
+                      json={"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "temperature": 7})
+    assert chat.status_code == 400
+    post(server, ask("hello", top_k=2**40))
+    post(server, ask("hello", thread={"type": "create"}))
+    httpx.post(f"{server.base_url}/v1/chat/completions", headers={"authorization": "Bearer wrong-key-42"}, json={})
+    records = access_records(server, lambda r: r["status"] == 401)
+    temperature = next(r for r in records if r.get("error", {}).get("param") == "temperature")
+    assert temperature["status"] == 400 and temperature["error"]["type"] == "invalid_request_error"
+    assert "temperature" in temperature["error"]["message"] and "body" not in temperature  # bodies: only if asked
+    top_k = next(r for r in records if r.get("error", {}).get("param") == "top_k")
+    assert top_k["route"] == "/v1/messages"
+    assert any(r["status"] == 401 and r["error"]["code"] == "invalid_api_key" for r in records)
+    thread = next(r for r in records if r.get("error", {}).get("param") == "thread")
+    assert thread["error"]["code"] == "thread_unsupported_request"
+    log = server.log_path.read_text()
+    assert KEY not in log and "wrong-key-42" not in log
+
+
+def test_request_bodies_are_logged_when_asked_with_keys_redacted(tmp_path):
+    logged = RunningServer(list(scripted("messages.jsonl", "--api-key", KEY, "--log-request-bodies")),
+                           log_level="warning")
+    try:
+        body = {"model": MODEL, "input": "hi", "tools": [
+            {"type": "mcp", "server_label": "x", "server_url": "https://example.com/mcp", "authorization": "tok-99",
+             "headers": {"X-Secret": "hdr-77"}}], "api_key": "sk-inline-55", "temperature": 9}
+        refused = httpx.post(f"{logged.base_url}/v1/responses", json=body, headers={"authorization": f"Bearer {KEY}"})
+        assert refused.status_code == 400
+        record = next(r for r in access_records(logged, lambda r: r["route"] == "/v1/responses")
+                      if r["route"] == "/v1/responses")
+        log = logged.log_path.read_text()
+        assert record["body"]["input"] == "hi" and record["body"]["api_key"] == "[redacted]"
+        assert record["body"]["tools"][0]["authorization"] == "[redacted]"
+        for secret in ("tok-99", "hdr-77", "sk-inline-55", KEY):
+            assert secret not in log
+    finally:
+        logged.stop()

@@ -119,7 +119,7 @@ def add_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
         app.add_middleware(CORSMiddleware, allow_origins=settings.allowed_origins,
                            allow_methods=settings.allowed_methods, allow_headers=settings.allowed_headers,
                            allow_credentials=settings.allow_credentials)
-    app.add_middleware(AccessLogMiddleware, metrics=metrics)
+    app.add_middleware(AccessLogMiddleware, metrics=metrics, log_bodies=settings.log_request_bodies)
     app.add_middleware(RequestIdMiddleware)
 
 

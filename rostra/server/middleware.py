@@ -9,7 +9,8 @@ import os
 import time
 
 from rostra.api.messages.errors import error_body
-from rostra.errors import PayloadTooLarge, Unauthorized
+from rostra.errors import APIError, PayloadTooLarge, Unauthorized
+from rostra.server.error_log import MAX_ERROR_BODY, MAX_LOGGED_BODY, ErrorSummary, read_error, redacted_body
 from rostra.store.tenancy import EVERYONE, Tenant, fingerprint
 
 
@@ -155,32 +156,63 @@ access_log = logging.getLogger("rostra.requests")
 class AccessLogMiddleware:
     """One structured (JSON) line per request: id, route, status, latency, and for generations the
     model, token counts and time to first token (the route leaves its job in scope["state"]);
-    and the request counted in the metrics by its route template (bounded label values)."""
+    and the request counted in the metrics by its route template (bounded label values).
+    A 4xx or 5xx is logged at warning (5xx: error) with the error the client got (error_log.py) and,
+    with `log_bodies` (--log-request-bodies), the request body, its secrets redacted."""
 
-    def __init__(self, app, metrics=None):
+    def __init__(self, app, metrics=None, log_bodies: bool = False):
         self.app = app
         self.metrics = metrics
+        self.log_bodies = log_bodies
         self._counters: dict[tuple[str, str, int], object] = {}
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         started, status = time.monotonic(), 500
+        sent_error: list[bytes] = []  # the body of an error response, as it goes out
+        request_body: list[bytes] = []  # with log_bodies: the request's, as it comes in
 
         async def recording_send(message):
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+            elif message["type"] == "http.response.body" and status >= 400 and \
+                    sum(map(len, sent_error)) < MAX_ERROR_BODY:
+                sent_error.append(message.get("body", b""))
             await send(message)
 
+        async def recording_receive():
+            message = await receive()
+            if message["type"] == "http.request" and sum(map(len, request_body)) <= MAX_LOGGED_BODY:
+                request_body.append(message.get("body", b""))
+            return message
+
         try:
-            await self.app(scope, receive, recording_send)
+            await self.app(scope, recording_receive if self.log_bodies else receive, recording_send)
         finally:
             route = getattr(scope.get("route"), "path", None)
             if self.metrics is not None:
                 self._counter(route or "unmatched", scope["method"], status).inc()
-            if access_log.isEnabledFor(logging.INFO):  # the record is built only for a log that writes it
-                access_log.info(json.dumps(self._record(scope, route, status, started)))
+            level = logging.INFO if status < 400 else logging.WARNING if status < 500 else logging.ERROR
+            if access_log.isEnabledFor(level):  # the record is built only for a log that writes it
+                record = self._record(scope, route, status, started)
+                if status >= 400:
+                    record.update(self._failure(scope, b"".join(sent_error), b"".join(request_body)))
+                access_log.log(level, json.dumps(record))
+
+    def _failure(self, scope, response_body: bytes, request_body: bytes) -> dict:
+        """Why a request failed, for the operator: the client's error, and its body when asked for. An API
+        whose envelope has no `param` or `code` (Anthropic's) leaves its error in scope["state"]."""
+        failure: dict = {}
+        raised = scope.get("state", {}).get("error")
+        error = ErrorSummary(raised.error_type, raised.code, raised.param, raised.message) \
+            if isinstance(raised, APIError) else read_error(response_body)
+        if error is not None:
+            failure["error"] = error.record()
+        if self.log_bodies:
+            failure["body"] = redacted_body(request_body)
+        return failure
 
     def _counter(self, route: str, method: str, status: int):
         """The labelled counter, looked up once per (route, method, status): prometheus_client's

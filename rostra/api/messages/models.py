@@ -171,9 +171,37 @@ class MessagesRequestFields(RequestModel):
     # The message-threads beta: refused with the error the SDKs fall back on (the whole conversation, unthreaded).
     thread: dict[str, Any] | None = None
 
+    def unknown_fields(self, prefix: str = "") -> list[str]:
+        names = super().unknown_fields(prefix)
+        for path, block in self._blocks():
+            names += block.unknown_fields(f"{prefix}{path}")
+        return names
+
+    def drop_unknown_fields(self) -> None:
+        super().drop_unknown_fields()
+        for _, block in self._blocks():
+            block.drop_unknown_fields()
+
+    def _blocks(self) -> list[tuple[str, StrictModel]]:
+        """The messages and their content blocks, with their paths: lists, which StrictModel does not walk."""
+        found: list[tuple[str, StrictModel]] = []
+        for number, message in enumerate(self.messages):
+            found.append((f"messages[{number}].", message))
+            for index, block in enumerate(message.content if isinstance(message.content, list) else ()):
+                found.append((f"messages[{number}].content[{index}].", block))
+                parts = block.content if isinstance(block, ToolResultBlock) else None
+                for part_index, part in enumerate(parts if isinstance(parts, list) else ()):
+                    found.append((f"messages[{number}].content[{index}].content[{part_index}].", part))
+        for index, text in enumerate(self.system if isinstance(self.system, list) else ()):
+            found.append((f"system[{index}].", text))
+        return found
+
     def unsupported(self) -> InvalidRequest | None:
         if self.thread is not None:
             return ThreadsUnsupported()
+        unanswered = unmatched_tool_result(self.messages)
+        if unanswered is not None:
+            return unanswered
         if self.mcp_servers:
             return InvalidRequest("mcp_servers is not supported: this server has no MCP connector",
                                   param="mcp_servers")
@@ -189,6 +217,24 @@ class MessagesRequestFields(RequestModel):
             return InvalidRequest("thinking.budget_tokens: Input should be greater than or equal to 1024",
                                   param="thinking.budget_tokens")
         return None
+
+
+def unmatched_tool_result(messages: list[InputMessage]) -> InvalidRequest | None:
+    """A tool_result must answer a tool_use of the assistant message before it, as Anthropic requires (and words
+    it): a result for a call never made would reach the model as an answer to nothing."""
+    called: set[str] = set()
+    for number, message in enumerate(messages):
+        blocks = message.content if isinstance(message.content, list) else []
+        if message.role == "assistant":
+            called = {block.id for block in blocks if isinstance(block, ToolUseBlock)}
+            continue
+        for index, block in enumerate(blocks):
+            if isinstance(block, ToolResultBlock) and block.tool_use_id not in called:
+                return InvalidRequest(
+                    f"messages.{number}.content.{index}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                    f"{block.tool_use_id}. Each `tool_result` block must have a corresponding `tool_use` block in "
+                    "the previous message.", param=f"messages.{number}.content.{index}")
+    return None
 
 
 class MessagesRequest(MessagesRequestFields):

@@ -44,6 +44,7 @@ def _error(request: Request, exc: Exception) -> Response:
     if not isinstance(exc, APIError):
         log.exception("unhandled error")
         exc = ServerError(f"internal error: {type(exc).__name__}")
+    request.scope.setdefault("state", {})["error"] = exc  # the access log's param and code (not in the envelope)
     return error_response(exc, request.scope.get("state", {}).get("request_id"))
 
 

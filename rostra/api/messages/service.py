@@ -34,6 +34,12 @@ class MessagesJob(OverChatJob):
     options: MessageOptions
 
 
+# A chat request's fields as a Messages request names them (a 400 names what the client sent).
+CHAT_TO_MESSAGES_PARAMS = {"max_tokens": "max_tokens", "temperature": "temperature", "top_p": "top_p",
+                           "top_k": "top_k", "stop": "stop_sequences", "tools": "tools", "tool_choice": "tool_choice",
+                           "response_format": "output_config.format", "prompt_cache_key": "metadata.user_id"}
+
+
 class MessagesService:
     def __init__(self, chat: ChatService, sealer: ReasoningSealer, keep_attribution: bool = False):
         self.chat = chat
@@ -89,7 +95,9 @@ class MessagesService:
             return ChatCompletionRequest.model_validate(body)
         except ValidationError as exc:
             first = exc.errors(include_url=False)[0]
-            raise InvalidRequest(f"invalid request: {first['msg']}", param="messages") from exc
+            field = str(first["loc"][0]) if first["loc"] else "messages"
+            param = CHAT_TO_MESSAGES_PARAMS.get(field, "messages")  # named as this request spelled it
+            raise InvalidRequest(f"{first['msg']}", param=param) from exc
 
     async def stream(self, job: MessagesJob, deadline: Deadline = NO_DEADLINE) -> AsyncGenerator[dict[str, Any], None]:
         """The stream's events; an error after message_start is Anthropic's `error` event, and ends it."""
