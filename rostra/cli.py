@@ -116,7 +116,8 @@ def _auth_flags(group: FlagGroup) -> None:
     """Who may call."""
     group.add_argument("--api-key", action="append", default=[],
                        help="require this Bearer key on every route but /health, /version and the playground page (repeatable; "
-                            "also env ROSTRA_API_KEY, comma-separated)")
+                            "also env ROSTRA_API_KEY, comma-separated); each key sees only the stored responses and "
+                            "conversations it made")
     group.add_argument("--api-key-file", help="a file of API keys, one per line")
     group.add_argument("--admin-key", action="append", default=[],
                        help="Bearer key for /admin/* routes (store maintenance; also env ROSTRA_ADMIN_KEY); "

@@ -127,3 +127,27 @@ async def test_without_keys_everything_is_one_tenant_and_stays_readable_once_key
         for key in ("key-a", "key-b"):
             assert (await sdk(server, key).responses.retrieve(first.id)).id == first.id
             assert (await sdk(server, key).conversations.retrieve(conversation.id)).id == conversation.id
+
+
+def test_two_keys_on_a_real_server(tmp_path):
+    """The same over real sockets: `rostra serve --api-key A --api-key B`, the unmodified openai SDK."""
+    from openai import OpenAI
+
+    from harness import write_script
+    from servers import RunningServer
+
+    server = RunningServer(["--engine", "scripted", "--script", str(write_script(tmp_path, SCRIPT)),
+                            "--api-key", "key-a", "--api-key", "key-b"], data_dir=str(tmp_path / "data"))
+    try:
+        a, b = (OpenAI(base_url=server.v1, api_key=key, max_retries=0) for key in ("key-a", "key-b"))
+        created = a.responses.create(model=MODEL, input="hello", background=True)
+        conversation = a.conversations.create()
+        for call in (lambda: b.responses.retrieve(created.id), lambda: b.responses.cancel(created.id),
+                     lambda: b.conversations.retrieve(conversation.id),
+                     lambda: b.responses.create(model=MODEL, input="hi", previous_response_id=created.id)):
+            with pytest.raises(NotFoundError):
+                call()
+        assert a.responses.retrieve(created.id).id == created.id
+        assert a.conversations.retrieve(conversation.id).id == conversation.id
+    finally:
+        server.stop()

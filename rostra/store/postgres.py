@@ -304,11 +304,14 @@ class PostgresResponseStore(ResponseStore):
         return done != "SELECT 0"
 
     async def find_item(self, item_id: str, tenant: Tenant = EVERYONE) -> dict | None:
-        visible = f"response_id IN (SELECT id FROM rostra_responses WHERE {_visible(2)})"
-        body = (await self.pool.fetchval(f"SELECT body FROM rostra_output_items WHERE item_id = $1 AND {visible} "
-                                         "LIMIT 1", item_id, *tenant.sql_params())
-                or await self.pool.fetchval(f"SELECT body FROM rostra_input_items WHERE item_id = $1 AND {visible} "
-                                            "ORDER BY response_id, position LIMIT 1", item_id, *tenant.sql_params()))
+        def visible(table: str) -> str:  # one primary-key lookup per candidate item
+            return (f"EXISTS (SELECT 1 FROM rostra_responses WHERE rostra_responses.id = {table}.response_id "
+                    f"AND {_visible(2)})")
+        body = (await self.pool.fetchval(f"SELECT body FROM rostra_output_items WHERE item_id = $1 AND "
+                                         f"{visible('rostra_output_items')} LIMIT 1", item_id, *tenant.sql_params())
+                or await self.pool.fetchval(f"SELECT body FROM rostra_input_items WHERE item_id = $1 AND "
+                                            f"{visible('rostra_input_items')} ORDER BY response_id, position LIMIT 1",
+                                            item_id, *tenant.sql_params()))
         return None if body is None else json.loads(body)
 
     async def get(self, response_id: str, tenant: Tenant = EVERYONE) -> dict | None:

@@ -378,11 +378,13 @@ class SqliteResponseStore(ResponseStore):
 
     @staticmethod
     def _find_item_sync(conn: sqlite3.Connection, item_id: str, tenant: Tenant) -> dict | None:
-        visible = f"response_id IN (SELECT id FROM responses WHERE {_VISIBLE})"
-        row = (conn.execute(f"SELECT body FROM output_items WHERE item_id = ? AND {visible} LIMIT 1",
+        # Correlated, so each candidate costs one primary-key lookup of its response, whatever the store's size.
+        def visible(table: str) -> str:
+            return f"EXISTS (SELECT 1 FROM responses WHERE responses.id = {table}.response_id AND {_VISIBLE})"
+        row = (conn.execute(f"SELECT body FROM output_items WHERE item_id = ? AND {visible('output_items')} LIMIT 1",
                             (item_id, *tenant.sql_params())).fetchone()
-               or conn.execute(f"SELECT body FROM input_items WHERE item_id = ? AND {visible} ORDER BY rowid LIMIT 1",
-                               (item_id, *tenant.sql_params())).fetchone())
+               or conn.execute(f"SELECT body FROM input_items WHERE item_id = ? AND {visible('input_items')} "
+                               "ORDER BY rowid LIMIT 1", (item_id, *tenant.sql_params())).fetchone())
         return None if row is None else json.loads(row[0])
 
     async def get(self, response_id: str, tenant: Tenant = EVERYONE) -> dict | None:
