@@ -67,6 +67,9 @@ class Prompt:
     # The images the prompt shows, in order of appearance (an engine that sees images places each at its
     # marker in the rendered prompt).
     images: tuple[PromptImage, ...] = ()
+    # The rendered prompt as text, given with images: an engine that reads them tokenizes text and images
+    # together (llama.cpp's multimodal prompts), where `token_ids` counts each marker as its text.
+    text: str | None = None
 
 
 @dataclass(frozen=True)

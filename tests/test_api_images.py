@@ -58,7 +58,7 @@ def test_chat_image_stands_where_it_is(openai_client, server):
     messages = [{"role": "user", "content": [{"type": "text", "text": "What is this?"}, picture(detail="high"),
                                              {"type": "text", "text": "And this?"}, picture(png_data_url(10, 7))]}]
     reply = openai_client.chat.completions.create(model=MODEL, messages=messages)
-    assert reply.choices[0].message.content == "What is this?\n[image 24x16]\nAnd this?\n[image 10x7]"
+    assert reply.choices[0].message.content == "What is this?[image 24x16]And this?[image 10x7]"
     body = check("chat", post(server.base_url, "/v1/chat/completions", {"model": MODEL, "messages": messages}).json())
     chunks = stream(server.base_url, "/v1/chat/completions", {"model": MODEL, "messages": messages}, "chat_chunk")
     assert fold_chat_stream(chunks)[0]["content"] == body["choices"][0]["message"]["content"]
@@ -81,7 +81,7 @@ def test_chat_tool_message_holds_an_image(openai_client):
                 {"role": "tool", "tool_call_id": "call_1", "content": [{"type": "text", "text": "Here it is:"},
                                                                        picture()]}]
     reply = openai_client.chat.completions.create(model=MODEL, messages=messages)
-    assert reply.choices[0].message.content == "Here it is:\n[image 24x16]"
+    assert reply.choices[0].message.content == "Here it is:[image 24x16]"
 
 
 def test_chat_image_url_fetched_from_an_allowed_host(openai_client, images_host):
@@ -135,7 +135,7 @@ def test_models_say_which_take_images(openai_client):
 def test_responses_input_image(openai_client, server):
     response = openai_client.responses.create(model=MODEL, input=[{"role": "user", "content": [
         {"type": "input_text", "text": "Describe"}, {"type": "input_image", "image_url": png_data_url(), "detail": "low"}]}])
-    assert response.output_text == "Describe\n[image 24x16]"
+    assert response.output_text == "Describe[image 24x16]"
     check_response(response.model_dump(mode="json", exclude_unset=True))
     # stored, and read back with the image as sent
     items = openai_client.responses.input_items.list(response.id).data
@@ -173,7 +173,7 @@ def test_messages_image_block(anthropic_client):
     message = anthropic_client.messages.create(model=MODEL, max_tokens=64, messages=[{"role": "user", "content": [
         {"type": "image", "source": b64_source(encoded(pattern(30, 20), "JPEG"), "image/jpeg")},
         {"type": "text", "text": "What is it?"}]}])
-    assert message.content[0].text == "[image 30x20]\nWhat is it?"
+    assert message.content[0].text == "[image 30x20]What is it?"
     check_message(message.model_dump(mode="json"))
 
 

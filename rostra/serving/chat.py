@@ -216,7 +216,8 @@ class ChatService(GenerationService):
         engine.check_params(params)
         last = request.messages[-1]
         prompt = Prompt(token_ids, message_text(last, len(request.messages) - 1, images), last.role, request.model,
-                        session_key=request.prompt_cache_key, images=images.images)
+                        session_key=request.prompt_cache_key, images=images.images,
+                        text=text if images.images else None)
         # vLLM's chat `echo`: the continued assistant message is repeated in front of the answer.
         prefix = prompt.last_message_text if request.echo and last.role == "assistant" else ""
         # A constraint the engine enforces from the first token leaves no room to think: the whole

@@ -23,7 +23,7 @@ PER_MODEL_SETTINGS = frozenset({
     "device", "task", "pooling", "matryoshka", "tool_call_parser", "strict_tool_parsing", "reasoning_parser",
     "reasoning_field", "generation_config", "override_generation_config", "raw_special_tokens", "script",
     "tokenizer", "upstreams", "upstream_retries", "upstream_timeout", "health_check_interval",
-    "speculative", "speculative_draft", "cache_ram_mib", "flash_attn",
+    "speculative", "speculative_draft", "cache_ram_mib", "flash_attn", "mmproj",
 })
 # Keys of a --models-config entry that are not settings: its name, idle time to unload, load at start-up.
 ENTRY_KEYS = frozenset({"name", "ttl", "preload", "upstream"})
@@ -134,16 +134,25 @@ def scan_models_dir(directory: Path, settings: Settings) -> list[ModelSpec]:
     if not directory.is_dir():
         raise ModelConfigError(f"--models-dir: not a directory: {directory}")
     specs = []
-    for path in sorted(directory.iterdir()):
-        if path.is_file() and path.suffix == ".gguf":
+    paths = sorted(directory.iterdir())
+    # A projector beside the models (as llama.cpp's router and LM Studio find it): theirs, not a model.
+    projectors = [path for path in paths if path.is_file() and is_mmproj(path)]
+    for path in paths:
+        if path.is_file() and path.suffix == ".gguf" and not is_mmproj(path):
             part = re.search(r"-(\d+)-of-\d+$", path.stem)
             if part and int(part.group(1)) > 1:
                 continue  # a later part of a split GGUF
-            specs.append(model_spec(settings, "models-dir", model=str(path), engine="llamacpp"))
+            # One projector: the models' (several: which is whose cannot be told; set them in --models-config).
+            own: dict[str, Any] = {"mmproj": str(projectors[0])} if len(projectors) == 1 else {}
+            specs.append(model_spec(settings, "models-dir", model=str(path), engine="llamacpp", **own))
         elif path.is_dir() and (path / "config.json").is_file():
             engine = settings.engine if settings.engine != "llamacpp" else "transformers"
             specs.append(model_spec(settings, "models-dir", model=str(path), engine=engine))
     return specs
+
+
+def is_mmproj(path: Path) -> bool:
+    return path.suffix == ".gguf" and path.name.lower().startswith("mmproj")
 
 
 def read_models_config(path: Path, settings: Settings) -> list[ModelSpec]:
