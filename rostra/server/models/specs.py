@@ -161,6 +161,7 @@ def read_models_config(path: Path, settings: Settings) -> list[ModelSpec]:
         models:
           - name: smol
             model: /models/SmolLM2-135M-Instruct.Q4_1.gguf
+            mmproj: /models/mmproj-SmolLM2.gguf  # it sees images
             override_generation_config: {temperature: 0.2}
             ttl: 600
           - name: minilm
@@ -185,10 +186,11 @@ def read_models_config(path: Path, settings: Settings) -> list[ModelSpec]:
         if "upstream" in own:
             upstream = own.pop("upstream")
             own["upstreams"] = upstream if isinstance(upstream, list) else [upstream]
-        if own.get("model") is not None:  # a relative path: beside the config file (else as given: a hub id)
-            given = Path(str(own["model"])).expanduser()
-            beside = path.parent / given
-            own["model"] = str(beside if not given.is_absolute() and beside.exists() else given)
+        for key in ("model", "mmproj"):  # a relative path: beside the config file (else as given: a hub id)
+            if own.get(key) is not None:
+                given = Path(str(own[key])).expanduser()
+                beside = path.parent / given
+                own[key] = str(beside if not given.is_absolute() and beside.exists() else given)
         ttl = own.pop("ttl", None)
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl <= 0):
             raise ModelConfigError(f"{where}: ttl must be a number of seconds above 0")
