@@ -7,6 +7,7 @@ another to do so.
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -48,6 +49,9 @@ class PromptImage:
     png: bytes = field(repr=False)
     width: int
     height: int
+
+    def data_url(self) -> str:
+        return "data:image/png;base64," + base64.b64encode(self.png).decode("ascii")
 
     def placeholder(self) -> str:
         """How a model that shows images as text (the scripted engine) sees it."""

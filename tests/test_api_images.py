@@ -231,3 +231,22 @@ def test_text_only_model_refuses_images_by_part(real_server):
     assert response.json()["error"]["message"].startswith("messages[0].content[0]: "), response.text
     assert post(real_server.base_url, "/v1/chat/completions", {**chat, "messages": [
         {"role": "user", "content": "hi"}]}).status_code == 200
+
+
+# --- a gateway ----------------------------------------------------------------------------------------------------
+
+def test_gateway_fetches_and_passes_images_on(server, images_host):
+    """The gateway fetches (under its own address policy) and sends the upstream a PNG data URL, never the URL."""
+    gateway = RunningServer(["--engine", "remote", "--upstream", server.v1, "--image-allow-hosts", "localhost"])
+    try:
+        client = OpenAI(base_url=gateway.v1, api_key="none", max_retries=0)
+        hits = len(images_host.hits)
+        reply = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": [
+            {"type": "text", "text": "relayed"}, picture(images_host.url("/cat.png", host="localhost"))]}])
+        assert reply.choices[0].message.content == "relayed[image 24x16]"
+        assert len(images_host.hits) == hits + 1  # the gateway's one fetch; the upstream was sent the pixels
+        body = {"model": MODEL, "messages": [{"role": "user", "content": [picture(images_host.url("/cat.png"))]}]}
+        check_error(post(gateway.base_url, "/v1/chat/completions", body), 400, "messages[0].content[0]")
+        assert len(images_host.hits) == hits + 1
+    finally:
+        gateway.stop()

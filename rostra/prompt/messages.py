@@ -51,6 +51,11 @@ def image_parts(messages: list[ChatMessage]) -> list[ImagePart]:
     return parts
 
 
+def text_only(messages: list[ChatMessage]) -> PromptImages:
+    """Markers that leave images out of the text (the last message's text a relayed request is logged by)."""
+    return PromptImages({part.key: "" for part in image_parts(messages)})
+
+
 def message_text(message: ChatMessage, index: int, images: PromptImages = PromptImages()) -> str:
     """The message's text, each loaded image as its marker where it stands. Text parts are joined by a line
     break; a marker is joined to its neighbours as it is (as llama.cpp's server places its media markers, so the
