@@ -117,13 +117,11 @@ def test_responses_and_messages_equal_llama_cpp_server(server, reference):
     assert message.content[0].text == expected
 
 
-def test_the_marker_typed_in_text_is_a_400(server):
+def test_llama_cpp_default_marker_in_text_is_just_text(server):
+    """llama.cpp's default media marker typed into a message is text: the marker rostra gives llama.cpp is random."""
     client = OpenAI(base_url=server.v1, api_key="none", max_retries=0)
     model = client.models.list().data[0].id
     messages = chat_messages(data_url(PNG))
     messages[0]["content"][0]["text"] = "what is <__media__> here?"
-    import openai
-    with pytest.raises(openai.BadRequestError):
-        client.chat.completions.create(model=model, messages=messages, max_tokens=4)
-    assert client.chat.completions.create(model=model, messages=[{"role": "user", "content": "hi"}],
-                                          max_tokens=4).choices[0].message.content is not None
+    reply = client.chat.completions.create(model=model, messages=messages, max_tokens=4, temperature=0)
+    assert reply.choices[0].finish_reason in ("length", "stop")
