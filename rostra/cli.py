@@ -66,6 +66,9 @@ def _model_flags(group: FlagGroup) -> None:
                        help="llama.cpp engine: flash attention (default auto: llama.cpp's choice, on for CPUs). On 2 "
                             "CPU cores off decoded 1.4-1.5x faster after 4.5k tokens of context but read long "
                             "prompts 1.6x slower (see README: Sessions and slots)")
+    group.add_argument("--mmproj", metavar="MMPROJ.gguf",
+                       help="llama.cpp engine: the model's multimodal projector, so it sees images (as llama.cpp's "
+                            "own flag; with --models-dir an mmproj*.gguf beside a model is found)")
     group.add_argument("--dtype", choices=["auto", "bfloat16", "float16", "float32"], default="auto",
                        help="transformers and vllm engines: weight dtype (default auto: bfloat16 on CUDA, "
                             "float32 on CPU for transformers; the model's own for vllm)")
@@ -305,7 +308,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     tokenizer=args.tokenizer,
                     served_model_name=args.served_model_name, api_keys=keys, chat_template=args.chat_template,
                     max_model_len=args.max_model_len, parallel=args.parallel, threads=args.threads,
-                    cache_ram_mib=args.cache_ram, flash_attn=args.flash_attn,
+                    cache_ram_mib=args.cache_ram, flash_attn=args.flash_attn, mmproj=args.mmproj,
                     dtype=args.dtype, device=args.device, task=args.task, pooling=args.pooling,
                     matryoshka=args.matryoshka, speculative=args.speculative,
                     speculative_draft=args.speculative_draft,

@@ -7,6 +7,7 @@ another to do so.
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -49,6 +50,9 @@ class PromptImage:
     width: int
     height: int
 
+    def data_url(self) -> str:
+        return "data:image/png;base64," + base64.b64encode(self.png).decode("ascii")
+
     def placeholder(self) -> str:
         """How a model that shows images as text (the scripted engine) sees it."""
         return f"[image {self.width}x{self.height}]"
@@ -67,6 +71,9 @@ class Prompt:
     # The images the prompt shows, in order of appearance (an engine that sees images places each at its
     # marker in the rendered prompt).
     images: tuple[PromptImage, ...] = ()
+    # The rendered prompt as text, given with images: an engine that reads them tokenizes text and images
+    # together (llama.cpp's multimodal prompts), where `token_ids` counts each marker as its text.
+    text: str | None = None
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ def test_chat_image_stands_where_it_is(openai_client, server):
     messages = [{"role": "user", "content": [{"type": "text", "text": "What is this?"}, picture(detail="high"),
                                              {"type": "text", "text": "And this?"}, picture(png_data_url(10, 7))]}]
     reply = openai_client.chat.completions.create(model=MODEL, messages=messages)
-    assert reply.choices[0].message.content == "What is this?\n[image 24x16]\nAnd this?\n[image 10x7]"
+    assert reply.choices[0].message.content == "What is this?[image 24x16]And this?[image 10x7]"
     body = check("chat", post(server.base_url, "/v1/chat/completions", {"model": MODEL, "messages": messages}).json())
     chunks = stream(server.base_url, "/v1/chat/completions", {"model": MODEL, "messages": messages}, "chat_chunk")
     assert fold_chat_stream(chunks)[0]["content"] == body["choices"][0]["message"]["content"]
@@ -81,7 +81,7 @@ def test_chat_tool_message_holds_an_image(openai_client):
                 {"role": "tool", "tool_call_id": "call_1", "content": [{"type": "text", "text": "Here it is:"},
                                                                        picture()]}]
     reply = openai_client.chat.completions.create(model=MODEL, messages=messages)
-    assert reply.choices[0].message.content == "Here it is:\n[image 24x16]"
+    assert reply.choices[0].message.content == "Here it is:[image 24x16]"
 
 
 def test_chat_image_url_fetched_from_an_allowed_host(openai_client, images_host):
@@ -135,7 +135,7 @@ def test_models_say_which_take_images(openai_client):
 def test_responses_input_image(openai_client, server):
     response = openai_client.responses.create(model=MODEL, input=[{"role": "user", "content": [
         {"type": "input_text", "text": "Describe"}, {"type": "input_image", "image_url": png_data_url(), "detail": "low"}]}])
-    assert response.output_text == "Describe\n[image 24x16]"
+    assert response.output_text == "Describe[image 24x16]"
     check_response(response.model_dump(mode="json", exclude_unset=True))
     # stored, and read back with the image as sent
     items = openai_client.responses.input_items.list(response.id).data
@@ -173,7 +173,7 @@ def test_messages_image_block(anthropic_client):
     message = anthropic_client.messages.create(model=MODEL, max_tokens=64, messages=[{"role": "user", "content": [
         {"type": "image", "source": b64_source(encoded(pattern(30, 20), "JPEG"), "image/jpeg")},
         {"type": "text", "text": "What is it?"}]}])
-    assert message.content[0].text == "[image 30x20]\nWhat is it?"
+    assert message.content[0].text == "[image 30x20]What is it?"
     check_message(message.model_dump(mode="json"))
 
 
@@ -231,3 +231,22 @@ def test_text_only_model_refuses_images_by_part(real_server):
     assert response.json()["error"]["message"].startswith("messages[0].content[0]: "), response.text
     assert post(real_server.base_url, "/v1/chat/completions", {**chat, "messages": [
         {"role": "user", "content": "hi"}]}).status_code == 200
+
+
+# --- a gateway ----------------------------------------------------------------------------------------------------
+
+def test_gateway_fetches_and_passes_images_on(server, images_host):
+    """The gateway fetches (under its own address policy) and sends the upstream a PNG data URL, never the URL."""
+    gateway = RunningServer(["--engine", "remote", "--upstream", server.v1, "--image-allow-hosts", "localhost"])
+    try:
+        client = OpenAI(base_url=gateway.v1, api_key="none", max_retries=0)
+        hits = len(images_host.hits)
+        reply = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": [
+            {"type": "text", "text": "relayed"}, picture(images_host.url("/cat.png", host="localhost"))]}])
+        assert reply.choices[0].message.content == "relayed[image 24x16]"
+        assert len(images_host.hits) == hits + 1  # the gateway's one fetch; the upstream was sent the pixels
+        body = {"model": MODEL, "messages": [{"role": "user", "content": [picture(images_host.url("/cat.png"))]}]}
+        check_error(post(gateway.base_url, "/v1/chat/completions", body), 400, "messages[0].content[0]")
+        assert len(images_host.hits) == hits + 1
+    finally:
+        gateway.stop()

@@ -14,6 +14,11 @@ API key that never leaves this process. rostra uses its native /completion endpo
 ids out), plus /tokenize and /detokenize (exact llama.cpp tokenization). Each generation is pinned to the slot
 that holds the most of its prompt (llamacpp_slots.py), so sessions that outnumber the slots keep their prefixes.
 
+Images (`--mmproj`): llama.cpp's server loads the projector beside the model; a prompt with images goes to
+/completion as its rendered text, each image at llama.cpp's media marker, with the images (PNG, base64)
+as `multimodal_data`: llama.cpp tokenizes text and images together and caches image chunks by their hash, so a
+conversation that repeats an image reuses its prefix.
+
 Embedding models (`--task embed`, or a GGUF that declares `{arch}.pooling_type`, as BERT-family embedding
 GGUFs do): llama.cpp runs with embeddings on and the pooling the GGUF declares (or `--pooling`: a generative
 GGUF then pools its last hidden states, last-token by default); rostra posts token ids to its native
@@ -23,9 +28,11 @@ GGUF then pools its last hidden states, last-token by default); rostra posts tok
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
 import functools
 import logging
+import os
 import secrets
 import time
 from contextlib import aclosing
@@ -34,7 +41,16 @@ from typing import Any, AsyncGenerator, Callable
 
 import xllamacpp
 
-from rostra.core import EngineOutput, FinishReason, ModelInfo, Prompt, SamplingParams, TokenStep, TopLogprob
+from rostra.core import (
+    EngineOutput,
+    FinishReason,
+    ModelInfo,
+    Prompt,
+    PromptImage,
+    SamplingParams,
+    TokenStep,
+    TopLogprob,
+)
 from rostra.engines.base import Engine, EngineError
 from rostra.engines.llamacpp_http import EventStream, LoopbackClient, LoopbackError
 from rostra.engines.llamacpp_slots import SlotRouter
@@ -54,6 +70,10 @@ _FLASH_ATTN = {"auto": xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_AUT
                "on": xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_ENABLED,
                "off": xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED}
 _GGUF_POOLING = {1: "mean", 2: "cls", 3: "last"}  # llama.cpp's enum values, as GGUF metadata stores them
+# Where llama.cpp's multimodal tokenizer places each image of a prompt. llama.cpp reads it once per process from
+# LLAMA_MEDIA_MARKER (else makes a random one it does not tell): set here, before any server starts, random so
+# that no message can spell it.
+MEDIA_MARKER = os.environ.setdefault("LLAMA_MEDIA_MARKER", f"<__media_{secrets.token_hex(8)}__>")
 
 
 def declared_pooling(metadata: dict) -> str | None:
@@ -66,10 +86,13 @@ class LlamaCppEngine(Engine):
     def __init__(self, model_path: str | Path, model_name: str, max_model_len: int | None = None, parallel: int = 4,
                  threads: int | None = None, task: str = "auto", pooling: str | None = None, matryoshka: bool = False,
                  cache_ram_mib: int | None = None, speculative: str = "auto", speculative_draft: int | None = None,
-                 flash_attn: str = "auto"):
+                 flash_attn: str = "auto", mmproj: str | Path | None = None):
         self.path = Path(model_path)
         if not self.path.is_file():
             raise FileNotFoundError(f"model file not found: {self.path}")
+        self.mmproj = Path(mmproj) if mmproj else None
+        if self.mmproj is not None and not self.mmproj.is_file():
+            raise FileNotFoundError(f"mmproj file not found: {self.mmproj}")
         self.metadata = read_gguf_metadata(self.path)
         trained = context_length(self.metadata) or 4096
         self.model = ModelInfo(id=model_name, context_length=min(max_model_len or trained, trained))
@@ -91,7 +114,9 @@ class LlamaCppEngine(Engine):
         self.threads = threads
         self.cache_ram_mib = cache_ram_mib  # None: llama.cpp's default (8192 MiB); 0: no host-memory prompt cache
         # n-gram drafting from the prompt: llamacpp_speculation.py (an embedding model never drafts)
-        self.speculation = Speculation("off" if self.task == "embed" else speculative, speculative_draft)
+        # (nor does a model with a projector: llama.cpp's server refuses drafting beside multimodal input)
+        drafting = "off" if self.task == "embed" or self.mmproj else speculative
+        self.speculation = Speculation(drafting, speculative_draft)
         self.chat_template = self.metadata.get("tokenizer.chat_template")
         self.recommended_sampling = from_gguf_metadata(self.metadata)
         self._read_vocabulary()
@@ -133,6 +158,8 @@ class LlamaCppEngine(Engine):
     async def start(self) -> None:
         params = xllamacpp.CommonParams()
         params.model.path = str(self.path)
+        if self.mmproj is not None:
+            params.mmproj.path = str(self.mmproj)
         params.n_parallel = self.parallel
         # Each slot gets the whole context window.
         params.n_ctx = self.model.context_length * self.parallel
@@ -226,6 +253,12 @@ class LlamaCppEngine(Engine):
     def token_bytes(self, token_id: int) -> bytes:
         return self._vocab_bytes[token_id] if 0 <= token_id < len(self._vocab_bytes) else b""
 
+    def takes_images(self, model: str) -> bool:
+        return self.mmproj is not None and self.task == "generate"
+
+    def image_marker(self, image: PromptImage) -> str:
+        return MEDIA_MARKER
+
     def speculative_tokens(self) -> tuple[int, int] | None:
         meter = self.speculation.meter
         return (meter.drafted, meter.accepted) if self.speculation.active else None
@@ -250,6 +283,14 @@ class LlamaCppEngine(Engine):
                        params: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
         """With min_tokens, llama.cpp (which has no such option) first samples that many tokens with
         end-of-generation banned, then continues from them (its prefix cache holds them) as usual."""
+        if prompt.images:
+            if params.min_tokens and not params.ignore_eos:
+                raise InvalidRequest("min_tokens cannot be combined with images on this engine", param="min_tokens")
+            async with aclosing(self._generate(request_id, prompt.token_ids, params, prompt.session_key,
+                                               multimodal_prompt(prompt))) as outputs:
+                async for output in outputs:
+                    yield output
+            return
         if not params.min_tokens or params.ignore_eos:
             # aclosing: leaving early closes the stream at once, which stops llama.cpp's generation.
             async with aclosing(self._generate(request_id, prompt.token_ids, params, prompt.session_key)) as outputs:
@@ -274,7 +315,9 @@ class LlamaCppEngine(Engine):
                 yield dataclasses.replace(output, cached_tokens=None) if output.cached_tokens is not None else output
 
     async def _generate(self, request_id: str, prompt_ids: list[int], params: SamplingParams,
-                        session_key: str | None = None) -> AsyncGenerator[EngineOutput, None]:
+                        session_key: str | None = None, multimodal: dict | None = None
+                        ) -> AsyncGenerator[EngineOutput, None]:
+        """`multimodal`: the prompt as llama.cpp's text-and-images object (then `prompt_ids` only route the slot)."""
         assert self._loopback is not None, "engine not started"
         loopback, slots = self._loopback, self._slots
         if params.top_logprobs is not None and self._undrafted_route is not None:
@@ -282,6 +325,8 @@ class LlamaCppEngine(Engine):
             # from the server that does not draft.
             loopback, slots = self._undrafted_route
         body = _request_body(prompt_ids, params, self.vocab_size)
+        if multimodal is not None:
+            body["prompt"] = multimodal
         chunks = _Chunks(params.top_logprobs or 0, self.token_bytes, self._token_ids)
         stream: EventStream | None = None
         self._running.add(request_id)
@@ -307,6 +352,16 @@ class LlamaCppEngine(Engine):
             self._streams.pop(request_id, None)
             if stream is not None:
                 stream.close()  # a generation left early stops here: llama.cpp sees its connection closed
+
+
+def multimodal_prompt(prompt: Prompt) -> dict:
+    """llama.cpp's multimodal prompt: the text with one marker per image, and the images."""
+    text = prompt.text or ""
+    if text.count(MEDIA_MARKER) != len(prompt.images):  # the marker typed into a message would shift every image
+        raise InvalidRequest(f"the messages hold the text {MEDIA_MARKER}, which this model reads as an image",
+                             param="messages")
+    return {"prompt_string": text,
+            "multimodal_data": [base64.b64encode(image.png).decode("ascii") for image in prompt.images]}
 
 
 def _token_at(tokens: list[str], index: int | None) -> str:

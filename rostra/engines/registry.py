@@ -44,7 +44,8 @@ def _build_llamacpp(settings: Settings) -> Engine:
                              parallel=settings.parallel, threads=settings.threads, task=settings.task,
                              pooling=settings.pooling, matryoshka=settings.matryoshka,
                              cache_ram_mib=settings.cache_ram_mib, speculative=settings.speculative,
-                             speculative_draft=settings.speculative_draft, flash_attn=settings.flash_attn)
+                             speculative_draft=settings.speculative_draft, flash_attn=settings.flash_attn,
+                             mmproj=settings.mmproj)
     except ValueError as exc:  # a --pooling llama.cpp has not, a --speculative-draft out of range
         raise SystemExit(f"rostra: {exc}") from None
     if not settings.model:  # its GGUF recommends nothing: its model card does

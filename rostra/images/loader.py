@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from rostra.core import PromptImage
 from rostra.errors import InvalidRequest
-from rostra.images.data_url import decode_base64, decode_data_url
+from rostra.images.data_url import decode_data_url
 from rostra.images.decode import decode_image_off_loop
 from rostra.images.fetch import FetchFailed, FetchRefused, ImageFetcher
 from rostra.images.limits import ImageLimits
@@ -19,13 +19,11 @@ from rostra.images.limits import ImageLimits
 
 @dataclass(frozen=True)
 class ImageSource:
-    """Where an image part's bytes are: a `data:` or http(s) URL, or bare base64 (Anthropic's `base64` source,
-    with its media type); `param` names the part in the request."""
+    """Where an image part's bytes are: a `data:` or http(s) URL (Anthropic's `base64` sources come as data URLs);
+    `param` names the part in the request."""
 
     param: str
-    url: str | None = None
-    base64: str | None = None
-    media_type: str | None = None
+    url: str
 
 
 class ImageLoader:
@@ -57,12 +55,7 @@ class ImageLoader:
         return await decode_image_off_loop(data, source.param, self.limits)
 
     async def _bytes(self, source: ImageSource, fetcher: ImageFetcher) -> bytes:
-        if source.base64 is not None:
-            if source.media_type is not None and not source.media_type.lower().startswith("image/"):
-                raise InvalidRequest(f"media_type {source.media_type!r} is not an image type", param=source.param,
-                                     code="invalid_image_format")
-            return decode_base64(source.base64, source.param, self.limits.max_bytes)
-        url = (source.url or "").strip()
+        url = source.url.strip()
         if url[:5].lower() == "data:":
             return decode_data_url(url, source.param, self.limits.max_bytes)
         if url.split(":", 1)[0].lower() not in ("http", "https"):

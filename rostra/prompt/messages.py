@@ -51,24 +51,32 @@ def image_parts(messages: list[ChatMessage]) -> list[ImagePart]:
     return parts
 
 
+def text_only(messages: list[ChatMessage]) -> PromptImages:
+    """Markers that leave images out of the text (the last message's text a relayed request is logged by)."""
+    return PromptImages({part.key: "" for part in image_parts(messages)})
+
+
 def message_text(message: ChatMessage, index: int, images: PromptImages = PromptImages()) -> str:
-    """The message's text, each loaded image as its marker where it stands."""
+    """The message's text, each loaded image as its marker where it stands. Text parts are joined by a line
+    break; a marker is joined to its neighbours as it is (as llama.cpp's server places its media markers, so the
+    same conversation is the same prompt there and here)."""
     content = message.content
     if content is None:
         return ""
     if isinstance(content, str):
         return content
-    texts = []
+    text = ""
+    after_text = False
     for part_index, part in enumerate(content):
         marker = images.markers.get((index, part_index))
         if marker is not None:
-            texts.append(marker)
+            text, after_text = text + marker, False
             continue
         if part.type not in _TEXT_PART_TYPES or part.text is None:
             raise InvalidRequest(f"content part type {part.type!r} is not supported by this model (text only)",
                                  param=f"messages[{index}].content[{part_index}]")
-        texts.append(part.text)
-    return "\n".join(texts)
+        text, after_text = text + ("\n" if after_text else "") + part.text, True
+    return text
 
 
 def template_messages(messages: list[ChatMessage], images: PromptImages = PromptImages()) -> list[dict[str, Any]]:

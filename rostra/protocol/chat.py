@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rostra.errors import InvalidRequest
 from rostra.protocol.common import INT32_MAX, MAX_TOP_LOGPROBS, SamplingFields
@@ -34,10 +34,15 @@ class ContentPart(BaseModel):
     model_config = ConfigDict(extra="allow")
     type: str
     text: str | None = None
-    image_url: ImageURL | None = None  # type "image_url"
+    image_url: ImageURL | None = None  # type "image_url"; a bare URL string is taken as {"url": ...}
     # Where the part came from, when another API (Messages, Responses) made this request from its own: errors
     # name the part as that API's client wrote it. Never sent on.
     source_param: str | None = Field(default=None, exclude=True)
+
+    @field_validator("image_url", mode="before")
+    @classmethod
+    def _bare_url(cls, value: Any) -> Any:
+        return {"url": value} if isinstance(value, str) else value
 
 
 class ChatMessage(BaseModel):

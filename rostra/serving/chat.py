@@ -18,7 +18,7 @@ from rostra.parsing.reasoning.base import ReasoningParser
 from rostra.parsing.tools.base import ToolParser
 from rostra.prompt.chat_template import ChatTemplate
 from rostra.images.loader import ImageLoader
-from rostra.prompt.messages import PromptImages, image_parts, message_text, template_messages
+from rostra.prompt.messages import PromptImages, image_parts, message_text, template_messages, text_only
 from rostra.prompt.special_text import RenderedPrompt, SpecialTextGuard
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.serving.generation import (
@@ -212,7 +212,8 @@ class ChatService(GenerationService):
         engine.check_params(params)
         last = request.messages[-1]
         prompt = Prompt(token_ids, message_text(last, len(request.messages) - 1, images), last.role, request.model,
-                        session_key=request.prompt_cache_key, images=images.images)
+                        session_key=request.prompt_cache_key, images=images.images,
+                        text=text if images.images else None)
         # vLLM's chat `echo`: the continued assistant message is repeated in front of the answer.
         prefix = prompt.last_message_text if request.echo and last.role == "assistant" else ""
         # A constraint the engine enforces from the first token leaves no room to think: the whole
@@ -243,11 +244,12 @@ class ChatService(GenerationService):
 
     async def _relayed(self, request: ChatCompletionRequest) -> Job:
         """The job of a request relayed whole to an upstream (the remote engine's raw mode)."""
+        request = await self.inline_images(request)  # fetched here, never by the upstream
         last = request.messages[-1]
         # The upstream parses its own output; its calls still pass this request's emitter.
         plan = plan_tools(request.tools, request.tool_choice, request.parallel_tool_calls, self.tool_parser)
         return await relay_job(self.engine, request, "chat/completions", "chatcmpl", request.n,
-                               message_text(last, len(request.messages) - 1),
+                               message_text(last, len(request.messages) - 1, text_only(request.messages)),
                                self.reasoning_fields if request.include_reasoning else (),
                                make_emitter=plan.make_emitter)
 
@@ -263,6 +265,23 @@ class ChatService(GenerationService):
         images = await self.images.load_all([part.source for part in parts])
         return PromptImages({part.key: self.engine.image_marker(image) for part, image in zip(parts, images)},
                             tuple(images))
+
+    async def inline_images(self, request: ChatCompletionRequest) -> ChatCompletionRequest:
+        """For an upstream: each image checked, decoded and sent as a PNG data URL (an http(s) URL is fetched by
+        rostra, under its address policy, not by the upstream)."""
+        parts = image_parts(request.messages)
+        if not parts:
+            return request
+        images = await self.images.load_all([part.source for part in parts])
+        messages = [message.model_copy(deep=True) for message in request.messages]
+        for part, image in zip(parts, images):
+            message_index, part_index = part.key
+            content = messages[message_index].content
+            assert isinstance(content, list)
+            image_url = content[part_index].image_url
+            assert image_url is not None
+            image_url.url = image.data_url()
+        return request.model_copy(update={"messages": messages})
 
     async def render(self, request: ChatCompletionRequest, images: PromptImages | None = None) -> RenderedPrompt:
         """The conversation through the chat template (off the event loop), special-token text of

@@ -34,7 +34,8 @@ class TextBlock(StrictModel):
 
 
 class ImageBlock(StrictModel):
-    """Accepted by shape, refused with a 400 (this server's models read text only)."""
+    """`image` blocks are read (rostra/api/messages/history.py: base64 and url sources); `document` and
+    `search_result` blocks are accepted by shape and refused with a 400."""
 
     type: Literal["image", "document", "search_result"]
     source: dict[str, Any] | None = None

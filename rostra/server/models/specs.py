@@ -23,7 +23,7 @@ PER_MODEL_SETTINGS = frozenset({
     "device", "task", "pooling", "matryoshka", "tool_call_parser", "strict_tool_parsing", "reasoning_parser",
     "reasoning_field", "generation_config", "override_generation_config", "raw_special_tokens", "script",
     "tokenizer", "upstreams", "upstream_retries", "upstream_timeout", "health_check_interval",
-    "speculative", "speculative_draft", "cache_ram_mib", "flash_attn",
+    "speculative", "speculative_draft", "cache_ram_mib", "flash_attn", "mmproj",
 })
 # Keys of a --models-config entry that are not settings: its name, idle time to unload, load at start-up.
 ENTRY_KEYS = frozenset({"name", "ttl", "preload", "upstream"})
@@ -134,16 +134,25 @@ def scan_models_dir(directory: Path, settings: Settings) -> list[ModelSpec]:
     if not directory.is_dir():
         raise ModelConfigError(f"--models-dir: not a directory: {directory}")
     specs = []
-    for path in sorted(directory.iterdir()):
-        if path.is_file() and path.suffix == ".gguf":
+    paths = sorted(directory.iterdir())
+    # A projector beside the models (as llama.cpp's router and LM Studio find it): theirs, not a model.
+    projectors = [path for path in paths if path.is_file() and is_mmproj(path)]
+    for path in paths:
+        if path.is_file() and path.suffix == ".gguf" and not is_mmproj(path):
             part = re.search(r"-(\d+)-of-\d+$", path.stem)
             if part and int(part.group(1)) > 1:
                 continue  # a later part of a split GGUF
-            specs.append(model_spec(settings, "models-dir", model=str(path), engine="llamacpp"))
+            # One projector: the models' (several: which is whose cannot be told; set them in --models-config).
+            own: dict[str, Any] = {"mmproj": str(projectors[0])} if len(projectors) == 1 else {}
+            specs.append(model_spec(settings, "models-dir", model=str(path), engine="llamacpp", **own))
         elif path.is_dir() and (path / "config.json").is_file():
             engine = settings.engine if settings.engine != "llamacpp" else "transformers"
             specs.append(model_spec(settings, "models-dir", model=str(path), engine=engine))
     return specs
+
+
+def is_mmproj(path: Path) -> bool:
+    return path.suffix == ".gguf" and path.name.lower().startswith("mmproj")
 
 
 def read_models_config(path: Path, settings: Settings) -> list[ModelSpec]:
@@ -152,6 +161,7 @@ def read_models_config(path: Path, settings: Settings) -> list[ModelSpec]:
         models:
           - name: smol
             model: /models/SmolLM2-135M-Instruct.Q4_1.gguf
+            mmproj: /models/mmproj-SmolLM2.gguf  # it sees images
             override_generation_config: {temperature: 0.2}
             ttl: 600
           - name: minilm
@@ -176,10 +186,11 @@ def read_models_config(path: Path, settings: Settings) -> list[ModelSpec]:
         if "upstream" in own:
             upstream = own.pop("upstream")
             own["upstreams"] = upstream if isinstance(upstream, list) else [upstream]
-        if own.get("model") is not None:  # a relative path: beside the config file (else as given: a hub id)
-            given = Path(str(own["model"])).expanduser()
-            beside = path.parent / given
-            own["model"] = str(beside if not given.is_absolute() and beside.exists() else given)
+        for key in ("model", "mmproj"):  # a relative path: beside the config file (else as given: a hub id)
+            if own.get(key) is not None:
+                given = Path(str(own[key])).expanduser()
+                beside = path.parent / given
+                own[key] = str(beside if not given.is_absolute() and beside.exists() else given)
         ttl = own.pop("ttl", None)
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl <= 0):
             raise ModelConfigError(f"{where}: ttl must be a number of seconds above 0")

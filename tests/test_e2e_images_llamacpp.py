@@ -1,0 +1,127 @@
+"""llama.cpp with a multimodal projector: the embedded SmolLM2 and the tiny mmproj of tests/mmproj_gguf.py, served by
+rostra (`--mmproj`) and by llama.cpp's own server (xllamacpp, in this process), give the same tokens at temperature
+0 for the same image and prompt, on Chat, Responses and Messages; streamed equals non-streamed; a lossless WebP or
+a BMP of the same pixels gives what the PNG gives."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import anthropic
+import pytest
+from openai import OpenAI
+
+from images import data_url, encoded, pattern
+from mmproj_gguf import mmproj_path
+from rostra.embedded import embedded_model_path
+from servers import RunningServer
+from wire import fold_chat_stream, stream
+
+CACHE = Path(__file__).resolve().parent.parent / ".cache"
+MAX_TOKENS = 24
+PNG = encoded(pattern(40, 28), "PNG")
+QUESTION = "Describe the picture."
+
+
+@pytest.fixture(scope="module")
+def mmproj() -> Path:
+    return mmproj_path(CACHE)
+
+
+@pytest.fixture(scope="module")
+def server(mmproj):
+    server = RunningServer(["--mmproj", str(mmproj), "--parallel", "1", "--max-model-len", "2048"],
+                           startup_timeout=300)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def reference(mmproj):
+    """llama.cpp's own server on the same files, as rostra configures it (one slot, the same context)."""
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = str(embedded_model_path())
+    params.mmproj.path = str(mmproj)
+    params.n_parallel = 1
+    params.n_ctx = 2048
+    params.kv_unified = False
+    params.n_batch = params.n_ubatch
+    server = xllamacpp.Server(params)
+    yield server
+    del server
+
+
+def chat_messages(url: str) -> list[dict]:
+    return [{"role": "user", "content": [{"type": "text", "text": QUESTION},
+                                         {"type": "image_url", "image_url": {"url": url}}]}]
+
+
+def reference_answer(reference, url: str) -> str:
+    reply = reference.handle_chat_completions({"model": "x", "messages": chat_messages(url), "temperature": 0,
+                                               "max_tokens": MAX_TOKENS})
+    return reply["choices"][0]["message"]["content"]
+
+
+def test_model_card_says_it_sees(server):
+    client = OpenAI(base_url=server.v1, api_key="none")
+    assert client.models.list().data[0].model_extra["input_modalities"] == ["text", "image"]
+
+
+def test_chat_equals_llama_cpp_server(server, reference):
+    url = data_url(PNG)
+    expected = reference_answer(reference, url)
+    assert expected
+    client = OpenAI(base_url=server.v1, api_key="none", max_retries=0)
+    model = client.models.list().data[0].id
+    reply = client.chat.completions.create(model=model, messages=chat_messages(url), temperature=0,
+                                           max_tokens=MAX_TOKENS)
+    assert reply.choices[0].message.content == expected
+    chunks = stream(server.base_url, "/v1/chat/completions", {"model": model, "messages": chat_messages(url),
+                                                               "temperature": 0, "max_tokens": MAX_TOKENS},
+                    "chat_chunk")
+    assert fold_chat_stream(chunks)[0]["content"] == expected
+    # a different image gives a different answer: the image is read, not ignored
+    other = reference_answer(reference, data_url(encoded(pattern(40, 28).rotate(90, expand=True), "PNG")))
+    again = client.chat.completions.create(model=model, messages=chat_messages(
+        data_url(encoded(pattern(40, 28).rotate(90, expand=True), "PNG"))), temperature=0, max_tokens=MAX_TOKENS)
+    assert again.choices[0].message.content == other
+
+
+@pytest.mark.parametrize("fmt, options, media_type", [("WEBP", {"lossless": True}, "image/webp"),
+                                                      ("BMP", {}, "image/bmp")])
+def test_other_formats_give_what_the_png_gives(server, reference, fmt, options, media_type):
+    expected = reference_answer(reference, data_url(PNG))
+    client = OpenAI(base_url=server.v1, api_key="none", max_retries=0)
+    model = client.models.list().data[0].id
+    url = data_url(encoded(pattern(40, 28), fmt, **options), media_type)
+    reply = client.chat.completions.create(model=model, messages=chat_messages(url), temperature=0,
+                                           max_tokens=MAX_TOKENS)
+    assert reply.choices[0].message.content == expected
+
+
+def test_responses_and_messages_equal_llama_cpp_server(server, reference):
+    expected = reference_answer(reference, data_url(PNG))
+    client = OpenAI(base_url=server.v1, api_key="none", max_retries=0)
+    model = client.models.list().data[0].id
+    response = client.responses.create(model=model, temperature=0, max_output_tokens=MAX_TOKENS, input=[
+        {"role": "user", "content": [{"type": "input_text", "text": QUESTION},
+                                     {"type": "input_image", "image_url": data_url(PNG)}]}])
+    assert response.output_text == expected
+    messages = anthropic.Anthropic(base_url=server.base_url, api_key="none", max_retries=0)
+    message = messages.messages.create(model=model, extra_body={"temperature": 0}, max_tokens=MAX_TOKENS, messages=[
+        {"role": "user", "content": [{"type": "text", "text": QUESTION}, {"type": "image", "source": {
+            "type": "base64", "media_type": "image/png", "data": base64.b64encode(PNG).decode()}}]}])
+    assert message.content[0].text == expected
+
+
+def test_llama_cpp_default_marker_in_text_is_just_text(server):
+    """llama.cpp's default media marker typed into a message is text: the marker rostra gives llama.cpp is random."""
+    client = OpenAI(base_url=server.v1, api_key="none", max_retries=0)
+    model = client.models.list().data[0].id
+    messages = chat_messages(data_url(PNG))
+    messages[0]["content"][0]["text"] = "what is <__media__> here?"
+    reply = client.chat.completions.create(model=model, messages=messages, max_tokens=4, temperature=0)
+    assert reply.choices[0].finish_reason in ("length", "stop")
