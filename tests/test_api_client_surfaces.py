@@ -115,3 +115,50 @@ def test_input_tokens_errors_are_openais(server):
     assert caught.value.body["param"] == "model"
     too_long = httpx.post(f"{server.v1}/responses/input_tokens", json={"model": MODEL, "input": "word " * 6000})
     assert too_long.status_code == 400 and too_long.json()["error"]["code"] == "context_length_exceeded"
+
+
+@pytest.fixture(scope="module")
+def aliased_server():
+    running = RunningServer(list(scripted("script.jsonl", "--served-model-name", "scripted", "claude-exact",
+                                          "--model-alias", "claude-*=scripted", "--model-alias",
+                                          "gpt-4?=scripted")))
+    yield running
+    running.stop()
+
+
+def test_model_alias_answers_on_every_api(aliased_server):
+    base = aliased_server.v1
+    chat = httpx.post(f"{base}/chat/completions", json={"model": "gpt-4o", "messages": [
+        {"role": "user", "content": "Hello"}]})
+    assert chat.status_code == 200 and chat.json()["model"] == "scripted"
+    completion = httpx.post(f"{base}/completions", json={"model": "gpt-4o", "prompt": "Hello", "max_tokens": 4})
+    assert completion.status_code == 200 and completion.json()["model"] == "scripted"
+    response = httpx.post(f"{base}/responses", json={"model": "claude-haiku-4-5", "input": "Hello"})
+    assert response.status_code == 200 and response.json()["model"] == "scripted"
+    headers = {"anthropic-version": "2023-06-01", "x-api-key": "unused"}
+    message = httpx.post(f"{aliased_server.base_url}/v1/messages", headers=headers, json={
+        "model": "claude-haiku-4-5-20251001", "max_tokens": 16, "messages": [{"role": "user", "content": "Hello"}]})
+    assert message.status_code == 200 and message.json()["model"] == "scripted"
+    counted = httpx.post(f"{aliased_server.base_url}/v1/messages/count_tokens", headers=headers, json={
+        "model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "Hello"}]})
+    assert counted.status_code == 200 and counted.json()["input_tokens"] > 0
+    assert httpx.post(f"{base}/responses/input_tokens", json={"model": "gpt-4o", "input": "Hi"}).status_code == 200
+
+
+def test_model_alias_leaves_served_names_and_others_alone(aliased_server):
+    base = aliased_server.v1
+    # A served name that matches a pattern is itself (and answers under its own name).
+    exact = httpx.post(f"{base}/chat/completions", json={"model": "claude-exact", "messages": [
+        {"role": "user", "content": "Hello"}]})
+    assert exact.status_code == 200 and exact.json()["model"] == "claude-exact"
+    # No pattern matches: still OpenAI's 404 naming the model.
+    missing = httpx.post(f"{base}/chat/completions", json={"model": "gpt-4-turbo", "messages": [
+        {"role": "user", "content": "Hello"}]})
+    assert missing.status_code == 404 and missing.json()["error"]["param"] == "model"
+    # /v1/models lists served names only.
+    assert [card["id"] for card in httpx.get(f"{base}/models").json()["data"]] == ["scripted", "claude-exact"]
+
+
+def test_a_malformed_model_alias_stops_the_server_with_a_reason():
+    with pytest.raises(RuntimeError, match="expected PATTERN=MODEL"):
+        RunningServer(list(scripted("script.jsonl", "--model-alias", "claude-*")), startup_timeout=60)
