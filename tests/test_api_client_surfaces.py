@@ -162,3 +162,13 @@ def test_model_alias_leaves_served_names_and_others_alone(aliased_server):
 def test_a_malformed_model_alias_stops_the_server_with_a_reason():
     with pytest.raises(RuntimeError, match="expected PATTERN=MODEL"):
         RunningServer(list(scripted("script.jsonl", "--model-alias", "claude-*")), startup_timeout=60)
+
+
+def test_unknown_anthropic_beta_values_are_ignored(aliased_server):
+    """Claude Code sends beta names it invents each month; none of them changes what rostra serves."""
+    headers = {"anthropic-version": "2023-06-01", "x-api-key": "unused",
+               "anthropic-beta": "claude-code-20250219,made-up-feature-2031-01-01,advanced-tool-use-2025-11-20"}
+    message = httpx.post(f"{aliased_server.base_url}/v1/messages?beta=true", headers=headers, json={
+        "model": "claude-sonnet-4-5", "max_tokens": 16, "messages": [{"role": "user", "content": "Hello"}]})
+    assert message.status_code == 200, message.text
+    assert message.json()["type"] == "message"
