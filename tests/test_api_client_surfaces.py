@@ -49,7 +49,7 @@ def test_codex_catalog_beside_the_list(server, reasoning_server):
     assert entry["input_modalities"] == ["text"] and entry["supports_parallel_tool_calls"] is True
     assert entry["supported_reasoning_levels"] == [] and entry["default_reasoning_level"] is None
     assert entry["truncation_policy"] == {"mode": "tokens", "limit": 409}  # a tenth of the context
-    assert "model_messages" not in entry  # Codex keeps its own instructions
+    assert entry["model_messages"]["instructions_template"].startswith("You are a coding agent")
     [thinker] = httpx.get(f"{reasoning_server.v1}/models", params={"client_version": "0.169.0"}).json()["models"]
     assert thinker["slug"] == "thinker" and thinker["context_window"] == 8192
     assert [level["effort"] for level in thinker["supported_reasoning_levels"]] == ["low", "medium", "high"]

@@ -16,6 +16,15 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+# The instructions Codex sends a model from this catalog (Codex's own are written for its models, and long).
+INSTRUCTIONS = """\
+You are a coding agent working in the user's terminal, in a workspace you share with them. Do what they ask, end to
+end: read the code you need, make the change, run what checks it, and report what you did.
+
+- Use the tools you are given to run commands, read files and edit them; prefer small, targeted edits.
+- Work inside the workspace; do not undo changes you did not make.
+- When you are done, answer briefly: what changed, and anything the user must know or do next.
+"""
 REASONING_EFFORTS = [("low", "Answers sooner, thinking less"), ("medium", "The model's usual thinking"),
                      ("high", "Thinks longer before answering")]
 # A tool's output (a file, a command's log) takes at most this share of a small model's context.
@@ -89,7 +98,9 @@ class CodexModel(BaseModel):
     model_specialty: None = None
     # Codex's freeform (grammar) apply_patch is for its own models; without it the model edits through the shell.
     apply_patch_tool_type: None = None
-    # (No `model_messages`: Codex then uses its own default instructions. It refuses a null there.)
+    # Codex 0.169 requires this, with a template, in every entry, and sends the template as the model's
+    # instructions in place of its own (which it keeps for its own models); a short one of rostra's, below.
+    model_messages: dict[str, str] = {"instructions_template": INSTRUCTIONS}
 
 
 def codex_model(name: str, priority: int, context_length: int | None, reasoning: bool) -> CodexModel:
