@@ -202,6 +202,13 @@ def _production_flags(group: FlagGroup) -> None:
                        help="seconds a generation request may take; then 504 (or an in-band error in a stream)")
     group.add_argument("--log-requests", action="store_true", help="log prompts (user data: off by default)")
     group.add_argument("--log-outputs", action="store_true", help="log outputs (user data: off by default)")
+    group.add_argument("--log-request-bodies", action="store_true",
+                       help="log the body of each request that gets a 4xx or 5xx, keys redacted (debugging; "
+                            "user data: off by default)")
+    group.add_argument("--output-budget", choices=["fit", "strict"], default="fit",
+                       help="a max_tokens / max_output_tokens longer than the room the prompt leaves in the context: "
+                            "fit (generate to the end of the context, finish `length`; default) or strict "
+                            "(OpenAI's 400 context_length_exceeded)")
     group.add_argument("--shutdown-grace", type=float, default=10.0,
                        help="on SIGTERM, seconds running requests get to finish, and then background responses "
                             "(those still running are stored as failed, saying so) (default 10)")
@@ -300,6 +307,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     request_timeout=args.request_timeout, log_requests=args.log_requests,
                     log_outputs=args.log_outputs, unknown_params=args.unknown_params,
                     model_aliases=_model_aliases(args.model_alias),
+                    log_request_bodies=args.log_request_bodies, output_budget=args.output_budget,
                     keep_attribution_line=args.keep_attribution_line,
                     shutdown_grace=args.shutdown_grace, max_background_responses=args.max_background_responses,
                     upstreams=args.upstream,

@@ -72,6 +72,10 @@ class Settings:
     request_timeout: float | None = None  # seconds per generation request; None: no limit
     log_requests: bool = False  # prompts in the log (user data: off by default)
     log_outputs: bool = False  # outputs in the log (user data: off by default)
+    log_request_bodies: bool = False  # the body of a request answered 4xx/5xx in the log, keys redacted
+    # An output budget longer than the room the prompt leaves: "fit" (cut to that room, finish `length`)
+    # or "strict" (OpenAI's 400 context_length_exceeded). Messages always fits, as Anthropic does.
+    output_budget: str = "fit"
     # Request fields rostra does not know: "error" (a 400 naming them, as OpenAI) or "ignore" (logged, dropped).
     unknown_params: str = "error"
     # --model-alias: names no model is served under, answered by one that is (rostra/model_aliases.py).

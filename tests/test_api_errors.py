@@ -19,7 +19,7 @@ BAD_CHAT = [
     ({"model": MODEL, "messages": USER, "n": 0}, 400, "n"),
     ({"model": MODEL, "messages": USER, "n": 100000}, 400, "n"),
     ({"model": MODEL, "messages": USER, "max_tokens": 0}, 400, "max_tokens"),
-    ({"model": MODEL, "messages": USER, "max_tokens": 10**9}, 400, "max_tokens"),
+    ({"model": MODEL, "messages": USER, "max_tokens": 2**31}, 400, "max_tokens"),  # (beyond the context: fit)
     ({"model": MODEL, "messages": USER, "top_logprobs": 50, "logprobs": True}, 400, "top_logprobs"),
     ({"model": MODEL, "messages": USER, "top_logprobs": 2}, 400, "top_logprobs"),
     ({"model": MODEL, "messages": USER, "stop": [""]}, 400, "stop"),

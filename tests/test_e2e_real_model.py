@@ -114,6 +114,19 @@ def test_prompt_too_long_is_400(real_server):
     assert httpx.get(f"{real_server.base_url}/health").json()["status"] == "ok"
 
 
+def test_a_budget_beyond_the_context_generates_to_its_end(client):
+    """OpenCode's and Qwen Code's default (max_tokens 32000) on a 2048-token context: the prompt leaves room for a
+    few tokens, which are generated; no 400."""
+    long_prompt = [{"role": "user", "content": "Repeat after me: " + "blue " * 1950 + "and again."}]
+    completion = client.chat.completions.create(model=MODEL, messages=long_prompt, max_tokens=32000, temperature=0)
+    usage = completion.usage
+    assert completion.choices[0].finish_reason in ("length", "stop")
+    assert usage.prompt_tokens + usage.completion_tokens <= 2048
+    assert usage.model_extra["output_budget"] == {"requested": 32000, "granted": 2048 - usage.prompt_tokens}
+    short = client.chat.completions.create(model=MODEL, messages=HELLO, max_tokens=32000, temperature=0)
+    assert short.choices[0].message.content and short.usage.completion_tokens <= 2048 - short.usage.prompt_tokens
+
+
 def test_internal_llamacpp_listener_is_guarded(real_server):
     """xllamacpp opens llama.cpp's own HTTP listener; without its secret key it serves nothing."""
     import re

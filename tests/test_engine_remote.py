@@ -137,11 +137,14 @@ def test_vllm_extensions_go_upstream_and_answer_fields_are_refused(two_model_gat
 
 def test_upstream_errors_are_relayed_in_the_envelope(two_model_gateway):
     # The gateway does not know alpha's context length; the upstream refuses, and says why.
-    too_long = post(two_model_gateway.base_url, "/v1/chat/completions", ask("alpha", "hi", max_tokens=10**6))
-    assert check_error(too_long, 400, "max_tokens")["code"] == "context_length_exceeded"
+    too_long = post(two_model_gateway.base_url, "/v1/chat/completions", ask("alpha", "hi " * 20000))
+    assert check_error(too_long, 400, "messages")["code"] == "context_length_exceeded"
     streamed = httpx.post(f"{two_model_gateway.v1}/chat/completions", timeout=30,
-                          json=ask("alpha", "hi", max_tokens=10**6, stream=True))
-    check_error(streamed, 400, "max_tokens")  # a status, not an in-band error: the stream never began
+                          json=ask("alpha", "hi " * 20000, stream=True))
+    check_error(streamed, 400, "messages")  # a status, not an in-band error: the stream never began
+    # A budget beyond the context is the upstream's to fit: the gateway passes its `length` through.
+    fitted = post(two_model_gateway.base_url, "/v1/chat/completions", ask("alpha", "hi", max_tokens=10**6))
+    assert fitted.status_code == 200 and fitted.json()["choices"][0]["message"]["content"]
     assert client(two_model_gateway).chat.completions.create(
         model="alpha", messages=[{"role": "user", "content": "still serving?"}]).choices[0].message.content
 

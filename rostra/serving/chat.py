@@ -166,8 +166,11 @@ class ChatService(GenerationService):
     def __init__(self, engine: Engine, template: ChatTemplate, served_names: Callable[[], list[str]],
                  tool_parser: Callable[..., ToolParser], reasoning_parser: type[ReasoningParser] | None = None,
                  reasoning_fields: tuple[str, ...] = ("reasoning_content",),
-                 defaults: GenerationDefaults = GenerationDefaults(), raw_special_tokens: bool = False):
+                 defaults: GenerationDefaults = GenerationDefaults(), raw_special_tokens: bool = False,
+                 fit_budgets: bool = True):
         super().__init__(engine, defaults)
+        # An output budget longer than the room the prompt leaves: cut to it (True), or a 400 (--output-budget strict).
+        self.fit_budgets = fit_budgets
         # Special-token text in user and tool content is tokenized as plain text, unless told otherwise.
         self.special_guard = SpecialTextGuard(() if raw_special_tokens else engine.special_texts)
         self.template = template
@@ -176,9 +179,9 @@ class ChatService(GenerationService):
         self.reasoning_parser = reasoning_parser
         self.reasoning_fields = reasoning_fields
 
-    async def prepare(self, request: ChatCompletionRequest, fit_context: bool = False) -> Job:
-        """`fit_context`: a max_tokens longer than the room the prompt leaves is cut to that room (the
-        Messages API), not refused."""
+    async def prepare(self, request: ChatCompletionRequest, fit_context: bool | None = None) -> Job:
+        """`fit_context`: whether a max_tokens longer than the room the prompt leaves is cut to that room rather
+        than refused; None: as the server is configured (the Messages API always fits, as Anthropic does)."""
         check_model(request.model, self.served_names())
         if self.engine.relays(request.model):
             last = request.messages[-1]
@@ -202,10 +205,10 @@ class ChatService(GenerationService):
         token_ids = truncate_prompt(await rendered.tokenize(engine), request.truncate_prompt_tokens, context_length)
         max_tokens = request.max_completion_tokens or request.max_tokens
         param = "max_completion_tokens" if request.max_completion_tokens else "max_tokens"
-        if fit_context and max_tokens is not None and len(token_ids) < context_length:
-            max_tokens = min(max_tokens, context_length - len(token_ids))
+        fit = self.fit_budgets if fit_context is None else fit_context
+        requested = max_tokens
         max_tokens = completion_budget(len(token_ids), max_tokens, self.defaults, context_length, "messages", param,
-                                       min_tokens=request.min_tokens)
+                                       min_tokens=request.min_tokens, fit=fit)
         top_logprobs = (request.top_logprobs or 0) if request.logprobs else None
         params = sampling_params(request, max_tokens, top_logprobs, constraint, self.defaults,
                                  **await engine_extensions(engine, request))
@@ -237,6 +240,7 @@ class ChatService(GenerationService):
             for index in range(request.n)
         ]
         stats = RequestStats(prompt_tokens=len(token_ids), reasoning_tokens=0 if self.reasoning_parser else None)
+        stats.note_budget(requested, max_tokens)
         return Job(request, f"chatcmpl-{uuid.uuid4().hex}", request.model, runs, stats,
                    reasoning_fields=self.reasoning_fields if request.include_reasoning else ())
 

@@ -164,7 +164,9 @@ class CompletionService(GenerationService):
     output = CompletionStream
 
     def __init__(self, engine: Engine, served_names: Callable[[], list[str]],
-                 defaults: GenerationDefaults = GenerationDefaults(), max_choices: int = MAX_CHOICES):
+                 defaults: GenerationDefaults = GenerationDefaults(), max_choices: int = MAX_CHOICES,
+                 fit_budgets: bool = True):
+        self.fit_budgets = fit_budgets  # a max_tokens beyond the room left: cut to it, else a 400 (strict)
         super().__init__(engine, defaults)
         self.served_names = served_names
         self.max_choices = max_choices
@@ -238,7 +240,8 @@ class CompletionService(GenerationService):
                                          param="echo" if scored else "prompt_logprobs")
             max_tokens = completion_budget(len(token_ids), request.max_tokens, self.defaults, context_length,
                                            "prompt", "max_tokens", openai_default=OPENAI_MAX_TOKENS,
-                                           min_tokens=request.min_tokens)
+                                           min_tokens=request.min_tokens, fit=self.fit_budgets)
+            stats.note_budget(request.max_tokens, max_tokens)
             params = sampling_params(request, max_tokens, request.logprobs, constraint, self.defaults, **extensions)
             self._check_params(params, scored)
             for n in range(request.n):

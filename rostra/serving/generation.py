@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -25,6 +26,8 @@ from rostra.serving.deadline import NO_DEADLINE, Deadline
 # Identifies the serving stack a response came from (OpenAI's field for backend changes).
 SYSTEM_FINGERPRINT = f"fp_rostra_{__version__}"
 
+log = logging.getLogger("rostra.serving")
+
 
 @dataclass
 class ChoiceRun:
@@ -41,6 +44,17 @@ class ChoiceRun:
     prompt_logprobs: tuple[TokenStep | None, ...] | None = None
 
 
+@dataclass(frozen=True)
+class OutputBudget:
+    """The output tokens a request asked for and those it was granted (usage's `output_budget`)."""
+
+    requested: int
+    granted: int
+
+    def usage(self) -> dict[str, int]:
+        return {"requested": self.requested, "granted": self.granted}
+
+
 @dataclass
 class RequestStats:
     """Usage and timings of one request, filled in while its events flow."""
@@ -54,6 +68,8 @@ class RequestStats:
     started: float = field(default_factory=time.monotonic)
     first_token: float | None = None
     finished: float | None = None
+    # Set when a request's output budget was cut to the room its prompt left (--output-budget fit).
+    output_budget: OutputBudget | None = None
 
     def observe(self, event: Event) -> None:
         if self.first_token is None:
@@ -63,6 +79,12 @@ class RequestStats:
             if self.reasoning_tokens is not None:
                 self.reasoning_tokens += event.reasoning_tokens
             self.finished = time.monotonic()
+
+    def note_budget(self, requested: int | None, granted: int) -> None:
+        """The budget one prompt was granted; usage reports the smallest cut of a request's prompts."""
+        if requested is not None and granted < requested and (
+                self.output_budget is None or granted < self.output_budget.granted):
+            self.output_budget = OutputBudget(requested, granted)
 
     def note_cached(self, group: int, cached: int) -> None:
         before = self.cached_by_group.get(group, 0)
@@ -78,6 +100,8 @@ class RequestStats:
                  "prompt_tokens_details": {"cached_tokens": self.cached_tokens}}
         if self.reasoning_tokens is not None:
             usage["completion_tokens_details"] = {"reasoning_tokens": self.reasoning_tokens}
+        if self.output_budget is not None:  # rostra extension: SDKs keep unknown usage fields
+            usage["output_budget"] = self.output_budget.usage()
         return usage
 
     def timings(self) -> dict[str, Any]:
@@ -98,14 +122,19 @@ class RequestStats:
 
 
 def check_context(prompt_tokens: int, max_tokens: int | None, context_length: int,
-                  prompt_param: str, max_tokens_param: str) -> int:
-    """The max_tokens to use: what was asked, or all that fits. 400 when nothing fits."""
+                  prompt_param: str, max_tokens_param: str, fit: bool = False) -> int:
+    """The max_tokens to use: what was asked, or all that fits. 400 when the prompt alone fills the
+    context; a budget longer than the room left is cut to that room (`fit`) or refused (OpenAI's way)."""
     if prompt_tokens >= context_length:
         raise InvalidRequest(
             f"This model's maximum context length is {context_length} tokens. However, your prompt is "
             f"{prompt_tokens} tokens long.", param=prompt_param, code="context_length_exceeded")
     room = context_length - prompt_tokens
     if max_tokens is None:
+        return room
+    if max_tokens > room and fit:
+        log.info("output budget: %s %d asked, %d granted (prompt %d tokens of a %d-token context)",
+                 max_tokens_param, max_tokens, room, prompt_tokens, context_length)
         return room
     if max_tokens > room:
         raise InvalidRequest(
@@ -218,15 +247,16 @@ def token_text(data: bytes) -> str:
 
 def completion_budget(prompt_tokens: int, requested: int | None, defaults: GenerationDefaults,
                       context_length: int, prompt_param: str, max_tokens_param: str,
-                      openai_default: int | None = None, min_tokens: int = 0) -> int:
-    """max_tokens: the request's (400 if it does not fit), else the server's default length, else
-    OpenAI's (`openai_default`; None: all that fits). A default longer than the room left is cut to it.
-    `min_tokens` more than that is a 400 (vLLM's extension)."""
-    budget = check_context(prompt_tokens, requested, context_length, prompt_param, max_tokens_param)
+                      openai_default: int | None = None, min_tokens: int = 0, fit: bool = False) -> int:
+    """max_tokens: the request's (`fit`: cut to the room the prompt leaves; else a 400 if it does not fit),
+    else the server's default length, else OpenAI's (`openai_default`; None: all that fits). A default longer
+    than the room left is cut to it. `min_tokens` more than that is a 400 (vLLM's extension)."""
+    budget = check_context(prompt_tokens, requested, context_length, prompt_param, max_tokens_param, fit)
     default = defaults.get("max_tokens", openai_default)
     budget = budget if requested is not None or default is None else min(budget, default)
     if min_tokens > budget:
         raise InvalidRequest(f"min_tokens ({min_tokens}) must not exceed max_tokens ({budget})", param="min_tokens")
+    log.debug("output budget: %s %s asked, %d granted", max_tokens_param, requested, budget)
     return budget
 
 

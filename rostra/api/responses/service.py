@@ -165,6 +165,7 @@ class ResponsesService:
                 job = await chat.prepare(chat_request(request, tools, conversation[dropped:], mcp_tools))
                 break
             except InvalidRequest as exc:
+                exc.param = responses_param(exc.param)
                 if request.truncation != "auto" or exc.code != "context_length_exceeded":
                     raise
                 start = next_start(conversation, dropped)
@@ -369,6 +370,17 @@ def base_response(request: CreateResponseRequest, tools: list[Tool],
     }
 
 
+def responses_param(chat_param: str | None) -> str | None:
+    """A chat request's parameter as this request spelled it: a 400 names what the client sent."""
+    if chat_param is None:
+        return None
+    if chat_param == "max_completion_tokens":
+        return "max_output_tokens"
+    if chat_param == "messages" or chat_param.startswith("messages["):  # (the items' numbers differ)
+        return "input"
+    return chat_param
+
+
 def response_usage(*turns: Job) -> dict[str, Any]:
     """The usage of a response: all its model turns' (each turn reads its whole prompt again)."""
     usages = [job.stats.usage() for job in turns]
@@ -379,4 +391,6 @@ def response_usage(*turns: Job) -> dict[str, Any]:
                                      "cache_write_tokens": 0},
             "output_tokens": output_tokens,
             "output_tokens_details": {"reasoning_tokens": sum(job.stats.reasoning_tokens or 0 for job in turns)},
-            "total_tokens": input_tokens + output_tokens}
+            "total_tokens": input_tokens + output_tokens,
+            # rostra extension: the last turn's max_output_tokens, when it was cut to the room left in the context
+            **({"output_budget": usages[-1]["output_budget"]} if "output_budget" in usages[-1] else {})}

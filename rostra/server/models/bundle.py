@@ -62,13 +62,16 @@ def build_bundle(name: str, engine: Engine, settings: Settings, sealer: Reasonin
                                            settings.override_generation_config)
     log.info("%s: generation defaults %s", name, defaults.describe())
 
+    fit = settings.output_budget == "fit"
+
     def served_names() -> list[str]:
         return settings.served_model_name or [model.id for model in engine.models()]
 
     chat = ChatService(engine, template, served_names, tool_parser,
                        reasoning_parser_class(reasoning) if reasoning else None, fields, defaults,
-                       raw_special_tokens=settings.raw_special_tokens)
-    completions = CompletionService(engine, served_names, defaults, max_choices=settings.max_choices)
+                       raw_special_tokens=settings.raw_special_tokens, fit_budgets=fit)
+    completions = CompletionService(engine, served_names, defaults, max_choices=settings.max_choices,
+                                    fit_budgets=fit)
     chat.on_finished = completions.on_finished = on_finished
     messages = MessagesService(chat, sealer, keep_attribution=settings.keep_attribution_line)
     return ModelBundle(name, engine, settings, template, chat, completions, messages,
