@@ -13,6 +13,7 @@ from typing import Any
 from rostra import __version__
 from rostra.config import Settings
 from rostra.engines.registry import ENGINES, FlagGroup, build_engine
+from rostra.model_aliases import ModelAlias
 from rostra.server.models.specs import ModelConfigError, parse_size
 from rostra.parsing.reasoning import reasoning_parser_names
 from rostra.parsing.tools import tool_parser_names
@@ -39,6 +40,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", help="a YAML file of settings: the flags' names as keys (flags win)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser
+
+
+def _model_aliases(given: list[str]) -> list[ModelAlias]:
+    try:
+        return [ModelAlias.parse(text) for text in given]
+    except ValueError as exc:
+        raise SystemExit(f"rostra: {exc}") from None
 
 
 def _server_flags(group: FlagGroup) -> None:
@@ -215,6 +223,10 @@ def _production_flags(group: FlagGroup) -> None:
     group.add_argument("--unknown-params", choices=["error", "ignore"], default="error",
                        help="request fields rostra does not know: error (400 naming the field, as OpenAI; "
                             "default) or ignore (log a warning naming them, then drop them)")
+    group.add_argument("--model-alias", action="append", default=[], metavar="PATTERN=MODEL",
+                       help="answer requests naming a model that matches the glob PATTERN (and is not served) with "
+                            "MODEL, on every API, e.g. 'claude-*=qwen3-coder' for Claude Code's side tasks; "
+                            "repeatable, the first match wins; /v1/models lists served names only")
     group.add_argument("--keep-attribution-line", action="store_true",
                        help="Messages API: keep the x-anthropic-billing-header line Claude Code puts at the top of "
                             "its system prompt (default: dropped; it changes every request and would defeat the "
@@ -327,6 +339,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     allow_credentials=args.allow_credentials, public_metrics=args.public_metrics,
                     request_timeout=args.request_timeout, log_requests=args.log_requests,
                     log_outputs=args.log_outputs, unknown_params=args.unknown_params,
+                    model_aliases=_model_aliases(args.model_alias),
                     log_request_bodies=args.log_request_bodies, output_budget=args.output_budget,
                     keep_attribution_line=args.keep_attribution_line,
                     shutdown_grace=args.shutdown_grace, max_background_responses=args.max_background_responses,

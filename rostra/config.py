@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rostra.model_aliases import ModelAlias
+
 
 @dataclass
 class Settings:
@@ -78,6 +80,8 @@ class Settings:
     output_budget: str = "fit"
     # Request fields rostra does not know: "error" (a 400 naming them, as OpenAI) or "ignore" (logged, dropped).
     unknown_params: str = "error"
+    # --model-alias: names no model is served under, answered by one that is (rostra/model_aliases.py).
+    model_aliases: list[ModelAlias] = field(default_factory=list)
     # Messages API: keep the attribution line Claude Code starts its system prompt with (default: dropped,
     # so that the prefix cache holds across turns; rostra/api/messages/history.py).
     keep_attribution_line: bool = False

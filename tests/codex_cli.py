@@ -50,6 +50,7 @@ class CodexRun:
     stderr: str
     items: list[dict[str, Any]] = field(default_factory=list)  # the completed items, in order
     session: list[dict[str, Any]] = field(default_factory=list)  # Codex's own record of the session (its rollout)
+    home: Path | None = None  # its CODEX_HOME
 
     def of_type(self, kind: str) -> list[dict[str, Any]]:
         return [item for item in self.items if item.get("type") == kind]
@@ -59,12 +60,15 @@ class CodexRun:
 
 
 def codex_exec(base_url: str, workdir: Path, prompt: str, *args: str, model: str = "scripted",
-               extra_config: str = "", timeout: float = 180) -> CodexRun:
-    """One `codex exec --json` run in `workdir` (its own CODEX_HOME beside it)."""
+               extra_config: str = "", timeout: float = 180, user_config: str | None = None) -> CodexRun:
+    """One `codex exec --json` run in `workdir` (its own CODEX_HOME beside it); `user_config`: the whole
+    config.toml a user wrote (e.g. the README's), in place of the provider block made from `model`."""
     home = workdir.parent / f"{workdir.name}-codex-home"
     home.mkdir(exist_ok=True)
     top_level = "check_for_update_on_startup = false\n" + extra_config
-    (home / "config.toml").write_text(USER_CONFIG.format(model=model, base_url=base_url, top_level=top_level) + OFFLINE)
+    config = USER_CONFIG.format(model=model, base_url=base_url, top_level=top_level) if user_config is None \
+        else top_level + user_config  # top-level keys before the user's tables
+    (home / "config.toml").write_text(config + OFFLINE)
     last = home / "last-message.txt"
     command = [str(node_bin("codex", "codex")), "exec", "--json", "--skip-git-repo-check", "--color", "never",
                "--sandbox", sandbox_mode(), "-o", str(last), *args, prompt]
@@ -75,7 +79,7 @@ def codex_exec(base_url: str, workdir: Path, prompt: str, *args: str, model: str
     session = [json.loads(line) for rollout in sorted(home.glob("sessions/**/rollout-*.jsonl"))
                for line in rollout.read_text().splitlines() if line.startswith("{")]
     return CodexRun(done.returncode, events, last.read_text() if last.exists() else "", done.stderr, items,
-                    session)
+                    session, home)
 
 
 def offline_env(home: Path) -> dict[str, str]:

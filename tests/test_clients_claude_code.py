@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from node_clients import node_bin
-from servers import DATA, RunningServer
+from servers import DATA, RunningServer, free_port
 
 KEY = "claude-code-key"
 
@@ -99,3 +102,44 @@ def test_plain_turn_on_the_embedded_model(tmp_path):
         assert '"route": "/v1/messages", "status": 200' in log and '"status": 4' not in log
     finally:
         server.stop()
+
+
+def test_deferred_tools_at_defaults_through_a_model_alias(tmp_path):
+    """Claude Code as a user runs it against a local model: its own model id (`claude-sonnet-4-5`, and the
+    claude-haiku-* id of its side tasks) answered by the served model through --model-alias, and its defaults
+    otherwise. For a Claude model id it turns tool search on: MCP tools (here a real MCP server's) are listed by
+    name only, behind `defer_loading`, until the model loads one with its ToolSearch tool, whose result is a
+    `tool_reference` block; rostra then shows the loaded tool to the model, which calls it."""
+    port = free_port()
+    calculator = subprocess.Popen([sys.executable, str(Path(__file__).parent / "mcp_servers.py"), str(port),
+                                   "streamable-http"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = RunningServer(["--engine", "scripted", "--script", str(DATA / "claude_code_deferred.jsonl"),
+                            "--tool-call-parser", "hermes", "--max-model-len", "131072", "--api-key", KEY,
+                            "--model-alias", "claude-*=scripted"], log_level="info")
+    try:
+        wait_for_port(port)
+        workdir = tmp_path / "work"
+        workdir.mkdir()
+        config = workdir / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {"calc": {"type": "http", "url": f"http://127.0.0.1:{port}/mcp"}}}))
+        result = claude(server, workdir, tmp_path, "What is 17 plus 25? Use the calculator.", "--mcp-config",
+                        str(config), "--allowedTools", "ToolSearch", "mcp__calc__add", model="claude-sonnet-4-5")
+        assert result["result"] == "17 plus 25 is 42."
+        assert result["num_turns"] >= 3  # ToolSearch, the loaded tool, the answer
+        log = server.log_path.read_text()
+        assert '"route": "/v1/messages", "status": 200' in log and '"status": 4' not in log
+    finally:
+        server.stop()
+        calculator.terminate()
+        calculator.wait(timeout=15)
+
+
+def wait_for_port(port: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"nothing listens on port {port}")

@@ -10,12 +10,14 @@ function with one string argument, `input`, as rostra offers every custom tool (
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from codex_cli import codex_exec
 from conftest import scripted
+from readme_clients import KEY, MODEL, at, setup_block
 from servers import RunningServer
 
 # Codex's prompt (instructions, tools) is about 12k tokens: the context must hold several turns of it.
@@ -123,3 +125,28 @@ def test_a_run_on_the_embedded_model_ends_cleanly(embedded_server, workdir):
     assert not [error for error in run.errors() if "idle timeout" not in error.get("message", "")]
     assert [event["type"] for event in run.events if event["type"].startswith("turn.")] == ["turn.started",
                                                                                              "turn.completed"]
+
+
+def test_codex_reads_the_model_catalog_with_the_readme_setup(tmp_path):
+    """The README's provider block (a key given by a command) makes Codex fetch `/v1/models?client_version=...`;
+    it keeps the entry for its model (its models cache) and plans by that context window, not its 272k default."""
+    server = RunningServer([*scripted("codex.jsonl", "--tool-call-parser", "hermes", "--reasoning-parser", "qwen3"),
+                            "--served-model-name", MODEL, "--max-model-len", "65536", "--api-key", KEY],
+                           log_level="info")
+    try:
+        workdir = tmp_path / "work"
+        workdir.mkdir()
+        run = codex_exec(server.v1, workdir, "Say hello.", user_config=at(setup_block("codex-config"), server.v1[:-3]))
+        ran_cleanly(run)
+        assert run.last_message == "Hello from rostra."
+        assert '"route": "/v1/models", "status": 200' in server.log_path.read_text()
+        cache = json.loads((run.home / "models_cache.json").read_text())
+        [entry] = [model for model in cache["models"] if model["slug"] == MODEL]
+        assert entry["context_window"] == 65536 and entry["input_modalities"] == ["text"]
+        assert [level["effort"] for level in entry["supported_reasoning_levels"]] == ["low", "medium", "high"]
+        windows = {event["payload"]["info"]["model_context_window"] for event in run.session
+                   if event.get("type") == "event_msg" and event["payload"].get("type") == "token_count"
+                   and event["payload"].get("info")}
+        assert windows == {65536 * 95 // 100}, windows
+    finally:
+        server.stop()

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 
 from rostra.errors import InvalidRequest
+from rostra.model_aliases import aliased
 from rostra.protocol.strict import RequestModel
 
 log = logging.getLogger("rostra.server")
@@ -52,7 +53,20 @@ async def parse_body(request: Request, model: type[Body]) -> Body:
         raise InvalidRequest(f"{param or 'body'}: {first['msg']}", param=param) from exc
     if isinstance(parsed, RequestModel):
         check_fields(parsed, request.app.state.rostra.settings.unknown_params)
+        apply_alias(request, parsed)
     return parsed
+
+
+def apply_alias(request: Request, body: RequestModel) -> None:
+    """A model name only an alias serves becomes the model it names (--model-alias), before anything reads it."""
+    context = request.app.state.rostra
+    name = getattr(body, "model", None)
+    if not context.settings.model_aliases or not isinstance(name, str):
+        return
+    target = aliased(name, context.settings.model_aliases, context.models.names())
+    if target != name:
+        log.debug("model %r answered by %r (--model-alias)", name, target)
+        body.model = target  # type: ignore[attr-defined]
 
 
 def check_fields(body: RequestModel, unknown_params: str) -> None:

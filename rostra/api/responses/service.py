@@ -153,6 +153,16 @@ class ResponsesService:
             builder.sealer = self.sealer
         return ResponseJob(request, job, builder, items, conversation, loop, ready, [job], tools, approved, tenant)
 
+    async def count_input_tokens(self, request: CreateResponseRequest) -> int:
+        """The prompt's tokens as POST /v1/responses would count them (stored history, instructions, tools and
+        template included): the same preparation, never run. Output and delivery fields do not count."""
+        counted = request.model_copy(update={"max_output_tokens": None, "background": False, "stream": False})
+        job = await self.prepare(counted)
+        try:
+            return job.chat.stats.prompt_tokens
+        finally:
+            await job.close()
+
     async def _turn(self, request: CreateResponseRequest, tools: list[Tool], conversation: list[dict[str, Any]],
                     mcp_tools: list[dict[str, Any]], builder: ResponseBuilder) -> Job:
         """The chat job of one model turn. With `truncation: "auto"`, a conversation that outgrows the context

@@ -4,8 +4,10 @@ The front ends that have a package of their own (rostra/api/<name>/) bring their
 from rostra.api.embeddings import routes as embeddings
 from rostra.api.messages import routes as messages
 from rostra.api.responses import routes as responses
+from rostra.api.responses import transports as responses_transports
 from rostra.playground.routes import router as playground_router
 from rostra.server.routes import admin, completions, models, ops, tokenize
 
-ROUTERS = [ops.router, models.router, completions.router, responses.router, tokenize.router, admin.router,
+ROUTERS = [ops.router, models.router, completions.router, responses.router,
+           responses_transports.router, tokenize.router, admin.router,
            messages.router, embeddings.router, playground_router]

@@ -4,6 +4,9 @@ Extensions to OpenAI's model object: `state` (loaded, loading, unloading or unlo
 (once loaded), `input_modalities` (once loaded: ["text"], or ["text", "image"] for a model that sees images, as
 OpenRouter's model objects say it), and `generation_defaults`: what a request that leaves those fields out gets (before the
 model's first load, only what its settings give: the model's own recommendation is read when it loads).
+
+Codex asks `GET /v1/models?client_version=...` and reads a `models` array of its own shape: with that query
+the answer carries it beside OpenAI's `data` (rostra/server/codex_catalog.py).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from fastapi import APIRouter, Request
 
 from rostra import generation_defaults
 from rostra.errors import NotFound
+from rostra.server.codex_catalog import CodexModel, codex_model
 from rostra.server.context import ServerContext, server_context
 from rostra.server.models.manager import ModelSlot
 
@@ -42,11 +46,30 @@ def model_cards(context: ServerContext, slot: ModelSlot) -> list[dict]:
     return [{"id": name, **card} for name in slot.spec.names]
 
 
+def codex_models(slots: list[ModelSlot]) -> list[CodexModel]:
+    """Codex's catalog entries, in the order /v1/models lists the models (Codex's priority)."""
+    entries: list[CodexModel] = []
+    for slot in slots:
+        task = slot.bundle.engine.task if slot.bundle is not None else slot.spec.settings.task
+        if task == "embed":  # not a model Codex can talk to
+            continue
+        reasoning = slot.spec.settings.reasoning_parser is not None
+        names = slot.bundle.served_names() if slot.bundle is not None else slot.spec.names
+        for name in names:
+            length = slot.bundle.engine.model_info(name).context_length if slot.bundle is not None else None
+            entries.append(codex_model(name, len(entries), length, reasoning))
+    return entries
+
+
 @router.get("/v1/models")
-async def list_models(request: Request):
+async def list_models(request: Request, client_version: str | None = None):
     context = server_context(request)
     await context.models.rescan()
-    return {"object": "list", "data": [card for slot in context.models.slots for card in model_cards(context, slot)]}
+    listing: dict = {"object": "list",
+                     "data": [card for slot in context.models.slots for card in model_cards(context, slot)]}
+    if client_version is not None:  # Codex's catalog request
+        listing["models"] = [entry.model_dump() for entry in codex_models(context.models.slots)]
+    return listing
 
 
 @router.get("/v1/models/{model_id:path}")

@@ -1,0 +1,35 @@
+"""What the Responses API answers beside POST /v1/responses itself: OpenAI's input-token count
+(POST /v1/responses/input_tokens, which LiteLLM probes on every request) and a 426 for the WebSocket transport
+Codex tries first when a provider allows it (it then falls back to HTTP at once; any other refusal it retries)."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import APIRouter, Request, WebSocket
+from starlette.responses import JSONResponse, Response
+
+from rostra.api.responses.models import CreateResponseRequest
+from rostra.server.context import server_context
+from rostra.server.request_body import parse_body
+
+log = logging.getLogger("rostra.responses")
+router = APIRouter()
+
+
+@router.post("/v1/responses/input_tokens")
+async def count_input_tokens(request: Request) -> Response:
+    body = await parse_body(request, CreateResponseRequest)
+    context = server_context(request)
+    async with await context.models.acquire(body.model):
+        tokens = await context.responses.count_input_tokens(body)
+    return JSONResponse({"object": "response.input_tokens", "input_tokens": tokens})
+
+
+@router.websocket("/v1/responses")
+async def refuse_websocket(websocket: WebSocket) -> None:
+    log.info("a WebSocket upgrade on /v1/responses: refused with 426 (this server speaks HTTP and SSE)")
+    await websocket.send_denial_response(JSONResponse(
+        {"error": {"message": "this server serves the Responses API over HTTP (server-sent events), not WebSocket",
+                   "type": "invalid_request_error", "param": None, "code": "websocket_unsupported"}},
+        status_code=426))
