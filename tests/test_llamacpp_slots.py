@@ -169,3 +169,118 @@ def test_a_request_cancelled_while_waiting_gives_its_turn_away():
 
     served, busy = run(scenario())
     assert served == ["first", "last"] and busy == [False]
+
+
+# Every pair of events in one loop turn (issue 33): a waiter cancelled (client gone, request timeout) in the same
+# turn another request frees a slot must not be handed the slot; nothing may be lost, whatever the order.
+
+def _settle_all(router: SlotRouter) -> list[bool]:
+    return [slot.busy for slot in router.slots]
+
+
+async def _holders(router: SlotRouter, count: int) -> tuple[list[asyncio.Task], list[asyncio.Event]]:
+    """`count` requests that hold a slot each until their event is set."""
+    releases = [asyncio.Event() for _ in range(count)]
+
+    async def hold(release: asyncio.Event, number: int):
+        async with router.claim(session(number)):
+            await release.wait()
+
+    tasks = [asyncio.create_task(hold(release, n)) for n, release in enumerate(releases)]
+    await asyncio.sleep(0)
+    return tasks, releases
+
+
+async def _waiter(router: SlotRouter, served: list[str], name: str, number: int = 50):
+    async with router.claim(session(number)):
+        served.append(name)
+        await asyncio.sleep(0)
+
+
+EVENTS = ("cancel", "release", "timeout")
+
+
+@pytest.mark.parametrize("slots", [1, 2])
+@pytest.mark.parametrize("first,second", [(a, b) for a in EVENTS for b in EVENTS])
+def test_two_events_in_one_loop_turn_lose_no_slot(slots, first, second):
+    """Every slot busy, two waiters; two events in one turn: a waiter cancelled, a holder releasing, a waiter
+    timing out (asyncio.timeout expiring). Afterwards every slot is free, every live waiter was served, and a
+    full round of `slots` concurrent requests runs at once."""
+    async def scenario():
+        router = SlotRouter(slots)
+        holders, releases = await _holders(router, slots)
+        served: list[str] = []
+
+        async def timed(name: str, deadline: asyncio.Future):
+            try:
+                async with asyncio.timeout(None) as scope:
+                    deadline.add_done_callback(lambda _: scope.reschedule(asyncio.get_running_loop().time()))
+                    await _waiter(router, served, name)
+            except TimeoutError:
+                pass
+
+        loop = asyncio.get_running_loop()
+        deadlines = [loop.create_future() for _ in range(2)]
+        waiters = [asyncio.create_task(timed(f"w{n}", deadlines[n])) for n in range(2)]
+        await asyncio.sleep(0)
+        used = {"cancel": 0, "release": 0, "timeout": 0}
+
+        def fire(event: str):
+            n = used[event]
+            used[event] += 1
+            if event == "cancel":
+                waiters[n % 2].cancel()
+            elif event == "release":
+                releases[n % slots].set() if n < slots else releases[0].set()
+            else:
+                target = deadlines[(n + 1) % 2]
+                if not target.done():
+                    target.set_result(None)
+
+        fire(first)
+        fire(second)
+        await asyncio.gather(*waiters, return_exceptions=True)
+        for release in releases:
+            release.set()
+        results = await asyncio.gather(*holders, return_exceptions=True)
+        assert not [r for r in results if isinstance(r, BaseException)], results
+        assert _settle_all(router) == [False] * slots
+        # full capacity: `slots` requests hold a slot each at the same time
+        holders, releases = await _holders(router, slots)
+        assert [s.busy for s in router.slots] == [True] * slots
+        for release in releases:
+            release.set()
+        await asyncio.gather(*holders)
+        return served
+
+    run(asyncio.wait_for(scenario(), 10))  # a lost slot shows as a hang
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_cancellations_and_releases_never_lose_a_slot(seed):
+    """A storm in-process: requests that arrive, hold, and are cancelled at random moments (several per loop
+    turn); at the end every slot is free and the router has no waiter left."""
+    rng = random.Random(seed)
+
+    async def scenario():
+        router = SlotRouter(rng.randint(1, 3))
+        tasks: list[asyncio.Task] = []
+
+        async def request(number: int, turns: int):
+            async with router.claim(session(number % 4)):
+                for _ in range(turns):
+                    await asyncio.sleep(0)
+
+        for _ in range(200):
+            tasks.append(asyncio.create_task(request(rng.randrange(100), rng.randrange(3))))
+            for task in rng.sample(tasks, k=min(len(tasks), rng.randrange(3))):
+                task.cancel()
+            if rng.random() < 0.5:
+                await asyncio.sleep(0)
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError)]
+        assert not errors, errors
+        assert [slot.busy for slot in router.slots] == [False] * len(router.slots)
+        assert router.waiting == 0
+
+    run(asyncio.wait_for(scenario(), 20))

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import time
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Sequence
@@ -45,28 +46,69 @@ def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
     return low
 
 
+class SlotState(enum.Enum):
+    FREE = "free"
+    BUSY = "busy"
+
+
 @dataclass
 class Slot:
     index: int
     tokens: list[int] = field(default_factory=list)  # what it holds: the last prompt and its output
     key: str | None = None  # the session key of the request that last ran here
     last_used: float = 0.0
-    busy: bool = False
+    state: SlotState = SlotState.FREE
+
+    @property
+    def busy(self) -> bool:
+        return self.state is SlotState.BUSY
+
+    def take(self) -> None:
+        if self.state is not SlotState.FREE:
+            raise RuntimeError(f"slot {self.index} taken while {self.state.value}")
+        self.state = SlotState.BUSY
+
+    def free(self) -> None:
+        if self.state is not SlotState.BUSY:
+            raise RuntimeError(f"slot {self.index} freed while {self.state.value}")
+        self.state = SlotState.FREE
+        self.last_used = time.monotonic()
 
 
 @dataclass
 class _Waiter:
+    """A request waiting for a slot. Its future is the only state: pending (waiting), done with a slot
+    (granted), or cancelled (its task was cancelled: a client gone, a timeout). A cancelled waiter may stay
+    in the queue until its task runs again, possibly after other events of the same loop turn; the router
+    never grants it a slot (the bug this replaces: the slot went to the cancelled future and was lost)."""
     tokens: Sequence[int]
     key: str | None
     granted: asyncio.Future[Slot]
     passed_over: int = 0
 
+    @property
+    def waiting(self) -> bool:
+        return not self.granted.done()
+
 
 class SlotRouter:
+    """An explicit state machine: each slot is FREE or BUSY (`Slot.take`/`Slot.free` check the state they
+    leave), each waiter pending, granted or cancelled. Transitions: a request arrives (takes a free slot
+    or queues), a holder releases (FREE, then dispatch), a waiter is cancelled (leaves the queue; a slot
+    granted to it in the same turn is passed on). Dispatch grants only to pending waiters."""
+
     def __init__(self, count: int, host_cache: bool = True):
         self.slots = [Slot(index) for index in range(count)]
         self.host_cache = host_cache  # llama.cpp keeps states pushed out of a slot in host memory
         self._waiting: list[_Waiter] = []  # in arrival order
+
+    @property
+    def waiting(self) -> int:
+        return sum(1 for waiter in self._waiting if waiter.waiting)
+
+    @property
+    def free_count(self) -> int:
+        return sum(1 for slot in self.slots if not slot.busy)
 
     @contextlib.asynccontextmanager
     async def claim(self, tokens: Sequence[int], key: str | None = None) -> AsyncIterator[Slot]:
@@ -98,10 +140,11 @@ class SlotRouter:
         return useful - (0.1 if saved else 1.0) * lost
 
     async def _acquire(self, tokens: Sequence[int], key: str | None) -> Slot:
+        self._drop_done_waiters()
         free = [slot for slot in self.slots if not slot.busy]
         if free and not self._waiting:
             slot = self.preferred(tokens, key, free)
-            slot.busy = True
+            slot.take()
             return slot
         waiter = _Waiter(tokens, key, asyncio.get_running_loop().create_future())
         self._waiting.append(waiter)
@@ -111,17 +154,21 @@ class SlotRouter:
         except asyncio.CancelledError:
             if waiter in self._waiting:
                 self._waiting.remove(waiter)
-            elif waiter.granted.done() and not waiter.granted.cancelled():
+            if waiter.granted.done() and not waiter.granted.cancelled():
                 self._release(waiter.granted.result())  # granted just as it was cancelled: pass it on
             raise
 
     def _release(self, slot: Slot) -> None:
-        slot.busy = False
-        slot.last_used = time.monotonic()
+        slot.free()
         self._dispatch()
+
+    def _drop_done_waiters(self) -> None:
+        """Waiters whose future is done were cancelled (granted ones leave the queue as they are granted)."""
+        self._waiting = [waiter for waiter in self._waiting if waiter.waiting]
 
     def _dispatch(self) -> None:
         """Hand free slots to waiting requests: each freed slot to the waiter that shares the most with it."""
+        self._drop_done_waiters()
         while self._waiting:
             free = [slot for slot in self.slots if not slot.busy]
             if not free:
@@ -136,8 +183,8 @@ class SlotRouter:
                     break
                 other.passed_over += 1  # an earlier arrival overtaken
             self._waiting.remove(waiter)
-            slot.busy = True
-            waiter.granted.set_result(slot)
+            slot.take()
+            waiter.granted.set_result(slot)  # pending: `_drop_done_waiters` left only those, and nothing ran since
 
     def _best_pair(self, free: list[Slot]) -> tuple[_Waiter, Slot]:
         best: tuple[float, _Waiter, Slot] | None = None

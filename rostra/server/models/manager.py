@@ -55,24 +55,29 @@ class ModelSlot:
 
     @property
     def idle(self) -> bool:
-        return self.state == "loaded" and self.leases == 0 and self.transition is None and not self.spec.resident
+        # (`waiting`: requests whose load just finished take their lease when they next run; until then the
+        # model is theirs, not a victim for another model's load woken in the same turn)
+        return (self.state == "loaded" and self.leases == 0 and self.waiting == 0 and self.transition is None
+                and not self.spec.resident)
 
 
 class Lease:
     """A model held for one request; `release()` (idempotent) gives it back."""
 
-    __slots__ = ("bundle", "_slot")
+    __slots__ = ("bundle", "_slot", "_on_release")
 
-    def __init__(self, slot: ModelSlot):
+    def __init__(self, slot: ModelSlot, on_release: Callable[[], None]):
         assert slot.bundle is not None
         self.bundle: ModelBundle = slot.bundle
         self._slot: ModelSlot | None = slot
+        self._on_release = on_release
 
     def release(self) -> None:
         slot, self._slot = self._slot, None
         if slot is not None:
             slot.leases -= 1
             slot.last_used = time.monotonic()
+            self._on_release()  # a load waiting for room may evict it now
 
     async def __aenter__(self) -> ModelBundle:
         return self.bundle
@@ -92,6 +97,7 @@ class ModelManager:
         self._on_change = on_change  # metrics: a model was added, loaded or unloaded
         self._reaper: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._change = asyncio.Event()  # set (and replaced) when room may have been freed: see _reserve
         self.default_ttl = settings.model_ttl
         self.max_loaded = settings.max_loaded_models
         self.memory_budget = settings.memory_budget
@@ -181,14 +187,46 @@ class ModelManager:
                 slot.waiting -= 1
         slot.leases += 1
         slot.last_used = time.monotonic()
-        return Lease(slot)
+        return Lease(slot, self._changed)
 
     async def _loaded(self, slot: ModelSlot) -> None:
         while slot.state != "loaded":
             if slot.transition is None:
-                slot.transition = self._spawn(self._load(slot))
+                await self._reserve(slot)
+                if slot.transition is None and slot.state == "unloaded":
+                    # Reserved: counted as loading from this very moment (no await since _reserve's check),
+                    # so a load of another model decided in the same loop turn sees it.
+                    slot.state = "loading"
+                    slot.transition = self._spawn(self._load(slot))
+                continue
             # Shielded: a waiter that gives up (its timeout, a client gone) leaves the load to the others.
             await asyncio.shield(slot.transition)
+
+    async def _reserve(self, loading: ModelSlot) -> None:
+        """Until `loading` fits the limits (--max-loaded-models, --memory-budget), counting the models being
+        loaded: least recently used idle models are unloaded for it; when every model held is in use, it
+        waits for one to become idle (within the request's timeout). Returns without an await when it fits,
+        so the caller's reservation follows the check in the same turn."""
+        if self._alone_too_large(loading):
+            raise ServiceUnavailable(f"the model '{loading.spec.name}' (about {loading.spec.size_bytes / 1e6:.0f} "
+                                     f"MB) is larger than --memory-budget", param="model", code="model_too_large")
+        while self._over_limits(loading) and loading.transition is None and loading.state == "unloaded":
+            idle = [slot for slot in self.slots if slot.idle and slot is not loading]
+            if idle:
+                victim = min(idle, key=lambda slot: slot.last_used)
+                task = self._begin_unload(victim, f"least recently used, making room for {loading.spec.name}")
+                if task is not None:
+                    await asyncio.shield(task)
+            else:
+                await self._change.wait()
+
+    def _changed(self) -> None:
+        self._change.set()
+        self._change = asyncio.Event()
+
+    def _alone_too_large(self, loading: ModelSlot) -> bool:
+        return (not loading.spec.resident and self.memory_budget is not None
+                and loading.spec.size_bytes > self.memory_budget)
 
     # -- load ------------------------------------------------------------------------------------------
     async def load(self, name: str) -> ModelSlot:
@@ -202,7 +240,6 @@ class ModelManager:
         spec = slot.spec
         slot.state, started = "loading", time.monotonic()
         try:
-            await self._make_room(slot)
             log.info("loading model %s (%s%s)...", spec.name, spec.settings.model or spec.settings.engine,
                      f", about {spec.size_bytes / 1e6:.0f} MB" if spec.size_bytes else "")
             engine, slot.built = slot.built, None
@@ -224,6 +261,7 @@ class ModelManager:
                                      code="model_load_failed") from exc
         finally:
             slot.transition = None
+            self._changed()
         slot.bundle, slot.state, slot.error = bundle, "loaded", None
         slot.load_seconds = time.monotonic() - started
         slot.last_used = time.monotonic()
@@ -238,24 +276,11 @@ class ModelManager:
         except SystemExit as exc:
             raise LoadFailed(str(exc.code).removeprefix("rostra: ")) from None
 
-    async def _make_room(self, loading: ModelSlot) -> None:
-        """Unload least recently used idle models while `loading` would exceed the limits."""
-        while self._over_limits(loading):
-            idle = [slot for slot in self.slots if slot.idle and slot is not loading]
-            if not idle:
-                log.warning("model %s: loading beyond --max-loaded-models / --memory-budget: the models loaded "
-                            "are all in use", loading.spec.name)
-                return
-            victim = min(idle, key=lambda slot: slot.last_used)
-            task = self._begin_unload(victim, f"least recently used, making room for {loading.spec.name}")
-            if task is not None:
-                await asyncio.shield(task)
-
     def _over_limits(self, loading: ModelSlot) -> bool:
         if loading.spec.resident:
             return False
         held = [slot for slot in self.slots
-                if slot is not loading and not slot.spec.resident and slot.state in ("loaded", "loading")]
+                if slot is not loading and not slot.spec.resident and slot.state != "unloaded"]
         if self.max_loaded is not None and len(held) + 1 > self.max_loaded:
             return True
         if self.memory_budget is not None:
@@ -279,13 +304,16 @@ class ModelManager:
         return slot
 
     def _begin_unload(self, slot: ModelSlot, why: str) -> asyncio.Task[None] | None:
+        """loaded -> unloading, at once: from this moment no lease is granted on it (`acquire` grants only on
+        a loaded model, in the same turn it checks), so the engine closed below is held by no request."""
         if not (slot.state == "loaded" and slot.leases == 0 and slot.transition is None):
             return None
-        slot.transition = self._spawn(self._unload(slot, why))
+        bundle, slot.bundle, slot.state = slot.bundle, None, "unloading"
+        slot.transition = self._spawn(self._unload(slot, bundle, why))
         return slot.transition
 
-    async def _unload(self, slot: ModelSlot, why: str) -> None:
-        bundle, slot.bundle, slot.state = slot.bundle, None, "unloading"
+    async def _unload(self, slot: ModelSlot, bundle: ModelBundle | None, why: str) -> None:
+        assert slot.leases == 0, "a model with leases is never unloaded"
         self._on_change(slot)
         log.info("unloading model %s (%s)", slot.spec.name, why)
         try:
@@ -293,6 +321,7 @@ class ModelManager:
                 await _closed(bundle.engine)
         finally:
             slot.state, slot.transition = "unloaded", None
+            self._changed()
         log.info("model %s unloaded", slot.spec.name)
 
     # -- the server's life -----------------------------------------------------------------------------
