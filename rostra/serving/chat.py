@@ -21,6 +21,7 @@ from rostra.prompt.messages import message_text, template_messages
 from rostra.prompt.special_text import RenderedPrompt, SpecialTextGuard
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.serving.generation import (
+    STOP_FIELDS,
     ChoiceRun,
     GenerationService,
     GenerationStream,
@@ -29,6 +30,7 @@ from rostra.serving.generation import (
     completion_budget,
     params_for_choice,
     sampling_params,
+    stop_fields,
     token_text,
 )
 from rostra.serving.extensions import choice_decoder, engine_extensions, truncate_prompt, vllm_prompt_logprobs
@@ -94,7 +96,8 @@ class ChatStream(GenerationStream):
         if isinstance(event, ToolCallArgs):
             return self._delta(index, {"tool_calls": [{"index": event.index, "function": {"arguments": event.text}}]})
         if isinstance(event, Finish):
-            chunk = self.chunk([{"index": index, "delta": {}, "logprobs": None, "finish_reason": event.reason}])
+            chunk = self.chunk([{"index": index, "delta": {}, "logprobs": None, "finish_reason": event.reason,
+                                 **stop_fields(event)}])
             if self.options.prompt_logprobs:  # in streams: on each choice's last chunk
                 chunk["prompt_logprobs"] = job_prompt_logprobs(self.job, index)
             return chunk
@@ -120,6 +123,7 @@ class ChatStream(GenerationStream):
         state.token_ids.extend(choice.get("token_ids", ()))
         if choice["finish_reason"]:
             state.finish_reason = choice["finish_reason"]
+            state.stop = {key: choice[key] for key in STOP_FIELDS if key in choice}
 
     def response(self) -> dict[str, Any]:
         choices = [self._choice(index, state) for index, state in sorted(self.choices.items())]
@@ -139,7 +143,8 @@ class ChatStream(GenerationStream):
         if state.reasoning and self.job.reasoning_fields:
             message.update({name: "".join(state.reasoning) for name in self.job.reasoning_fields})
         logprobs = {"content": state.logprobs, "refusal": None} if self.options.logprobs else None
-        choice = {"index": index, "message": message, "logprobs": logprobs, "finish_reason": state.finish_reason or "stop"}
+        choice = {"index": index, "message": message, "logprobs": logprobs, "finish_reason": state.finish_reason or "stop",
+                  **dict.fromkeys(STOP_FIELDS), **state.stop}
         if self.options.return_token_ids:
             choice["token_ids"] = state.token_ids
         return choice
@@ -158,6 +163,7 @@ class _ChoiceState:
     logprobs: list[dict[str, Any]] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     finish_reason: str | None = None
+    stop: dict[str, Any] = field(default_factory=dict)  # stop_reason and stop_str, as the finishing chunk said
 
 
 class ChatService(GenerationService):

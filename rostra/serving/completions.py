@@ -15,6 +15,7 @@ from rostra.parsing.events import Event, Finish, Text
 from rostra.parsing.parser import ChoicePipeline
 from rostra.protocol.completions import CompletionRequest
 from rostra.serving.generation import (
+    STOP_FIELDS,
     ChoiceRun,
     GenerationService,
     GenerationStream,
@@ -23,6 +24,7 @@ from rostra.serving.generation import (
     completion_budget,
     params_for_choice,
     sampling_params,
+    stop_fields,
     token_text,
 )
 from rostra.serving.extensions import choice_decoder, engine_extensions, truncate_prompt, vllm_prompt_logprobs
@@ -98,6 +100,7 @@ class _ChoiceState:
                                                                     "top_logprobs": [], "text_offset": []})
     token_ids: list[int] = field(default_factory=list)
     finish_reason: str | None = None
+    stop: dict[str, Any] = field(default_factory=dict)  # stop_reason and stop_str, as the finishing chunk said
     prompt_logprobs: list[Any] | None = None  # from the last chunk: built once per choice
 
 
@@ -126,7 +129,7 @@ class CompletionStream(GenerationStream):
                     choice["prompt_token_ids"] = _extension_fields(self.job, self.runs[index])["prompt_token_ids"]
             return self.chunk([choice])
         if isinstance(event, Finish):
-            choice = {"index": index, "text": "", "logprobs": None, "finish_reason": event.reason}
+            choice = {"index": index, "text": "", "logprobs": None, "finish_reason": event.reason, **stop_fields(event)}
             if self.options.prompt_logprobs:
                 choice["prompt_logprobs"] = _extension_fields(self.job, self.runs[index])["prompt_logprobs"]
             return self.chunk([choice])
@@ -140,6 +143,7 @@ class CompletionStream(GenerationStream):
         state.token_ids.extend(choice.get("token_ids", ()))
         if choice["finish_reason"]:
             state.finish_reason = choice["finish_reason"]
+            state.stop = {key: choice[key] for key in STOP_FIELDS if key in choice}
         if "prompt_logprobs" in choice:
             state.prompt_logprobs = choice["prompt_logprobs"]
 
@@ -148,7 +152,7 @@ class CompletionStream(GenerationStream):
         for index, state in sorted(self.choices.items()):
             choice = {"index": index, "text": "".join(state.text),
                       "logprobs": state.logprobs if self.options.logprobs else None,
-                      "finish_reason": state.finish_reason or "stop"}
+                      "finish_reason": state.finish_reason or "stop", **dict.fromkeys(STOP_FIELDS), **state.stop}
             if self.options.return_token_ids:
                 choice["prompt_token_ids"] = list(self.runs[index].prompt.token_ids)
             if self.options.prompt_logprobs:

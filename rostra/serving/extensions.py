@@ -59,7 +59,7 @@ def choice_decoder(request: SamplingFields, engine: Engine, parsers_read_markup:
     if request.skip_special_tokens and not parsers_read_markup:
         hidden = engine.special_token_ids
     return Decoder(request.stop_strings(), request.stop_token_ids or (), request.include_stop_str_in_output,
-                   request.min_tokens, hidden)
+                   request.min_tokens, hidden, lambda token_id: engine.token_bytes(token_id).decode(errors="replace"))
 
 
 def vllm_prompt_logprobs(steps: tuple[TokenStep | None, ...] | None,

@@ -240,6 +240,16 @@ def prompt_steps(token_ids: Sequence[int], scores: tuple[TokenStep | None, ...],
                  for token_id, step in zip(token_ids, scores))
 
 
+# What stopped a choice, on its finishing chunk and in the response: vLLM's and tabbyAPI's names.
+STOP_FIELDS = ("stop_reason", "stop_str")
+
+
+def stop_fields(finish: Finish) -> dict[str, Any]:
+    """vLLM's `stop_reason` (the stop string, or the stop token's id; null after end of generation or
+    the length limit) and tabbyAPI's `stop_str` (the stop string, or the stop token's text)."""
+    return {"stop_reason": finish.stop_reason, "stop_str": finish.stop_str}
+
+
 def token_text(data: bytes) -> str:
     """A token's text for logprobs; a token holding part of a character shows U+FFFD."""
     return data.decode("utf-8", errors="replace")
