@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -28,9 +27,11 @@ from rostra.serving.generation import (
     Job,
     RequestStats,
     completion_budget,
+    job_id,
     params_for_choice,
     sampling_params,
     stop_fields,
+    token_label,
     token_text,
 )
 from rostra.serving.extensions import choice_decoder, engine_extensions, truncate_prompt, vllm_prompt_logprobs
@@ -48,14 +49,16 @@ def _constraint(request: ChatCompletionRequest, plan: ToolPlan) -> Constraint | 
     return plan.constraint or content
 
 
-def logprobs_content(tokens: tuple[TokenStep, ...]) -> list[dict[str, Any]]:
+def logprobs_content(tokens: tuple[TokenStep, ...], as_ids: bool = False) -> list[dict[str, Any]]:
+    """`as_ids`: tokens named `token_id:N` (vLLM's return_tokens_as_token_ids); bytes stay the text's."""
     return [
         {
-            "token": token_text(step.token_bytes),
+            "token": token_label(step.token_id, step.token_bytes, as_ids),
             "logprob": step.logprob if step.logprob is not None else 0.0,
             "bytes": list(step.token_bytes),
             "top_logprobs": [
-                {"token": token_text(top.token_bytes), "logprob": top.logprob, "bytes": list(top.token_bytes)}
+                {"token": token_label(top.token_id, top.token_bytes, as_ids), "logprob": top.logprob,
+                 "bytes": list(top.token_bytes)}
                 for top in step.top_logprobs
             ],
         }
@@ -82,7 +85,8 @@ class ChatStream(GenerationStream):
 
     def render(self, index: int, event: Event) -> dict[str, Any] | None:
         if isinstance(event, Text):
-            logprobs = {"content": logprobs_content(event.logprobs), "refusal": None} if self.options.logprobs else None
+            logprobs = ({"content": logprobs_content(event.logprobs, self.options.tokens_as_ids), "refusal": None}
+                        if self.options.logprobs else None)
             chunk = self._delta(index, {"content": event.text}, logprobs)
             if self.options.return_token_ids:
                 chunk["choices"][0]["token_ids"] = [step.token_id for step in event.logprobs]
@@ -247,7 +251,7 @@ class ChatService(GenerationService):
         ]
         stats = RequestStats(prompt_tokens=len(token_ids), reasoning_tokens=0 if self.reasoning_parser else None)
         stats.note_budget(requested, max_tokens)
-        return Job(request, f"chatcmpl-{uuid.uuid4().hex}", request.model, runs, stats,
+        return Job(request, job_id("chatcmpl", request), request.model, runs, stats,
                    reasoning_fields=self.reasoning_fields if request.include_reasoning else ())
 
     async def render(self, request: ChatCompletionRequest) -> RenderedPrompt:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -22,9 +21,11 @@ from rostra.serving.generation import (
     Job,
     RequestStats,
     completion_budget,
+    job_id,
     params_for_choice,
     sampling_params,
     stop_fields,
+    token_label,
     token_text,
 )
 from rostra.serving.extensions import choice_decoder, engine_extensions, truncate_prompt, vllm_prompt_logprobs
@@ -50,18 +51,20 @@ def _prompts(prompt: str | list[str] | list[int] | list[list[int]]) -> list[str 
 class LegacyLogprobs:
     """The Completions logprobs format: parallel lists, text offsets counted per choice."""
 
-    def __init__(self) -> None:
+    def __init__(self, tokens_as_ids: bool = False) -> None:
         self.offset = 0
+        self.tokens_as_ids = tokens_as_ids  # vLLM's return_tokens_as_token_ids: tokens named "token_id:N"
 
     def render(self, text: str, tokens: tuple[TokenStep, ...]) -> dict[str, list[Any]]:
         out: dict[str, list[Any]] = {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
         for step in tokens:
             token = token_text(step.token_bytes)
-            out["tokens"].append(token)
+            out["tokens"].append(token_label(step.token_id, step.token_bytes, self.tokens_as_ids))
             unscored = step.logprob is None and not step.top_logprobs  # an echoed prompt's first token (null)
             out["token_logprobs"].append(None if unscored else step.logprob or 0.0)
             out["top_logprobs"].append(None if unscored else
-                                       {token_text(top.token_bytes): top.logprob for top in step.top_logprobs})
+                                       {token_label(top.token_id, top.token_bytes, self.tokens_as_ids): top.logprob
+                                        for top in step.top_logprobs})
             out["text_offset"].append(self.offset)
             self.offset += len(token)
         if not tokens:
@@ -112,7 +115,7 @@ class CompletionStream(GenerationStream):
 
     def __init__(self, job: Job):
         super().__init__(job)
-        self.logprobs = {run.index: LegacyLogprobs() for run in job.runs}
+        self.logprobs = {run.index: LegacyLogprobs(self.options.tokens_as_ids) for run in job.runs}
         self.echo = EchoTracker(job)
         self.started: set[int] = set()
         self.choices = {run.index: _ChoiceState() for run in job.runs}
@@ -254,4 +257,4 @@ class CompletionService(GenerationService):
                 runs.append(ChoiceRun(prompt_index * request.n + n, Prompt(token_ids, text, None, request.model),
                                       params_for_choice(params, n), pipeline, prefix=text if request.echo else "",
                                       score_prefix=scored, prompt_group=prompt_index))
-        return Job(request, f"cmpl-{uuid.uuid4().hex}", request.model, runs, stats)
+        return Job(request, job_id("cmpl", request), request.model, runs, stats)

@@ -21,7 +21,8 @@ async def engine_extensions(engine: Engine, request: SamplingFields) -> dict[str
     """SamplingParams keywords for the sampling-side extensions."""
     extensions: dict[str, Any] = {"min_tokens": request.min_tokens,
                                   "stop_token_ids": tuple(request.stop_token_ids or ()),
-                                  "prompt_logprobs": request.prompt_logprobs}
+                                  "prompt_logprobs": request.prompt_logprobs,
+                                  "samplers": request.native_samplers(), "priority": request.priority}
     if request.allowed_token_ids is not None:
         if any(not 0 <= token_id < engine.vocab_size for token_id in request.allowed_token_ids):
             raise InvalidRequest(f"allowed_token_ids: ids must be within the vocabulary (0..{engine.vocab_size - 1})",
