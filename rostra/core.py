@@ -15,6 +15,39 @@ FinishReason = Literal["stop", "length"]
 
 
 @dataclass(frozen=True)
+class NativeSamplers:
+    """llama.cpp's samplers beyond OpenAI's (README: "vLLM's and tabbyAPI's fields"); None: not set.
+    A sampler is on when its switch is (typical_p below 1, mirostat 1 or 2, a DRY multiplier or an XTC
+    probability above 0); the others tune it."""
+
+    typical_p: float | None = None
+    mirostat: int | None = None
+    mirostat_tau: float | None = None
+    mirostat_eta: float | None = None
+    dry_multiplier: float | None = None
+    dry_base: float | None = None
+    dry_allowed_length: int | None = None
+    dry_penalty_last_n: int | None = None
+    dry_sequence_breakers: tuple[str, ...] | None = None
+    xtc_probability: float | None = None
+    xtc_threshold: float | None = None
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(cls.__dataclass_fields__)
+
+    def given(self) -> dict[str, Any]:
+        """The fields set, by name."""
+        return {name: value for name in self.field_names() if (value := getattr(self, name)) is not None}
+
+    def switched_on(self) -> list[str]:
+        """The switches of the samplers this turns on: what an engine without them would ignore."""
+        on = {"typical_p": (self.typical_p or 1.0) < 1.0, "mirostat": bool(self.mirostat),
+              "dry_multiplier": bool(self.dry_multiplier), "xtc_probability": bool(self.xtc_probability)}
+        return [name for name, is_on in on.items() if is_on]
+
+
+@dataclass(frozen=True)
 class SamplingParams:
     max_tokens: int
     temperature: float = 1.0
@@ -40,6 +73,8 @@ class SamplingParams:
     bad_words: tuple[str, ...] = ()
     bad_words_ids: tuple[tuple[int, ...], ...] = ()
     prompt_logprobs: int | None = None  # None: the prompt is not scored; N: its tokens' logprobs and top N
+    samplers: NativeSamplers = NativeSamplers()
+    priority: int = 0  # vLLM's: lower runs first, where the engine schedules by priority
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,9 @@ class RelayedStream(Protocol):
 
 Task = Literal["generate", "embed"]
 
+# The switches of llama.cpp's samplers (rostra.core.NativeSamplers): what an engine with all of them lists.
+NATIVE_SAMPLERS = frozenset({"typical_p", "mirostat", "dry_multiplier", "xtc_probability"})
+
 
 class EngineError(RuntimeError):
     """The engine failed while serving a request (not the client's fault)."""
@@ -47,11 +50,25 @@ class Engine(abc.ABC):
     # message cannot forge a turn (rostra/prompt/special_text.py). Empty: the engine cannot tell.
     special_texts: tuple[str, ...] = ()
 
+    # llama.cpp's samplers (NativeSamplers' switches: typical_p, mirostat, dry_multiplier, xtc_probability)
+    # this engine runs; one switched on that it lacks is a 400 naming the engine.
+    native_samplers: frozenset[str] = frozenset()
+    engine_name: str = "this"  # for the 400s: "the vLLM engine"
+    # Whether a request's `priority` orders its scheduling; else a priority other than 0 is a 400.
+    schedules_by_priority: bool = False
+
     def check_params(self, params: SamplingParams) -> None:
         """Raise InvalidRequest (naming the parameter) for what this engine cannot honour."""
         if params.prompt_logprobs is not None and not self.scores_prompts:
             raise InvalidRequest("prompt_logprobs is not supported by this engine: it cannot score prompt tokens",
                                  param="prompt_logprobs")
+        for name in params.samplers.switched_on():
+            if name not in self.native_samplers:
+                raise InvalidRequest(f"{name} is not supported by the {self.engine_name} engine: it has no such "
+                                     "sampler (llama.cpp has)", param=name)
+        if params.priority and not self.schedules_by_priority:
+            raise InvalidRequest(f"priority is not supported by the {self.engine_name} engine: it serves requests "
+                                 "in arrival order (0, the default, is accepted)", param="priority")
     # What the one served model does: "generate" (Chat, Completions, Responses) or "embed" (/v1/embeddings),
     # detected from the checkpoint or forced by `--task`.
     task: Task = "generate"

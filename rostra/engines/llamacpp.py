@@ -51,7 +51,7 @@ from rostra.core import (
     TokenStep,
     TopLogprob,
 )
-from rostra.engines.base import Engine, EngineError
+from rostra.engines.base import NATIVE_SAMPLERS, Engine, EngineError
 from rostra.engines.llamacpp_http import EventStream, LoopbackClient, LoopbackError
 from rostra.engines.llamacpp_slots import SlotRouter
 from rostra.engines.llamacpp_speculation import Speculation
@@ -83,6 +83,8 @@ def declared_pooling(metadata: dict) -> str | None:
 
 class LlamaCppEngine(Engine):
     enforces_constraints = True
+    native_samplers = NATIVE_SAMPLERS  # llama.cpp's own: sent as they are
+    engine_name = "llama.cpp"
     def __init__(self, model_path: str | Path, model_name: str, max_model_len: int | None = None, parallel: int = 4,
                  threads: int | None = None, task: str = "auto", pooling: str | None = None, matryoshka: bool = False,
                  cache_ram_mib: int | None = None, speculative: str = "auto", speculative_draft: int | None = None,
@@ -398,6 +400,9 @@ def _request_body(prompt_ids: list[int], params: SamplingParams, vocab_size: int
     bias = _logit_bias(params, vocab_size)
     if bias:
         body["logit_bias"] = bias
+    # DRY, XTC, mirostat, typical_p: llama.cpp's own samplers, under its own names.
+    body.update({name: list(value) if isinstance(value, tuple) else value
+                 for name, value in params.samplers.given().items()})
     return body
 
 

@@ -29,7 +29,7 @@ from typing import AsyncGenerator
 
 import jsonschema
 
-from rostra.engines.base import Engine
+from rostra.engines.base import NATIVE_SAMPLERS, Engine
 from rostra.core import EngineOutput, ModelInfo, Prompt, PromptImage, SamplingParams, TokenStep, TopLogprob
 from rostra.tokenizer import TextTokenizer, load_local_tokenizer
 
@@ -84,6 +84,8 @@ def pick_output(script: list[ScriptLine], text: str, role: str | None,
 class ScriptedEngine(Engine):
     # A script is certain of every token, the prompt's too: prompt logprobs are 0 (the shapes are real).
     scores_prompts = True
+    native_samplers = NATIVE_SAMPLERS  # accepted and, as all sampling, ignored: the script is the output
+    engine_name = "scripted"
 
     def __init__(self, script_path: str | Path | None, tokenizer_path: str | Path, model_name: str = "scripted",
                  max_model_len: int | None = None):

@@ -68,6 +68,7 @@ _INLINE_CHARS = 4096
 class VllmEngine(Engine):
     enforces_constraints = True
     scores_prompts = True  # vLLM's own prompt_logprobs
+    engine_name = "vLLM"
 
     def __init__(self, model: str, model_name: str, max_model_len: int | None = None,
                  tensor_parallel_size: int = 1, pipeline_parallel_size: int = 1,

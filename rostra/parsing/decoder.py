@@ -9,18 +9,30 @@ work per token is bounded by the longest stop string, not by the text generated 
 from __future__ import annotations
 
 import codecs
-from typing import Collection, Sequence
+from dataclasses import dataclass
+from typing import Callable, Collection, Sequence
 
 from rostra.core import TokenStep
+
+
+@dataclass(frozen=True)
+class StopToken:
+    """A stop_token_ids token that ended the text, and its text."""
+
+    token_id: int
+    text: str
 
 
 class Decoder:
     """`include_stop`: a matched stop string stays in the text (vLLM's include_stop_str_in_output).
     `min_tokens`: stop strings and stop tokens count only from that many tokens on (vLLM's min_tokens).
-    `hidden_ids`: tokens whose text is left out (special tokens, with skip_special_tokens)."""
+    `hidden_ids`: tokens whose text is left out (special tokens, with skip_special_tokens).
+    `token_text`: a token's text, to name the stop token that ended the text (tabby's stop_str); an engine
+    may report that token's bytes empty (it made the end silent), so they are not read from the step."""
 
     def __init__(self, stop: Sequence[str] = (), stop_token_ids: Collection[int] = (), include_stop: bool = False,
-                 min_tokens: int = 0, hidden_ids: Collection[int] = frozenset()):
+                 min_tokens: int = 0, hidden_ids: Collection[int] = frozenset(),
+                 token_text: Callable[[int], str] | None = None):
         self._stops = [s for s in stop if s]
         self._stop_token_ids = frozenset(stop_token_ids)
         self._include_stop = include_stop
@@ -30,6 +42,8 @@ class Decoder:
         self._held = ""
         self.stopped = False  # a stop string or stop token ended the text
         self.stop_string: str | None = None  # which stop string, when one did
+        self.stop_token: StopToken | None = None  # which stop token, when one did
+        self._token_text = token_text
 
     def feed(self, token: TokenStep) -> str:
         """Text released by one more token ('' while held back or after a stop)."""
@@ -40,6 +54,8 @@ class Decoder:
             return self._utf8.decode(b"" if token.token_id in self._hidden_ids else token.token_bytes)
         if token.token_id in self._stop_token_ids:
             self.stopped = True
+            text = self._token_text(token.token_id) if self._token_text else token.token_bytes.decode(errors="replace")
+            self.stop_token = StopToken(token.token_id, text)
             return self._release_held()
         data = b"" if self._hidden_ids and token.token_id in self._hidden_ids else token.token_bytes
         text = self._held + self._utf8.decode(data)

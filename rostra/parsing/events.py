@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Literal, Union
 
 from rostra.core import TokenStep
+from rostra.parsing.decoder import StopToken
 
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter"]
 
@@ -58,6 +59,22 @@ class Finish:
     completion_tokens: int
     reasoning_tokens: int = 0  # of completion_tokens, those sampled while the model was thinking
     stop_string: str | None = None  # the request's stop string that ended the text, if one did (Anthropic names it)
+    stop_token: StopToken | None = None  # the request's stop token that ended it, if one did
+
+    @property
+    def stop_reason(self) -> str | int | None:
+        """vLLM's `stop_reason`: the matched stop string, else the stop token's id; None after an
+        end-of-generation token or the length limit."""
+        if self.stop_string is not None:
+            return self.stop_string
+        return self.stop_token.token_id if self.stop_token is not None else None
+
+    @property
+    def stop_str(self) -> str | None:
+        """tabbyAPI's `stop_str`: the matched stop string, or the text of the stop token."""
+        if self.stop_string is not None:
+            return self.stop_string
+        return self.stop_token.text if self.stop_token is not None else None
     type: Literal["finish"] = "finish"
 
 

@@ -110,7 +110,8 @@ class ChoicePipeline:
             reason = "tool_calls"  # whenever a call was made, as OpenAI reports it
         else:
             reason = "stop" if self._decoder.stopped else engine_reason
-        return events + [Finish(reason, self.completion_tokens, self.reasoning_tokens, self._decoder.stop_string)]
+        return events + [Finish(reason, self.completion_tokens, self.reasoning_tokens, self._decoder.stop_string,
+                                self._decoder.stop_token)]
 
     def _note_tool_calls(self, events: list[Event]) -> None:
         if not self.made_tool_call:

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from pydantic import Field, field_validator
 
 from rostra.errors import InvalidRequest
+from rostra.protocol.seeds import SeedFields
 from rostra.protocol.strict import RequestModel, StrictModel
 
 MAX_N = 128
@@ -30,10 +31,11 @@ class StreamOptions(StrictModel):
     continuous_usage_stats: bool = False
 
 
-class SamplingFields(RequestModel):
+class SamplingFields(RequestModel, SeedFields):
     """OpenAI sampling parameters plus the common extensions (top_k, min_p, repetition_penalty,
     stop_token_ids, ignore_eos) that vLLM and llama.cpp servers accept, and vLLM's other
-    extensions (min_tokens, bad_words, return_token_ids, ...: README, "vLLM extensions")."""
+    extensions (min_tokens, bad_words, return_token_ids, ...: README, "vLLM extensions"); vLLM's newer
+    names and tabbyAPI's come from SeedFields."""
 
     model: str
     n: Annotated[int, Field(ge=1, le=MAX_N)] = 1

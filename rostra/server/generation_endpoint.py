@@ -43,6 +43,8 @@ async def serve_generation(request: Request, service_of: Callable[[ModelBundle],
         await context.admission.acquire()
         release = _both(context.admission.release, lease.release)
         service = service_of(lease.bundle)
+        if request.headers.get("x-request-id") and hasattr(body, "request_id"):
+            body.request_id = request.headers["x-request-id"][:256]  # vLLM's: the header names the completion
         job = await service.prepare(body)
         request.state.job = job  # for the access log
         if settings.log_requests:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -22,14 +21,18 @@ from rostra.prompt.messages import PromptImages, image_parts, message_text, temp
 from rostra.prompt.special_text import RenderedPrompt, SpecialTextGuard
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.serving.generation import (
+    STOP_FIELDS,
     ChoiceRun,
     GenerationService,
     GenerationStream,
     Job,
     RequestStats,
     completion_budget,
+    job_id,
     params_for_choice,
     sampling_params,
+    stop_fields,
+    token_label,
     token_text,
 )
 from rostra.serving.extensions import choice_decoder, engine_extensions, truncate_prompt, vllm_prompt_logprobs
@@ -47,14 +50,16 @@ def _constraint(request: ChatCompletionRequest, plan: ToolPlan) -> Constraint | 
     return plan.constraint or content
 
 
-def logprobs_content(tokens: tuple[TokenStep, ...]) -> list[dict[str, Any]]:
+def logprobs_content(tokens: tuple[TokenStep, ...], as_ids: bool = False) -> list[dict[str, Any]]:
+    """`as_ids`: tokens named `token_id:N` (vLLM's return_tokens_as_token_ids); bytes stay the text's."""
     return [
         {
-            "token": token_text(step.token_bytes),
+            "token": token_label(step.token_id, step.token_bytes, as_ids),
             "logprob": step.logprob if step.logprob is not None else 0.0,
             "bytes": list(step.token_bytes),
             "top_logprobs": [
-                {"token": token_text(top.token_bytes), "logprob": top.logprob, "bytes": list(top.token_bytes)}
+                {"token": token_label(top.token_id, top.token_bytes, as_ids), "logprob": top.logprob,
+                 "bytes": list(top.token_bytes)}
                 for top in step.top_logprobs
             ],
         }
@@ -81,7 +86,8 @@ class ChatStream(GenerationStream):
 
     def render(self, index: int, event: Event) -> dict[str, Any] | None:
         if isinstance(event, Text):
-            logprobs = {"content": logprobs_content(event.logprobs), "refusal": None} if self.options.logprobs else None
+            logprobs = ({"content": logprobs_content(event.logprobs, self.options.tokens_as_ids), "refusal": None}
+                        if self.options.logprobs else None)
             chunk = self._delta(index, {"content": event.text}, logprobs)
             if self.options.return_token_ids:
                 chunk["choices"][0]["token_ids"] = [step.token_id for step in event.logprobs]
@@ -95,7 +101,8 @@ class ChatStream(GenerationStream):
         if isinstance(event, ToolCallArgs):
             return self._delta(index, {"tool_calls": [{"index": event.index, "function": {"arguments": event.text}}]})
         if isinstance(event, Finish):
-            chunk = self.chunk([{"index": index, "delta": {}, "logprobs": None, "finish_reason": event.reason}])
+            chunk = self.chunk([{"index": index, "delta": {}, "logprobs": None, "finish_reason": event.reason,
+                                 **stop_fields(event)}])
             if self.options.prompt_logprobs:  # in streams: on each choice's last chunk
                 chunk["prompt_logprobs"] = job_prompt_logprobs(self.job, index)
             return chunk
@@ -121,6 +128,7 @@ class ChatStream(GenerationStream):
         state.token_ids.extend(choice.get("token_ids", ()))
         if choice["finish_reason"]:
             state.finish_reason = choice["finish_reason"]
+            state.stop = {key: choice[key] for key in STOP_FIELDS if key in choice}
 
     def response(self) -> dict[str, Any]:
         choices = [self._choice(index, state) for index, state in sorted(self.choices.items())]
@@ -140,7 +148,8 @@ class ChatStream(GenerationStream):
         if state.reasoning and self.job.reasoning_fields:
             message.update({name: "".join(state.reasoning) for name in self.job.reasoning_fields})
         logprobs = {"content": state.logprobs, "refusal": None} if self.options.logprobs else None
-        choice = {"index": index, "message": message, "logprobs": logprobs, "finish_reason": state.finish_reason or "stop"}
+        choice = {"index": index, "message": message, "logprobs": logprobs, "finish_reason": state.finish_reason or "stop",
+                  **dict.fromkeys(STOP_FIELDS), **state.stop}
         if self.options.return_token_ids:
             choice["token_ids"] = state.token_ids
         return choice
@@ -159,6 +168,7 @@ class _ChoiceState:
     logprobs: list[dict[str, Any]] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     finish_reason: str | None = None
+    stop: dict[str, Any] = field(default_factory=dict)  # stop_reason and stop_str, as the finishing chunk said
 
 
 class ChatService(GenerationService):
@@ -239,7 +249,7 @@ class ChatService(GenerationService):
         ]
         stats = RequestStats(prompt_tokens=len(token_ids), reasoning_tokens=0 if self.reasoning_parser else None)
         stats.note_budget(requested, max_tokens)
-        return Job(request, f"chatcmpl-{uuid.uuid4().hex}", request.model, runs, stats,
+        return Job(request, job_id("chatcmpl", request), request.model, runs, stats,
                    reasoning_fields=self.reasoning_fields if request.include_reasoning else ())
 
     async def _relayed(self, request: ChatCompletionRequest) -> Job:

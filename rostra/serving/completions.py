@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -15,14 +14,18 @@ from rostra.parsing.events import Event, Finish, Text
 from rostra.parsing.parser import ChoicePipeline
 from rostra.protocol.completions import CompletionRequest
 from rostra.serving.generation import (
+    STOP_FIELDS,
     ChoiceRun,
     GenerationService,
     GenerationStream,
     Job,
     RequestStats,
     completion_budget,
+    job_id,
     params_for_choice,
     sampling_params,
+    stop_fields,
+    token_label,
     token_text,
 )
 from rostra.serving.extensions import choice_decoder, engine_extensions, truncate_prompt, vllm_prompt_logprobs
@@ -48,18 +51,20 @@ def _prompts(prompt: str | list[str] | list[int] | list[list[int]]) -> list[str 
 class LegacyLogprobs:
     """The Completions logprobs format: parallel lists, text offsets counted per choice."""
 
-    def __init__(self) -> None:
+    def __init__(self, tokens_as_ids: bool = False) -> None:
         self.offset = 0
+        self.tokens_as_ids = tokens_as_ids  # vLLM's return_tokens_as_token_ids: tokens named "token_id:N"
 
     def render(self, text: str, tokens: tuple[TokenStep, ...]) -> dict[str, list[Any]]:
         out: dict[str, list[Any]] = {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
         for step in tokens:
             token = token_text(step.token_bytes)
-            out["tokens"].append(token)
+            out["tokens"].append(token_label(step.token_id, step.token_bytes, self.tokens_as_ids))
             unscored = step.logprob is None and not step.top_logprobs  # an echoed prompt's first token (null)
             out["token_logprobs"].append(None if unscored else step.logprob or 0.0)
             out["top_logprobs"].append(None if unscored else
-                                       {token_text(top.token_bytes): top.logprob for top in step.top_logprobs})
+                                       {token_label(top.token_id, top.token_bytes, self.tokens_as_ids): top.logprob
+                                        for top in step.top_logprobs})
             out["text_offset"].append(self.offset)
             self.offset += len(token)
         if not tokens:
@@ -98,6 +103,7 @@ class _ChoiceState:
                                                                     "top_logprobs": [], "text_offset": []})
     token_ids: list[int] = field(default_factory=list)
     finish_reason: str | None = None
+    stop: dict[str, Any] = field(default_factory=dict)  # stop_reason and stop_str, as the finishing chunk said
     prompt_logprobs: list[Any] | None = None  # from the last chunk: built once per choice
 
 
@@ -109,7 +115,7 @@ class CompletionStream(GenerationStream):
 
     def __init__(self, job: Job):
         super().__init__(job)
-        self.logprobs = {run.index: LegacyLogprobs() for run in job.runs}
+        self.logprobs = {run.index: LegacyLogprobs(self.options.tokens_as_ids) for run in job.runs}
         self.echo = EchoTracker(job)
         self.started: set[int] = set()
         self.choices = {run.index: _ChoiceState() for run in job.runs}
@@ -126,7 +132,7 @@ class CompletionStream(GenerationStream):
                     choice["prompt_token_ids"] = _extension_fields(self.job, self.runs[index])["prompt_token_ids"]
             return self.chunk([choice])
         if isinstance(event, Finish):
-            choice = {"index": index, "text": "", "logprobs": None, "finish_reason": event.reason}
+            choice = {"index": index, "text": "", "logprobs": None, "finish_reason": event.reason, **stop_fields(event)}
             if self.options.prompt_logprobs:
                 choice["prompt_logprobs"] = _extension_fields(self.job, self.runs[index])["prompt_logprobs"]
             return self.chunk([choice])
@@ -140,6 +146,7 @@ class CompletionStream(GenerationStream):
         state.token_ids.extend(choice.get("token_ids", ()))
         if choice["finish_reason"]:
             state.finish_reason = choice["finish_reason"]
+            state.stop = {key: choice[key] for key in STOP_FIELDS if key in choice}
         if "prompt_logprobs" in choice:
             state.prompt_logprobs = choice["prompt_logprobs"]
 
@@ -148,7 +155,7 @@ class CompletionStream(GenerationStream):
         for index, state in sorted(self.choices.items()):
             choice = {"index": index, "text": "".join(state.text),
                       "logprobs": state.logprobs if self.options.logprobs else None,
-                      "finish_reason": state.finish_reason or "stop"}
+                      "finish_reason": state.finish_reason or "stop", **dict.fromkeys(STOP_FIELDS), **state.stop}
             if self.options.return_token_ids:
                 choice["prompt_token_ids"] = list(self.runs[index].prompt.token_ids)
             if self.options.prompt_logprobs:
@@ -256,4 +263,4 @@ class CompletionService(GenerationService):
                 runs.append(ChoiceRun(prompt_index * request.n + n, Prompt(token_ids, text, None, request.model),
                                       params_for_choice(params, n), pipeline, prefix=text if request.echo else "",
                                       score_prefix=scored, prompt_group=prompt_index, echo_only=echo_only))
-        return Job(request, f"cmpl-{uuid.uuid4().hex}", request.model, runs, stats)
+        return Job(request, job_id("cmpl", request), request.model, runs, stats)

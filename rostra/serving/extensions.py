@@ -21,7 +21,8 @@ async def engine_extensions(engine: Engine, request: SamplingFields) -> dict[str
     """SamplingParams keywords for the sampling-side extensions."""
     extensions: dict[str, Any] = {"min_tokens": request.min_tokens,
                                   "stop_token_ids": tuple(request.stop_token_ids or ()),
-                                  "prompt_logprobs": request.prompt_logprobs}
+                                  "prompt_logprobs": request.prompt_logprobs,
+                                  "samplers": request.native_samplers(), "priority": request.priority}
     if request.allowed_token_ids is not None:
         if any(not 0 <= token_id < engine.vocab_size for token_id in request.allowed_token_ids):
             raise InvalidRequest(f"allowed_token_ids: ids must be within the vocabulary (0..{engine.vocab_size - 1})",
@@ -59,7 +60,7 @@ def choice_decoder(request: SamplingFields, engine: Engine, parsers_read_markup:
     if request.skip_special_tokens and not parsers_read_markup:
         hidden = engine.special_token_ids
     return Decoder(request.stop_strings(), request.stop_token_ids or (), request.include_stop_str_in_output,
-                   request.min_tokens, hidden)
+                   request.min_tokens, hidden, lambda token_id: engine.token_bytes(token_id).decode(errors="replace"))
 
 
 def vllm_prompt_logprobs(steps: tuple[TokenStep | None, ...] | None,

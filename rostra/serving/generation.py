@@ -8,6 +8,7 @@ import asyncio
 import dataclasses
 import logging
 import time
+import uuid
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, AsyncGenerator, Awaitable, Callable, Sequence
@@ -268,9 +269,24 @@ def prompt_steps(token_ids: Sequence[int], scores: tuple[TokenStep | None, ...],
                  for token_id, step in zip(token_ids, scores))
 
 
+# What stopped a choice, on its finishing chunk and in the response: vLLM's and tabbyAPI's names.
+STOP_FIELDS = ("stop_reason", "stop_str")
+
+
+def stop_fields(finish: Finish) -> dict[str, Any]:
+    """vLLM's `stop_reason` (the stop string, or the stop token's id; null after end of generation or
+    the length limit) and tabbyAPI's `stop_str` (the stop string, or the stop token's text)."""
+    return {"stop_reason": finish.stop_reason, "stop_str": finish.stop_str}
+
+
 def token_text(data: bytes) -> str:
     """A token's text for logprobs; a token holding part of a character shows U+FFFD."""
     return data.decode("utf-8", errors="replace")
+
+
+def token_label(token_id: int, data: bytes, as_id: bool) -> str:
+    """A token as logprobs name it: its text, or vLLM's `token_id:N` (return_tokens_as_token_ids)."""
+    return f"token_id:{token_id}" if as_id else token_text(data)
 
 
 def completion_budget(prompt_tokens: int, requested: int | None, defaults: GenerationDefaults,
@@ -317,6 +333,11 @@ def sampling_params(request: SamplingFields, max_tokens: int, top_logprobs: int 
     )
 
 
+def job_id(prefix: str, request: Any) -> str:
+    """vLLM's: the client's `request_id` (or its X-Request-Id header) after the prefix, else a fresh one."""
+    return f"{prefix}-{getattr(request, 'request_id', None) or uuid.uuid4().hex}"
+
+
 @dataclass
 class Job:
     """A validated request, ready to run: its choices and the ids every chunk repeats."""
@@ -334,9 +355,14 @@ class Job:
     # What frees what preparing opened (a relayed upstream's connection) when the job may never run: idempotent.
     release: Callable[[], Awaitable[None]] | None = None
     options: OutputOptions = field(init=False)
+    # The id the engine's generations run under: unique even where the client named the request
+    # (request_id, X-Request-Id), a name two requests may share.
+    engine_id: str = field(init=False)
 
     def __post_init__(self) -> None:
         self.options = OutputOptions.of(self.request)
+        named = getattr(self.request, "request_id", None)
+        self.engine_id = f"{self.id}-{uuid.uuid4().hex[:12]}" if named else self.id
 
     async def close(self) -> None:
         """Free what the job holds before (or without) running it; harmless once it ran."""
@@ -385,6 +411,7 @@ class OutputOptions:
     return_token_ids: bool = False  # vLLM: token_ids per choice, prompt_token_ids
     prompt_logprobs: bool = False  # vLLM: the prompt's scores
     include_usage: bool = False  # stream_options.include_usage: a last chunk with the usage
+    tokens_as_ids: bool = False  # vLLM's return_tokens_as_token_ids: logprobs name tokens "token_id:N"
     continuous_usage: bool = False  # vLLM: every chunk carries the usage so far
 
     @classmethod
@@ -394,6 +421,7 @@ class OutputOptions:
         return cls(logprobs=logprobs is not None and logprobs is not False,  # completions: 0 asks for them
                    return_token_ids=bool(getattr(request, "return_token_ids", False)),
                    prompt_logprobs=getattr(request, "prompt_logprobs", None) is not None,
+                   tokens_as_ids=bool(getattr(request, "return_tokens_as_token_ids", False)),
                    include_usage=bool(stream and stream.include_usage),
                    continuous_usage=bool(stream and stream.include_usage and stream.continuous_usage_stats))
 
@@ -461,7 +489,7 @@ class GenerationService:
     async def events(self, job: Job) -> AsyncGenerator[tuple[int, Event], None]:
         reasons: list[str] = []
         try:
-            source = job.source() if job.source else run_choices(self.engine, job.id, job.runs, job.stats)
+            source = job.source() if job.source else run_choices(self.engine, job.engine_id, job.runs, job.stats)
             async with aclosing(source) as events:
                 async for index, event in events:
                     if isinstance(event, Finish):

@@ -18,8 +18,9 @@ from rostra.parsing.events import (Event, Finish, FinishReason, Reasoning, Text,
 from rostra.parsing.tools.emitter import CallEmitter
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.protocol.completions import CompletionRequest
+from rostra.protocol.seeds import FOLDED_FIELDS
 from rostra.protocol.logprobs import chat_step, completion_steps
-from rostra.serving.generation import ChoiceRun, Job, RequestStats
+from rostra.serving.generation import ChoiceRun, Job, RequestStats, job_id
 
 # An upstream's finish_reason -> rostra's (one it does not know reads as "stop").
 FINISH_REASONS: dict[str, FinishReason] = {reason: reason for reason in get_args(FinishReason)}
@@ -35,13 +36,14 @@ async def relay_job(engine: Engine, request: ChatCompletionRequest | CompletionR
     for name in ("return_token_ids", "prompt_logprobs"):
         if getattr(request, name, None) not in (None, False):
             raise InvalidRequest(f"{name} is not supported for models served through the gateway", param=name)
-    body = request.model_dump(mode="json", exclude_unset=True)
+    # Folded aliases go as the fields they were folded into; the request's id names rostra's completion.
+    body = request.model_dump(mode="json", exclude_unset=True, exclude={*FOLDED_FIELDS, "request_id"})
     body.update(stream=True, stream_options={"include_usage": True})
     upstream = await engine.relay(request.model, api, body)
     chunk_events: ChunkEvents = ChatChunkEvents() if api == "chat/completions" else CompletionChunkEvents()
     runs = [ChoiceRun(index, Prompt([], last_text, model=request.model)) for index in range(choices)]
     stats = RequestStats()
-    job = Job(request, f"{id_prefix}-{uuid.uuid4().hex}", request.model, runs, stats,
+    job = Job(request, job_id(id_prefix, request), request.model, runs, stats,
               reasoning_fields=reasoning_fields)
     emitters = {index: make_emitter() for index in range(choices)} if make_emitter else {}
     job.source = lambda: relayed_events(upstream, chunk_events, stats, range(choices), emitters)

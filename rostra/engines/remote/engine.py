@@ -15,7 +15,7 @@ import logging
 from pathlib import Path
 from typing import AsyncGenerator
 
-from rostra.engines.base import Engine
+from rostra.engines.base import NATIVE_SAMPLERS, Engine
 from rostra.core import EngineOutput, ModelInfo, Prompt, SamplingParams
 from rostra.engines.remote.pool import UpstreamPool, UpstreamResponse
 from rostra.engines.remote.upstream import UpstreamConfig
@@ -28,6 +28,10 @@ log = logging.getLogger("rostra.gateway")
 
 class RemoteEngine(Engine):
     relays_embeddings = True  # /v1/embeddings goes to an upstream serving the model, whatever its mode
+    # Forwarded: the upstream honours them or answers the 400 itself.
+    native_samplers = NATIVE_SAMPLERS
+    schedules_by_priority = True
+    engine_name = "remote"
 
     def __init__(self, upstreams: list[UpstreamConfig], tokenizer_path: str | Path | None = None,
                  max_model_len: int | None = None, retries: int = 2, health_interval: float = 5.0,
@@ -167,5 +171,9 @@ def completion_body(prompt: Prompt, params: SamplingParams) -> dict:
         body["bad_words"] = list(params.bad_words)
     if params.allowed_token_ids is not None:
         body["allowed_token_ids"] = list(params.allowed_token_ids)
+    if params.priority:
+        body["priority"] = params.priority
+    body.update({name: list(value) if isinstance(value, tuple) else value
+                 for name, value in params.samplers.given().items()})
     return body
 

@@ -1,0 +1,193 @@
+"""The seeds' request and response fields (vLLM's and tabbyAPI's), one test per feature row, named after it.
+
+Over real HTTP on the scripted engine (exact outputs), and on the embedded model where the field changes
+generation. Bodies and SSE events are validated against the spec and the SDK types (wire.check).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import scripted, server_fixture
+from wire import check, check_error, post, stream
+
+MODEL = "scripted"
+STOPTEST = "STOPTEST"  # extensions.jsonl answers "alpha beta STOP gamma delta"
+
+seeds_server = server_fixture(*scripted("extensions.jsonl", "--max-model-len", "2048"))
+
+
+def chat(server, content: str = STOPTEST, **fields) -> dict:
+    response = post(server.base_url, "/v1/chat/completions",
+                    {"model": MODEL, "messages": [{"role": "user", "content": content}], **fields})
+    assert response.status_code == 200, response.text
+    return check("chat", response.json())
+
+
+def completion(server, prompt: str = STOPTEST, **fields) -> dict:
+    response = post(server.base_url, "/v1/completions", {"model": MODEL, "prompt": prompt, **fields})
+    assert response.status_code == 200, response.text
+    return check("completion", response.json())
+
+
+def token_id(server, text: str) -> int:
+    ids = post(server.base_url, "/tokenize", {"model": MODEL, "prompt": text, "add_special_tokens": False}).json()["tokens"]
+    assert len(ids) == 1, ids
+    return ids[0]
+
+
+def finishing(chunks: list[dict]) -> list[dict]:
+    """The choices of a stream that carry a finish_reason."""
+    return [choice for chunk in chunks for choice in chunk["choices"] if choice.get("finish_reason")]
+
+
+# -- stop_reason (vLLM) and stop_str (tabbyAPI) ----------------------------------------------------
+
+def test_stop_reason_is_the_matched_stop_string(seeds_server):
+    for reply in (chat(seeds_server, stop=["nothing", "STOP"])["choices"][0],
+                  completion(seeds_server, stop=["nothing", "STOP"])["choices"][0]):
+        assert reply["finish_reason"] == "stop"
+        assert reply["stop_reason"] == "STOP" and reply["stop_str"] == "STOP"
+
+
+def test_stop_reason_is_the_stop_token_id(seeds_server):
+    gamma = token_id(seeds_server, " gamma")
+    for reply in (chat(seeds_server, stop_token_ids=[gamma])["choices"][0],
+                  completion(seeds_server, stop_token_ids=[gamma])["choices"][0]):
+        assert reply["finish_reason"] == "stop"
+        assert reply["stop_reason"] == gamma and reply["stop_str"] == " gamma"
+
+
+def test_stop_reason_is_null_at_end_of_generation_and_length(seeds_server):
+    ended = chat(seeds_server)["choices"][0]
+    assert ended["finish_reason"] == "stop" and ended["stop_reason"] is None and ended["stop_str"] is None
+    cut = completion(seeds_server, max_tokens=2, stop=["delta"])["choices"][0]
+    assert cut["finish_reason"] == "length" and cut["stop_reason"] is None and cut["stop_str"] is None
+
+
+@pytest.mark.parametrize("path,kind,body", [
+    ("/v1/chat/completions", "chat_chunk", {"messages": [{"role": "user", "content": STOPTEST}]}),
+    ("/v1/completions", "completion_chunk", {"prompt": STOPTEST}),
+])
+def test_stop_reason_streamed_on_the_finishing_chunk(seeds_server, path, kind, body):
+    chunks = stream(seeds_server.base_url, path, {"model": MODEL, **body, "stop": ["beta"], "n": 2}, kind)
+    ends = finishing(chunks)
+    assert sorted(choice["index"] for choice in ends) == [0, 1]
+    assert all(choice["stop_reason"] == "beta" and choice["stop_str"] == "beta" for choice in ends)
+    others = [choice for chunk in chunks for choice in chunk["choices"] if not choice.get("finish_reason")]
+    assert others and not any("stop_reason" in choice for choice in others)
+
+
+# -- request fields: vLLM's newer names ------------------------------------------------------------
+
+def test_request_id_names_the_completion(seeds_server):
+    assert chat(seeds_server, request_id="tenant-7")["id"] == "chatcmpl-tenant-7"
+    assert completion(seeds_server, request_id="tenant-7")["id"] == "cmpl-tenant-7"
+    assert chat(seeds_server)["id"].startswith("chatcmpl-") and chat(seeds_server)["id"] != "chatcmpl-tenant-7"
+
+
+def test_request_id_from_the_x_request_id_header(seeds_server):
+    """vLLM's: the header wins over the field; two requests may share the name (their generations never collide)."""
+    for path, prefix, body in (("/v1/chat/completions", "chatcmpl", {"messages": [{"role": "user", "content": "count"}]}),
+                               ("/v1/completions", "cmpl", {"prompt": "count"})):
+        reply = post(seeds_server.base_url, path, {"model": MODEL, **body, "request_id": "field", "n": 2},
+                     headers={"X-Request-Id": "from-header"})
+        assert reply.status_code == 200, reply.text
+        assert reply.json()["id"] == f"{prefix}-from-header"
+        assert reply.headers["x-request-id"] == "from-header"
+        texts = {c.get("text") or c["message"]["content"] for c in reply.json()["choices"]}
+        assert texts == {"one two three four five six seven eight nine ten"}
+
+
+def test_priority(seeds_server):
+    assert chat(seeds_server, priority=0)["choices"][0]["message"]["content"]
+    error = check_error(post(seeds_server.base_url, "/v1/chat/completions",
+                             {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "priority": 3}),
+                        400, "priority")
+    assert "scripted engine" in error["message"]
+
+
+def test_return_tokens_as_token_ids(seeds_server):
+    plain = completion(seeds_server, "count", max_tokens=3, logprobs=1, return_token_ids=True)["choices"][0]
+    as_ids = completion(seeds_server, "count", max_tokens=3, logprobs=1, return_tokens_as_token_ids=True)["choices"][0]
+    assert as_ids["logprobs"]["tokens"] == [f"token_id:{i}" for i in plain["token_ids"]]
+    assert list(as_ids["logprobs"]["top_logprobs"][0]) == [f"token_id:{plain['token_ids'][0]}"]
+    assert as_ids["logprobs"]["text_offset"] == plain["logprobs"]["text_offset"]
+    message = chat(seeds_server, "count", max_tokens=3, logprobs=True, top_logprobs=1, return_token_ids=True)
+    token_ids = message["choices"][0]["token_ids"]
+    content = chat(seeds_server, "count", max_tokens=3, logprobs=True, top_logprobs=1,
+                   return_tokens_as_token_ids=True)["choices"][0]["logprobs"]["content"]
+    assert [entry["token"] for entry in content] == [f"token_id:{i}" for i in token_ids]
+    assert [entry["bytes"] for entry in content] == [e["bytes"] for e in message["choices"][0]["logprobs"]["content"]]
+
+
+def test_structured_outputs_is_guided(seeds_server):
+    """vLLM's new name: its keys are checked as the guided_* fields they mean (the scripted engine does not
+    constrain: the real model's test below shows the constraint)."""
+    assert chat(seeds_server, structured_outputs={"choice": ["a", "b"]})["choices"][0]["message"]["content"]
+    error = check_error(post(seeds_server.base_url, "/v1/completions",
+                             {"model": MODEL, "prompt": "x", "structured_outputs": {"choice": "ab"}}), 400)
+    assert error["param"].startswith("structured_outputs")
+    check_error(post(seeds_server.base_url, "/v1/completions",
+                     {"model": MODEL, "prompt": "x", "structured_outputs": {"jsonn": {}}}), 400,
+                "structured_outputs.jsonn")
+    check_error(post(seeds_server.base_url, "/v1/completions",
+                     {"model": MODEL, "prompt": "x", "structured_outputs": {"regex": "a", "grammar": "root ::= \"a\""}}),
+                400, "structured_outputs")
+
+
+# -- request fields: tabbyAPI's names --------------------------------------------------------------
+
+@pytest.mark.parametrize("tabby,vllm,value,other", [
+    ("json_schema", "guided_json", {"type": "object"}, {"type": "string"}),
+    ("regex_pattern", "guided_regex", "a+", "b+"),
+    ("grammar_string", "guided_grammar", 'root ::= "a"', 'root ::= "b"'),
+    ("allowed_tokens", "allowed_token_ids", [1, 2], [3]),
+    ("mirostat_mode", "mirostat", 2, 1),
+    ("dry_range", "dry_penalty_last_n", 64, 32),
+])
+def test_tabby_names_are_vllm_names(seeds_server, tabby, vllm, value, other):
+    """Accepted alone or with the same value under vLLM's name; a 400 naming tabby's when the two differ."""
+    assert completion(seeds_server, "count", max_tokens=2, **{tabby: value})["choices"][0]["text"]
+    assert completion(seeds_server, "count", max_tokens=2, **{tabby: value, vllm: value})["choices"][0]["text"]
+    check_error(post(seeds_server.base_url, "/v1/completions",
+                     {"model": MODEL, "prompt": "count", tabby: value, vllm: other}), 400, tabby)
+
+
+def test_banned_tokens_and_allowed_tokens_as_strings(seeds_server):
+    assert completion(seeds_server, "count", max_tokens=2, banned_tokens="5, 6", allowed_tokens=[1, 2, 3])
+    for field in ("banned_tokens", "allowed_tokens"):
+        check_error(post(seeds_server.base_url, "/v1/completions",
+                         {"model": MODEL, "prompt": "count", field: "1, two"}), 400, field)
+
+
+def test_ban_eos_token(seeds_server):
+    """The scripted engine ends its script: ignore_eos (what ban_eos_token means) repeats nothing, but is accepted."""
+    assert completion(seeds_server, "count", max_tokens=2, ban_eos_token=True)["choices"][0]["text"]
+
+
+@pytest.mark.parametrize("sampler", [
+    {"typical_p": 0.5}, {"mirostat": 2, "mirostat_tau": 4.0, "mirostat_eta": 0.2},
+    {"dry_multiplier": 0.8, "dry_base": 1.75, "dry_allowed_length": 2, "dry_penalty_last_n": -1,
+     "dry_sequence_breakers": ["\n", ":"]},
+    {"xtc_probability": 0.5, "xtc_threshold": 0.1},
+])
+def test_native_samplers_are_accepted(seeds_server, sampler):
+    assert chat(seeds_server, "count", **sampler)["choices"][0]["message"]["content"]
+
+
+def test_native_samplers_an_engine_lacks_are_a_400_naming_it():
+    from rostra.core import NativeSamplers, SamplingParams
+    from rostra.engines.base import Engine
+    from rostra.engines.vllm import VllmEngine
+    from rostra.errors import InvalidRequest
+
+    vllm = VllmEngine.__new__(VllmEngine)  # the class's declarations, no model loaded
+    for sampler in ("typical_p", "mirostat", "dry_multiplier", "xtc_probability"):
+        value = {"typical_p": 0.5, "mirostat": 1}.get(sampler, 0.5)
+        with pytest.raises(InvalidRequest) as caught:
+            Engine.check_params(vllm, SamplingParams(8, samplers=NativeSamplers(**{sampler: value})))
+        assert caught.value.param == sampler and "vLLM engine" in str(caught.value)
+    # Off values (typical_p 1, mirostat 0, multipliers 0) and a sampler's tuning alone change nothing: accepted.
+    Engine.check_params(vllm, SamplingParams(8, samplers=NativeSamplers(typical_p=1.0, mirostat=0, dry_base=2.0,
+                                                                        xtc_threshold=0.2, dry_multiplier=0.0)))
