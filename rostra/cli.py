@@ -180,6 +180,14 @@ def _store_flags(group: FlagGroup) -> None:
     group.add_argument("--lease-seconds", type=float, default=10.0,
                        help="a background response whose replica stops renewing its lease this long is marked "
                             "failed by another replica (default 10)")
+    group.add_argument("--max-file-bytes", type=int, default=512 * 1024 * 1024,
+                       help="largest upload to /v1/files in bytes (default 536870912: 512 MiB)")
+    group.add_argument("--batch-concurrency", type=int, default=2,
+                       help="batch lines this process runs at once, behind online requests (default 2)")
+    group.add_argument("--batch-chunk-lines", type=int, default=50,
+                       help="lines of a batch a process leases at a time (default 50)")
+    group.add_argument("--batch-window", type=float, default=24 * 3600.0,
+                       help="seconds a batch may run before it expires (default 86400: OpenAI's '24h')")
     group.add_argument("--max-background-responses", type=int, default=256,
                        help="background responses queued or running at once; more get 429 (default 256, 0: no "
                             "limit)")
@@ -278,6 +286,12 @@ def _check_numbers(args: argparse.Namespace) -> None:
         raise SystemExit(f"--lease-seconds: must be more than 0, not {args.lease_seconds}")
     if args.cache_ram is not None and args.cache_ram < -1:
         raise SystemExit(f"--cache-ram: MiB of host memory, 0 for none or -1 for no limit, not {args.cache_ram}")
+    for flag, value in (("--batch-concurrency", args.batch_concurrency), ("--batch-chunk-lines", args.batch_chunk_lines),
+                        ("--max-file-bytes", args.max_file_bytes)):
+        if value < 1:
+            raise SystemExit(f"{flag}: must be at least 1, not {value}")
+    if not args.batch_window > 0:
+        raise SystemExit(f"--batch-window: must be more than 0, not {args.batch_window}")
     if args.max_background_responses < 0:
         raise SystemExit(f"--max-background-responses: must be 0 (no limit) or more, not {args.max_background_responses}")
     if args.tool_call_parser and args.tool_call_parser not in tool_parser_names():
@@ -332,6 +346,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     generation_config=args.generation_config,
                     override_generation_config=args.override_generation_config,
                     max_concurrency=args.max_concurrency, max_queue=args.max_queue,
+                    max_file_bytes=args.max_file_bytes, batch_concurrency=args.batch_concurrency,
+                    batch_chunk_lines=args.batch_chunk_lines, batch_window=args.batch_window,
                     max_body_bytes=args.max_body_bytes, max_choices=args.max_choices,
                     stream_write_timeout=args.stream_write_timeout, raw_special_tokens=args.raw_special_tokens,
                     allowed_origins=args.allowed_origins,

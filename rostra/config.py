@@ -59,6 +59,11 @@ class Settings:
     store: str | None = None  # a store URL (postgres://... shared by replicas); None: SQLite in data_dir
     lease_seconds: float = 10.0  # a replica that stops renewing its lease this long is taken for dead
     max_concurrency: int | None = None  # generation requests at once; None: no limit
+    # The Files and Batch APIs (rostra/api/batches/)
+    max_file_bytes: int = 512 * 1024 * 1024  # an upload larger than this is refused (413)
+    batch_concurrency: int = 2  # batch lines of this process running at once (behind online requests)
+    batch_chunk_lines: int = 50  # lines per chunk: what one process leases at a time
+    batch_window: float = 24 * 3600.0  # seconds a batch may run before it expires (OpenAI's "24h")
     max_queue: int = 64  # waiting for a slot beyond that; more get a 429
     max_body_bytes: int = 16 * 1024 * 1024
     max_choices: int = 1024  # prompts x n in one Completions request

@@ -23,6 +23,8 @@ from rostra.engines.base import Engine
 from rostra.engines.registry import build_engine
 from rostra.playground import routes as playground
 from rostra.server.admission import Admission
+from rostra.api.batches.service import BatchesService
+from rostra.server.batches import build_batches
 from rostra.server.context import ServerContext
 from rostra.server.error_handlers import install_error_handlers
 from rostra.server.metrics import Metrics
@@ -97,20 +99,25 @@ def single_model_spec(engine: Engine, settings: Settings) -> ModelSpec:
 @asynccontextmanager
 async def lifespan(app: FastAPI):
     context: ServerContext = app.state.rostra
+    batches: BatchesService = app.state.batches
     await context.store.open()
+    await batches.store.open()
     await context.responses.start()  # recovery, then lease keeping (several replicas may share the store)
     try:
         await context.models.start()  # the preloaded models (a classic server's one model)
+        batches.worker.start()  # batch lines run behind online requests, from now on
         yield
     finally:
+        await batches.worker.stop()  # the lines it was running are taken over once their chunk's lease expires
         await context.responses.stop()
         await context.models.stop()
+        await batches.store.close()
         await context.store.close()
 
 
 def add_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
     """Outermost last: request id, access log, CORS, API keys, body size."""
-    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes, upload_bytes=settings.max_file_bytes)
     public = (PUBLIC_PATHS | ({"/metrics"} if settings.public_metrics else set())
               | (playground.PUBLIC_PATHS if settings.ui else set()))
     app.add_middleware(ApiKeyMiddleware, api_keys=settings.api_keys, public_paths=public,
@@ -137,6 +144,7 @@ def create_app(engine: Engine | None, settings: Settings, store: ResponseStore,
     # header, which a client chooses. A path with a trailing slash is a 404.
     app.router.redirect_slashes = False
     app.state.rostra = context
+    app.state.batches = build_batches(app, settings, store, context.admission, context.models)
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)

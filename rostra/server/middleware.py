@@ -110,13 +110,16 @@ class ApiKeyMiddleware:
 class BodySizeLimitMiddleware:
     """Request bodies above the limit are refused with 413, whether or not they declare a length."""
 
-    def __init__(self, app, max_bytes: int):
+    def __init__(self, app, max_bytes: int, upload_bytes: int | None = None):
         self.app = app
         self.max_bytes = max_bytes
+        self.upload_bytes = upload_bytes  # POST /v1/files: a file upload has its own limit (--max-file-bytes)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        if scope["path"] == "/v1/files" and self.upload_bytes is not None:
+            return await BodySizeLimitMiddleware(self.app, self.upload_bytes)(scope, receive, send)
         declared = dict(scope["headers"]).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.max_bytes:
             if scope["path"].startswith("/v1/messages"):  # Anthropic's clients read their own envelope

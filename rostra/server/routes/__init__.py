@@ -1,6 +1,7 @@
 """The HTTP routes, one module per API; each module's `router` is included by the composition root (app.py).
 The front ends that have a package of their own (rostra/api/<name>/) bring their router from there."""
 
+from rostra.api.batches import routes as batches
 from rostra.api.embeddings import routes as embeddings
 from rostra.api.messages import routes as messages
 from rostra.api.responses import routes as responses
@@ -10,4 +11,4 @@ from rostra.server.routes import admin, completions, models, ops, tokenize
 
 ROUTERS = [ops.router, models.router, completions.router, responses.router,
            responses_transports.router, tokenize.router, admin.router,
-           messages.router, embeddings.router, playground_router]
+           messages.router, embeddings.router, batches.router, playground_router]

@@ -1,0 +1,97 @@
+"""`/v1/files` and `/v1/batches`. Each call acts as the tenant of its API key (a file or batch of another key is a
+404), as the Responses API does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from collections.abc import AsyncIterator
+
+from fastapi import APIRouter, Request
+from starlette.datastructures import UploadFile
+from starlette.responses import Response, StreamingResponse
+
+from rostra.api.batches.service import BatchesService, CreateBatchBody
+from rostra.api.responses.routes import tenant_of
+from rostra.errors import InvalidRequest, ServiceUnavailable
+from rostra.server.request_body import check_page, parse_body
+
+router = APIRouter()
+UPLOAD_CHUNK = 1024 * 1024
+
+
+def service(request: Request) -> BatchesService:
+    batches = getattr(request.app.state, "batches", None)
+    if not isinstance(batches, BatchesService):
+        raise ServiceUnavailable("this server keeps no files or batches")
+    return batches
+
+
+@router.post("/v1/files")
+async def upload_file(request: Request) -> dict[str, Any]:
+    files = service(request)
+    # The file part is spooled to a temporary file by the form parser (on disk past 1 MiB), then copied in chunks.
+    form = await request.form(max_files=1, max_fields=8)
+    try:
+        upload, purpose = form.get("file"), form.get("purpose")
+        if not isinstance(upload, UploadFile):
+            raise InvalidRequest("file: a file part is required (multipart/form-data)", param="file")
+        if not isinstance(purpose, str):
+            raise InvalidRequest("purpose is required", param="purpose")
+        return await files.upload(upload.filename or "upload", purpose, _chunks(upload), tenant_of(request))
+    finally:
+        await form.close()
+
+
+async def _chunks(upload: UploadFile) -> AsyncIterator[bytes]:
+    while chunk := await upload.read(UPLOAD_CHUNK):
+        yield chunk
+
+
+@router.get("/v1/files")
+async def list_files(request: Request, after: str | None = None, limit: int = 100, order: str = "desc",
+                     purpose: str | None = None) -> dict[str, Any]:
+    if not 1 <= limit <= 10000:
+        raise InvalidRequest("limit must be between 1 and 10000", param="limit")
+    check_page(1, order)
+    return await service(request).list_files(after, limit, order, purpose, tenant_of(request))
+
+
+@router.get("/v1/files/{file_id}")
+async def retrieve_file(request: Request, file_id: str) -> dict[str, Any]:
+    return await service(request).get_file(file_id, tenant_of(request))
+
+
+@router.get("/v1/files/{file_id}/content")
+async def file_content(request: Request, file_id: str) -> Response:
+    files = service(request)
+    file = await files.get_file(file_id, tenant_of(request))
+    return StreamingResponse(await files.content(file_id, tenant_of(request)), media_type="application/octet-stream",
+                             headers={"content-length": str(file["bytes"])})
+
+
+@router.delete("/v1/files/{file_id}")
+async def delete_file(request: Request, file_id: str) -> dict[str, Any]:
+    return await service(request).delete_file(file_id, tenant_of(request))
+
+
+@router.post("/v1/batches")
+async def create_batch(request: Request) -> dict[str, Any]:
+    body = await parse_body(request, CreateBatchBody)
+    return await service(request).create_batch(body, tenant_of(request))
+
+
+@router.get("/v1/batches")
+async def list_batches(request: Request, after: str | None = None, limit: int = 20) -> dict[str, Any]:
+    check_page(limit, "desc")
+    return await service(request).list_batches(after, limit, tenant_of(request))
+
+
+@router.get("/v1/batches/{batch_id}")
+async def retrieve_batch(request: Request, batch_id: str) -> dict[str, Any]:
+    return await service(request).get_batch(batch_id, tenant_of(request))
+
+
+@router.post("/v1/batches/{batch_id}/cancel")
+async def cancel_batch(request: Request, batch_id: str) -> dict[str, Any]:
+    return await service(request).cancel_batch(batch_id, tenant_of(request))

@@ -1,0 +1,120 @@
+"""The Files and Batch APIs over the batch store, the file contents and the worker."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import time
+from collections.abc import AsyncIterator
+
+from pydantic import BaseModel, ConfigDict
+
+from rostra.api.batches.objects import ENDPOINTS, FILE_PURPOSES, batch_object, file_object, new_id, with_counts
+from rostra.api.batches.worker import BatchWorker
+from rostra.errors import InvalidRequest, NotFound
+from rostra.store.base import StoreError
+from rostra.store.batch_store import BatchStore
+from rostra.store.blobs import DirectoryBlobs
+from rostra.store.tenancy import Tenant
+
+
+class CreateBatchBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    input_file_id: str
+    endpoint: str
+    completion_window: str
+    metadata: dict[str, str] | None = None
+    output_expires_after: dict[str, Any] | None = None
+
+
+class BatchesService:
+    def __init__(self, store: BatchStore, blobs: DirectoryBlobs, worker: BatchWorker, max_file_bytes: int):
+        self.store, self.blobs, self.worker = store, blobs, worker
+        self.max_file_bytes = max_file_bytes
+
+    # -- files ----------------------------------------------------------------------------------
+
+    async def upload(self, filename: str, purpose: str, chunks: AsyncIterator[bytes], tenant: Tenant) -> dict[str, Any]:
+        if purpose not in FILE_PURPOSES:
+            raise InvalidRequest(f"purpose must be one of {', '.join(FILE_PURPOSES)}, not {purpose!r}",
+                                 param="purpose")
+        file_id = new_id("file-")
+        size = await self.blobs.write(file_id, chunks, self.max_file_bytes)
+        file = file_object(file_id, filename, purpose, size)
+        await self.store.create_file(file, tenant.key)
+        return file
+
+    async def get_file(self, file_id: str, tenant: Tenant) -> dict[str, Any]:
+        file = await self.store.get_file(file_id, tenant)
+        if file is None or not self.blobs.exists(file_id):
+            raise NotFound(f"No such File object: {file_id}", param="file_id")
+        return file
+
+    async def list_files(self, after: str | None, limit: int, order: str, purpose: str | None,
+                         tenant: Tenant) -> dict[str, Any]:
+        try:
+            files, has_more = await self.store.list_files(after=after, limit=limit, order=order, purpose=purpose,
+                                                          tenant=tenant)
+        except StoreError as exc:
+            raise InvalidRequest(str(exc), param="after") from exc
+        return _page(files, has_more)
+
+    async def content(self, file_id: str, tenant: Tenant) -> AsyncIterator[bytes]:
+        await self.get_file(file_id, tenant)
+        return self.blobs.read(file_id)
+
+    async def delete_file(self, file_id: str, tenant: Tenant) -> dict[str, Any]:
+        if not await self.store.delete_file(file_id, tenant):
+            raise NotFound(f"No such File object: {file_id}", param="file_id")
+        await self.blobs.delete(file_id)
+        return {"id": file_id, "object": "file", "deleted": True}
+
+    # -- batches ----------------------------------------------------------------------------------
+
+    async def create_batch(self, body: CreateBatchBody, tenant: Tenant) -> dict[str, Any]:
+        if body.endpoint not in ENDPOINTS:
+            raise InvalidRequest(f"endpoint must be one of {', '.join(ENDPOINTS)}, not {body.endpoint!r}",
+                                 param="endpoint")
+        if body.completion_window != "24h":
+            raise InvalidRequest("completion_window must be '24h'", param="completion_window")
+        file = await self.store.get_file(body.input_file_id, tenant)
+        if file is None:
+            raise NotFound(f"No such File object: {body.input_file_id}", param="input_file_id")
+        if file["purpose"] != "batch":
+            raise InvalidRequest(f"the input file's purpose is {file['purpose']!r}, not 'batch'",
+                                 param="input_file_id")
+        batch = batch_object(body.input_file_id, body.endpoint, body.metadata, self.worker.settings.window_seconds)
+        await self.store.create_batch(batch, tenant.key)
+        self.worker.wake()
+        return batch
+
+    async def get_batch(self, batch_id: str, tenant: Tenant) -> dict[str, Any]:
+        batch = await self.store.get_batch(batch_id, tenant)
+        if batch is None:
+            raise NotFound(f"No batch found with id '{batch_id}'", param="batch_id")
+        if batch["status"] in ("in_progress", "cancelling"):  # the live counts, not those at the last phase
+            batch = with_counts(batch, await self.store.counts(batch_id))
+        return batch
+
+    async def list_batches(self, after: str | None, limit: int, tenant: Tenant) -> dict[str, Any]:
+        try:
+            batches, has_more = await self.store.list_batches(after=after, limit=limit, tenant=tenant)
+        except StoreError as exc:
+            raise InvalidRequest(str(exc), param="after") from exc
+        return _page(batches, has_more)
+
+    async def cancel_batch(self, batch_id: str, tenant: Tenant) -> dict[str, Any]:
+        batch = await self.get_batch(batch_id, tenant)
+        cancelling = {**batch, "status": "cancelling", "cancelling_at": int(time.time())}
+        stored = await self.store.request_cancel(batch_id, cancelling)
+        if stored is None or stored["status"] not in ("cancelling", "cancelled"):
+            raise InvalidRequest(f"the batch is {batch['status']}: it can no longer be cancelled",
+                                 param="batch_id")
+        self.worker.wake()
+        return stored
+
+
+def _page(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
+    return {"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
+            "last_id": data[-1]["id"] if data else None, "has_more": has_more}

@@ -1,0 +1,203 @@
+"""The batch worker of a serving process: validates new batches, runs chunks of lines behind online traffic, and
+writes the output and error files of the batches whose lines are all answered (or that were cancelled or expired).
+
+Every serving process on the store runs one; they share the work through leases in the store (a chunk of lines, or
+a batch's validation or finalization, is one process's at a time). A line waits for its turn while an online request
+waits for an admission slot, and at most `concurrency` lines of this process run at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from rostra.api.batches.dispatch import Asgi, run_line
+from rostra.api.batches.lines import checked_lines
+from rostra.api.batches.objects import LineError, answered_line, file_object, refused_line, with_counts
+from rostra.store.batch_store import BatchLine, BatchStore, ChunkClaim, PendingLine, WorkFilter
+from rostra.store.blobs import DirectoryBlobs
+from rostra.store.tables import dumps
+
+log = logging.getLogger("rostra.batches")
+
+
+@dataclass(frozen=True)
+class BatchSettings:
+    concurrency: int = 2  # lines of this process running at once
+    lease_seconds: float = 10.0  # a chunk whose runner stops renewing this long is taken over
+    chunk_lines: int = 50
+    poll_interval: float = 0.5  # how often an idle worker looks for work
+    window_seconds: int = 24 * 3600  # the completion window ("24h")
+
+
+def output_file_id(batch_id: str, kind: str) -> str:
+    """The same id whoever writes it (a finalizer that dies half-way is replaced, not duplicated)."""
+    return f"file-{batch_id.removeprefix('batch_')}{kind}"
+
+
+class BatchWorker:
+    def __init__(self, store: BatchStore, blobs: DirectoryBlobs, app: Asgi, settings: BatchSettings,
+                 busy: Callable[[], bool], work: Callable[[], WorkFilter]):
+        self.store, self.blobs, self.app, self.settings = store, blobs, app, settings
+        self.busy = busy  # an online request waits for a slot: batch lines wait too
+        self.work = work
+        self.owner = f"worker-{secrets.token_hex(6)}"
+        self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="rostra-batch-worker")
+
+    def wake(self) -> None:
+        """New work (a batch created, a cancel): look now rather than at the next poll."""
+        self._wake.set()
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                worked = await self.step()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("batch worker: a step failed; retrying")
+                worked = False
+            if not worked:
+                self._wake.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.settings.poll_interval)
+
+    async def step(self) -> bool:
+        """One piece of work, if there is one: a batch's phase, else a chunk of lines. False when idle."""
+        claimed = await self.store.claim_batch(self.owner, self.settings.lease_seconds, self.work())
+        if claimed is not None:
+            await self._advance(*claimed)
+            return True
+        chunk = await self.store.claim_chunk(self.owner, self.settings.lease_seconds, self.work())
+        if chunk is None:
+            return False
+        await self._run_chunk(chunk)
+        return True
+
+    async def _advance(self, batch: dict[str, Any], tenant: str | None) -> None:
+        if batch["status"] == "validating":
+            await self._validate(batch)
+        elif batch["status"] == "cancelling":
+            await self._finalize(batch, tenant, "cancelled")
+        elif batch["status"] == "finalizing":  # its finalizer died half-way
+            await self._finalize(batch, tenant, "completed")
+        elif batch["expires_at"] <= time.time():
+            await self._finalize(batch, tenant, "expired")
+        else:
+            batch = {**batch, "status": "finalizing", "finalizing_at": int(time.time())}
+            await self.store.update_batch(batch)
+            await self._finalize(batch, tenant, "completed")
+
+    async def _validate(self, batch: dict[str, Any]) -> None:
+        path = self.blobs.path(batch["input_file_id"])
+        now = int(time.time())
+        try:
+            lines, model = await asyncio.to_thread(_read_checked, batch["endpoint"], path)
+        except OSError:
+            lines, model = [], None
+        if not lines:
+            error = {"code": "empty_file", "message": "the input file has no lines (or is gone)", "param": None,
+                     "line": None}
+            failed = {**batch, "status": "failed", "failed_at": now, "errors": {"object": "list", "data": [error]}}
+            await self.store.update_batch(failed, self.owner)
+            return
+        if not await self.store.add_lines(batch["id"], self.owner, lines, self.settings.chunk_lines):
+            return  # the lease was lost: another process validates it
+        counts = await self.store.counts(batch["id"])
+        started = with_counts({**batch, "status": "in_progress", "in_progress_at": now, "model": model}, counts)
+        if await self.store.update_batch(started, self.owner):
+            log.info("batch %s: %d lines, %d refused at validation", batch["id"], counts.total, counts.failed)
+
+    async def _finalize(self, batch: dict[str, Any], tenant: str | None, status: str) -> None:
+        """Write the output and error files (the lines not answered, if cancelled or expired, as errors)."""
+        unanswered = LineError(f"batch_{status}", f"the batch was {status} before this line ran")
+        written = {}
+        for kind, failed in (("output", False), ("error", True)):
+            file_id = output_file_id(batch["id"], kind[0])
+            size = await asyncio.to_thread(self.blobs.write_lines_sync, file_id,
+                                           _result_lines(self.store.results_sync(batch["id"], failed), unanswered))
+            if size:
+                await self.store.create_file(file_object(file_id, f"{batch['id']}_{kind}.jsonl", "batch_output",
+                                                         size), tenant)
+                written[f"{kind}_file_id"] = file_id
+            else:
+                await self.blobs.delete(file_id)
+        counts = await self.store.counts(batch["id"])
+        unanswered_count = counts.total - counts.completed - counts.failed
+        final = with_counts({**batch, **written, "status": status, f"{status}_at": int(time.time())}, counts)
+        final["request_counts"]["failed"] += unanswered_count
+        if await self.store.update_batch(final, self.owner):
+            log.info("batch %s %s: %s", batch["id"], status, final["request_counts"])
+
+    async def _run_chunk(self, claim: ChunkClaim) -> None:
+        batch_id = claim.batch["id"]
+        running = asyncio.Event()  # cleared when the lease is lost or the batch stops (cancel, expiry)
+        running.set()
+        renewer = asyncio.create_task(self._renew(batch_id, claim.chunk, running))
+        slots = asyncio.Semaphore(self.settings.concurrency)
+
+        async def one(line: PendingLine) -> None:
+            async with slots:
+                while running.is_set() and self.busy():  # online requests first
+                    await asyncio.sleep(0.01)
+                if running.is_set():
+                    await self._run_one(claim, line)
+
+        try:
+            await asyncio.gather(*(one(line) for line in claim.lines))
+        finally:
+            renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewer
+            await self.store.release_chunk(batch_id, claim.chunk, self.owner)
+
+    async def _run_one(self, claim: ChunkClaim, line: PendingLine) -> None:
+        request_id = "req_" + secrets.token_hex(12)
+        try:
+            answer = await run_line(self.app, claim.batch["endpoint"], line.request.encode(), claim.tenant, request_id)
+            status, body = answer.status_code, answer.body
+        except Exception as exc:  # the route's error handlers answer what a client causes; this is the rest
+            log.exception("batch %s line %d failed", claim.batch["id"], line.number)
+            status, body = 500, {"error": {"message": f"internal error: {type(exc).__name__}", "type": "server_error",
+                                           "param": None, "code": None}}
+        result = dumps(answered_line(line.custom_id, status, request_id, body))
+        if not await self.store.record_line(claim.batch["id"], claim.chunk, self.owner, line.number, result,
+                                            failed=not 200 <= status < 300):
+            log.warning("batch %s line %d: answered after its chunk was taken over; not written",
+                        claim.batch["id"], line.number)
+
+    async def _renew(self, batch_id: str, chunk: int, running: asyncio.Event) -> None:
+        while True:
+            await asyncio.sleep(self.settings.lease_seconds / 3)
+            if not await self.store.renew_chunk(batch_id, chunk, self.owner, self.settings.lease_seconds):
+                running.clear()
+                return
+
+
+def _read_checked(endpoint: str, path: Path) -> tuple[list[BatchLine], str | None]:
+    with open(path, "rb") as handle:
+        return checked_lines(endpoint, handle)
+
+
+def _result_lines(rows: Iterator[tuple[str | None, str | None]], unanswered: LineError) -> Iterator[bytes]:
+    for custom_id, result in rows:
+        yield (result if result is not None else dumps(refused_line(custom_id, unanswered))).encode()

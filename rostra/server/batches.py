@@ -1,0 +1,68 @@
+"""The Files and Batch APIs of one server: their store, the file contents and the batch worker, wired to the app.
+
+Files and batches live beside the Responses store: a SQLite file (`batches.sqlite3`) and a `files/` directory in
+the data directory (or beside the SQLite file `--store sqlite:///...` names). Several serving processes on one data
+directory share them. With a PostgreSQL `--store`, files and batches still live in the data directory: replicas on
+one machine share them through it (README "Files and batches").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI
+from starlette.middleware.exceptions import ExceptionMiddleware
+from starlette.types import Receive, Scope, Send
+
+from rostra.api.batches.objects import ENDPOINTS
+from rostra.api.batches.service import BatchesService
+from rostra.api.batches.worker import BatchSettings, BatchWorker
+from rostra.config import Settings
+from rostra.server.admission import Admission
+from rostra.server.models.manager import ModelManager
+from rostra.store import SqliteResponseStore, default_data_dir
+from rostra.store.base import ResponseStore
+from rostra.store.batch_sqlite import STORE_FILENAME, SqliteBatchStore
+from rostra.store.batch_store import WorkFilter
+from rostra.store.blobs import DirectoryBlobs
+
+
+def batches_dir(settings: Settings, responses: ResponseStore) -> Path:
+    """Beside the Responses store's SQLite file, else in the data directory."""
+    if isinstance(responses, SqliteResponseStore) and str(responses.path) != ":memory:":
+        return responses.path.parent
+    return Path(settings.data_dir) if settings.data_dir else default_data_dir()
+
+
+def build_batches(app: FastAPI, settings: Settings, responses: ResponseStore, admission: Admission,
+                  models: ModelManager) -> BatchesService:
+    root = batches_dir(settings, responses)
+    store = SqliteBatchStore(root / STORE_FILENAME)
+    blobs = DirectoryBlobs(root / "files")
+    # The app's own routes with their error handlers, without the middleware (the key check, the body limit, the
+    # access log): a line is answered as its request is online, as the batch's owner.
+    handled = ExceptionMiddleware(app.router, handlers=app.exception_handlers)
+
+    async def lines_app(scope: Scope, receive: Receive, send: Send) -> None:
+        scope["app"] = app  # what routes reach the server's context through
+        await handled(scope, receive, send)
+
+    def busy() -> bool:
+        """An online request waits for an admission slot, or every slot is taken."""
+        full = admission.max_running is not None and admission.running >= admission.max_running
+        return admission.waiting > 0 or full
+
+    def work() -> WorkFilter:
+        embeds = [(slot.bundle.engine.task if slot.bundle is not None else slot.spec.settings.task) == "embed"
+                  for slot in models.slots]
+        endpoints = tuple(endpoint for endpoint in ENDPOINTS
+                          if (endpoint == "/v1/embeddings" and any(embeds))
+                          or (endpoint != "/v1/embeddings" and not all(embeds)))
+        # One model answers whatever model a request names (as online); several: the batches of their names.
+        return WorkFilter(endpoints, None if len(models.slots) == 1 else tuple(models.names()))
+
+    worker = BatchWorker(store, blobs, lines_app, BatchSettings(
+        concurrency=settings.batch_concurrency, lease_seconds=settings.lease_seconds,
+        chunk_lines=settings.batch_chunk_lines, poll_interval=min(0.5, settings.lease_seconds / 4),
+        window_seconds=int(settings.batch_window) or 1), busy, work)
+    return BatchesService(store, blobs, worker, settings.max_file_bytes)

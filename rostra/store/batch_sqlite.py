@@ -1,0 +1,296 @@
+"""The Files and Batch APIs' store on SQLite (batch_store.py says what it keeps).
+
+Its own file beside the Responses store (`batches.sqlite3`), so the two schemas migrate apart. One connection on
+one worker thread, as the Responses store does; several serving processes may share the file (WAL, a busy timeout,
+writes that take the write lock up front, leases).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from rostra.store.base import StoreError
+from rostra.store.batch_store import BatchLine, BatchStore, ChunkClaim, LineCounts, PendingLine, WorkFilter
+from rostra.store.sqlite import _statements, _transaction, _translated
+from rostra.store.tables import dumps
+from rostra.store.tenancy import EVERYONE, Tenant
+
+T = TypeVar("T")
+
+MIGRATIONS: list[str] = [
+    """
+    CREATE TABLE files (id TEXT PRIMARY KEY, tenant TEXT, created_at INTEGER, purpose TEXT, body TEXT);
+    CREATE INDEX files_by_time ON files(created_at, id);
+    CREATE TABLE batches (
+        id TEXT PRIMARY KEY, tenant TEXT, created_at INTEGER, status TEXT, endpoint TEXT, model TEXT, expires_at INTEGER,
+        body TEXT, owner TEXT, lease_until REAL
+    );
+    CREATE INDEX batches_by_status ON batches(status);
+    CREATE TABLE batch_chunks (
+        batch_id TEXT REFERENCES batches(id) ON DELETE CASCADE, chunk INTEGER, owner TEXT, lease_until REAL,
+        done INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (batch_id, chunk)
+    );
+    CREATE TABLE batch_lines (
+        batch_id TEXT REFERENCES batches(id) ON DELETE CASCADE, number INTEGER, chunk INTEGER, custom_id TEXT,
+        request TEXT, result TEXT, failed INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (batch_id, number)
+    );
+    """,
+]
+_VISIBLE = "(? OR tenant IS NULL OR tenant = ?)"
+_FREE = "(owner IS NULL OR lease_until < ?)"  # nobody holds the lease (parameter: now)
+STORE_FILENAME = "batches.sqlite3"
+
+
+class SqliteBatchStore(BatchStore):
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._conn: sqlite3.Connection | None = None
+        self._executor: ThreadPoolExecutor | None = None
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._executor is None or self._conn is None:
+            raise StoreError("the batch store is not open")
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, fn, self._conn, *args)
+        except sqlite3.Error as exc:
+            raise _translated(exc) from exc
+
+    async def open(self) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rostra-batch-store")
+        self._conn = await asyncio.get_running_loop().run_in_executor(self._executor, self._connect)
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA busy_timeout = 10000")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        with _transaction(conn):
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > len(MIGRATIONS):
+                raise StoreError(f"the batch store has schema version {version}, newer than this rostra knows")
+            for number in range(version + 1, len(MIGRATIONS) + 1):
+                for statement in _statements(MIGRATIONS[number - 1]):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {number}")
+        return conn
+
+    async def close(self) -> None:
+        if self._executor is None:
+            return
+        executor, conn = self._executor, self._conn
+        self._executor = self._conn = None
+        if conn is not None:
+            await asyncio.get_running_loop().run_in_executor(executor, conn.close)
+        executor.shutdown(wait=True)
+
+    # -- files ----------------------------------------------------------------------------------
+
+    async def create_file(self, file: dict, tenant: str | None) -> None:
+        await self._run(lambda conn: conn.execute(
+            "INSERT OR REPLACE INTO files (id, tenant, created_at, purpose, body) VALUES (?, ?, ?, ?, ?)",
+            (file["id"], tenant, file["created_at"], file["purpose"], dumps(file))))
+
+    async def get_file(self, file_id: str, tenant: Tenant = EVERYONE) -> dict | None:
+        return await self._run(_get, "files", file_id, tenant)
+
+    async def list_files(self, *, after: str | None, limit: int, order: str, purpose: str | None,
+                         tenant: Tenant = EVERYONE) -> tuple[list[dict], bool]:
+        return await self._run(_page, "files", after, limit, order, purpose, tenant)
+
+    async def delete_file(self, file_id: str, tenant: Tenant = EVERYONE) -> bool:
+        return await self._run(lambda conn: conn.execute(
+            f"DELETE FROM files WHERE id = ? AND {_VISIBLE}", (file_id, *tenant.sql_params())).rowcount > 0)
+
+    # -- batches ----------------------------------------------------------------------------------
+
+    async def create_batch(self, batch: dict, tenant: str | None) -> None:
+        await self._run(lambda conn: conn.execute(
+            "INSERT INTO batches (id, tenant, created_at, status, endpoint, expires_at, body) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (batch["id"], tenant, batch["created_at"], batch["status"], batch["endpoint"], batch["expires_at"],
+             dumps(batch))))
+
+    async def get_batch(self, batch_id: str, tenant: Tenant = EVERYONE) -> dict | None:
+        return await self._run(_get, "batches", batch_id, tenant)
+
+    async def list_batches(self, *, after: str | None, limit: int, tenant: Tenant = EVERYONE
+                           ) -> tuple[list[dict], bool]:
+        return await self._run(_page, "batches", after, limit, "desc", None, tenant)
+
+    async def update_batch(self, batch: dict, owner: str | None = None) -> bool:
+        return await self._run(_update_batch, batch, owner)
+
+    async def request_cancel(self, batch_id: str, cancelling: dict) -> dict | None:
+        return await self._run(_request_cancel, batch_id, cancelling)
+
+    async def claim_batch(self, owner: str, lease_seconds: float, work: WorkFilter
+                          ) -> tuple[dict, str | None] | None:
+        return await self._run(_claim_batch, owner, lease_seconds, work)
+
+    async def renew_batch(self, batch_id: str, owner: str, lease_seconds: float) -> bool:
+        return await self._run(lambda conn: conn.execute(
+            "UPDATE batches SET lease_until = ? WHERE id = ? AND owner = ?",
+            (time.time() + lease_seconds, batch_id, owner)).rowcount > 0)
+
+    async def add_lines(self, batch_id: str, owner: str, lines: list[BatchLine], chunk_lines: int) -> bool:
+        return await self._run(_add_lines, batch_id, owner, lines, chunk_lines)
+
+    async def claim_chunk(self, owner: str, lease_seconds: float, work: WorkFilter) -> ChunkClaim | None:
+        return await self._run(_claim_chunk, owner, lease_seconds, work)
+
+    async def renew_chunk(self, batch_id: str, chunk: int, owner: str, lease_seconds: float) -> bool:
+        return await self._run(lambda conn: conn.execute(
+            "UPDATE batch_chunks SET lease_until = ? WHERE batch_id = ? AND chunk = ? AND owner = ? AND "
+            "lease_until >= ? AND EXISTS (SELECT 1 FROM batches WHERE id = ? AND status = 'in_progress' AND expires_at > ?)",
+            (time.time() + lease_seconds, batch_id, chunk, owner, time.time(), batch_id, time.time())).rowcount > 0)
+
+    async def record_line(self, batch_id: str, chunk: int, owner: str, number: int, result: str,
+                          failed: bool) -> bool:
+        return await self._run(lambda conn: conn.execute(
+            "UPDATE batch_lines SET result = ?, failed = ? WHERE batch_id = ? AND number = ? AND result IS NULL "
+            "AND EXISTS (SELECT 1 FROM batch_chunks WHERE batch_id = ? AND chunk = ? AND owner = ? "
+            "AND lease_until >= ?)",
+            (result, int(failed), batch_id, number, batch_id, chunk, owner, time.time())).rowcount > 0)
+
+    async def release_chunk(self, batch_id: str, chunk: int, owner: str) -> None:
+        await self._run(_release_chunk, batch_id, chunk, owner)
+
+    async def counts(self, batch_id: str) -> LineCounts:
+        return await self._run(_counts, batch_id)
+
+    def results_sync(self, batch_id: str, failed: bool) -> Iterator[tuple[str | None, str | None]]:
+        conn = sqlite3.connect(self.path)
+        try:
+            condition = "failed = 1 OR result IS NULL" if failed else "failed = 0 AND result IS NOT NULL"
+            yield from conn.execute(f"SELECT custom_id, result FROM batch_lines WHERE batch_id = ? AND ({condition}) "
+                                    "ORDER BY number", (batch_id,))
+        finally:
+            conn.close()
+
+
+def _get(conn: sqlite3.Connection, table: str, object_id: str, tenant: Tenant) -> dict | None:
+    row = conn.execute(f"SELECT body FROM {table} WHERE id = ? AND {_VISIBLE}",
+                       (object_id, *tenant.sql_params())).fetchone()
+    return None if row is None else json.loads(row[0])
+
+
+def _page(conn: sqlite3.Connection, table: str, after: str | None, limit: int, order: str, purpose: str | None,
+          tenant: Tenant) -> tuple[list[dict], bool]:
+    compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")  # fixed strings only
+    with _transaction(conn, "DEFERRED"):
+        where, params = f"WHERE {_VISIBLE}", tuple[Any, ...](tenant.sql_params())
+        if purpose is not None:
+            where, params = f"{where} AND purpose = ?", (*params, purpose)
+        if after is not None:
+            row = conn.execute(f"SELECT created_at, id FROM {table} {where} AND id = ?", (*params, after)).fetchone()
+            if row is None:
+                raise StoreError(f"no object {after!r} to list after")
+            where, params = f"{where} AND (created_at, id) {compare} (?, ?)", (*params, *row)
+        rows = conn.execute(f"SELECT body FROM {table} {where} ORDER BY created_at {direction}, id {direction} "
+                            "LIMIT ?", (*params, limit + 1)).fetchall()
+    return [json.loads(body) for (body,) in rows[:limit]], len(rows) > limit
+
+
+def _update_batch(conn: sqlite3.Connection, batch: dict, owner: str | None) -> bool:
+    params: tuple[Any, ...]
+    if owner is None:
+        sql, params = "UPDATE batches SET status = ?, body = ?, model = ? WHERE id = ?", (
+            batch["status"], dumps(batch), batch.get("model"), batch["id"])
+    else:
+        sql = ("UPDATE batches SET status = ?, body = ?, model = ?, owner = NULL, lease_until = NULL WHERE id = ? "
+               "AND owner = ? AND lease_until >= ?")
+        params = (batch["status"], dumps(batch), batch.get("model"), batch["id"], owner, time.time())
+    return conn.execute(sql, params).rowcount > 0
+
+
+def _request_cancel(conn: sqlite3.Connection, batch_id: str, cancelling: dict) -> dict | None:
+    with _transaction(conn):
+        conn.execute("UPDATE batches SET status = 'cancelling', body = ? WHERE id = ? AND status IN "
+                     "('validating', 'in_progress')", (dumps(cancelling), batch_id))
+        row = conn.execute("SELECT body FROM batches WHERE id = ?", (batch_id,)).fetchone()
+    return None if row is None else json.loads(row[0])
+
+
+def _served(work: WorkFilter, table: str = "batches") -> tuple[str, tuple]:
+    """The condition "a batch this process serves" (table: a fixed string)."""
+    condition = f"{table}.endpoint IN ({', '.join('?' for _ in work.endpoints)})"
+    if work.models is None:
+        return condition, tuple(work.endpoints)
+    return (f"{condition} AND {table}.model IN ({', '.join('?' for _ in work.models)})",
+            (*work.endpoints, *work.models))
+
+
+def _claim_batch(conn: sqlite3.Connection, owner: str, lease_seconds: float, work: WorkFilter
+                 ) -> tuple[dict, str | None] | None:
+    now = time.time()
+    served, served_params = _served(work)
+    running_chunks = "SELECT 1 FROM batch_chunks c WHERE c.batch_id = batches.id AND c.owner IS NOT NULL AND " \
+                     "c.lease_until >= ?"
+    with _transaction(conn):
+        row = conn.execute(
+            f"SELECT id, body, tenant FROM batches WHERE {_FREE} AND (status = 'validating' OR ({served} AND ("
+            "status = 'finalizing' OR "
+            "(status = 'cancelling' AND NOT EXISTS (" + running_chunks + ")) OR "
+            "(status = 'in_progress' AND (expires_at <= ? OR NOT EXISTS (SELECT 1 FROM batch_chunks c WHERE "
+            "c.batch_id = batches.id AND c.done = 0)))))) ORDER BY created_at LIMIT 1",
+            (now, *served_params, now, now)).fetchone()
+        if row is None:
+            return None
+        conn.execute("UPDATE batches SET owner = ?, lease_until = ? WHERE id = ?", (owner, now + lease_seconds, row[0]))
+    return json.loads(row[1]), row[2]
+
+
+def _add_lines(conn: sqlite3.Connection, batch_id: str, owner: str, lines: list[BatchLine], chunk_lines: int) -> bool:
+    with _transaction(conn):
+        if conn.execute("SELECT 1 FROM batches WHERE id = ? AND owner = ? AND lease_until >= ?",
+                        (batch_id, owner, time.time())).fetchone() is None:
+            return False
+        conn.executemany(
+            "INSERT OR IGNORE INTO batch_lines (batch_id, number, chunk, custom_id, request, result, failed) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(batch_id, line.number, line.number // chunk_lines, line.custom_id, line.request, line.result,
+              int(line.failed)) for line in lines])
+        conn.executemany("INSERT OR IGNORE INTO batch_chunks (batch_id, chunk) VALUES (?, ?)",
+                         [(batch_id, chunk) for chunk in sorted({line.number // chunk_lines for line in lines})])
+    return True
+
+
+def _claim_chunk(conn: sqlite3.Connection, owner: str, lease_seconds: float, work: WorkFilter
+                 ) -> ChunkClaim | None:
+    now = time.time()
+    served, served_params = _served(work, "b")
+    with _transaction(conn):
+        row = conn.execute(
+            "SELECT c.batch_id, c.chunk, b.body, b.tenant FROM batch_chunks c JOIN batches b ON b.id = c.batch_id "
+            f"WHERE c.done = 0 AND (c.owner IS NULL OR c.lease_until < ?) AND b.status = 'in_progress' "
+            f"AND b.expires_at > ? AND {served} ORDER BY b.created_at, c.chunk LIMIT 1",
+            (now, now, *served_params)).fetchone()
+        if row is None:
+            return None
+        batch_id, chunk = row[0], row[1]
+        conn.execute("UPDATE batch_chunks SET owner = ?, lease_until = ? WHERE batch_id = ? AND chunk = ?",
+                     (owner, now + lease_seconds, batch_id, chunk))
+        pending = conn.execute("SELECT number, custom_id, request FROM batch_lines WHERE batch_id = ? AND chunk = ? "
+                               "AND result IS NULL ORDER BY number", (batch_id, chunk)).fetchall()
+    return ChunkClaim(json.loads(row[2]), row[3], chunk, [PendingLine(*line) for line in pending])
+
+
+def _release_chunk(conn: sqlite3.Connection, batch_id: str, chunk: int, owner: str) -> None:
+    conn.execute("UPDATE batch_chunks SET owner = NULL, lease_until = NULL, done = NOT EXISTS (SELECT 1 FROM "
+                 "batch_lines WHERE batch_id = ? AND chunk = ? AND result IS NULL) WHERE batch_id = ? AND chunk = ? "
+                 "AND owner = ?", (batch_id, chunk, batch_id, chunk, owner))
+
+
+def _counts(conn: sqlite3.Connection, batch_id: str) -> LineCounts:
+    total, answered, failed = conn.execute(
+        "SELECT COUNT(*), COUNT(result), COALESCE(SUM(failed), 0) FROM batch_lines WHERE batch_id = ?",
+        (batch_id,)).fetchone()
+    return LineCounts(total, answered - failed, failed)

@@ -1,0 +1,150 @@
+"""Durable state of the Files and Batch APIs: file objects, batch objects, and each batch's lines.
+
+A batch's lines are stored once it is validated, each with its result once it has one (the output or error line,
+as written to the batch's output or error file). Lines are grouped in chunks, and a process runs a chunk under a
+lease (`owner`, renewed while it runs): several serving processes (on one SQLite store) share a batch chunk by
+chunk, and a chunk whose runner died is taken over once its lease has expired. A line's result is written only while
+its writer holds the chunk's lease and only if the line has none yet, so no line is ever answered twice; a restart
+loses at most the lines that were running. Validation and finalization (writing the output files) run under a lease
+on the batch itself.
+
+Files and batches belong to a tenant (rostra/store/tenancy.py) as responses do.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from rostra.store.tenancy import EVERYONE, Tenant
+
+
+@dataclass(frozen=True)
+class BatchLine:
+    """One input line as validated: its request (the JSON text of the line's body) to run, or its result already
+    (an error line, for a line that could not be run)."""
+
+    number: int  # 0-based position among the input file's non-empty lines
+    custom_id: str | None
+    request: str | None
+    result: str | None = None
+    failed: bool = False
+
+
+@dataclass(frozen=True)
+class PendingLine:
+    number: int
+    custom_id: str
+    request: str
+
+
+@dataclass(frozen=True)
+class ChunkClaim:
+    """A chunk of a batch that this process now runs: the lines of it that have no result yet."""
+
+    batch: dict
+    tenant: str | None
+    chunk: int
+    lines: list[PendingLine]
+
+
+@dataclass(frozen=True)
+class WorkFilter:
+    """The batches a process runs: those of its endpoints (an embedding server's: /v1/embeddings), and of its
+    models (None: any model, as a server of one model answers whatever model a request names)."""
+
+    endpoints: tuple[str, ...]
+    models: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class LineCounts:
+    total: int
+    completed: int
+    failed: int
+
+
+class BatchStore(ABC):
+    @abstractmethod
+    async def open(self) -> None: ...
+
+    @abstractmethod
+    async def close(self) -> None: ...
+
+    # -- files ----------------------------------------------------------------------------------
+
+    @abstractmethod
+    async def create_file(self, file: dict, tenant: str | None) -> None: ...
+
+    @abstractmethod
+    async def get_file(self, file_id: str, tenant: Tenant = EVERYONE) -> dict | None: ...
+
+    @abstractmethod
+    async def list_files(self, *, after: str | None, limit: int, order: str, purpose: str | None,
+                         tenant: Tenant = EVERYONE) -> tuple[list[dict], bool]:
+        """One page of the file objects `tenant` may see by (created_at, id); StoreError for an unknown `after`."""
+
+    @abstractmethod
+    async def delete_file(self, file_id: str, tenant: Tenant = EVERYONE) -> bool: ...
+
+    # -- batches ----------------------------------------------------------------------------------
+
+    @abstractmethod
+    async def create_batch(self, batch: dict, tenant: str | None) -> None: ...
+
+    @abstractmethod
+    async def get_batch(self, batch_id: str, tenant: Tenant = EVERYONE) -> dict | None: ...
+
+    @abstractmethod
+    async def list_batches(self, *, after: str | None, limit: int, tenant: Tenant = EVERYONE
+                           ) -> tuple[list[dict], bool]:
+        """Newest first, as OpenAI lists batches."""
+
+    @abstractmethod
+    async def update_batch(self, batch: dict, owner: str | None = None) -> bool:
+        """Replace the batch object (its `status` column follows). With `owner`: only while it holds the batch's
+        lease, which is then dropped. False if nothing was written."""
+
+    @abstractmethod
+    async def request_cancel(self, batch_id: str, cancelling: dict) -> dict | None:
+        """validating/in_progress -> `cancelling` (the object given); the stored object as it is now, or None."""
+
+    @abstractmethod
+    async def claim_batch(self, owner: str, lease_seconds: float, work: WorkFilter) -> tuple[dict, str | None] | None:
+        """A batch with work for its own lease: `validating`, or `in_progress` with every chunk done or past its
+        `expires_at`, or `cancelling` with no chunk running; that `work` takes. (batch, tenant)."""
+
+    @abstractmethod
+    async def renew_batch(self, batch_id: str, owner: str, lease_seconds: float) -> bool: ...
+
+    @abstractmethod
+    async def add_lines(self, batch_id: str, owner: str, lines: list[BatchLine], chunk_lines: int) -> bool:
+        """Store validated lines (chunk = number // chunk_lines), while `owner` holds the batch's lease."""
+
+    @abstractmethod
+    async def claim_chunk(self, owner: str, lease_seconds: float, work: WorkFilter) -> ChunkClaim | None:
+        """A chunk of an `in_progress` batch (before its `expires_at`) that nobody runs (or whose runner's lease
+        expired) and that has lines without a result; taken under `owner`'s lease."""
+
+    @abstractmethod
+    async def renew_chunk(self, batch_id: str, chunk: int, owner: str, lease_seconds: float) -> bool:
+        """Extend the lease; False when it is no longer `owner`'s or the batch no longer runs (cancel, expiry)."""
+
+    @abstractmethod
+    async def record_line(self, batch_id: str, chunk: int, owner: str, number: int, result: str,
+                          failed: bool) -> bool:
+        """The line's result, written only while `owner` holds the chunk and the line has none."""
+
+    @abstractmethod
+    async def release_chunk(self, batch_id: str, chunk: int, owner: str) -> None:
+        """`owner` stops running the chunk (done, or stopped); it is done when all its lines have results."""
+
+    @abstractmethod
+    async def counts(self, batch_id: str) -> LineCounts: ...
+
+    @abstractmethod
+    def results_sync(self, batch_id: str, failed: bool) -> Iterator[tuple[str | None, str | None]]:
+        """Blocking, on a connection of its own (run it in a thread): (custom_id, result) in line order, of the
+        answered lines (failed: False) or of the failed and unanswered ones (result None), as the output and
+        error files are written from them."""
