@@ -119,3 +119,19 @@ def test_strict_refuses_as_openai_does(strict):
     assert error["code"] == "context_length_exceeded"
     fits = post(strict.base_url, "/v1/chat/completions", {"model": MODEL, "messages": ASK, "max_tokens": 8})
     assert fits.json()["choices"][0]["finish_reason"] == "length"
+
+
+def test_400s_name_the_parameter_as_the_client_spelled_it(fitting):
+    def responses(**fields):
+        return post(fitting.base_url, "/v1/responses", {"model": MODEL, "input": "go on", **fields})
+
+    check_error(responses(max_output_tokens=2**40), 400, "max_output_tokens")
+    bad_schema = {"format": {"type": "json_schema", "name": "x", "schema": {"type": "bogus"}}}
+    assert check_error(responses(text=bad_schema), 400)["param"].startswith("text.format")
+    bad_tool = [{"type": "function", "name": "f", "parameters": {"type": 12}}]
+    assert check_error(responses(tools=bad_tool), 400)["param"].startswith("tools[0].parameters")
+    error = check_error(responses(input=LONG), 400, "input")
+    assert error["code"] == "context_length_exceeded"
+    messages = post(fitting.base_url, "/v1/messages", {"model": MODEL, "max_tokens": 10, "messages": [
+        {"role": "user", "content": "go on"}], "tools": [{"name": "f", "input_schema": {"type": 12}}]})
+    assert messages.status_code == 400 and messages.json()["error"]["message"].startswith("tools[0].input_schema")

@@ -156,3 +156,28 @@ async def test_a_call_cut_at_every_token_is_never_reported_complete(tmp_path, pa
                     await api(server, output, budget, whole)
                 except AssertionError as failure:
                     raise AssertionError(f"{parser}, {api.__name__}, cut at token {budget} of {tokens}") from failure
+
+
+PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hello\n*** End Patch"
+CUSTOM_OUTPUT = f"{PREFACE}\n<tool_call>\n" + json.dumps({"name": "apply_patch", "arguments": {"input": PATCH}}) + \
+    "\n</tool_call>"
+
+
+async def test_a_custom_tool_input_cut_at_every_token_leaves_the_response_incomplete(tmp_path):
+    body = {"model": MODEL, "input": ASK, "store": False,
+            "tools": [{"type": "custom", "name": "apply_patch", "description": "Apply a patch."}]}
+    async with InProcessServer(tmp_path, [{"match": ASK, "output": CUSTOM_OUTPUT}], tool_call_parser="hermes") as server:
+        tokens = len(server.engine.tokenizer.encode(CUSTOM_OUTPUT))
+        for budget in range(1, tokens + 1):
+            request = {**body, "max_output_tokens": budget}
+            response = await answer(server, "/v1/responses", request)
+            events = await sse(server, "/v1/responses", request)
+            assert without_ids(events[-1]["response"]) == without_ids(response), budget
+            calls = [item for item in response["output"] if item["type"] == "custom_tool_call"]
+            if budget == tokens:
+                assert response["status"] == "completed" and [c["input"] for c in calls] == [PATCH]
+                continue
+            assert response["status"] == "incomplete", (budget, response["output"])
+            for item in response["output"]:
+                if item["type"] == "message":
+                    text_is_no_markup(item["content"][0]["text"], CUSTOM_OUTPUT)

@@ -210,12 +210,7 @@ class ChatService(GenerationService):
         text = rendered.text
         context_length = engine.model_info(request.model).context_length
         token_ids = truncate_prompt(await rendered.tokenize(engine), request.truncate_prompt_tokens, context_length)
-        max_tokens = request.max_completion_tokens or request.max_tokens
-        param = "max_completion_tokens" if request.max_completion_tokens else "max_tokens"
-        fit = self.fit_budgets if fit_context is None else fit_context
-        requested = max_tokens
-        max_tokens = completion_budget(len(token_ids), max_tokens, self.defaults, context_length, "messages", param,
-                                       min_tokens=request.min_tokens, fit=fit)
+        requested, max_tokens = self._budget(request, len(token_ids), context_length, fit_context)
         top_logprobs = (request.top_logprobs or 0) if request.logprobs else None
         params = sampling_params(request, max_tokens, top_logprobs, constraint, self.defaults,
                                  **await engine_extensions(engine, request))
@@ -292,6 +287,15 @@ class ChatService(GenerationService):
             assert image_url is not None
             image_url.url = image.data_url()
         return request.model_copy(update={"messages": messages})
+
+    def _budget(self, request: ChatCompletionRequest, prompt_tokens: int, context_length: int,
+                fit_context: bool | None) -> tuple[int | None, int]:
+        """The output budget the request asked for (max_completion_tokens, else max_tokens) and the one it gets."""
+        asked = request.max_completion_tokens or request.max_tokens
+        param = "max_completion_tokens" if request.max_completion_tokens else "max_tokens"
+        fit = self.fit_budgets if fit_context is None else fit_context
+        return asked, completion_budget(prompt_tokens, asked, self.defaults, context_length, "messages", param,
+                                        min_tokens=request.min_tokens, fit=fit)
 
     async def render(self, request: ChatCompletionRequest, images: PromptImages | None = None) -> RenderedPrompt:
         """The conversation through the chat template (off the event loop), special-token text of

@@ -8,6 +8,7 @@ MessageStream (stream.py); the non-streamed Message is the fold of the same even
 
 from __future__ import annotations
 
+import re
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, AsyncGenerator
@@ -40,6 +41,24 @@ CHAT_TO_MESSAGES_PARAMS = {"max_tokens": "max_tokens", "temperature": "temperatu
                            "response_format": "output_config.format", "prompt_cache_key": "metadata.user_id"}
 
 
+def messages_param(chat_param: str | None) -> str | None:
+    """A chat request's parameter as a Messages request spells it (a 400 names what the client sent)."""
+    if chat_param is None:
+        return None
+    if chat_param.startswith("messages["):  # the system prompt is a message there: the numbers differ
+        return "messages"
+    if chat_param.startswith("response_format"):
+        return "output_config.format" + chat_param.removeprefix("response_format.json_schema").removeprefix(
+            "response_format")
+    tool = TOOL_PARAMETERS.match(chat_param)
+    if tool:
+        return f"tools[{tool.group(1)}].input_schema" + chat_param[tool.end():]
+    return CHAT_TO_MESSAGES_PARAMS.get(chat_param, chat_param)
+
+
+TOOL_PARAMETERS = re.compile(r"^tools\[(\d+)\]\.function\.parameters")
+
+
 class MessagesService:
     def __init__(self, chat: ChatService, sealer: ReasoningSealer, keep_attribution: bool = False):
         self.chat = chat
@@ -51,7 +70,11 @@ class MessagesService:
         # A Claude Code-sized max_tokens (32000) is more than a local model's context has room for:
         # it is cut to the room left (as Anthropic's newer models do), and running out is then
         # reported as `model_context_window_exceeded`, not as a 400 before anything was generated.
-        job = await self.chat.prepare(chat_request, fit_context=True)
+        try:
+            job = await self.chat.prepare(chat_request, fit_context=True)
+        except InvalidRequest as exc:
+            exc.param = messages_param(exc.param)
+            raise
         job.id = new_id("msg")
         params = job.runs[0].params
         bound = params is not None and params.max_tokens < request.max_tokens

@@ -27,7 +27,8 @@ from rostra.api.responses.models import CreateResponseRequest
 from rostra.api.responses.objects import new_id
 from rostra.api.responses.render import ResponseBuilder
 from rostra.api.responses.runs import DEFAULT_MAX_BACKGROUND, RunRegistry, ended_on_error
-from rostra.api.responses.to_chat import LOGPROBS, chat_request, forced_freeform, next_start, offer
+from rostra.api.responses.to_chat import (LOGPROBS, chat_request, forced_freeform, next_start, offer,
+                                         responses_param)
 from rostra.api.responses.tools import Tool, ignored_tools, parse_tools
 from rostra.errors import APIError, InvalidRequest, NotFound
 from rostra.generation_defaults import GenerationDefaults
@@ -418,17 +419,6 @@ def base_response(request: CreateResponseRequest, tools: list[Tool],
         **({"user": request.user} if request.user is not None else {}),  # usage: set when it finishes
         **({"ignored_tools": ignored} if (ignored := ignored_tools(tools)) else {}),
     }
-
-
-def responses_param(chat_param: str | None) -> str | None:
-    """A chat request's parameter as this request spelled it: a 400 names what the client sent."""
-    if chat_param is None:
-        return None
-    if chat_param == "max_completion_tokens":
-        return "max_output_tokens"
-    if chat_param == "messages" or chat_param.startswith("messages["):  # (the items' numbers differ)
-        return "input"
-    return chat_param
 
 
 def response_usage(*turns: Job) -> dict[str, Any]:

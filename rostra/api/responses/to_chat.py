@@ -3,6 +3,8 @@ chat messages, the request's tools as chat tools, text.format as response_format
 
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 from pydantic import ValidationError
@@ -161,7 +163,8 @@ def chat_request(request: CreateResponseRequest, tools: list[Tool], items: list[
         return ChatCompletionRequest.model_validate(body)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
-        raise InvalidRequest(f"invalid request: {first['msg']}", param="input") from exc
+        field = ".".join(str(part) for part in first["loc"][:1]) or "input"
+        raise InvalidRequest(f"invalid request: {first['msg']}", param=responses_param(field)) from exc
 
 
 def next_start(conversation: list[dict[str, Any]], start: int) -> int | None:
@@ -172,3 +175,22 @@ def next_start(conversation: list[dict[str, Any]], start: int) -> int | None:
                                                  and conversation[index].get("role") == "user"):
         index += 1
     return index if index < len(conversation) else None
+
+
+# A chat request's parameters as a Responses request spells them (prefixes; the rest of the path is kept).
+CHAT_TO_RESPONSES_PARAMS = (("max_completion_tokens", "max_output_tokens"), ("response_format.json_schema", "text.format"),
+                            ("response_format", "text.format"), ("reasoning_effort", "reasoning.effort"),
+                            ("tool_choice.function", "tool_choice"))
+TOOL_FUNCTION = re.compile(r"^tools\[(\d+)\]\.function")
+
+
+def responses_param(chat_param: str | None) -> str | None:
+    """A chat request's parameter as this request spelled it: a 400 names what the client sent."""
+    if chat_param is None:
+        return None
+    if chat_param == "messages" or chat_param.startswith("messages["):  # (the items' numbers differ)
+        return "input"
+    for chat_name, name in CHAT_TO_RESPONSES_PARAMS:
+        if chat_param == chat_name or chat_param.startswith(chat_name + ".") or chat_param.startswith(chat_name + "["):
+            return name + chat_param[len(chat_name):]
+    return TOOL_FUNCTION.sub(r"tools[\1]", chat_param)  # Responses' function tools are flat
