@@ -137,6 +137,9 @@ class EngineOutput:
     completion_tokens: int | None = None
     # Prompt tokens the engine took from its prefix cache (on the output that reports it; None: not said).
     cached_tokens: int | None = None
+    # The prompt's length as the engine counts it, where rostra's count of `token_ids` falls short (images: the
+    # engine's image tokens, not their markers'). On the last output; None: `token_ids` is right.
+    prompt_tokens: int | None = None
     # The prompt's tokens scored (params.prompt_logprobs): None for the first token, which nothing
     # predicts, then each token's step with its top alternatives. On the first output only.
     prompt_logprobs: tuple[TokenStep | None, ...] | None = None

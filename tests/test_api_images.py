@@ -250,3 +250,41 @@ def test_gateway_fetches_and_passes_images_on(server, images_host):
         assert len(images_host.hits) == hits + 1
     finally:
         gateway.stop()
+
+
+def test_no_image_urls_flag(images_host):
+    server = RunningServer(["--engine", "scripted", "--no-image-urls", "--image-allow-hosts", "localhost"])
+    try:
+        hits = len(images_host.hits)
+        body = {"model": MODEL, "messages": [{"role": "user", "content": [
+            picture(images_host.url("/cat.png", host="localhost"))]}]}
+        error = check_error(post(server.base_url, "/v1/chat/completions", body), 400, "messages[0].content[0]")
+        assert error["code"] == "image_urls_disabled" and len(images_host.hits) == hits
+        body["messages"][0]["content"] = [picture()]  # data URLs still work
+        assert post(server.base_url, "/v1/chat/completions", body).json()["choices"][0]["message"]["content"] == \
+            "[image 24x16]"
+    finally:
+        server.stop()
+
+
+def test_responses_stream_equals_response_and_custom_tool_output(server):
+    from test_api_responses import raw_stream
+
+    body = {"model": MODEL, "input": [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "apply"}]},
+        {"type": "custom_tool_call", "call_id": "call_c", "name": "snap", "input": "screen"},
+        {"type": "custom_tool_call_output", "call_id": "call_c", "output": [
+            {"type": "input_text", "text": "shot:"}, {"type": "input_image", "image_url": png_data_url(6, 5)}]}],
+        "tools": [{"type": "custom", "name": "snap", "description": "a screenshot"}]}
+    whole = check_response(post(server.base_url, "/v1/responses", body).json())
+    text = whole["output"][-1]["content"][0]["text"]
+    assert text == "shot:[image 6x5]"
+    events = raw_stream(server.base_url, body)
+    assert events[-1]["response"]["output"][-1]["content"][0]["text"] == text
+
+
+def test_messages_stream_with_an_image(anthropic_client):
+    with anthropic_client.messages.stream(model=MODEL, max_tokens=64, messages=[{"role": "user", "content": [
+            {"type": "text", "text": "streamed"}, {"type": "image", "source": b64_source()}]}]) as stream:
+        message = stream.get_final_message()
+    assert message.content[0].text == "streamed[image 24x16]"

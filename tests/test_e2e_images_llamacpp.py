@@ -79,6 +79,10 @@ def test_chat_equals_llama_cpp_server(server, reference):
     reply = client.chat.completions.create(model=model, messages=chat_messages(url), temperature=0,
                                            max_tokens=MAX_TOKENS)
     assert reply.choices[0].message.content == expected
+    # usage counts the image's tokens as llama.cpp counts them, not the marker's text
+    reference_usage = reference.handle_chat_completions({"model": "x", "messages": chat_messages(url),
+                                                         "temperature": 0, "max_tokens": 1})["usage"]
+    assert reply.usage.prompt_tokens == reference_usage["prompt_tokens"]
     chunks = stream(server.base_url, "/v1/chat/completions", {"model": model, "messages": chat_messages(url),
                                                                "temperature": 0, "max_tokens": MAX_TOKENS},
                     "chat_chunk")

@@ -330,6 +330,7 @@ class LlamaCppEngine(Engine):
         if multimodal is not None:
             body["prompt"] = multimodal
         chunks = _Chunks(params.top_logprobs or 0, self.token_bytes, self._token_ids)
+        chunks.multimodal = multimodal is not None
         stream: EventStream | None = None
         self._running.add(request_id)
         try:
@@ -435,6 +436,7 @@ class _Chunks:
         self.token_bytes = token_bytes
         self.token_ids = token_ids  # a piece's bytes -> its token id (for held-back tokens)
         self.counted = 0  # tokens accounted for so far
+        self.multimodal = False  # a prompt with images: llama.cpp's count of its tokens is reported
 
     def merge(self, chunks: list[dict]) -> tuple[EngineOutput, EngineError | None]:
         """The chunks of one batch as one output (their tokens in order, the last finish reason), and the
@@ -453,7 +455,11 @@ class _Chunks:
             if chunk.get("stop"):
                 reason = "length" if chunk.get("stop_type") == "limit" else "stop"
                 cached = (chunk.get("timings") or {}).get("cache_n")
-        return EngineOutput(tuple(tokens), reason, count, cached), None
+        output = EngineOutput(tuple(tokens), reason, count, cached)
+        evaluated = chunks[-1].get("tokens_evaluated") if self.multimodal and reason else None
+        if isinstance(evaluated, int):  # its count of a prompt with images: their tokens, not the markers'
+            output = dataclasses.replace(output, prompt_tokens=evaluated)
+        return output, None
 
     def _steps(self, chunk: dict) -> list[TokenStep]:
         ids = chunk.get("tokens") or []

@@ -170,6 +170,8 @@ async def choice_events(engine: Engine, request_id: str, run: ChoiceRun, stats: 
                                                             engine.token_bytes))
                 if output.cached_tokens is not None:
                     stats.note_cached(run.prompt_group, output.cached_tokens)
+                if output.prompt_tokens is not None:  # (images: the engine's count of their tokens)
+                    stats.prompt_tokens = output.prompt_tokens
                 before = pipeline.completion_tokens
                 events = pipeline.feed(output)
                 stats.generated += pipeline.completion_tokens - before  # counted before its chunks go out
