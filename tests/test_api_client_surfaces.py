@@ -15,7 +15,7 @@ from openai import NotFoundError, OpenAI
 from conftest import scripted
 from servers import RunningServer
 from spec import validate
-from test_api_responses import TOOLS
+from test_api_responses import TOOLS, check_response, raw_stream
 
 MODEL = "scripted"
 
@@ -172,3 +172,51 @@ def test_unknown_anthropic_beta_values_are_ignored(aliased_server):
         "model": "claude-sonnet-4-5", "max_tokens": 16, "messages": [{"role": "user", "content": "Hello"}]})
     assert message.status_code == 200, message.text
     assert message.json()["type"] == "message"
+
+
+@pytest.fixture(scope="module")
+def compaction_server():
+    running = RunningServer(list(scripted("compaction.jsonl", "--reasoning-parser", "qwen3")))
+    yield running
+    running.stop()
+
+
+CONVERSATION = [{"role": "user", "content": "Fix the typo in greet.py"},
+                {"role": "assistant", "content": "I will look at greet.py."},
+                {"role": "user", "content": "It prints helo."}]
+
+
+def test_a_compaction_trigger_turn_streams_exactly_one_compaction_item(compaction_server):
+    events = raw_stream(compaction_server.base_url, {"model": MODEL, "input": [*CONVERSATION,
+                                                                               {"type": "compaction_trigger"}]})
+    added = [event["item"] for event in events if event["type"] == "response.output_item.added"]
+    done = [event["item"] for event in events if event["type"] == "response.output_item.done"]
+    assert [item["type"] for item in added] == [item["type"] for item in done] == ["compaction"]
+    assert not [event for event in events if "delta" in event["type"]]  # no text, no thinking streamed
+    final = events[-1]
+    assert final["type"] == "response.completed"
+    [item] = final["response"]["output"]
+    assert item == done[0] and item["id"].startswith("cmp_")
+    assert "helo" not in item["encrypted_content"]  # sealed, as reasoning is
+    check_response(final["response"])
+
+
+def test_a_compaction_given_back_stands_for_the_conversation(compaction_server):
+    client = OpenAI(base_url=compaction_server.v1, api_key="unused")
+    compacted = client.responses.create(model=MODEL, input=[*CONVERSATION, {"type": "compaction_trigger"}])
+    [item] = compacted.output
+    assert item.type == "compaction" and compacted.status == "completed"
+    # The model reads the summary in place of the conversation (the script answers so only when it sees it).
+    following = client.responses.create(model=MODEL, input=[
+        {"type": "compaction", "id": item.id, "encrypted_content": item.encrypted_content}])
+    assert following.output_text == "Continuing from the summary: replacing helo with hello."
+
+
+def test_compaction_errors_name_the_item(compaction_server):
+    misplaced = httpx.post(f"{compaction_server.v1}/responses", json={
+        "model": MODEL, "input": [{"type": "compaction_trigger"}, *CONVERSATION]})
+    assert misplaced.status_code == 400 and misplaced.json()["error"]["param"] == "input[0]"
+    forged = httpx.post(f"{compaction_server.v1}/responses", json={
+        "model": MODEL, "input": [{"type": "compaction", "encrypted_content": "bm90IHNlYWxlZA=="},
+                                  {"role": "user", "content": "Go on"}]})
+    assert forged.status_code == 400 and forged.json()["error"]["param"] == "input[0].encrypted_content"

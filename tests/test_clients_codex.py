@@ -150,3 +150,19 @@ def test_codex_reads_the_model_catalog_with_the_readme_setup(tmp_path):
         assert windows == {65536 * 95 // 100}, windows
     finally:
         server.stop()
+
+
+def test_codex_websocket_transport_falls_back_to_http_on_426(workdir):
+    """With `supports_websockets` Codex opens the turn over a WebSocket first; rostra's 426 sends it to HTTP at once
+    (any other refusal it retries, five times, before falling back)."""
+    server = RunningServer(list(CODEX_SERVER), log_level="info")
+    try:
+        config = at(setup_block("codex-config"), server.base_url).replace(MODEL, "scripted")
+        run = codex_exec(server.v1, workdir, "Say hello.", user_config=config + "supports_websockets = true\n")
+        ran_cleanly(run)
+        assert run.last_message == "Hello from rostra."
+        log = server.log_path.read_text()
+        assert log.count("WebSocket upgrade on /v1/responses: refused with 426") == 1
+        assert '"route": "/v1/responses", "status": 200' in log
+    finally:
+        server.stop()

@@ -74,7 +74,8 @@ class Run:
     stderr: str
 
 
-def run_agent(agent: Agent, server: RunningServer, workdir: Path, home: Path, prompt: str | None = None) -> Run:
+def run_agent(agent: Agent, server: RunningServer, workdir: Path, home: Path, prompt: str | None = None,
+              timeout: float = 300) -> Run:
     """The README's command line (its prompt, or `prompt`) in `workdir`."""
     env = agent.configure(home, workdir, server.base_url)
     setup = shell_setup(agent.name, server.base_url)
@@ -83,7 +84,7 @@ def run_agent(agent: Agent, server: RunningServer, workdir: Path, home: Path, pr
     if prompt is not None:
         argv[-1] = prompt
     done = subprocess.run(argv, cwd=workdir, env={**env, **setup.env}, capture_output=True, text=True,
-                          timeout=300, stdin=subprocess.DEVNULL)
+                          timeout=timeout, stdin=subprocess.DEVNULL)
     return Run(done.returncode, done.stdout, done.stderr)
 
 
@@ -133,11 +134,13 @@ def test_file_reading_tool_round_trip(scripted_agent, tmp_path):
 def test_plain_prompt_on_the_embedded_model(agent, tmp_path):
     """The real model (8k context) at each client's default output budget: the budget is cut to the room the
     context leaves, and the answer ends there (or sooner) instead of a 400."""
-    server = RunningServer(["--max-model-len", "8192", "--api-key", KEY], log_level="info")
+    # A busy machine (CI runs several real-model tests at once) can take minutes to load it.
+    server = RunningServer(["--max-model-len", "8192", "--api-key", KEY], log_level="info", startup_timeout=600)
     try:
         workdir = tmp_path / "work"
         workdir.mkdir()
-        run = run_agent(agent, server, workdir, tmp_path / "home", "Say hello in one short sentence.")
+        run = run_agent(agent, server, workdir, tmp_path / "home", "Say hello in one short sentence.",
+                        timeout=900)
         print(f"{agent.name} on the embedded model:", run.stdout[-500:])
         assert run.returncode == 0, explain(run, server)
         assert run.stdout.strip(), explain(run, server)

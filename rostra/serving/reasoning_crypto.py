@@ -105,5 +105,8 @@ def opened(items: list[dict[str, Any]], sealer: ReasoningSealer, param: str | No
         if item.get("type") == "reasoning":
             text = reasoning_text(item, sealer, param or f"input[{index}]")
             item = {**item, "content": [{"type": "reasoning_text", "text": text}]}
+        elif item.get("type") == "compaction":  # a summary this server sealed (Responses compaction)
+            where = f"{param or f'input[{index}]'}.encrypted_content"
+            item = {**item, "summary_text": sealer.open(item["encrypted_content"], where)}
         out.append(item)
     return out

@@ -138,6 +138,24 @@ class ReasoningItem(Item):
     type: Literal["reasoning"]
 
 
+class CompactionItem(Item):
+    """The conversation before it, summarized by a compaction turn (one whose input ends with a
+    compaction_trigger): the summary is sealed in encrypted_content, as reasoning is, and opened by
+    rostra/serving/reasoning_crypto.py."""
+
+    id_prefix = "cmp"
+    requirement = "a compaction needs the encrypted_content a compaction turn returned"
+    type: Literal["compaction"]
+    encrypted_content: str
+
+
+class CompactionTriggerItem(Item):
+    """Asks for the conversation before it to be summarized into one compaction item; only as the last input."""
+
+    id_prefix = "cmpt"
+    type: Literal["compaction_trigger"]
+
+
 class McpListedTool(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
     name: str
@@ -179,7 +197,8 @@ class McpApprovalResponseItem(Item):
 
 InputItem = Annotated[Union[MessageItem, FunctionCallItem, FunctionCallOutputItem, ReasoningItem, McpListToolsItem,
                             McpCallItem, McpApprovalRequestItem, McpApprovalResponseItem, CustomToolCallItem,
-                            CustomToolCallOutputItem, LocalShellCallItem, LocalShellCallOutputItem, ItemReference],
+                            CustomToolCallOutputItem, LocalShellCallItem, LocalShellCallOutputItem, ItemReference,
+                            CompactionItem, CompactionTriggerItem],
                       Field(discriminator="type")]
 _ADAPTER: TypeAdapter[InputItem] = TypeAdapter(InputItem)
 ITEM_KINDS = members_by_tag(InputItem)

@@ -42,6 +42,8 @@ class ResponseBuilder:
         self.error: APIError | None = None  # why the response failed, once it has
         self.sealer: ReasoningSealer | None = None  # set when reasoning items carry encrypted_content
         self.freeform: str | None = None  # a forced custom tool whose input is the whole output (its grammar's)
+        # A compaction turn's: the whole answer is the summary, sealed into one compaction item at the end.
+        self.compaction: ReasoningSealer | None = None
         self._held = ""  # whitespace outside any message, until text follows it
         self._held_logprobs: list[dict[str, Any]] = []
 
@@ -57,6 +59,8 @@ class ResponseBuilder:
 
     # -- semantic events -----------------------------------------------------------------------
     def add(self, event: Event) -> list[dict[str, Any]]:
+        if self.compaction is not None:
+            return self._summary(event, self.compaction)
         if isinstance(event, Text) and self.freeform is not None:
             return self._freeform_input(event.text)
         if isinstance(event, Text):
@@ -114,6 +118,19 @@ class ResponseBuilder:
             out.append(self.event("response.custom_tool_call_input.delta", item_id=item["id"],
                                   output_index=self.index(), delta=text))
         return out
+
+    def _summary(self, event: Event, sealer: ReasoningSealer) -> list[dict[str, Any]]:
+        """A compaction turn's answer: exactly one compaction item, whole when it appears (a summary read in part
+        would be wrong); the model's thinking is not part of it."""
+        if isinstance(event, Text):
+            self._text += event.text
+            return []
+        if not isinstance(event, Finish):
+            return []
+        item = {"id": new_id("cmp"), "type": "compaction", "encrypted_content": sealer.seal(self._text.strip())}
+        self.response["output"].append(item)
+        return [self.event("response.output_item.added", output_index=self.index(), item=snapshot(item)),
+                self.event("response.output_item.done", output_index=self.index(), item=snapshot(item))]
 
     def finish(self, reason: str, usage: dict[str, Any]) -> dict[str, Any]:
         """The final status, usage and terminal event (after the Finish event was added)."""

@@ -19,6 +19,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, AsyncGenerator, Callable
 
+from rostra.api.responses.compaction import asking_for_summary, compaction_requested, summary_request
 from rostra.api.responses.event_log import DEFAULT_INTERVAL
 from rostra.api.responses.items import MCP_ITEM_TYPES, normalize_input, with_status
 from rostra.api.responses.mcp.loop import ToolLoop, approved_calls, awaits_client
@@ -135,6 +136,8 @@ class ResponsesService:
             history = []
         conversation = (opened(history, self.sealer, "conversation" if reference else "previous_response_id")
                         + opened(items, self.sealer))
+        if compaction_requested(items):
+            return await self._compact(request, tools, conversation, items)
         servers = requested_servers(tools, self.mcp_policy)
         functions = set(offer(tools)[1].by_model_name)  # names MCP tools must not take
         loop = ToolLoop(await resolve(servers, conversation, functions) if servers else McpTools(),
@@ -153,6 +156,14 @@ class ResponsesService:
         if ENCRYPTED_REASONING in (request.include or []):
             builder.sealer = self.sealer
         return ResponseJob(request, job, builder, items, conversation, loop, ready, [job], tools, approved, tenant)
+
+    async def _compact(self, request: CreateResponseRequest, tools: list[Tool], conversation: list[dict[str, Any]],
+                       items: list[dict[str, Any]]) -> ResponseJob:
+        """A compaction turn: the model summarizes the conversation; its answer is one compaction item."""
+        builder = ResponseBuilder(base_response(request, tools, self.chat_for(request.model).defaults))
+        builder.compaction = self.sealer
+        job = await self._turn(summary_request(request), [], asking_for_summary(conversation), [], builder)
+        return ResponseJob(request, job, builder, items, conversation, turns=[job], tools=tools)
 
     async def count_input_tokens(self, request: CreateResponseRequest) -> int:
         """The prompt's tokens as POST /v1/responses would count them (stored history, instructions, tools and

@@ -17,6 +17,12 @@ from rostra.errors import InvalidRequest
 from rostra.protocol.chat import ChatCompletionRequest
 
 LOGPROBS = "message.output_text.logprobs"  # the `include` value asking for output logprobs
+# How a compaction item reads to the model: the summary of the conversation it replaces.
+COMPACTED = "Summary of the conversation so far (earlier messages were compacted into it):\n\n{summary}"
+# The request a compaction turn makes of the model, after the conversation it summarizes.
+COMPACT = ("Summarize the conversation so far for yourself, to continue the task from this summary alone: the "
+           "user's goal and constraints, what has been done and found (files, commands, results), decisions made, "
+           "and what remains to do next. Write only the summary.")
 
 
 def offer(tools: list[Tool]) -> tuple[list[dict[str, Any]], ToolRoutes]:
@@ -53,6 +59,8 @@ def items_to_messages(items: list[dict[str, Any]], routes: ToolRoutes | None = N
                 if reasoning:
                     message["reasoning_content"], reasoning = reasoning, ""
                 messages.append(message)
+        elif kind == "compaction":  # what came before it, summarized (opened by reasoning_crypto.opened)
+            messages.append({"role": "user", "content": COMPACTED.format(summary=item["summary_text"])})
         elif kind in CALL_OUTPUTS:
             # local_shell_call_output names its call by `id` (OpenAI's schema); the others by `call_id`
             call_id = item.get("call_id") or item["id"]
