@@ -70,6 +70,12 @@ class ServiceUnavailable(APIError):
     error_type = "server_error"
 
 
+class NotImplementedHere(APIError):
+    """A request this server understands but cannot serve for this model (a count a gateway cannot make)."""
+    status_code = 501
+    error_type = "invalid_request_error"
+
+
 class InsufficientStorage(APIError):
     """The server could not store what the request asked it to keep (its disk is full)."""
 

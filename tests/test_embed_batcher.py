@@ -78,3 +78,68 @@ def test_a_stopped_batcher_refuses_work():
     batcher.stop()
     with pytest.raises(RuntimeError, match="stopped"):
         asyncio.run(batcher.embed([[1]]))
+
+
+class Gated(Recorder):
+    """A model whose first batch waits until the test opens the gate: the queue fills meanwhile."""
+
+    def __init__(self):
+        super().__init__()
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+
+    def __call__(self, rows):
+        self.entered.set()
+        self.gate.wait(10)
+        return super().__call__(rows)
+
+
+def test_the_rows_of_a_cancelled_request_are_never_embedded():
+    """Clients that dropped thousands of texts left minutes of work behind (issue 33): their rows leave the
+    queue, and a round already taken skips them."""
+    async def main():
+        model = Gated()
+        batcher = EmbeddingBatcher(model, max_batch_size=4)
+        batcher.start()
+        try:
+            first = asyncio.ensure_future(batcher.embed([[1]]))
+            await asyncio.to_thread(model.entered.wait, 10)  # the worker runs the first batch
+            dropped = asyncio.ensure_future(batcher.embed([[7, i] for i in range(40)]))
+            kept = asyncio.ensure_future(batcher.embed([[8]]))
+            await asyncio.sleep(0.01)
+            dropped.cancel()
+            await asyncio.gather(dropped, return_exceptions=True)
+            model.gate.set()
+            assert await first == [[1.0, 1.0]] and await kept == [[1.0, 8.0]]
+        finally:
+            await asyncio.to_thread(batcher.stop)
+        return [row for batch in model.batches for row in batch]
+
+    embedded = asyncio.run(main())
+    assert [7, 0] not in embedded and all(row[0] != 7 for row in embedded)
+
+
+def test_beyond_the_queue_bound_a_request_is_refused_with_retry_after():
+    from rostra.errors import TooManyRequests
+
+    async def main():
+        model = Gated()
+        batcher = EmbeddingBatcher(model, max_pending=100)
+        batcher.start()
+        try:
+            first = asyncio.ensure_future(batcher.embed([[1]]))
+            await asyncio.to_thread(model.entered.wait, 10)
+            queued = asyncio.ensure_future(batcher.embed([[2]] * 80))
+            await asyncio.sleep(0)
+            with pytest.raises(TooManyRequests) as refused:
+                await batcher.embed([[3]] * 40)  # 80 + 40 > 100
+            model.gate.set()
+            await asyncio.gather(first, queued)
+            assert len(await batcher.embed([[4]] * 40)) == 40  # room again
+            return refused.value
+        finally:
+            model.gate.set()
+            await asyncio.to_thread(batcher.stop)
+
+    error = asyncio.run(main())
+    assert error.status_code == 429 and "Retry-After" in error.headers

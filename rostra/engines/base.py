@@ -179,6 +179,15 @@ class Engine(abc.ABC):
         request upstream; returns once its status is 2xx (else raises APIError)."""
         raise NotImplementedError
 
+    def slots_free(self) -> int | None:
+        """Sequences the engine could start now, where it counts them (llama.cpp's slots)."""
+        return None
+
+    async def readiness(self) -> str | None:
+        """Why the engine cannot take work right now (dead, lost its capacity), or None: it can. Readiness
+        probes (/health/ready) ask it; keep it cheap (a loopback call at most)."""
+        return None
+
     def health(self) -> dict:
         """Extra facts for /health (a gateway's upstreams)."""
         return {}

@@ -7,6 +7,12 @@ that arrive while a batch runs simply wait for the next, so batches grow with th
 short wait (`wait`) is only taken while requests come concurrently (the last batch served more than one),
 so a lone client never pays it. Tokenization happens before (in the engine's threads) and pooling in the
 `run` function, in the worker thread: neither on the event loop.
+
+The queue is bounded (`max_pending` rows waiting): a request that would pass it is refused at once with a 429
+and Retry-After rather than queued without end; one alone is always taken, whatever its size (the API bounds
+a request's inputs). A request cancelled while it waits (its client gone, its deadline) takes its rows out of
+the queue, and rows of it already taken into the worker's round are skipped: no one's work is done for a
+request no one will read.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ import asyncio
 import threading
 from dataclasses import dataclass, field
 from typing import Callable
+
+from rostra.errors import TooManyRequests
 
 RunBatch = Callable[[list[list[int]]], list[list[float]]]  # token-id rows -> one vector per row, blocking
 
@@ -28,6 +36,7 @@ class _Job:
     loop: asyncio.AbstractEventLoop
     results: list[list[float] | None] = field(default_factory=list)
     remaining: int = 0
+    cancelled: bool = False  # its request was cancelled: its rows are not embedded
 
     def deliver(self, index: int, vector: list[float]) -> None:
         self.results[index] = vector
@@ -51,14 +60,19 @@ def _reject(future: asyncio.Future, error: BaseException) -> None:
         future.set_exception(error)
 
 
+MAX_PENDING_ROWS = 16_384  # eight requests of the API's 2,048 inputs
+
+
 class EmbeddingBatcher:
     def __init__(self, run: RunBatch, max_batch_size: int = 64, max_batch_tokens: int = 8192,
-                 wait: float = 0.002, name: str = "rostra-embed", prepare: Callable[[], None] | None = None):
+                 wait: float = 0.002, name: str = "rostra-embed", prepare: Callable[[], None] | None = None,
+                 max_pending: int = MAX_PENDING_ROWS):
         self.run = run
         self.prepare = prepare  # run first in the worker thread (per-thread library settings)
         self.max_batch_size = max_batch_size
         self.max_batch_tokens = max_batch_tokens  # rows x the longest row, padding included
         self.wait = wait
+        self.max_pending = max_pending
         self._pending: list[tuple[_Job, int]] = []
         self._ready = threading.Condition()
         self._stopped = False
@@ -80,9 +94,18 @@ class EmbeddingBatcher:
         with self._ready:
             if self._stopped:
                 raise RuntimeError("the embedding engine is stopped")
+            if self._pending and len(self._pending) + len(inputs) > self.max_pending:
+                raise TooManyRequests(f"the embedding queue is full ({len(self._pending)} inputs waiting); "
+                                      "retry shortly")
             self._pending.extend((job, index) for index in range(len(inputs)))
             self._ready.notify()
-        return await job.future  # type: ignore[no-any-return]
+        try:
+            return await job.future  # type: ignore[no-any-return]
+        except asyncio.CancelledError:
+            with self._ready:
+                job.cancelled = True
+                self._pending = [item for item in self._pending if item[0] is not job]
+            raise
 
     def _work(self) -> None:
         if self.prepare is not None:
@@ -100,6 +123,10 @@ class EmbeddingBatcher:
                 taken, self._pending = self._pending, []
             self._concurrent = len({id(job) for job, _ in taken}) > 1
             for batch in self.batches(taken):
+                with self._ready:  # (a request may have been cancelled since the round was taken)
+                    batch = [item for item in batch if not item[0].cancelled]
+                if not batch:
+                    continue
                 try:
                     vectors = self.run([job.inputs[index] for job, index in batch])
                 except BaseException as exc:  # the requests learn of it; the worker serves the next ones

@@ -69,6 +69,7 @@ _POOLING = {"mean": xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN,
 _FLASH_ATTN = {"auto": xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_AUTO,
                "on": xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_ENABLED,
                "off": xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED}
+READINESS_TIMEOUT = 2.0  # seconds llama.cpp's server may take to answer a readiness probe
 _GGUF_POOLING = {1: "mean", 2: "cls", 3: "last"}  # llama.cpp's enum values, as GGUF metadata stores them
 # Where llama.cpp's multimodal tokenizer places each image of a prompt. llama.cpp reads it once per process from
 # LLAMA_MEDIA_MARKER (else makes a random one it does not tell): set here, before any server starts, random so
@@ -267,6 +268,22 @@ class LlamaCppEngine(Engine):
 
     def running_requests(self) -> int:
         return len(self._running)
+
+    def slots_free(self) -> int:
+        return self._slots.free_count
+
+    async def readiness(self) -> str | None:
+        if self._server is None or self._loopback is None:
+            return "the llama.cpp server is not running"
+        busy = sum(1 for slot in self._slots.slots if slot.busy)
+        if busy > len(self._running):  # a slot held with no request to give it back: lost for good
+            return f"{busy - len(self._running)} of {self.parallel} slots are held by no request"
+        try:
+            async with asyncio.timeout(READINESS_TIMEOUT):
+                await self._loopback.get("/health")
+        except (LoopbackError, TimeoutError, ValueError) as exc:
+            return f"the llama.cpp server does not answer: {exc or type(exc).__name__}"
+        return None
 
     async def abort(self, request_id: str) -> None:
         stream = self._streams.get(request_id)

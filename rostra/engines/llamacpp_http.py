@@ -155,15 +155,15 @@ class LoopbackClient:
         self._head = (f"Host: {self.host}:{self.port}\r\nAuthorization: Bearer {api_key}\r\n"
                       "Content-Type: application/json\r\nConnection: close\r\n").encode()
 
-    async def _send(self, path: str, body: dict[str, Any]) -> _Exchange:
-        payload = orjson.dumps(body)
+    async def _send(self, path: str, body: dict[str, Any] | None, method: bytes = b"POST") -> _Exchange:
+        payload = orjson.dumps(body) if body is not None else b""
         loop = asyncio.get_running_loop()
         try:
             _, exchange = await loop.create_connection(_Exchange, self.host, self.port)
         except OSError as exc:
             raise LoopbackError(f"cannot reach llama.cpp's server: {exc}") from exc
         assert exchange.transport is not None
-        exchange.transport.write(b"POST " + path.encode() + b" HTTP/1.1\r\n" + self._head
+        exchange.transport.write(method + b" " + path.encode() + b" HTTP/1.1\r\n" + self._head
                                  + b"Content-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload)
         try:
             while exchange.status is None and not exchange.ended:
@@ -190,6 +190,16 @@ class LoopbackClient:
             exchange.close()
         if exchange.lost is not None:
             raise LoopbackError(f"llama.cpp {path}: connection lost: {exchange.lost}")
+        return orjson.loads(bytes(exchange.body))
+
+    async def get(self, path: str) -> Any:
+        """A GET request (llama.cpp's /health): the JSON reply."""
+        exchange = await self._send(path, None, b"GET")
+        try:
+            while not exchange.ended:
+                await exchange.wait()
+        finally:
+            exchange.close()
         return orjson.loads(bytes(exchange.body))
 
     async def stream(self, path: str, body: dict[str, Any]) -> EventStream:

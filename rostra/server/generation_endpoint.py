@@ -33,15 +33,17 @@ async def serve_generation(request: Request, service_of: Callable[[ModelBundle],
     runs, stream and background run included: it is never unloaded under it."""
     context = server_context(request)
     settings = context.settings
-    deadline = Deadline.after(settings.request_timeout)  # a model's load counts against it
-    lease = await context.models.acquire(body.model)
-    release: Callable[[], None] | None = lease.release  # handed on to whatever outlives this call
+    # The deadline bounds the admission wait and a model's load too. Admission first: --max-concurrency also
+    # bounds the loads requests cause (server/gate.py, the same gate for the other engine work).
+    deadline = Deadline.after(settings.request_timeout)
+    await deadline.wait_for(context.admission.acquire())
+    release: Callable[[], None] | None = context.admission.release  # handed on to whatever outlives this call
     try:
+        lease = await deadline.wait_for(context.models.acquire(body.model))
+        release = _both(context.admission.release, lease.release)
         if lease.bundle.engine.task == "embed":
             raise InvalidRequest(f"the model '{body.model}' is an embedding model (served with --task embed): it "
                                  "answers POST /v1/embeddings only", param="model", code="model_not_generative")
-        await context.admission.acquire()
-        release = _both(context.admission.release, lease.release)
         service = service_of(lease.bundle)
         if request.headers.get("x-request-id") and hasattr(body, "request_id"):
             body.request_id = request.headers["x-request-id"][:256]  # vLLM's: the header names the completion

@@ -39,7 +39,7 @@ class RequestIdMiddleware:
 
 # Routes that answer without a key: probes need them, and they reveal nothing about the model's use
 # (`HEAD /`: Claude Code's probe of its base URL).
-PUBLIC_PATHS = frozenset({"/health", "/version", "/"})
+PUBLIC_PATHS = frozenset({"/health", "/health/ready", "/version", "/"})
 
 
 class ApiKeyMiddleware:

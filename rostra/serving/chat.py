@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from rostra.engines.base import Engine
 from rostra.core import Prompt, TokenStep
-from rostra.errors import InvalidRequest
+from rostra.errors import InvalidRequest, NotImplementedHere
 from rostra.generation_defaults import GenerationDefaults
 from rostra.guided.constraints import Constraint, response_constraint
 from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, ToolCallStart
@@ -190,6 +190,19 @@ class ChatService(GenerationService):
         self.tool_parser = tool_parser
         self.reasoning_parser = reasoning_parser
         self.reasoning_fields = reasoning_fields
+
+    async def count_prompt_tokens(self, request: ChatCompletionRequest) -> int:
+        """The prompt's tokens as `prepare` counts them (template and tools included), for counting routes:
+        no output budget is checked (a prompt longer than the context is counted, not refused), and nothing
+        is generated. A model relayed to an upstream (a gateway's) has no tokenizer here: refused (501)
+        rather than counted by a generation upstream."""
+        check_model(request.model, self.served_names())
+        if self.engine.relays(request.model):
+            raise NotImplementedHere(f"the model '{request.model}' is served by an upstream server: rostra cannot "
+                                     "count its tokens (count them with the upstream's own tokenizer)",
+                                     param="model", code="count_not_supported")
+        rendered = await self.render(request)
+        return len(await rendered.tokenize(self.engine))
 
     async def prepare(self, request: ChatCompletionRequest, fit_context: bool | None = None) -> Job:
         """`fit_context`: whether a max_tokens longer than the room the prompt leaves is cut to that room rather

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import AsyncGenerator, TypeVar
+from typing import AsyncGenerator, Awaitable, TypeVar
 
 from rostra.errors import RequestTimeout
 
@@ -27,6 +27,20 @@ class Deadline:
 
     def error(self) -> RequestTimeout:
         return RequestTimeout(f"the request took longer than {self.seconds} s")
+
+    async def wait_for(self, work: Awaitable[T]) -> T:
+        """`work`'s result if it comes before the deadline; past it, RequestTimeout (and `work` is cancelled).
+        Bounds the waits before a request runs (admission, a model's load) as well as its work."""
+        if self.at is None:
+            return await work
+        scope = asyncio.timeout_at(self.at)
+        try:
+            async with scope:
+                return await work
+        except TimeoutError:
+            if scope.expired():
+                raise self.error() from None
+            raise
 
     def bound(self, stream: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
         """`stream`'s items until the deadline; past it, RequestTimeout (and `stream` is closed).

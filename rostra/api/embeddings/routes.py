@@ -6,8 +6,8 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from rostra.api.embeddings.request import EmbeddingRequest
-from rostra.server.context import server_context
-from rostra.server.generation_endpoint import json_response
+from rostra.server.gate import gated
+from rostra.server.generation_endpoint import CLIENT_CLOSED, json_response
 from rostra.server.request_body import parse_body
 
 router = APIRouter()
@@ -15,8 +15,8 @@ router = APIRouter()
 
 async def create_embeddings(request: Request) -> Response:
     body = await parse_body(request, EmbeddingRequest)
-    async with await server_context(request).models.acquire(body.model) as model:  # held while it embeds
-        return json_response(await model.embeddings.create(body))
+    result = await gated(request, body.model, lambda model: model.embeddings.create(body))
+    return Response(status_code=CLIENT_CLOSED) if result is None else json_response(result)
 
 
 # A plain Starlette route, as the generation endpoints' (rostra/server/routes/completions.py says why).

@@ -15,8 +15,8 @@ from starlette.responses import Response
 from rostra.api.messages.errors import error_response
 from rostra.api.messages.models import CountTokensRequest, MessagesRequest
 from rostra.errors import APIError, ServerError
-from rostra.server.context import server_context
-from rostra.server.generation_endpoint import json_response, serve_generation
+from rostra.server.gate import gated
+from rostra.server.generation_endpoint import CLIENT_CLOSED, json_response, serve_generation
 from rostra.server.request_body import parse_body
 
 log = logging.getLogger("rostra.server")
@@ -34,8 +34,8 @@ async def create_message(request: Request) -> Response:
 async def count_tokens(request: Request) -> Response:
     try:
         body = await parse_body(request, CountTokensRequest)
-        async with await server_context(request).models.acquire(body.model) as model:
-            return json_response({"input_tokens": await model.messages.count_tokens(body)})
+        count = await gated(request, body.model, lambda model: model.messages.count_tokens(body))
+        return Response(status_code=CLIENT_CLOSED) if count is None else json_response({"input_tokens": count})
     except Exception as exc:
         return _error(request, exc)
 

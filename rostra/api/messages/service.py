@@ -83,8 +83,7 @@ class MessagesService:
 
     async def count_tokens(self, request: MessagesRequestFields) -> int:
         """The prompt's tokens exactly as /v1/messages would count them: template and tools included."""
-        job = await self.chat.prepare(self.chat_request(request), fit_context=True)
-        return job.stats.prompt_tokens
+        return await self.chat.count_prompt_tokens(self.chat_request(request))
 
     def chat_request(self, request: MessagesRequestFields, max_tokens: int | None = None) -> ChatCompletionRequest:
         messages = chat_messages(request, self.sealer, self.keep_attribution)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from fastapi.responses import Response
+from fastapi.responses import JSONResponse, Response
 
 from rostra import __version__
 from rostra.server.context import server_context
 from rostra.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from rostra.server.models.readiness import readiness
 
 router = APIRouter()
 
@@ -27,6 +28,18 @@ async def health(request: Request):
     return {"status": "ok", "running": running,
             "models": {slot.spec.name: {"state": slot.state, **(slot.bundle.engine.health() if slot.bundle else {})}
                        for slot in models.slots}}
+
+
+@router.get("/health/ready")
+async def ready(request: Request):
+    """Readiness (Kubernetes' readinessProbe, a load balancer): 200 when every model that must be up can take
+    work, else 503 with the reasons (server/models/readiness.py). Public; the per-model details need a key."""
+    state = await readiness(server_context(request).models)
+    body: dict = {"status": "ready" if state.ready else "unavailable"}
+    if request.scope.get("state", {}).get("authorized", True):
+        body["reasons"] = state.reasons
+        body["models"] = [vars(model) for model in state.models]
+    return JSONResponse(body, status_code=200 if state.ready else 503)
 
 
 @router.get("/metrics")

@@ -1,0 +1,83 @@
+"""The one gate (rostra/server/gate.py) in-process: /v1/embeddings, /v1/messages/count_tokens, /tokenize and
+/detokenize take an admission slot before their model lease, the request's deadline bounds the admission wait,
+a client that goes away while waiting leaves no count behind, and counting never refuses a long prompt."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from harness import MODEL, InProcessServer
+
+SCRIPT = [{"match": "", "output": "Hello."}]
+ROUTES = [
+    ("/tokenize", {"model": MODEL, "prompt": "hello there"}),
+    ("/detokenize", {"model": MODEL, "tokens": [1, 2, 3]}),
+    ("/v1/messages/count_tokens", {"model": MODEL, "messages": [{"role": "user", "content": "hello"}]}),
+]
+
+
+def run(coroutine):
+    return asyncio.run(asyncio.wait_for(coroutine, 30))
+
+
+def admission(server: InProcessServer):
+    return server.app.state.rostra.admission
+
+
+@pytest.mark.parametrize("path,body", ROUTES)
+def test_beyond_the_queue_the_route_gets_a_429_with_retry_after(tmp_path, path, body):
+    async def scenario():
+        async with InProcessServer(tmp_path, SCRIPT, max_concurrency=1, max_queue=0) as server:
+            await admission(server).acquire()  # the one slot: taken
+            response = await server.client.post(path, json=body)
+            admission(server).release()
+            after = await server.client.post(path, json=body)
+            return response, after
+    response, after = run(scenario())
+    assert response.status_code == 429 and "retry-after" in response.headers, response.text
+    assert after.status_code == 200, after.text
+
+
+@pytest.mark.parametrize("path,body", ROUTES)
+def test_the_deadline_bounds_the_admission_wait(tmp_path, path, body):
+    async def scenario():
+        async with InProcessServer(tmp_path, SCRIPT, max_concurrency=1, max_queue=4, request_timeout=0.3) as server:
+            await admission(server).acquire()
+            response = await server.client.post(path, json=body)
+            counts = admission(server).running, admission(server).waiting
+            admission(server).release()
+            return response, counts
+    response, counts = run(scenario())
+    assert response.status_code == 504, response.text
+    assert counts == (1, 0)  # only the slot the test holds
+
+
+@pytest.mark.parametrize("path,body", ROUTES)
+def test_a_client_gone_while_waiting_for_admission_leaves_nothing_behind(tmp_path, path, body):
+    async def scenario():
+        async with InProcessServer(tmp_path, SCRIPT, max_concurrency=1, max_queue=4) as server:
+            await admission(server).acquire()
+            exchange = server.call("POST", path, body)
+            for _ in range(20):
+                await asyncio.sleep(0)
+            waiting = admission(server).waiting
+            exchange.hang_up()
+            await exchange.finished()
+            counts = admission(server).running, admission(server).waiting
+            admission(server).release()
+            return waiting, exchange.status, counts
+    waiting, status, counts = run(scenario())
+    assert waiting == 1 and status == 499 and counts == (1, 0)
+
+
+def test_count_tokens_counts_a_prompt_longer_than_the_context(tmp_path):
+    async def scenario():
+        async with InProcessServer(tmp_path, SCRIPT) as server:
+            long = "word " * 6000  # past the harness's 4,096-token context
+            return await server.client.post("/v1/messages/count_tokens", json={
+                "model": MODEL, "messages": [{"role": "user", "content": long}]})
+    response = run(scenario())
+    assert response.status_code == 200, response.text
+    assert response.json()["input_tokens"] > 4096
