@@ -79,7 +79,9 @@ class ChoicePipeline:
         else:
             self._undecided_tokens = 0
 
-    def finish(self, engine_reason: EngineFinishReason) -> list[Event]:
+    def finish(self, engine_reason: EngineFinishReason, engine_stop: int | str | None = None) -> list[Event]:
+        """`engine_stop`: the stop the engine matched itself, if it says (an upstream's stop_reason)."""
+        self._decoder.note_engine_stop(engine_stop)
         events = self._parse(self._decoder.finish())
         for position, parser in enumerate(self._parsers):
             flushed = parser.finish()

@@ -150,6 +150,7 @@ async def choice_events(engine: Engine, request_id: str, run: ChoiceRun, stats: 
     if run.prefix and not run.score_prefix:
         yield Text(run.prefix)
     reason: FinishReason = "stop"
+    engine_stop: int | str | None = None  # what the engine says stopped it (an upstream's stop_reason)
     pipeline, params = run.pipeline, run.params
     if pipeline is None or params is None:
         raise ServerError("a relayed choice has no generation of its own")  # relay_job gives it a source
@@ -169,13 +170,14 @@ async def choice_events(engine: Engine, request_id: str, run: ChoiceRun, stats: 
                 for event in events:
                     yield event
                 reason = output.finish_reason or reason
+                engine_stop = output.stop_reason if output.stop_reason is not None else engine_stop
                 if pipeline.stopped:
                     break  # a stop string or stop token: closing the generation aborts it
     except EngineError as exc:
         raise ServerError(f"the engine failed: {exc}") from exc
     if run.score_prefix and run.prompt_logprobs is None:  # the engine ended before scoring: echo it unscored
         yield Text(run.prefix)
-    for event in pipeline.finish(reason):
+    for event in pipeline.finish(reason, engine_stop):
         yield event
 
 
