@@ -263,3 +263,39 @@ def test_gateway_raw_mode_sends_repeat_penalty_and_stop_token_ids(together_gatew
     assert post(together_gateways[0].base_url, "/v1/completions",
                 together_request("/v1/completions", repeat_penalty=1.2)).status_code == 200
     assert together.bodies[-1]["repeat_penalty"] == together.bodies[-1]["repetition_penalty"] == 1.2
+
+
+# -- logprobs of impossible tokens -----------------------------------------------------------------
+
+def test_minus_infinity_logprobs_are_minus_9999():
+    """A banned token's logprob is -inf, which JSON cannot spell (it went out as null); vLLM sends -9999.0."""
+    import json as jsonlib
+
+    from rostra.core import TokenStep, TopLogprob
+    from rostra.server.sse import json_bytes
+    from rostra.serving.chat import logprobs_content
+    from rostra.serving.completions import LegacyLogprobs
+    from rostra.serving.extensions import vllm_prompt_logprobs
+
+    inf = float("-inf")
+    step = TokenStep(5, b"a", inf, (TopLogprob(6, b"b", -0.1), TopLogprob(5, b"a", inf)))
+    chat_entry = jsonlib.loads(json_bytes({"c": logprobs_content((step,))}))["c"][0]
+    assert chat_entry["logprob"] == -9999.0 and [t["logprob"] for t in chat_entry["top_logprobs"]] == [-0.1, -9999.0]
+    legacy = jsonlib.loads(json_bytes(LegacyLogprobs().render("a", (step,))))
+    assert legacy["token_logprobs"] == [-9999.0] and legacy["top_logprobs"] == [{"b": -0.1, "a": -9999.0}]
+    prompt = jsonlib.loads(json_bytes({"p": vllm_prompt_logprobs((None, step), lambda data: data.decode())}))["p"]
+    assert prompt[0] is None and prompt[1]["5"]["logprob"] == -9999.0 and prompt[1]["6"]["logprob"] == -0.1
+
+
+def test_continuous_usage_stats_per_choice(seeds_server):
+    """vLLM's: each chunk's usage counts the tokens of the choice it carries, not of all choices together."""
+    chunks = stream(seeds_server.base_url, "/v1/completions",
+                    {"model": MODEL, "prompt": "count to ten", "max_tokens": 5, "n": 3,
+                     "stream_options": {"include_usage": True, "continuous_usage_stats": True}}, "completion_chunk")
+    counts: dict[int, list[int]] = {}
+    for chunk in chunks:
+        for choice in chunk["choices"]:
+            if choice["text"]:
+                counts.setdefault(choice["index"], []).append(chunk["usage"]["completion_tokens"])
+    assert counts == {index: [1, 2, 3, 4, 5] for index in range(3)}
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == 15

@@ -7,6 +7,13 @@ from typing import Any
 from rostra.core import TokenStep, TopLogprob
 
 UNKNOWN_TOKEN = -1  # an upstream names tokens by their text, not their ids
+# vLLM's spelling of an impossible token's logprob (-inf, which JSON cannot say): clients parse a number.
+LOGPROB_FLOOR = -9999.0
+
+
+def wire_logprob(logprob: float) -> float:
+    """A logprob as the wire carries it: -inf (a banned or masked token) as vLLM sends it, -9999.0."""
+    return max(logprob, LOGPROB_FLOOR)
 
 
 def completion_steps(text: str, logprobs: dict[str, Any] | float | None) -> tuple[TokenStep, ...]:
