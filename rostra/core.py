@@ -143,6 +143,9 @@ class EngineOutput:
     # The prompt's tokens scored (params.prompt_logprobs): None for the first token, which nothing
     # predicts, then each token's step with its top alternatives. On the first output only.
     prompt_logprobs: tuple[TokenStep | None, ...] | None = None
+    # What the engine says stopped it, where it matched a stop itself (an upstream's vLLM `stop_reason`: a stop
+    # string, or a stop token's id); None: nothing, or rostra's decoder matched it.
+    stop_reason: int | str | None = None
 
 
 @dataclass(frozen=True)

@@ -191,3 +191,111 @@ def test_native_samplers_an_engine_lacks_are_a_400_naming_it():
     # Off values (typical_p 1, mirostat 0, multipliers 0) and a sampler's tuning alone change nothing: accepted.
     Engine.check_params(vllm, SamplingParams(8, samplers=NativeSamplers(typical_p=1.0, mirostat=0, dry_base=2.0,
                                                                         xtc_threshold=0.2, dry_multiplier=0.0)))
+
+
+# -- the gateway's conversions ---------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def together():
+    from together_upstream import TogetherUpstream
+
+    upstream = TogetherUpstream()
+    yield upstream
+    upstream.stop()
+
+
+@pytest.fixture(scope="module")
+def together_gateways(together):
+    """The same Together-style upstream, in raw mode (rostra's prompt) and passed through."""
+    from rostra.embedded import embedded_model_path
+    from servers import RunningServer
+
+    common = ["--engine", "remote", "--health-check-interval", "0.5"]
+    raw = RunningServer([*common, "--upstream", f"{together.v1},mode=raw", "--tokenizer", str(embedded_model_path()),
+                         "--max-model-len", "2048"])
+    passthrough = RunningServer([*common, "--upstream", together.v1])
+    yield raw, passthrough
+    raw.stop()
+    passthrough.stop()
+
+
+def together_request(path: str, **fields) -> dict:
+    body = {"model": "together-model", "max_tokens": 8, **fields}
+    return {**body, "messages": [{"role": "user", "content": "sea?"}]} if "chat" in path else {**body, "prompt": "sea?"}
+
+
+@pytest.mark.parametrize("path,kind", [("/v1/completions", "completion_chunk"), ("/v1/chat/completions", "chat_chunk")])
+def test_gateway_float_logprobs(together_gateways, path, kind):
+    """Together sends each piece's logprob as a bare number: streamed and not, in both modes, no server error."""
+    for gateway in together_gateways:
+        logprobs = {"logprobs": 1} if "chat" not in path else {"logprobs": True}
+        chunks = stream(gateway.base_url, path, together_request(path, **logprobs), kind)
+        whole = post(gateway.base_url, path, together_request(path, **logprobs))
+        assert whole.status_code == 200, whole.text
+        choice = check(kind.removesuffix("_chunk"), whole.json())["choices"][0]
+        text = choice.get("text") if "chat" not in path else choice["message"]["content"]
+        assert text == " the sea is calm"
+        scores = (choice["logprobs"]["token_logprobs"] if "chat" not in path
+                  else [entry["logprob"] for entry in choice["logprobs"]["content"]])
+        assert scores == [-0.25] * 4
+        assert any(c.get("finish_reason") == "stop" for chunk in chunks for c in chunk["choices"])
+
+
+def test_gateway_stop_reason(together_gateways):
+    """The upstream's stop_reason (here a stop token's id) comes through, in raw mode and passed through."""
+    for gateway in together_gateways:
+        for path in ("/v1/completions", "/v1/chat/completions"):
+            choice = post(gateway.base_url, path, together_request(path)).json()["choices"][0]
+            assert choice["stop_reason"] == 7, (gateway.base_url, path, choice)
+    raw = post(together_gateways[0].base_url, "/v1/completions", together_request("/v1/completions")).json()
+    seventh = post(together_gateways[0].base_url, "/detokenize", {"tokens": [7]}).json()["prompt"]
+    assert seventh and raw["choices"][0]["stop_str"] == seventh  # token 7's text, from the gateway's tokenizer
+
+
+def test_gateway_raw_mode_sends_repeat_penalty_and_stop_token_ids(together_gateways, together):
+    together.bodies.clear()
+    post(together_gateways[0].base_url, "/v1/completions",
+         together_request("/v1/completions", repetition_penalty=1.3, stop_token_ids=[7]))
+    sent = together.bodies[-1]
+    assert sent["repetition_penalty"] == sent["repeat_penalty"] == 1.3
+    assert sent["stop_token_ids"] == [7]
+    # The other direction: llama.cpp's name is accepted by rostra, as repetition_penalty.
+    assert post(together_gateways[0].base_url, "/v1/completions",
+                together_request("/v1/completions", repeat_penalty=1.2)).status_code == 200
+    assert together.bodies[-1]["repeat_penalty"] == together.bodies[-1]["repetition_penalty"] == 1.2
+
+
+# -- logprobs of impossible tokens -----------------------------------------------------------------
+
+def test_minus_infinity_logprobs_are_minus_9999():
+    """A banned token's logprob is -inf, which JSON cannot spell (it went out as null); vLLM sends -9999.0."""
+    import json as jsonlib
+
+    from rostra.core import TokenStep, TopLogprob
+    from rostra.server.sse import json_bytes
+    from rostra.serving.chat import logprobs_content
+    from rostra.serving.completions import LegacyLogprobs
+    from rostra.serving.extensions import vllm_prompt_logprobs
+
+    inf = float("-inf")
+    step = TokenStep(5, b"a", inf, (TopLogprob(6, b"b", -0.1), TopLogprob(5, b"a", inf)))
+    chat_entry = jsonlib.loads(json_bytes({"c": logprobs_content((step,))}))["c"][0]
+    assert chat_entry["logprob"] == -9999.0 and [t["logprob"] for t in chat_entry["top_logprobs"]] == [-0.1, -9999.0]
+    legacy = jsonlib.loads(json_bytes(LegacyLogprobs().render("a", (step,))))
+    assert legacy["token_logprobs"] == [-9999.0] and legacy["top_logprobs"] == [{"b": -0.1, "a": -9999.0}]
+    prompt = jsonlib.loads(json_bytes({"p": vllm_prompt_logprobs((None, step), lambda data: data.decode())}))["p"]
+    assert prompt[0] is None and prompt[1]["5"]["logprob"] == -9999.0 and prompt[1]["6"]["logprob"] == -0.1
+
+
+def test_continuous_usage_stats_per_choice(seeds_server):
+    """vLLM's: each chunk's usage counts the tokens of the choice it carries, not of all choices together."""
+    chunks = stream(seeds_server.base_url, "/v1/completions",
+                    {"model": MODEL, "prompt": "count to ten", "max_tokens": 5, "n": 3,
+                     "stream_options": {"include_usage": True, "continuous_usage_stats": True}}, "completion_chunk")
+    counts: dict[int, list[int]] = {}
+    for chunk in chunks:
+        for choice in chunk["choices"]:
+            if choice["text"]:
+                counts.setdefault(choice["index"], []).append(chunk["usage"]["completion_tokens"])
+    assert counts == {index: [1, 2, 3, 4, 5] for index in range(3)}
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == 15

@@ -343,7 +343,7 @@ class LlamaCppEngine(Engine):
             # llama.cpp sends no probabilities for any token once a slot has drafted: asked for, they come
             # from the server that does not draft.
             loopback, slots = self._undrafted_route
-        body = _request_body(prompt_ids, params, self.vocab_size)
+        body = _request_body(prompt_ids, params, self.vocab_size, self.model.context_length)
         if multimodal is not None:
             body["prompt"] = multimodal
         chunks = _Chunks(params.top_logprobs or 0, self.token_bytes, self._token_ids)
@@ -388,7 +388,7 @@ def _token_at(tokens: list[str], index: int | None) -> str:
     return tokens[index] if index is not None and 0 <= index < len(tokens) else ""
 
 
-def _request_body(prompt_ids: list[int], params: SamplingParams, vocab_size: int) -> dict:
+def _request_body(prompt_ids: list[int], params: SamplingParams, vocab_size: int, context_length: int = 0) -> dict:
     body: dict[str, Any] = {
         "prompt": prompt_ids,
         "stream": True,
@@ -421,6 +421,8 @@ def _request_body(prompt_ids: list[int], params: SamplingParams, vocab_size: int
     # DRY, XTC, mirostat, typical_p: llama.cpp's own samplers, under its own names.
     body.update({name: list(value) if isinstance(value, tuple) else value
                  for name, value in params.samplers.given().items()})
+    if body.get("dry_penalty_last_n") == -1:  # "the whole context": this server takes only the count
+        body["dry_penalty_last_n"] = context_length
     return body
 
 

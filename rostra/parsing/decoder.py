@@ -17,10 +17,10 @@ from rostra.core import TokenStep
 
 @dataclass(frozen=True)
 class StopToken:
-    """A stop_token_ids token that ended the text, and its text."""
+    """A stop_token_ids token that ended the text, and its text (None: not known, as from an upstream)."""
 
     token_id: int
-    text: str
+    text: str | None
 
 
 class Decoder:
@@ -71,6 +71,15 @@ class Decoder:
             self._held = text[-keep:]
             return text[:-keep]
         return text
+
+    def note_engine_stop(self, stop: int | str | None) -> None:
+        """A stop the engine matched itself (a stop token an upstream stopped on): named as if matched here."""
+        if self.stop_string is not None or self.stop_token is not None or stop is None:
+            return
+        if isinstance(stop, str):
+            self.stop_string = stop
+        else:
+            self.stop_token = StopToken(stop, self._token_text(stop) if self._token_text else None)
 
     def finish(self, cut: bool = False) -> str:
         """Whatever is still held back, once the engine is done. `cut`: the budget ended the output, and the

@@ -85,7 +85,9 @@ class ChoicePipeline:
         else:
             self._undecided_tokens = 0
 
-    def finish(self, engine_reason: EngineFinishReason) -> list[Event]:
+    def finish(self, engine_reason: EngineFinishReason, engine_stop: int | str | None = None) -> list[Event]:
+        """`engine_stop`: the stop the engine matched itself, if it says (an upstream's stop_reason)."""
+        self._decoder.note_engine_stop(engine_stop)
         # The budget ended the output: what a tool parser still holds is an unfinished call (or the start of
         # one), never an answer; calls it ends now were cut.
         cut = engine_reason == "length" and not self._decoder.stopped

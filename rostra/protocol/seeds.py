@@ -21,7 +21,8 @@ MAX_BANNED = 1024  # banned_tokens / allowed_tokens entries beyond allowed_token
 MAX_SEQUENCE_BREAKERS = 64
 MAX_REQUEST_ID = 256
 
-# Fields folded into another field of the request (the relay forwards that one), and the request's own name.
+# Fields folded into another field of the request: the relay forwards that one (repeat_penalty goes as written
+# too: llama.cpp's servers read only that name).
 FOLDED_FIELDS = frozenset({"structured_outputs", "json_schema", "regex_pattern", "grammar_string", "banned_strings",
                            "banned_tokens", "allowed_tokens", "ban_eos_token", "mirostat_mode", "dry_range"})
 
@@ -72,6 +73,8 @@ class SeedFields(StrictModel):
     banned_tokens: Annotated[list[int], Field(max_length=MAX_BANNED)] | str | None = None
     allowed_tokens: Annotated[list[int], Field(max_length=MAX_BANNED)] | str | None = None
     ban_eos_token: bool = False
+    # llama.cpp's name for repetition_penalty (a gateway's raw mode sends both)
+    repeat_penalty: Annotated[float, Field(gt=0, le=10)] | None = None
     # llama.cpp's samplers (tabby's names too: mirostat_mode, dry_range)
     typical_p: Annotated[float, Field(gt=0, le=1)] | None = None
     mirostat: Annotated[int, Field(ge=0, le=2)] | None = None
@@ -100,6 +103,7 @@ class SeedFields(StrictModel):
                                  param="structured_outputs" if self.structured_outputs else _alias_of(next(iter(guided))))
         for name, value in guided.items():
             self._merge(name, value, _alias_of(name) if not self.structured_outputs else "structured_outputs")
+        self._merge("repetition_penalty", self.repeat_penalty, "repeat_penalty")
         self._merge("mirostat", self.mirostat_mode, "mirostat_mode")
         self._merge("dry_penalty_last_n", self.dry_range, "dry_range")
         self._merge("allowed_token_ids", _token_list(self.allowed_tokens, "allowed_tokens"), "allowed_tokens")

@@ -20,6 +20,7 @@ from rostra.images.loader import ImageLoader
 from rostra.prompt.messages import PromptImages, image_parts, message_text, template_messages, text_only
 from rostra.prompt.special_text import RenderedPrompt, SpecialTextGuard
 from rostra.protocol.chat import ChatCompletionRequest
+from rostra.protocol.logprobs import wire_logprob
 from rostra.serving.generation import (
     STOP_FIELDS,
     ChoiceRun,
@@ -55,10 +56,10 @@ def logprobs_content(tokens: tuple[TokenStep, ...], as_ids: bool = False) -> lis
     return [
         {
             "token": token_label(step.token_id, step.token_bytes, as_ids),
-            "logprob": step.logprob if step.logprob is not None else 0.0,
+            "logprob": wire_logprob(step.logprob) if step.logprob is not None else 0.0,
             "bytes": list(step.token_bytes),
             "top_logprobs": [
-                {"token": token_label(top.token_id, top.token_bytes, as_ids), "logprob": top.logprob,
+                {"token": token_label(top.token_id, top.token_bytes, as_ids), "logprob": wire_logprob(top.logprob),
                  "bytes": list(top.token_bytes)}
                 for top in step.top_logprobs
             ],

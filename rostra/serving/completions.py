@@ -13,6 +13,7 @@ from rostra.guided.constraints import response_constraint
 from rostra.parsing.events import Event, Finish, Text
 from rostra.parsing.parser import ChoicePipeline
 from rostra.protocol.completions import CompletionRequest
+from rostra.protocol.logprobs import wire_logprob
 from rostra.serving.generation import (
     STOP_FIELDS,
     ChoiceRun,
@@ -61,9 +62,9 @@ class LegacyLogprobs:
             token = token_text(step.token_bytes)
             out["tokens"].append(token_label(step.token_id, step.token_bytes, self.tokens_as_ids))
             unscored = step.logprob is None and not step.top_logprobs  # an echoed prompt's first token (null)
-            out["token_logprobs"].append(None if unscored else step.logprob or 0.0)
+            out["token_logprobs"].append(None if unscored else wire_logprob(step.logprob or 0.0))
             out["top_logprobs"].append(None if unscored else
-                                       {token_label(top.token_id, top.token_bytes, self.tokens_as_ids): top.logprob
+                                       {token_label(top.token_id, top.token_bytes, self.tokens_as_ids): wire_logprob(top.logprob)
                                         for top in step.top_logprobs})
             out["text_offset"].append(self.offset)
             self.offset += len(token)

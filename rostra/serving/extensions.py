@@ -15,6 +15,7 @@ from rostra.core import TokenStep
 from rostra.errors import InvalidRequest
 from rostra.parsing.decoder import Decoder
 from rostra.protocol.common import SamplingFields
+from rostra.protocol.logprobs import wire_logprob
 
 
 async def engine_extensions(engine: Engine, request: SamplingFields) -> dict[str, Any]:
@@ -74,11 +75,12 @@ def vllm_prompt_logprobs(steps: tuple[TokenStep | None, ...] | None,
         if step is None:
             out.append(None)
             continue
-        entry = {str(top.token_id): {"logprob": top.logprob, "rank": rank, "decoded_token": detokenize(top.token_bytes)}
+        entry = {str(top.token_id): {"logprob": wire_logprob(top.logprob), "rank": rank,
+                                     "decoded_token": detokenize(top.token_bytes)}
                  for rank, top in enumerate(step.top_logprobs, start=1)}
         if str(step.token_id) not in entry:
             rank = 1 + sum(1 for top in step.top_logprobs if top.logprob > (step.logprob or 0.0))
-            entry[str(step.token_id)] = {"logprob": step.logprob, "rank": rank,
+            entry[str(step.token_id)] = {"logprob": None if step.logprob is None else wire_logprob(step.logprob), "rank": rank,
                                          "decoded_token": detokenize(step.token_bytes)}
         out.append(entry)
     return out

@@ -65,7 +65,9 @@ class RequestStats:
 
     prompt_tokens: int = 0
     completion_tokens: int = 0  # of the choices that finished
-    generated: int = 0  # tokens sampled so far, all choices (the running count continuous usage reports)
+    generated: int = 0  # tokens sampled so far, all choices
+    # Per choice (the running count continuous usage reports on that choice's chunks, as vLLM does).
+    generated_by_choice: dict[int, int] = field(default_factory=dict)
     cached_by_group: dict[int, int] = field(default_factory=dict)  # prompt tokens from the prefix cache
     cached_tokens: int = 0  # their sum, kept as they come (usage is read per chunk: no sum over all prompts)
     reasoning_tokens: int | None = None  # None: no reasoning parser, the detail is left out
@@ -96,9 +98,18 @@ class RequestStats:
             self.cached_by_group[group] = cached
             self.cached_tokens += cached - before
 
-    def usage(self, running: bool = False) -> dict[str, Any]:
-        """`running`: mid-stream, the tokens generated so far (continuous_usage_stats)."""
-        completion = max(self.generated, self.completion_tokens) if running else self.completion_tokens
+    def note_generated(self, choice: int, tokens: int) -> None:
+        self.generated += tokens
+        self.generated_by_choice[choice] = self.generated_by_choice.get(choice, 0) + tokens
+
+    def usage(self, running: bool = False, choice: int | None = None) -> dict[str, Any]:
+        """`running`: mid-stream, the tokens generated so far (continuous_usage_stats): of `choice`, when the
+        chunk is that choice's and its count is known (a relayed upstream's comes with its last usage only)."""
+        completion = self.completion_tokens
+        if running and choice is not None and choice in self.generated_by_choice:
+            completion = self.generated_by_choice[choice]
+        elif running:
+            completion = max(self.generated, self.completion_tokens)
         usage: dict[str, Any] = {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
                  "total_tokens": self.prompt_tokens + completion,
                  "prompt_tokens_details": {"cached_tokens": self.cached_tokens}}
@@ -153,6 +164,7 @@ async def choice_events(engine: Engine, request_id: str, run: ChoiceRun, stats: 
     if run.prefix and not run.score_prefix:
         yield Text(run.prefix)
     reason: FinishReason = "stop"
+    engine_stop: int | str | None = None  # what the engine says stopped it (an upstream's stop_reason)
     pipeline, params = run.pipeline, run.params
     if pipeline is None or params is None:
         raise ServerError("a relayed choice has no generation of its own")  # relay_job gives it a source
@@ -174,17 +186,18 @@ async def choice_events(engine: Engine, request_id: str, run: ChoiceRun, stats: 
                     stats.prompt_tokens = output.prompt_tokens
                 before = pipeline.completion_tokens
                 events = pipeline.feed(output)
-                stats.generated += pipeline.completion_tokens - before  # counted before its chunks go out
+                stats.note_generated(run.index, pipeline.completion_tokens - before)  # before its chunks go out
                 for event in events:
                     yield event
                 reason = output.finish_reason or reason
+                engine_stop = output.stop_reason if output.stop_reason is not None else engine_stop
                 if pipeline.stopped:
                     break  # a stop string or stop token: closing the generation aborts it
     except EngineError as exc:
         raise ServerError(f"the engine failed: {exc}") from exc
     if run.score_prefix and run.prompt_logprobs is None:  # the engine ended before scoring: echo it unscored
         yield Text(run.prefix)
-    for event in pipeline.finish(reason):
+    for event in pipeline.finish(reason, engine_stop):
         yield event
 
 
@@ -465,7 +478,7 @@ class GenerationStream:
     def chunk(self, choices: list[dict[str, Any]]) -> dict[str, Any]:
         chunk = self.job.envelope(self.object_name, choices)
         if self.options.continuous_usage:
-            chunk["usage"] = self.job.stats.usage(running=True)
+            chunk["usage"] = self.job.stats.usage(running=True, choice=choices[0]["index"] if len(choices) == 1 else None)
         elif self.options.include_usage and self.null_usage:
             chunk["usage"] = None
         return chunk

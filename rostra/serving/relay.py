@@ -13,13 +13,14 @@ from typing import Any, AsyncGenerator, Callable, get_args
 from rostra.engines.base import Engine, RelayedStream
 from rostra.core import Prompt
 from rostra.errors import BadGateway, InvalidRequest
+from rostra.parsing.decoder import StopToken
 from rostra.parsing.events import (Event, Finish, FinishReason, Reasoning, Text, ToolCallArgs, ToolCallEnd,
                                    ToolCallStart)
 from rostra.parsing.tools.emitter import CallEmitter
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.protocol.completions import CompletionRequest
 from rostra.protocol.seeds import FOLDED_FIELDS
-from rostra.protocol.logprobs import chat_step, completion_steps
+from rostra.protocol.logprobs import chat_steps, completion_steps
 from rostra.serving.generation import ChoiceRun, Job, RequestStats, job_id
 
 # An upstream's finish_reason -> rostra's (one it does not know reads as "stop").
@@ -33,7 +34,7 @@ async def relay_job(engine: Engine, request: ChatCompletionRequest | CompletionR
     `make_emitter`: the request's CallEmitter, which the upstream's tool calls pass too.
     Sampling extensions (min_tokens, bad_words, ...) go upstream with the body; the ones that add
     fields to the answer are refused: the chunks are read as events, which carry no such fields."""
-    for name in ("return_token_ids", "prompt_logprobs"):
+    for name in ("return_token_ids", "return_tokens_as_token_ids", "prompt_logprobs"):
         if getattr(request, name, None) not in (None, False):
             raise InvalidRequest(f"{name} is not supported for models served through the gateway", param=name)
     # Folded aliases go as the fields they were folded into; the request's id names rostra's completion.
@@ -101,14 +102,14 @@ class ChatChunkEvents:
         if reasoning:
             events.append(Reasoning(reasoning))
         content = delta.get("content")
-        logprobs = (choice.get("logprobs") or {}).get("content") or ()
+        logprobs = chat_steps(content or "", choice.get("logprobs"))
         if content or logprobs:
-            events.append(Text(content or "", tuple(chat_step(entry) for entry in logprobs)))
+            events.append(Text(content or "", logprobs))
         for call in delta.get("tool_calls") or ():
             events += self._tool_call(index, call)
         reason = choice.get("finish_reason")
         if reason:
-            events += self.finish(index, reason)
+            events += self.finish(index, reason, choice)
         return events
 
     def _tool_call(self, index: int, call: dict[str, Any]) -> list[Event]:
@@ -124,9 +125,9 @@ class ChatChunkEvents:
             events.append(ToolCallArgs(number, function["arguments"]))
         return events
 
-    def finish(self, index: int, reason: str) -> list[Event]:
+    def finish(self, index: int, reason: str, choice: dict[str, Any] | None = None) -> list[Event]:
         ends: list[Event] = [ToolCallEnd(number) for number in self.open_calls.pop(index, [])]
-        return ends + [Finish(FINISH_REASONS.get(reason, "stop"), 0)]
+        return ends + [upstream_finish(reason, choice or {})]
 
 
 class CompletionChunkEvents:
@@ -139,11 +140,22 @@ class CompletionChunkEvents:
             steps = completion_steps(text, choice.get("logprobs"))
             events.append(Text(text, steps if choice.get("logprobs") else ()))
         if choice.get("finish_reason"):
-            events += self.finish(index, choice["finish_reason"])
+            events += self.finish(index, choice["finish_reason"], choice)
         return events
 
-    def finish(self, index: int, reason: str) -> list[Event]:
-        return [Finish(FINISH_REASONS.get(reason, "stop"), 0)]
+    def finish(self, index: int, reason: str, choice: dict[str, Any] | None = None) -> list[Event]:
+        return [upstream_finish(reason, choice or {})]
+
+
+def upstream_finish(reason: str, choice: dict[str, Any]) -> Finish:
+    """The upstream's finish, with what it says stopped the choice (vLLM's stop_reason, tabby's stop_str)."""
+    stop_reason, stop_str = choice.get("stop_reason"), choice.get("stop_str")
+    text = stop_str if isinstance(stop_str, str) else None
+    if isinstance(stop_reason, str):
+        return Finish(FINISH_REASONS.get(reason, "stop"), 0, stop_string=stop_reason)
+    if isinstance(stop_reason, int) and not isinstance(stop_reason, bool):
+        return Finish(FINISH_REASONS.get(reason, "stop"), 0, stop_token=StopToken(stop_reason, text))
+    return Finish(FINISH_REASONS.get(reason, "stop"), 0)  # (a stop_str alone may name an end-of-generation token)
 
 
 ChunkEvents = ChatChunkEvents | CompletionChunkEvents

@@ -131,7 +131,9 @@ class RemoteEngine(Engine):
                     steps = completion_steps(choice.get("text") or "", choice.get("logprobs"))
                     reason = choice.get("finish_reason")
                     if steps or reason:
-                        yield EngineOutput(steps, "length" if reason == "length" else "stop" if reason else None)
+                        stop = choice.get("stop_reason") if reason else None  # vLLM's: a stop string or token id
+                        yield EngineOutput(steps, "length" if reason == "length" else "stop" if reason else None,
+                                           stop_reason=stop if isinstance(stop, (int, str)) else None)
                 if usage:
                     cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
                     yield EngineOutput(completion_tokens=int(usage.get("completion_tokens") or 0),
@@ -158,15 +160,17 @@ def completion_body(prompt: Prompt, params: SamplingParams) -> dict:
     if params.top_logprobs is not None:
         body["logprobs"] = params.top_logprobs
     # vLLM's and llama.cpp's extensions, sent only when asked for (OpenAI itself refuses them).
+    # repeat_penalty: llama.cpp's server's name for it (vLLM's ignores a field it does not know).
     for name, value, off in (("top_k", params.top_k, 0), ("min_p", params.min_p, 0.0),
                              ("repetition_penalty", params.repetition_penalty, 1.0),
+                             ("repeat_penalty", params.repetition_penalty, 1.0),
                              ("ignore_eos", params.ignore_eos, False)):
         if value != off:
             body[name] = value
     if params.min_tokens:  # the upstream holds back its end token and the stop tokens until then
         body["min_tokens"] = params.min_tokens
-        if params.stop_token_ids:
-            body["stop_token_ids"] = list(params.stop_token_ids)
+    if params.stop_token_ids:  # the upstream's text pieces carry no token ids: it matches them itself
+        body["stop_token_ids"] = list(params.stop_token_ids)
     if params.bad_words:
         body["bad_words"] = list(params.bad_words)
     if params.allowed_token_ids is not None:
