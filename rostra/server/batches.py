@@ -8,6 +8,7 @@ one machine share them through it (README "Files and batches").
 
 from __future__ import annotations
 
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -41,11 +42,12 @@ def build_batches(app: FastAPI, settings: Settings, responses: ResponseStore, ad
     blobs = DirectoryBlobs(root / "files")
     # The app's own routes with their error handlers, without the middleware (the key check, the body limit, the
     # access log): a line is answered as its request is online, as the batch's owner.
-    handled = ExceptionMiddleware(app.router, handlers=app.exception_handlers)
-
     async def lines_app(scope: Scope, receive: Receive, send: Send) -> None:
         scope["app"] = app  # what routes reach the server's context through
-        await handled(scope, receive, send)
+        # Built per line: the handlers are copied when it is made, and the app's are installed after this runs.
+        async with AsyncExitStack() as stack:  # what FastAPI's own middleware gives its routes
+            scope["fastapi_middleware_astack"] = stack
+            await ExceptionMiddleware(app.router, handlers=app.exception_handlers)(scope, receive, send)
 
     def busy() -> bool:
         """An online request waits for an admission slot, or every slot is taken."""

@@ -38,9 +38,19 @@ async def upload_file(request: Request) -> dict[str, Any]:
             raise InvalidRequest("file: a file part is required (multipart/form-data)", param="file")
         if not isinstance(purpose, str):
             raise InvalidRequest("purpose is required", param="purpose")
-        return await files.upload(upload.filename or "upload", purpose, _chunks(upload), tenant_of(request))
+        return present(await files.upload(upload.filename or "upload", purpose, _chunks(upload), tenant_of(request)))
     finally:
         await form.close()
+
+
+def present(value: Any) -> Any:
+    """The object without its unset (null) fields, as the spec types them (a string or absent; the SDKs read an
+    absent field as None), in lists too."""
+    if isinstance(value, dict):
+        return {key: present(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [present(item) for item in value]
+    return value
 
 
 async def _chunks(upload: UploadFile) -> AsyncIterator[bytes]:
@@ -54,12 +64,12 @@ async def list_files(request: Request, after: str | None = None, limit: int = 10
     if not 1 <= limit <= 10000:
         raise InvalidRequest("limit must be between 1 and 10000", param="limit")
     check_page(1, order)
-    return await service(request).list_files(after, limit, order, purpose, tenant_of(request))
+    return present(await service(request).list_files(after, limit, order, purpose, tenant_of(request)))
 
 
 @router.get("/v1/files/{file_id}")
 async def retrieve_file(request: Request, file_id: str) -> dict[str, Any]:
-    return await service(request).get_file(file_id, tenant_of(request))
+    return present(await service(request).get_file(file_id, tenant_of(request)))
 
 
 @router.get("/v1/files/{file_id}/content")
@@ -78,20 +88,20 @@ async def delete_file(request: Request, file_id: str) -> dict[str, Any]:
 @router.post("/v1/batches")
 async def create_batch(request: Request) -> dict[str, Any]:
     body = await parse_body(request, CreateBatchBody)
-    return await service(request).create_batch(body, tenant_of(request))
+    return present(await service(request).create_batch(body, tenant_of(request)))
 
 
 @router.get("/v1/batches")
 async def list_batches(request: Request, after: str | None = None, limit: int = 20) -> dict[str, Any]:
     check_page(limit, "desc")
-    return await service(request).list_batches(after, limit, tenant_of(request))
+    return present(await service(request).list_batches(after, limit, tenant_of(request)))
 
 
 @router.get("/v1/batches/{batch_id}")
 async def retrieve_batch(request: Request, batch_id: str) -> dict[str, Any]:
-    return await service(request).get_batch(batch_id, tenant_of(request))
+    return present(await service(request).get_batch(batch_id, tenant_of(request)))
 
 
 @router.post("/v1/batches/{batch_id}/cancel")
 async def cancel_batch(request: Request, batch_id: str) -> dict[str, Any]:
-    return await service(request).cancel_batch(batch_id, tenant_of(request))
+    return present(await service(request).cancel_batch(batch_id, tenant_of(request)))

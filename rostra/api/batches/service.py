@@ -106,9 +106,11 @@ class BatchesService:
 
     async def cancel_batch(self, batch_id: str, tenant: Tenant) -> dict[str, Any]:
         batch = await self.get_batch(batch_id, tenant)
+        if batch["status"] in ("cancelling", "cancelled"):
+            return batch  # asked twice: the same answer
         cancelling = {**batch, "status": "cancelling", "cancelling_at": int(time.time())}
         stored = await self.store.request_cancel(batch_id, cancelling)
-        if stored is None or stored["status"] not in ("cancelling", "cancelled"):
+        if stored is None or stored["status"] != "cancelling":
             raise InvalidRequest(f"the batch is {batch['status']}: it can no longer be cancelled",
                                  param="batch_id")
         self.worker.wake()

@@ -187,7 +187,8 @@ class BatchWorker:
 
     async def _renew(self, batch_id: str, chunk: int, running: asyncio.Event) -> None:
         while True:
-            await asyncio.sleep(self.settings.lease_seconds / 3)
+            # Often enough that a cancel or the batch's expiry stops new lines soon, not only to keep the lease.
+            await asyncio.sleep(min(self.settings.lease_seconds / 3, 0.5))
             if not await self.store.renew_chunk(batch_id, chunk, self.owner, self.settings.lease_seconds):
                 running.clear()
                 return

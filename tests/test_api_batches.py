@@ -1,0 +1,236 @@
+"""The Files and Batch APIs through the openai SDK over the app (scripted engine, real SQLite store and files):
+upload, list, retrieve, content, delete; a batch's lines answered as the same requests are online, bad lines in the
+error file, cancel, expiry, 1,000 lines, another key's files and batches invisible; objects checked against the spec."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import httpx
+import pytest
+from openai import AsyncOpenAI, BadRequestError, NotFoundError
+
+from harness import MODEL, InProcessServer
+from spec import validate
+from wire import check_error
+
+SCRIPT = [{"match": "^hello", "output": "Hello there."}, {"match": "^slow", "output": "one two three four five six",
+                                                            "delay_ms": 150},
+          {"match": "", "output": "Something else."}]
+CHAT = "/v1/chat/completions"
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+def sdk(server: InProcessServer, key: str = "none") -> AsyncOpenAI:
+    transport = httpx.ASGITransport(app=server.app)
+    return AsyncOpenAI(base_url="http://rostra/v1", api_key=key, max_retries=0,
+                       http_client=httpx.AsyncClient(transport=transport, base_url="http://rostra", timeout=60))
+
+
+def chat_line(custom_id: str, text: str, **body) -> dict:
+    return {"custom_id": custom_id, "method": "POST", "url": CHAT,
+            "body": {"model": MODEL, "messages": [{"role": "user", "content": text}], **body}}
+
+
+def jsonl(lines: list) -> bytes:
+    return "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines).encode()
+
+
+async def finished(client: AsyncOpenAI, batch_id: str, timeout: float = 60, until=("completed", "failed", "expired",
+                                                                                     "cancelled")):
+    deadline = time.monotonic() + timeout
+    while True:
+        batch = await client.batches.retrieve(batch_id)
+        if batch.status in until:
+            return batch
+        assert time.monotonic() < deadline, f"batch still {batch.status}"
+        await asyncio.sleep(0.05)
+
+
+async def lines_of(client: AsyncOpenAI, file_id: str | None) -> list[dict]:
+    if file_id is None:
+        return []
+    return [json.loads(line) for line in (await client.files.content(file_id)).text.splitlines()]
+
+
+async def run_batch(client: AsyncOpenAI, lines: list, endpoint: str = CHAT):
+    upload = await client.files.create(file=("requests.jsonl", jsonl(lines)), purpose="batch")
+    batch = await client.batches.create(input_file_id=upload.id, endpoint=endpoint, completion_window="24h")
+    return await finished(client, batch.id)
+
+
+@pytest.mark.anyio
+async def test_files_upload_list_retrieve_content_delete(tmp_path):
+    async with InProcessServer(tmp_path, SCRIPT) as server:
+        client = sdk(server)
+        content = b'{"a": 1}\n' * 1000
+        made = await client.files.create(file=("data.jsonl", content), purpose="user_data")
+        assert (made.object, made.bytes, made.filename, made.purpose) == ("file", len(content), "data.jsonl",
+                                                                          "user_data")
+        raw = await server.client.get(f"/v1/files/{made.id}")
+        validate("OpenAIFile", raw.json())
+        assert (await client.files.retrieve(made.id)).id == made.id
+        assert (await client.files.content(made.id)).content == content
+        second = await client.files.create(file=("b.jsonl", b"{}\n"), purpose="batch")
+        listed = await server.client.get("/v1/files")
+        validate("ListFilesResponse", listed.json())
+        assert [file["id"] for file in listed.json()["data"]] == [second.id, made.id]
+        assert [file.id for file in (await client.files.list(purpose="batch")).data] == [second.id]
+        deleted = await server.client.delete(f"/v1/files/{made.id}")
+        validate("DeleteFileResponse", deleted.json())
+        assert deleted.json() == {"id": made.id, "object": "file", "deleted": True}
+        with pytest.raises(NotFoundError):
+            await client.files.retrieve(made.id)
+        check_error(await server.client.get(f"/v1/files/{made.id}/content"), 404)
+        assert not (tmp_path / "data" / "files" / made.id).exists()  # its content is gone from the disk too
+
+
+@pytest.mark.anyio
+async def test_upload_refusals(tmp_path):
+    async with InProcessServer(tmp_path, SCRIPT, max_file_bytes=1000) as server:
+        client = sdk(server)
+        check_error(await server.client.post("/v1/files", files={"file": ("big.jsonl", b"x" * 5000)},
+                                             data={"purpose": "batch"}), 413)
+        with pytest.raises(BadRequestError):
+            await client.files.create(file=("a.jsonl", b"{}\n"), purpose="fine-tune")
+        check_error(await server.client.post("/v1/files", data={"purpose": "batch"}), 400, "file")
+        assert not list((tmp_path / "data" / "files").glob("*")) if (tmp_path / "data" / "files").exists() else True
+
+
+@pytest.mark.anyio
+async def test_a_batch_answers_each_line_as_online_and_reports_bad_lines(tmp_path):
+    async with InProcessServer(tmp_path, SCRIPT) as server:
+        client = sdk(server)
+        lines = [chat_line("a", "hello"), chat_line("b", "what?", max_tokens=2), "{not json",
+                 {**chat_line("c", "hello"), "url": "/v1/completions"}, chat_line("a", "again"),
+                 chat_line("d", "hello", temperature="hot"), chat_line("e", "hello", stream=True)]
+        batch = await run_batch(client, lines)
+        raw = (await server.client.get(f"/v1/batches/{batch.id}")).json()
+        validate("Batch", raw)
+        assert batch.status == "completed" and batch.model == MODEL
+        assert (batch.request_counts.total, batch.request_counts.completed, batch.request_counts.failed) == (7, 2, 5)
+        output = await lines_of(client, batch.output_file_id)
+        assert [line["custom_id"] for line in output] == ["a", "b"]
+        for line, request in zip(output, (lines[0], lines[1])):
+            assert line["error"] is None and line["response"]["status_code"] == 200
+            online = (await server.client.post(CHAT, json=request["body"])).json()
+            body = line["response"]["body"]
+            validate("CreateChatCompletionResponse", body)
+            assert body["choices"] == online["choices"] and body["usage"]["completion_tokens"] == \
+                online["usage"]["completion_tokens"]
+        errors = {index: line for index, line in enumerate(await lines_of(client, batch.error_file_id))}
+        assert [line["custom_id"] for line in errors.values()] == [None, "c", "a", "d", "e"]
+        assert [line["error"]["code"] for line in errors.values() if line["error"]] == [
+            "invalid_json", "invalid_url", "duplicate_custom_id", "invalid_request"]
+        refused = errors[3]["response"]  # a 4xx from the route itself, in its own envelope
+        assert refused["status_code"] == 400 and refused["body"]["error"]["param"] == "temperature"
+        with pytest.raises(BadRequestError):  # a completed batch cannot be cancelled
+            await client.batches.cancel(batch.id)
+        listed = (await server.client.get("/v1/batches")).json()
+        validate("ListBatchesResponse", listed)
+        assert [item["id"] for item in listed["data"]] == [batch.id]
+
+
+@pytest.mark.anyio
+async def test_a_batch_of_a_thousand_lines(tmp_path):
+    async with InProcessServer(tmp_path, SCRIPT, batch_concurrency=8, batch_chunk_lines=100) as server:
+        client = sdk(server)
+        batch = await run_batch(client, [chat_line(f"line-{n}", "hello" if n % 2 else "x") for n in range(1000)])
+        assert (batch.status, batch.request_counts.completed, batch.request_counts.failed) == ("completed", 1000, 0)
+        output = await lines_of(client, batch.output_file_id)
+        assert [line["custom_id"] for line in output] == [f"line-{n}" for n in range(1000)]
+        assert {line["response"]["body"]["choices"][0]["message"]["content"] for line in output} == {
+            "Hello there.", "Something else."}
+        assert batch.error_file_id is None
+
+
+@pytest.mark.anyio
+async def test_embeddings_responses_and_completions_lines(tmp_path):
+    async with InProcessServer(tmp_path, SCRIPT) as server:
+        client = sdk(server)
+        completions = await run_batch(client, [{"custom_id": "p", "method": "POST", "url": "/v1/completions",
+                                                "body": {"model": MODEL, "prompt": "hello", "max_tokens": 3}}],
+                                      "/v1/completions")
+        (line,) = await lines_of(client, completions.output_file_id)
+        validate("CreateCompletionResponse", line["response"]["body"])
+        responses = await run_batch(client, [{"custom_id": "r", "method": "POST", "url": "/v1/responses",
+                                              "body": {"model": MODEL, "input": "hello"}}], "/v1/responses")
+        (line,) = await lines_of(client, responses.output_file_id)
+        assert line["response"]["body"]["output"][0]["content"][0]["text"] == "Hello there."
+        # the stored response is there, as online (store defaults to true)
+        assert (await client.responses.retrieve(line["response"]["body"]["id"])).output_text == "Hello there."
+
+
+@pytest.mark.anyio
+async def test_cancel(tmp_path):
+    async with InProcessServer(tmp_path, SCRIPT, batch_concurrency=1, batch_chunk_lines=2) as server:
+        client = sdk(server)
+        upload = await client.files.create(file=("r.jsonl", jsonl([chat_line(f"s{n}", "slow") for n in range(20)])),
+                                           purpose="batch")
+        batch = await client.batches.create(input_file_id=upload.id, endpoint=CHAT, completion_window="24h")
+        await finished(client, batch.id, until=("in_progress",))
+        while (await client.batches.retrieve(batch.id)).request_counts.completed < 1:
+            await asyncio.sleep(0.05)
+        cancelling = await client.batches.cancel(batch.id)
+        assert cancelling.status in ("cancelling", "cancelled")
+        done = await finished(client, batch.id)
+        assert done.status == "cancelled" and done.cancelled_at
+        answered, errors = await lines_of(client, done.output_file_id), await lines_of(client, done.error_file_id)
+        assert 1 <= len(answered) < 20 and len(answered) + len(errors) == 20
+        assert {line["error"]["code"] for line in errors} == {"batch_cancelled"}
+        assert done.request_counts.completed + done.request_counts.failed == 20
+        assert (await client.batches.cancel(batch.id)).status == "cancelled"  # asked again: the same answer
+
+
+@pytest.mark.anyio
+async def test_expiry(tmp_path):
+    async with InProcessServer(tmp_path, SCRIPT, batch_concurrency=1, batch_chunk_lines=1, batch_window=1.0) as server:
+        client = sdk(server)
+        done = await run_batch(client, [chat_line(f"s{n}", "slow") for n in range(10)])
+        assert done.status == "expired" and done.expired_at
+        answered, errors = await lines_of(client, done.output_file_id), await lines_of(client, done.error_file_id)
+        assert len(answered) < 10 and len(answered) + len(errors) == 10
+        assert {line["error"]["code"] for line in errors} == {"batch_expired"}
+
+
+@pytest.mark.anyio
+async def test_bad_batch_requests(tmp_path):
+    async with InProcessServer(tmp_path, SCRIPT) as server:
+        client = sdk(server)
+        upload = await client.files.create(file=("r.jsonl", jsonl([chat_line("a", "hello")])), purpose="batch")
+        data = await client.files.create(file=("r.jsonl", b"{}\n"), purpose="user_data")
+        for body, param in (({"input_file_id": upload.id, "endpoint": "/v1/moderations", "completion_window": "24h"},
+                             "endpoint"),
+                            ({"input_file_id": upload.id, "endpoint": CHAT, "completion_window": "1h"},
+                             "completion_window"),
+                            ({"input_file_id": data.id, "endpoint": CHAT, "completion_window": "24h"},
+                             "input_file_id"),
+                            ({"endpoint": CHAT, "completion_window": "24h"}, "input_file_id")):
+            check_error(await server.client.post("/v1/batches", json=body), 400, param)
+        check_error(await server.client.post("/v1/batches", json={"input_file_id": "file-nope", "endpoint": CHAT,
+                                                                  "completion_window": "24h"}), 404)
+        check_error(await server.client.get("/v1/batches/batch_nope"), 404)
+        empty = await client.files.create(file=("e.jsonl", b"\n\n"), purpose="batch")
+        failed = await finished(client, (await client.batches.create(input_file_id=empty.id, endpoint=CHAT,
+                                                                     completion_window="24h")).id)
+        assert failed.status == "failed" and failed.errors.data[0].code == "empty_file"
+
+
+@pytest.mark.anyio
+async def test_another_key_finds_nothing_of_a_keys_files_and_batches(tmp_path):
+    async with InProcessServer(tmp_path, SCRIPT, api_keys=["key-a", "key-b"]) as server:
+        a, b = sdk(server, "key-a"), sdk(server, "key-b")
+        batch = await run_batch(a, [chat_line("x", "hello")])
+        for call in (b.files.retrieve(batch.input_file_id), b.files.content(batch.output_file_id),
+                     b.files.delete(batch.input_file_id), b.batches.retrieve(batch.id), b.batches.cancel(batch.id),
+                     b.batches.create(input_file_id=batch.input_file_id, endpoint=CHAT, completion_window="24h")):
+            with pytest.raises(NotFoundError):
+                await call
+        assert (await b.files.list()).data == [] and (await b.batches.list()).data == []
+        assert len((await a.files.list()).data) == 2 and (await a.batches.list()).data[0].id == batch.id
