@@ -1,10 +1,12 @@
+import json
+
 import pytest
 
 from rostra.parsing.events import Text
 from rostra.parsing.tools import REGISTRY, tool_parser_class
 from rostra.parsing.tools.arguments import MAX_DEPTH
 from rostra.parsing.tools.deepseek_v3 import CALL_BEGIN, CALL_END, CALLS_BEGIN, CALLS_END, SEP
-from toolparse import TOOLS, Case, check_case
+from toolparse import TOOLS, Case, check_case, streamed_before
 
 REGISTRY.setdefault("deepseek_v3", "deepseek_v3:DeepSeekV3ToolParser")
 
@@ -88,3 +90,12 @@ def test_parallel_tool_calls_false_keeps_the_first_call():
     events = parser.feed([Text(block(WEATHER, ADD))]) + parser.finish()
     assert [(type(e).__name__, getattr(e, "index", None)) for e in events] == [
         ("ToolCallStart", 0), ("ToolCallArgs", 0), ("ToolCallEnd", 0)]
+
+
+@pytest.mark.parametrize("write", [v3, v31], ids=["v3", "v3.1"])
+def test_a_long_call_streams_before_its_end(write):
+    # A coding agent writing a file: the arguments must be out before the call ends.
+    text = "line of code\n" * 200
+    output = block(write("get_weather", json.dumps({"city": text})))
+    streamed = streamed_before("deepseek_v3", output, CALL_END)
+    assert streamed.startswith('{"city": "line of code\\n') and len(streamed) > len(json.dumps(text)) - 20

@@ -1,9 +1,11 @@
+import json
+
 import pytest
 
 from rostra.parsing.events import Text
 from rostra.parsing.tools import REGISTRY, tool_parser_class
 from rostra.parsing.tools.kimi_k2 import ARGUMENTS_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END
-from toolparse import TOOLS, Case, check_case
+from toolparse import TOOLS, Case, check_case, streamed_before
 
 REGISTRY.setdefault("kimi_k2", "kimi_k2:KimiK2ToolParser")
 
@@ -75,3 +77,11 @@ def test_max_calls_keeps_the_first():
     assert [(type(e).__name__, getattr(e, "index", None)) for e in events] == [
         ("ToolCallStart", 0), ("ToolCallArgs", 0), ("ToolCallEnd", 0)]
     assert events[0].name == "get_weather"
+
+
+def test_a_long_call_streams_before_its_end():
+    # A coding agent writing a file: the arguments must be out before the call ends.
+    text = "line of code\n" * 200
+    output = section(call("functions.get_weather:0", json.dumps({"city": text})))
+    streamed = streamed_before("kimi_k2", output, CALL_END)
+    assert streamed.startswith('{"city": "line of code\\n') and len(streamed) > len(json.dumps(text)) - 20
