@@ -47,9 +47,14 @@ CASES = [
     ("cut off mid-analysis", A + "I am still thinking about < and <| and <|en", "I am still thinking about < and <| and <|en",
      "", []),
     ("cut off mid-header", A + "hm<|end|>" + S + "<|channel|>fin", "hm", "", []),
-    ("broken JSON becomes text", WEATHER_CALL + '{"city": "Oslo"<|call|>', "", '{"city": "Oslo"', []),
+    # A body that begins with "{" streams as a call at once, so it cannot be taken back: arguments
+    # that break are closed where they broke; a body that is no object stays text.
+    ("broken JSON closed where it broke", WEATHER_CALL + '{"city": "Oslo"<|call|>', "", "",
+     [("get_weather", {"city": "Oslo"})]),
     ("non-object JSON becomes text", WEATHER_CALL + "[1, 2]<|call|>", "", "[1, 2]", []),
-    ("NaN is not JSON", WEATHER_CALL + '{"a": NaN}<|call|>', "", '{"a": NaN}', []),
+    ("NaN is not JSON: it stops the arguments", WEATHER_CALL + '{"a": NaN}<|call|>', "", "", [("get_weather", {})]),
+    ("long file write", WEATHER_CALL + '{"city": "' + "line\\n" * 500 + '"}<|call|>', "", "",
+     [("get_weather", {"city": "line\n" * 500})]),
     ("empty arguments", WEATHER_CALL.replace("get_weather", "now") + "<|call|>", "", "", [("now", {})]),
     ("plain text", "Just some plain text, x < y and a | b.", "", "Just some plain text, x < y and a | b.", []),
     ("plain text that looks like a marker start", "a <|b|> c <|", "", "a <|b|> c <|", []),
@@ -103,7 +108,7 @@ def test_streams_incrementally():
 def test_call_state_and_indexes_per_instance():
     parser = GptOssReasoningParser()
     events = parser.feed([Text(WEATHER_CALL + '{"city": "A"}')])
-    assert events == [] and parser.state == "answering"
+    assert [type(e) for e in events] == [ToolCallStart, ToolCallArgs] and parser.state == "answering"
     events += parser.feed([Text("<|call|>" + S + WEATHER_CALL + '{"city": "B"}<|call|>')]) + parser.finish()
     starts = [e for e in events if isinstance(e, ToolCallStart)]
     assert [s.index for s in starts] == [0, 1] and starts[0].id != starts[1].id
@@ -119,3 +124,14 @@ def test_non_text_events_pass_through():
     parser = GptOssReasoningParser()
     end = ToolCallEnd(7)
     assert parser.feed([Text(A + "x"), end]) == [Reasoning("x"), end]
+
+
+def test_a_long_call_streams_before_its_end():
+    # A coding agent writing a file (harmony's commentary channel, as in OpenAI's harmony guide):
+    # the arguments must be out before <|call|>, in deltas of several tokens.
+    output = WEATHER_CALL + '{"city": "' + "line of code\\n" * 200 + '"}<|call|>'
+    parser = GptOssReasoningParser()
+    streamed = ""
+    for at in range(0, output.index("<|call|>") - 7, 7):
+        streamed += "".join(e.text for e in parser.feed([Text(output[at: at + 7])]) if isinstance(e, ToolCallArgs))
+    assert streamed.startswith('{"city": "line of code\\n') and len(streamed) > 2500

@@ -1,9 +1,11 @@
+import json
+
 import pytest
 
 from rostra.parsing.events import Text
 from rostra.parsing.tools import REGISTRY, tool_parser_class
 from rostra.parsing.tools.kimi_k2 import ARGUMENTS_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END
-from toolparse import TOOLS, Case, check_case
+from toolparse import TOOLS, Case, check_case, streamed_before
 
 REGISTRY.setdefault("kimi_k2", "kimi_k2:KimiK2ToolParser")
 
@@ -39,18 +41,23 @@ CASES = [
          section(call("functions.get_weather:0", '{"city": "Zürich \\"Nord\\" 日本 <|x|>", '
                                                  '"extra": {"deep": [1, {"k": null}]}}')), "",
          [("get_weather", {"city": 'Zürich "Nord" 日本 <|x|>', "extra": {"deep": [1, {"k": None}]}})]),
-    Case("broken-json", section(call("functions.add:0", '{"a": 1')) + "after",
-         section(call("functions.add:0", '{"a": 1')) + "after"),
+    # A call streams once its head is read, so it cannot be taken back: arguments that break are
+    # closed where they broke, a bad call after it is text (one before any call: the section is text).
+    Case("broken-json-closed-where-it-broke", section(call("functions.add:0", '{"a": 1')) + "after", "after",
+         [("add", {"a": 1})]),
     Case("array-arguments", section(call("functions.add:0", "[1]")), section(call("functions.add:0", "[1]"))),
-    Case("unknown-tool-spoils-section", "x" + section(WEATHER, LAUNCH) + "y", "x" + section(WEATHER, LAUNCH) + "y"),
-    Case("stray-text-in-section", section(WEATHER, "hmm", ADD), section(WEATHER, "hmm", ADD)),
+    Case("unknown-tool-first-spoils-section", "x" + section(LAUNCH, WEATHER) + "y",
+         "x" + section(LAUNCH, WEATHER) + "y"),
+    Case("unknown-tool-after-a-call-is-text", "x" + section(WEATHER, LAUNCH) + "y", "x" + LAUNCH + "y", [OSLO]),
+    Case("stray-text-first-spoils-section", section("hmm", WEATHER), section("hmm", WEATHER)),
+    Case("stray-text-after-a-call-is-text", section(WEATHER, "hmm", ADD), "hmm", [OSLO, SUM]),
     Case("missing-argument-begin", section(f"{CALL_BEGIN}functions.now:0{{}}{CALL_END}"),
          section(f"{CALL_BEGIN}functions.now:0{{}}{CALL_END}")),
-    Case("cut-off-mid-call", CUT, CUT),
+    Case("cut-off-mid-call", CUT, "a", [OSLO, ("add", {})]),
     Case("empty-section", section(), section()),
     Case("partial-marker-text", "a <|tool_calls_ but no call", "a <|tool_calls_ but no call"),
     Case("ends-with-partial-marker", "text <|tool_calls_sec", "text <|tool_calls_sec"),
-    Case("nan-is-not-json", NAN, NAN),
+    Case("nan-is-not-json-stops-the-arguments", NAN, "", [("add", {})]),
     Case("two-sections", section(WEATHER) + "\n" + section(ADD), "\n", [OSLO, SUM]),
     Case("long-call", section(call("functions.get_weather:0", '{"city": "' + "Oslo " * 2000 + '"}')), "",
          [("get_weather", {"city": "Oslo " * 2000})]),
@@ -70,3 +77,11 @@ def test_max_calls_keeps_the_first():
     assert [(type(e).__name__, getattr(e, "index", None)) for e in events] == [
         ("ToolCallStart", 0), ("ToolCallArgs", 0), ("ToolCallEnd", 0)]
     assert events[0].name == "get_weather"
+
+
+def test_a_long_call_streams_before_its_end():
+    # A coding agent writing a file: the arguments must be out before the call ends.
+    text = "line of code\n" * 200
+    output = section(call("functions.get_weather:0", json.dumps({"city": text})))
+    streamed = streamed_before("kimi_k2", output, CALL_END)
+    assert streamed.startswith('{"city": "line of code\\n') and len(streamed) > len(json.dumps(text)) - 20

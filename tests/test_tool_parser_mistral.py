@@ -1,9 +1,10 @@
+import json
 import re
 
 import pytest
 
 from rostra.parsing.tools import REGISTRY
-from toolparse import Case, check_case, run_parser
+from toolparse import Case, check_case, run_parser, streamed_before
 
 REGISTRY.setdefault("mistral", "mistral:MistralToolParser")
 
@@ -26,16 +27,23 @@ CASES = [
     Case("nested-unicode-escapes", '[TOOL_CALLS]get_weather{"city": "Zürich \\"Nord\\" 日本 [ARGS] }", '
          '"extra": {"deep": [1, {"k": null}]}}', "",
          [("get_weather", {"city": 'Zürich "Nord" 日本 [ARGS] }', "extra": {"deep": [1, {"k": None}]}})]),
-    Case("broken-json", '[TOOL_CALLS]add{"a": 1,}', '[TOOL_CALLS]add{"a": 1,}'),
+    # A v11 call streams once its name and "{" are read, so it cannot be taken back: arguments
+    # that break (or are cut off) are closed where they broke; text after them is text.
+    Case("broken-json-closed-where-it-broke", '[TOOL_CALLS]add{"a": 1,}', "", [("add", {"a": 1})]),
     Case("broken-v3", '[TOOL_CALLS] [{"name": "add", "arguments": {"a": 1}]', '[TOOL_CALLS] [{"name": "add", "arguments": {"a": 1}]'),
     Case("args-not-object", "[TOOL_CALLS]add[1, 2]", "[TOOL_CALLS]add[1, 2]"),
     Case("no-args", "[TOOL_CALLS]now", "[TOOL_CALLS]now"),
     Case("marker-only", "[TOOL_CALLS]", "[TOOL_CALLS]"),
     Case("unknown-tool", 'x[TOOL_CALLS]launch{"a": 1}', 'x[TOOL_CALLS]launch{"a": 1}'),
     Case("unknown-then-known", '[TOOL_CALLS]launch{}[TOOL_CALLS]now{}', "[TOOL_CALLS]launch{}", [("now", {})]),
-    Case("good-then-broken", '[TOOL_CALLS]now{}[TOOL_CALLS]add{"a": ', '[TOOL_CALLS]add{"a": ', [("now", {})]),
-    Case("cut-off", '[TOOL_CALLS]get_weather{"city": "Os', '[TOOL_CALLS]get_weather{"city": "Os'),
-    Case("trailing-text", '[TOOL_CALLS]now{} done', '[TOOL_CALLS]now{} done'),
+    Case("good-then-cut-off", '[TOOL_CALLS]now{}[TOOL_CALLS]add{"a": ', "", [("now", {}), ("add", {})]),
+    Case("cut-off", '[TOOL_CALLS]get_weather{"city": "Os', "", [("get_weather", {"city": "Os"})]),
+    Case("trailing-text", '[TOOL_CALLS]now{} done', "done", [("now", {})]),
+    Case("v3-cut-off-is-text", '[TOOL_CALLS] [{"name": "now", "arguments": {', '[TOOL_CALLS] [{"name": "now", "arguments": {'),
+    # Devstral / Mistral Small 3.2 write file contents as one long string argument (the [ARGS]
+    # form of tokenizer v13, from Mistral's chat templates).
+    Case("v13-long-code", "[TOOL_CALLS]get_weather[ARGS]" + json.dumps({"city": "def f():\n    return 1\n" * 50}), "",
+         [("get_weather", {"city": "def f():\n    return 1\n" * 50})]),
     Case("partial-marker-text", "a [TOOL_ but no call", "a [TOOL_ but no call"),
     Case("ends-with-partial-marker", "text [TOOL_CALL", "text [TOOL_CALL"),
     Case("deep-nesting", "[TOOL_CALLS]" + "[" * 3000 + "]" * 3000, "[TOOL_CALLS]" + "[" * 3000 + "]" * 3000),
@@ -51,3 +59,13 @@ def test_mistral_ids_are_nine_alphanumerics():
     result = run_parser("mistral", ['[TOOL_CALLS]now{}[TOOL_CALLS]add{"a": 1}'])
     assert len(result.ids) == 2
     assert all(re.fullmatch(r"[A-Za-z0-9]{9}", call_id) for call_id in result.ids)
+
+
+@pytest.mark.parametrize("head", ["get_weather", "get_weather[ARGS]", "get_weather[CALL_ID]a1B2c3D4e[ARGS]"])
+def test_a_long_call_streams_before_its_end(head):
+    # A coding agent writing a file: the arguments must be out before the call ends (here: the
+    # next call's marker, as v11 calls have no end marker of their own).
+    text = "line of code\n" * 200
+    output = f"[TOOL_CALLS]{head}" + json.dumps({"city": text}) + "[TOOL_CALLS]now{}"
+    streamed = streamed_before("mistral", output, "[TOOL_CALLS]now")
+    assert streamed.startswith('{"city": "line of code\\n') and len(streamed) > len(json.dumps(text)) - 20

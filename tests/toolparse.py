@@ -100,3 +100,17 @@ def check_case(parser_name: str, case: Case, tools=TOOLS, rounds: int = 100, lay
     for _ in range(rounds):
         split = run_parser(parser_name, splits(case.output, rng), tools, layered)
         assert (split.content, split.calls) == (whole.content, whole.calls)
+
+
+def streamed_before(parser_name: str, output: str, marker: str, tools=TOOLS, step: int = 7) -> str:
+    """Feed `output` in pieces of `step` characters (several tokens per delta) and return the
+    arguments streamed before `marker` (a call's end, last occurrence) was fed: a long call's
+    arguments must be out well before its end, not all at once when it closes."""
+    cls = tool_parser_class(parser_name)
+    parser, emitter = cls(tools), CallEmitter(tools)
+    cut = output.rindex(marker)
+    streamed = []
+    for at in range(0, cut - step + 1, step):
+        events = emitter.feed(parser.feed([Text(output[at: at + step])]))
+        streamed += [e.text for e in events if isinstance(e, ToolCallArgs)]
+    return "".join(streamed)

@@ -7,14 +7,15 @@ After the prompt's `<|start|>assistant` the model writes messages, each a header
     <|start|>assistant<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{...}<|call|>
 
 (the recipient `to=...` may also stand before `<|channel|>`). The analysis channel is
-reasoning; a body with a recipient is a tool call, emitted here (ToolCallStart/Args/End) once
-the message ends and only if its body is a JSON object, else the body is text; every other
+reasoning; a body with a recipient is a tool call, emitted here (ToolCallStart/Args/End): a
+body that begins with "{" starts the call there and its arguments stream as they are written
+(ArgumentsWriter: if they break they are closed where they broke, text after them is dropped);
+any other body is decided when the message ends, a call if it is empty, else text; every other
 body (final, commentary preambles) and text outside any message is answer text. The closing
 marker may be missing (the engine stops on it): the end of the output closes the message.
 
 Reasoning and answer text stream as they arrive; only a tail that could begin a marker is held
-back, and a header or a tool-call body is held until it ends, so the stream always equals its
-non-streamed fold. `state` is "reasoning" inside an analysis body, "deciding" before the first
+back, and a header is held until it ends, so the stream always equals its non-streamed fold. `state` is "reasoning" inside an analysis body, "deciding" before the first
 message and inside a header (its channel not known yet), "answering" otherwise.
 """
 
@@ -31,13 +32,8 @@ from rostra.parsing.events import (
     ToolCallStart,
 )
 from rostra.parsing.reasoning.base import ReasoningParser, merge_reasoning
-from rostra.parsing.tools.base import (
-    arguments_json,
-    loads_strict,
-    merge_text,
-    openai_call_id,
-    partial_suffix,
-)
+from rostra.parsing.tools.arguments import ArgumentsWriter
+from rostra.parsing.tools.base import merge_text, openai_call_id, partial_suffix
 
 START, CHANNEL, MESSAGE, CONSTRAIN = "<|start|>", "<|channel|>", "<|message|>", "<|constrain|>"
 END, RETURN, CALL = "<|end|>", "<|return|>", "<|call|>"
@@ -63,7 +59,8 @@ class GptOssReasoningParser(ReasoningParser):
         self._header = ""  # the header so far (markup included), while in one
         self._kind = "text"  # the body being read: reasoning | text | call
         self._recipient = ""
-        self._body = ""  # a tool call's body, held until its message ends
+        self._body = ""  # a tool call's body, held until it is known to begin with "{"
+        self._writer: ArgumentsWriter | None = None  # the streaming call's arguments
         self._calls = 0
         self._seen_header = False
 
@@ -108,9 +105,24 @@ class GptOssReasoningParser(ReasoningParser):
             if self._kind == "reasoning":
                 return [Reasoning(text)]
             if self._kind == "call":
-                self._body += text
-                return []
+                return self._call_body(text)
         return [Text(text)]
+
+    def _call_body(self, text: str) -> list[Event]:
+        if self._writer is None:
+            self._body += text
+            stripped = self._body.lstrip()
+            if not stripped.startswith("{"):
+                return []  # nothing yet, or a body that is not an object: decided at its end
+            self._writer, self._body = ArgumentsWriter(), ""
+            name = self._recipient.removeprefix("functions.")
+            return [ToolCallStart(self._calls, openai_call_id(), name), *self._arguments(stripped)]
+        return self._arguments(text)
+
+    def _arguments(self, text: str) -> list[Event]:
+        assert self._writer is not None
+        out = self._writer.feed(text)
+        return [ToolCallArgs(self._calls, out)] if out else []
 
     def _marker(self, marker: str) -> list[Event]:
         out: list[Event] = []
@@ -164,14 +176,14 @@ class GptOssReasoningParser(ReasoningParser):
         if self._kind != "call":
             return []
         body, self._body = self._body, ""
-        try:
-            arguments = loads_strict(body) if body.strip() else {}
-        except (ValueError, RecursionError):
-            arguments = None
-        if not isinstance(arguments, dict):
-            return [Text(body)] if body else []
-        name = self._recipient.removeprefix("functions.")
+        writer, self._writer = self._writer, None
         index = self._calls
+        if writer is None:
+            if body.strip():
+                return [Text(body)]  # not a JSON object
+            self._calls += 1
+            name = self._recipient.removeprefix("functions.")
+            return [ToolCallStart(index, openai_call_id(), name), ToolCallArgs(index, "{}"), ToolCallEnd(index)]
         self._calls += 1
-        return [ToolCallStart(index, openai_call_id(), name), ToolCallArgs(index, arguments_json(arguments)),
-                ToolCallEnd(index)]
+        tail = writer.close()
+        return ([ToolCallArgs(index, tail)] if tail else []) + [ToolCallEnd(index)]

@@ -9,7 +9,8 @@ value begins, a number or literal only once it is whole. So
 - a valid object comes out as `json.dumps(json.loads(text), ensure_ascii=False)`;
 - input that stops being JSON (a syntax error, NaN/Infinity, text after a cut-off) stops the
   writer: `broken` is set, the rest is ignored and `close()` closes what was written;
-- a top-level property outside `allowed` (strict schemas) is left out, value and all.
+- a top-level property outside `allowed` (strict schemas) is left out, value and all;
+- nesting deeper than MAX_DEPTH breaks the writer (what is out stays parseable everywhere).
 
 The input is read leniently in one way: raw control characters in strings (a newline a small
 model wrote unescaped) are taken as those characters and written escaped.
@@ -28,6 +29,7 @@ LITERALS = ("true", "false", "null")
 ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 STRING_RUN = re.compile(r'[^"\\]+')
 SPACE = " \t\r\n"
+MAX_DEPTH = 256  # deeper nesting breaks the arguments: clients' JSON parsers (Python's) give up
 
 
 @dataclass
@@ -165,6 +167,9 @@ class ArgumentsWriter:
             if self._writing():
                 out.append('"')
         elif char in "{[":
+            if len(self.stack) >= MAX_DEPTH:
+                self.broken = True
+                return
             self._begin(out)
             skip = not self._writing()
             self.stack.append(_Frame(char, skip=skip, expect="key" if char == "{" else "value"))

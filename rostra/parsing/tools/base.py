@@ -22,14 +22,31 @@ import logging
 import secrets
 import string
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Protocol, Sequence
 
 from rostra.parsing.events import Event, Text, ToolCallArgs, ToolCallEnd, ToolCallStart
 
-if TYPE_CHECKING:  # call_stream builds on this module: imported at run time where used
-    from rostra.parsing.tools.call_stream import CallStream
-
 log = logging.getLogger("rostra.tools")
+
+
+@dataclass(frozen=True)
+class Head:
+    """A call's head as read: its name, the model's id for it, where its arguments' "{" is."""
+
+    name: str
+    args_at: int
+    id: str = ""
+
+
+class BlockStream(Protocol):
+    """What streams a block's calls as the model writes them (CallStream, SectionStream)."""
+
+    @property
+    def started(self) -> bool: ...  # a call went out: the block can no longer be parsed whole
+
+    def feed(self, text: str) -> tuple[list[Event], str]: ...  # events, and text after the call
+
+    def end(self) -> list[Event]: ...  # the block ended
 
 
 @dataclass(frozen=True)
@@ -186,7 +203,7 @@ class MarkupToolParser(ToolParser):
         self._pending = ""  # text not yet released (outside: a partial start marker)
         self._inside = False
         self._searched = 0  # inside: the end marker does not start before this index of _pending
-        self._stream: CallStream | None = None  # inside, with stream_calls: the block's CallStream
+        self._stream: BlockStream | None = None  # inside, when streaming: the block's stream
         self._streamed = 0  # inside: _pending up to here went to the stream
         self._after: list[str] = []  # inside: text after a streamed call object, before the end
 
@@ -247,11 +264,15 @@ class MarkupToolParser(ToolParser):
                 return again, 0
         return at, len(self.end)
 
-    def _enter(self) -> None:
+    def new_stream(self) -> BlockStream | None:
+        """The stream of a new block; None: blocks are parsed whole at their end."""
         from rostra.parsing.tools.call_stream import CallStream  # (it builds on this module)
 
+        return CallStream(self) if self.stream_calls else None
+
+    def _enter(self) -> None:
         self._inside = True
-        self._stream = CallStream(self) if self.stream_calls else None
+        self._stream = self.new_stream()
         self._streamed = len(self.start)
         self._after = []
 
@@ -277,10 +298,23 @@ class MarkupToolParser(ToolParser):
 
 class SectionToolParser(MarkupToolParser):
     """Formats whose calls sit in one section, each between `call_begin` and `call_end`
-    (DeepSeek, Kimi). The section is all or nothing: one bad call leaves it all as text."""
+    (DeepSeek, Kimi). Calls stream (SectionStream) once their head is read; a section whose
+    first call cannot stream is parsed whole, all or nothing: one bad call leaves it all text."""
 
     call_begin: str
     call_end: str
+
+    def new_stream(self) -> BlockStream | None:
+        from rostra.parsing.tools.section_stream import SectionStream  # (it builds on this module)
+
+        return SectionStream(self)
+
+    def read_head(self, text: str) -> Head | None:
+        """The head of a call from the text after call_begin; None until its arguments' "{"."""
+        raise NotImplementedError
+
+    def call_id(self, name: str) -> str:
+        return self.new_call_id()
 
     def parse_call(self, body: str) -> ParsedCall | None:
         raise NotImplementedError

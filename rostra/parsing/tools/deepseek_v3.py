@@ -28,7 +28,7 @@ import json
 import re
 from typing import Any
 
-from rostra.parsing.tools.base import ParsedCall, SectionToolParser
+from rostra.parsing.tools.base import Head, ParsedCall, SectionToolParser
 
 BAR, SPACE = "\uff5c", "\u2581"
 
@@ -43,6 +43,7 @@ CALL_BEGIN = _marker("tool call begin")
 CALL_END = _marker("tool call end")
 SEP = _marker("tool sep")
 FENCE_OPEN = re.compile(r"```[A-Za-z]*[ \t]*\n?")  # ```json, ``` or ```json{... on one line
+ARGS_OPEN = re.compile(r"\s*(?:```[A-Za-z]*[ \t]*\n?)?\s*\{")  # V3: up to the arguments' "{"
 
 
 class DeepSeekV3ToolParser(SectionToolParser):
@@ -56,6 +57,21 @@ class DeepSeekV3ToolParser(SectionToolParser):
 
     def parse_call(self, body: str) -> ParsedCall | None:
         return parse_call(body)
+
+    def read_head(self, text: str) -> Head | None:
+        head, sep, tail = text.partition(SEP)
+        if not sep:
+            return None
+        stripped = tail.lstrip()
+        if stripped.startswith("{"):  # V3.1
+            name, args_at = head.strip(), len(text) - len(stripped)
+        else:
+            name, newline, rest = tail.partition("\n")
+            opened = ARGS_OPEN.match(rest)
+            if head.strip() != "function" or not newline or not opened:
+                return None
+            name, args_at = name.strip(), len(text) - len(rest) + opened.end() - 1
+        return Head(name, args_at) if name else None
 
 
 def parse_call(body: str) -> ParsedCall | None:

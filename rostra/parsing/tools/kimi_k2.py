@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rostra.parsing.events import Event
-from rostra.parsing.tools.base import ParsedCall, SectionToolParser, loads_strict
+from rostra.parsing.tools.base import Head, ParsedCall, SectionToolParser, loads_strict
 
 SECTION_BEGIN = "<|tool_calls_section_begin|>"
 SECTION_END = "<|tool_calls_section_end|>"
@@ -41,6 +41,17 @@ class KimiK2ToolParser(SectionToolParser):
     def parse_call(self, body: str) -> ParsedCall | None:
         return parse_call(body)
 
+    def read_head(self, text: str) -> Head | None:
+        call_id, sep, arguments = text.partition(ARGUMENTS_BEGIN)
+        stripped = arguments.lstrip()
+        if not sep or not stripped.startswith("{"):
+            return None
+        name, model_id = name_and_id(call_id)
+        return Head(name, len(text) - len(stripped), model_id) if name else None
+
+    def call_id(self, name: str) -> str:
+        return f"functions.{name}:{self.calls}"  # a call the model wrote without its ":IDX"
+
     def emit(self, calls: list[ParsedCall]) -> list[Event]:
         # A call the model wrote without its ":IDX" still gets an id of Kimi's shape.
         return super().emit([call if call.id else replace(call, id=f"functions.{call.name}:{self.calls + number}")
@@ -52,14 +63,20 @@ def parse_call(body: str) -> ParsedCall | None:
     call_id, sep, arguments = body.partition(ARGUMENTS_BEGIN)
     if not sep:
         return None
-    call_id = call_id.strip()
-    name = call_id.rpartition(":")[0] if ":" in call_id else call_id
-    name = name.removeprefix("functions.").strip()
+    name, model_id = name_and_id(call_id)
     try:
         parsed = loads_strict(arguments)
     except (ValueError, RecursionError):  # not JSON (or cut off); or nested too deep to decode
         return None
     if not name or not isinstance(parsed, dict):
         return None
+    return ParsedCall(name, parsed, id=model_id)
+
+
+def name_and_id(call_id: str) -> tuple[str, str]:
+    """`functions.NAME:IDX` -> (NAME, the id as Kimi writes it); the id is "" without an IDX."""
+    call_id = call_id.strip()
+    name = call_id.rpartition(":")[0] if ":" in call_id else call_id
+    name = name.removeprefix("functions.").strip()
     number = call_id.rpartition(":")[2].strip() if ":" in call_id else ""
-    return ParsedCall(name, parsed, id=f"functions.{name}:{number}" if number.isdigit() else "")
+    return name, f"functions.{name}:{number}" if number.isdigit() else ""

@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from rostra.parsing.events import Event, Text
-from rostra.parsing.tools.base import (ParsedCall, ToolParser, ToolSpec, call_from_object, loads_strict, merge_text,
-                                       partial_suffix)
+from rostra.parsing.tools.base import (BlockStream, ParsedCall, ToolParser, ToolSpec, call_from_object, loads_strict,
+                                       merge_text, partial_suffix)
 
 _LEAD, _REGION, _PROSE = "lead", "region", "prose"
 
@@ -39,6 +39,9 @@ class BareCallParser(ToolParser):
       `tag` goes back to lead.
     Held lead text is markup when a call follows it (or when it merely trails the last call at
     the end of the output); otherwise it is content.
+
+    A region may also stream (`new_stream`, e.g. a CallStream): it is fed the region as it is
+    scanned; once its call started, the region's close (or the output's end) ends the call.
     """
 
     opener = "{"
@@ -62,6 +65,8 @@ class BareCallParser(ToolParser):
         self._escape = False
         self._committed = True  # region_prefix has accepted the region's start
         self._checked = 1  # region_prefix has seen the characters before this index
+        self._stream: BlockStream | None = None  # region: its call, streaming
+        self._fed = 0  # region: _region up to here went to the stream
 
     # Hooks for the format.
 
@@ -70,6 +75,10 @@ class BareCallParser(ToolParser):
 
     def region_started(self) -> None:
         """A region begins (its opener was seen); reset any per-region state of region_prefix."""
+
+    def new_stream(self) -> BlockStream | None:
+        """The stream of a new region; None: regions are parsed whole when they close."""
+        return None
 
     def region_prefix(self, char: str) -> bool | None:
         """Called for each character after the opener until it returns True: True = the region
@@ -94,6 +103,10 @@ class BareCallParser(ToolParser):
             # Whitespace, separators and tags trailing the last call are markup; a lead that
             # never reached a call (or ends in half a tag) is plain text.
             rest = "" if self._after_call and not self._partial else self._held
+        elif self._state == _REGION and self._stream is not None and self._stream.started:
+            out = self._stream.end()  # a streaming call cut off: it ends with what was valid
+            self._stream, self._state, self._held, self._region = None, _PROSE, "", ""
+            return out
         elif self._state == _REGION:
             rest = self._held + self._region  # cut off before it closed: not a call
         else:
@@ -130,6 +143,8 @@ class BareCallParser(ToolParser):
         self._committed = False
         self._checked = 1  # the opener itself is not asked about
         self.region_started()
+        full = self.max_calls is not None and self.calls >= self.max_calls
+        self._stream, self._fed = (None if full else self.new_stream()), 0
 
     def _to_prose(self) -> None:
         self._state = _PROSE
@@ -173,13 +188,27 @@ class BareCallParser(ToolParser):
                 self._depth -= 1
                 if self._depth == 0:
                     raw, rest = region[: i + 1], region[i + 1:]
+                    self._stream_to(i + 1, out)
                     self._close(raw, out)
                     return rest
             i += 1
         self._pos = i
+        self._stream_to(i, out)
         return ""
 
+    def _stream_to(self, upto: int, out: list[Event]) -> None:
+        if self._stream is not None and upto > self._fed:
+            events, _ = self._stream.feed(self._region[self._fed: upto])
+            out += events
+            self._fed = upto
+
     def _close(self, raw: str, out: list[Event]) -> None:
+        stream, self._stream = self._stream, None
+        if stream is not None and stream.started:
+            out += stream.end()  # (nothing when the object closed with the region)
+            self._state, self._held, self._partial, self._after_call = _LEAD, "", "", True
+            self._region = ""
+            return
         calls = self.known(self.parse_region(raw), raw)
         if calls:
             out += self.emit(calls)
@@ -208,6 +237,11 @@ class BareCallParser(ToolParser):
 class Llama3JsonToolParser(BareCallParser):
     name = "llama3_json"
     separators = ";"
+
+    def new_stream(self) -> BlockStream | None:
+        from rostra.parsing.tools.call_stream import CallStream  # (it builds on base)
+
+        return CallStream(self)  # {"name": …, "parameters": {: the arguments stream
 
     def parse_region(self, raw: str) -> list[ParsedCall] | None:
         try:
