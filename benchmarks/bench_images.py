@@ -18,6 +18,7 @@ import contextlib
 import datetime
 import io
 import itertools
+import signal
 import subprocess
 import sys
 import tempfile
@@ -149,6 +150,7 @@ def main() -> None:
         args.mmproj = mmproj_path(ROOT / ".cache")
     if args.reference_server:
         return reference_server(args)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped: the servers are stopped too
     started = datetime.datetime.now(datetime.timezone.utc)
     results = asyncio.run(paired(args))
     report = f"""# Image benchmark: rostra vs llama.cpp server (`--mmproj`)
