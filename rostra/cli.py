@@ -13,6 +13,7 @@ from typing import Any
 from rostra import __version__
 from rostra.config import Settings
 from rostra.engines.registry import ENGINES, FlagGroup, build_engine
+from rostra.server.models.checks import MAX_PARALLEL, SettingError, check_ranges
 from rostra.server.models.specs import ModelConfigError, parse_size
 from rostra.parsing.reasoning import reasoning_parser_names
 from rostra.parsing.tools import tool_parser_names
@@ -254,6 +255,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         memory_budget = parse_size(args.memory_budget) if args.memory_budget else None
     except ModelConfigError as exc:
         raise SystemExit(f"rostra: {exc}") from None
+    if not 1 <= args.parallel <= MAX_PARALLEL:
+        raise SystemExit(f"--parallel: from 1 to {MAX_PARALLEL}, not {args.parallel}")
     keys = _keys(args.api_key, "ROSTRA_API_KEY")
     if args.api_key_file:
         keys += [line.strip() for line in Path(args.api_key_file).read_text().splitlines() if line.strip()]
@@ -423,7 +426,12 @@ def main(argv: list[str] | None = None) -> None:
     apply_config_file(parser, argv)
     args = parser.parse_args(argv)
     if args.command == "serve":
-        serve(settings_from_args(args))
+        settings = settings_from_args(args)
+        try:
+            check_ranges(settings, "rostra serve")
+        except SettingError as exc:
+            raise SystemExit(f"rostra: {exc}") from None
+        serve(settings)
 
 
 if __name__ == "__main__":
