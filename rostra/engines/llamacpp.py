@@ -36,6 +36,7 @@ import xllamacpp
 
 from rostra.core import EngineOutput, FinishReason, ModelInfo, Prompt, SamplingParams, TokenStep, TopLogprob
 from rostra.engines.base import Engine, EngineError
+from rostra.engines.llamacpp_batches import EMBED_CHUNK, BatchedTokenizer
 from rostra.engines.llamacpp_http import EventStream, LoopbackClient, LoopbackError
 from rostra.engines.llamacpp_slots import SlotRouter
 from rostra.engines.llamacpp_speculation import Speculation
@@ -121,6 +122,7 @@ class LlamaCppEngine(Engine):
         self._undrafted: Any = None
         self._undrafted_route: tuple[LoopbackClient, SlotRouter] | None = None
         self._running: set[str] = set()  # requests holding a slot
+        self._batched: BatchedTokenizer | None = None
         self._streams: dict[str, EventStream] = {}
         # At most one request per llama.cpp slot is handed over, pinned to the slot that holds the most of
         # its prompt; the rest wait here, where a request cancelled while it waits is simply never started
@@ -130,6 +132,10 @@ class LlamaCppEngine(Engine):
     async def start(self) -> None:
         params = xllamacpp.CommonParams()
         params.model.path = str(self.path)
+        # The weights are read into memory, not memory-mapped: a GGUF overwritten in place while loaded (`cp`
+        # over it truncates and rewrites the same file) would end the process with SIGBUS at the next page
+        # read. The cost (README, "Model files"): the load reads the file once; no page cache sharing.
+        params.load_mode = xllamacpp.llama_load_mode.LLAMA_LOAD_MODE_NONE
         params.n_parallel = self.parallel
         # Each slot gets the whole context window.
         params.n_ctx = self.model.context_length * self.parallel
@@ -209,16 +215,26 @@ class LlamaCppEngine(Engine):
             raise EngineError(str(exc)) from exc
 
     async def tokenize_texts(self, texts: list[str], add_special: bool, truncate_to: int | None) -> list[list[int]]:
-        ids = await asyncio.gather(*(self.tokenize(text, add_special) for text in texts))
-        return [tokens[:truncate_to] for tokens in ids] if truncate_to else list(ids)
+        """Many texts in few requests (llamacpp_batches.py): 2,048 texts once opened 2,048 connections at once,
+        and llama.cpp's server a thread for each."""
+        ids = await self._batched_tokenizer().tokenize(texts, add_special)
+        return [tokens[:truncate_to] for tokens in ids] if truncate_to else ids
+
+    def _batched_tokenizer(self) -> BatchedTokenizer:
+        if self._batched is None:
+            self._batched = BatchedTokenizer(self._internal)
+        return self._batched
 
     async def embed(self, inputs: list[list[int]]) -> list[list[float]]:
-        """llama.cpp's /embeddings: one pooled, L2-normalized vector per input (inputs share the slots)."""
-        reply: Any = await self._internal("/embeddings", {"content": inputs})
-        if isinstance(reply, dict):  # {"error": ...}
-            raise EngineError(f"llama.cpp could not embed: {reply.get('error', reply)}")
-        ordered = sorted(reply, key=lambda item: item["index"])
-        return [item["embedding"][0] for item in ordered]
+        """llama.cpp's /embeddings: one pooled, L2-normalized vector per input (inputs share the slots), in
+        requests of EMBED_CHUNK inputs, one after another (a request cancelled between them stops there)."""
+        vectors: list[list[float]] = []
+        for start in range(0, len(inputs), EMBED_CHUNK):
+            reply: Any = await self._internal("/embeddings", {"content": inputs[start:start + EMBED_CHUNK]})
+            if isinstance(reply, dict):  # {"error": ...}
+                raise EngineError(f"llama.cpp could not embed: {reply.get('error', reply)}")
+            vectors += [item["embedding"][0] for item in sorted(reply, key=lambda item: item["index"])]
+        return vectors
 
     def token_bytes(self, token_id: int) -> bytes:
         return self._vocab_bytes[token_id] if 0 <= token_id < len(self._vocab_bytes) else b""
