@@ -39,7 +39,7 @@ from rostra.engines.base import Engine, EngineError
 from rostra.engines.llamacpp_batches import EMBED_CHUNK, BatchedTokenizer
 from rostra.engines.llamacpp_http import EventStream, LoopbackClient, LoopbackError
 from rostra.engines.llamacpp_slots import SlotRouter
-from rostra.engines.llamacpp_speculation import Speculation
+from rostra.engines.llamacpp_speculation import CalibrationCache, Speculation
 from rostra.errors import InvalidRequest
 from rostra.generation_defaults import from_gguf_metadata
 from rostra.gguf_metadata import context_length, read_gguf_metadata
@@ -68,7 +68,7 @@ class LlamaCppEngine(Engine):
     def __init__(self, model_path: str | Path, model_name: str, max_model_len: int | None = None, parallel: int = 4,
                  threads: int | None = None, task: str = "auto", pooling: str | None = None, matryoshka: bool = False,
                  cache_ram_mib: int | None = None, speculative: str = "auto", speculative_draft: int | None = None,
-                 flash_attn: str = "auto"):
+                 flash_attn: str = "auto", calibration_dir: Path | None = None):
         self.path = Path(model_path)
         if not self.path.is_file():
             raise FileNotFoundError(f"model file not found: {self.path}")
@@ -93,7 +93,8 @@ class LlamaCppEngine(Engine):
         self.threads = threads
         self.cache_ram_mib = cache_ram_mib  # None: llama.cpp's default (8192 MiB); 0: no host-memory prompt cache
         # n-gram drafting from the prompt: llamacpp_speculation.py (an embedding model never drafts)
-        self.speculation = Speculation("off" if self.task == "embed" else speculative, speculative_draft)
+        self.speculation = Speculation("off" if self.task == "embed" else speculative, speculative_draft,
+                                       CalibrationCache(calibration_dir) if calibration_dir else None)
         self.chat_template = self.metadata.get("tokenizer.chat_template")
         self.recommended_sampling = from_gguf_metadata(self.metadata)
         tokens = self.metadata["tokenizer.ggml.tokens"]
@@ -177,7 +178,8 @@ class LlamaCppEngine(Engine):
         self._server = await asyncio.to_thread(xllamacpp.Server, params)
         log.info("model loaded in %.1f s", time.monotonic() - started)
         self._loopback = LoopbackClient(self._server.listening_address, key)
-        if await self.speculation.decide(self._internal, self.vocab_size, self.path.name, self.parallel):
+        if await self.speculation.decide(self._internal, self.vocab_size, self.path.name, self.parallel,
+                                         self._fingerprint()):
             # Measured to pay: the server again, drafting (its parameters are fixed when it is made).
             await self._free_server()
             self.speculation.configure(params)
@@ -186,6 +188,12 @@ class LlamaCppEngine(Engine):
         if self.speculation.active:
             self._undrafted = await asyncio.to_thread(xllamacpp.Server, self.speculation.undrafted(params))
             self._undrafted_route = (LoopbackClient(self._undrafted.listening_address, key), SlotRouter(1))
+
+    def _fingerprint(self) -> str:
+        """What a calibration depends on: the file (path, size, modification time), the build, the settings."""
+        stat = self.path.stat()
+        return (f"{self.path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{getattr(xllamacpp, '__version__', '')}|"
+                f"{self.model.context_length}|{self.threads}|{self.flash_attn}")
 
     async def close(self) -> None:
         for stream in list(self._streams.values()):
