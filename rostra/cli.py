@@ -14,6 +14,7 @@ from rostra import __version__
 from rostra.config import Settings
 from rostra.engines.registry import ENGINES, FlagGroup, build_engine
 from rostra.model_aliases import ModelAlias
+from rostra.server.models.checks import MAX_PARALLEL, SettingError, check_ranges
 from rostra.server.models.specs import ModelConfigError, parse_size
 from rostra.parsing.reasoning import reasoning_parser_names
 from rostra.parsing.tools import tool_parser_names
@@ -301,6 +302,8 @@ def _check_numbers(args: argparse.Namespace) -> None:
         raise SystemExit(f"--max-loaded-models: must be at least 1, not {args.max_loaded_models}")
     if args.model_ttl is not None and not args.model_ttl > 0:
         raise SystemExit(f"--model-ttl: must be more than 0 seconds, not {args.model_ttl}")
+    if not 1 <= args.parallel <= MAX_PARALLEL:
+        raise SystemExit(f"--parallel: from 1 to {MAX_PARALLEL}, not {args.parallel}")
 
 
 def _memory_budget(args: argparse.Namespace) -> int | None:
@@ -492,7 +495,12 @@ def main(argv: list[str] | None = None) -> None:
     apply_config_file(parser, argv)
     args = parser.parse_args(argv)
     if args.command == "serve":
-        serve(settings_from_args(args))
+        settings = settings_from_args(args)
+        try:
+            check_ranges(settings, "rostra serve")
+        except SettingError as exc:
+            raise SystemExit(f"rostra: {exc}") from None
+        serve(settings)
 
 
 if __name__ == "__main__":

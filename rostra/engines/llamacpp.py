@@ -52,9 +52,10 @@ from rostra.core import (
     TopLogprob,
 )
 from rostra.engines.base import NATIVE_SAMPLERS, Engine, EngineError
+from rostra.engines.llamacpp_batches import EMBED_CHUNK, BatchedTokenizer
 from rostra.engines.llamacpp_http import EventStream, LoopbackClient, LoopbackError
 from rostra.engines.llamacpp_slots import SlotRouter
-from rostra.engines.llamacpp_speculation import Speculation
+from rostra.engines.llamacpp_speculation import CalibrationCache, Speculation
 from rostra.errors import InvalidRequest
 from rostra.generation_defaults import from_gguf_metadata
 from rostra.gguf_metadata import context_length, read_gguf_metadata
@@ -89,7 +90,7 @@ class LlamaCppEngine(Engine):
     def __init__(self, model_path: str | Path, model_name: str, max_model_len: int | None = None, parallel: int = 4,
                  threads: int | None = None, task: str = "auto", pooling: str | None = None, matryoshka: bool = False,
                  cache_ram_mib: int | None = None, speculative: str = "auto", speculative_draft: int | None = None,
-                 flash_attn: str = "auto", mmproj: str | Path | None = None):
+                 flash_attn: str = "auto", mmproj: str | Path | None = None, calibration_dir: Path | None = None):
         self.path = Path(model_path)
         if not self.path.is_file():
             raise FileNotFoundError(f"model file not found: {self.path}")
@@ -119,7 +120,8 @@ class LlamaCppEngine(Engine):
         # n-gram drafting from the prompt: llamacpp_speculation.py (an embedding model never drafts)
         # (nor does a model with a projector: llama.cpp's server refuses drafting beside multimodal input)
         drafting = "off" if self.task == "embed" or self.mmproj else speculative
-        self.speculation = Speculation(drafting, speculative_draft)
+        self.speculation = Speculation(drafting, speculative_draft,
+                                       CalibrationCache(calibration_dir) if calibration_dir else None)
         self.chat_template = self.metadata.get("tokenizer.chat_template")
         self.recommended_sampling = from_gguf_metadata(self.metadata)
         self._read_vocabulary()
@@ -163,6 +165,10 @@ class LlamaCppEngine(Engine):
         params.model.path = str(self.path)
         if self.mmproj is not None:
             params.mmproj.path = str(self.mmproj)
+        # The weights are read into memory, not memory-mapped: a GGUF overwritten in place while loaded (`cp`
+        # over it truncates and rewrites the same file) would end the process with SIGBUS at the next page
+        # read. The cost (README, "Model files"): the load reads the file once; no page cache sharing.
+        params.load_mode = xllamacpp.llama_load_mode.LLAMA_LOAD_MODE_NONE
         params.n_parallel = self.parallel
         # Each slot gets the whole context window.
         params.n_ctx = self.model.context_length * self.parallel
@@ -204,7 +210,8 @@ class LlamaCppEngine(Engine):
         self._server = await asyncio.to_thread(xllamacpp.Server, params)
         log.info("model loaded in %.1f s", time.monotonic() - started)
         self._loopback = LoopbackClient(self._server.listening_address, key)
-        if await self.speculation.decide(self._internal, self.vocab_size, self.path.name, self.parallel):
+        if await self.speculation.decide(self._internal, self.vocab_size, self.path.name, self.parallel,
+                                         self._fingerprint()):
             # Measured to pay: the server again, drafting (its parameters are fixed when it is made).
             await self._free_server()
             self.speculation.configure(params)
@@ -213,6 +220,12 @@ class LlamaCppEngine(Engine):
         if self.speculation.active:
             self._undrafted = await asyncio.to_thread(xllamacpp.Server, self.speculation.undrafted(params))
             self._undrafted_route = (LoopbackClient(self._undrafted.listening_address, key), SlotRouter(1))
+
+    def _fingerprint(self) -> str:
+        """What a calibration depends on: the file (path, size, modification time), the build, the settings."""
+        stat = self.path.stat()
+        return (f"{self.path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{getattr(xllamacpp, '__version__', '')}|"
+                f"{self.model.context_length}|{self.threads}|{self.flash_attn}")
 
     async def close(self) -> None:
         for stream in list(self._streams.values()):
@@ -242,16 +255,26 @@ class LlamaCppEngine(Engine):
             raise EngineError(str(exc)) from exc
 
     async def tokenize_texts(self, texts: list[str], add_special: bool, truncate_to: int | None) -> list[list[int]]:
-        ids = await asyncio.gather(*(self.tokenize(text, add_special) for text in texts))
-        return [tokens[:truncate_to] for tokens in ids] if truncate_to else list(ids)
+        """Many texts in few requests (llamacpp_batches.py): 2,048 texts once opened 2,048 connections at once,
+        and llama.cpp's server a thread for each."""
+        ids = await self._batched_tokenizer().tokenize(texts, add_special)
+        return [tokens[:truncate_to] for tokens in ids] if truncate_to else ids
+
+    def _batched_tokenizer(self) -> BatchedTokenizer:
+        if self._batched is None:
+            self._batched = BatchedTokenizer(self._internal)
+        return self._batched
 
     async def embed(self, inputs: list[list[int]]) -> list[list[float]]:
-        """llama.cpp's /embeddings: one pooled, L2-normalized vector per input (inputs share the slots)."""
-        reply: Any = await self._internal("/embeddings", {"content": inputs})
-        if isinstance(reply, dict):  # {"error": ...}
-            raise EngineError(f"llama.cpp could not embed: {reply.get('error', reply)}")
-        ordered = sorted(reply, key=lambda item: item["index"])
-        return [item["embedding"][0] for item in ordered]
+        """llama.cpp's /embeddings: one pooled, L2-normalized vector per input (inputs share the slots), in
+        requests of EMBED_CHUNK inputs, one after another (a request cancelled between them stops there)."""
+        vectors: list[list[float]] = []
+        for start in range(0, len(inputs), EMBED_CHUNK):
+            reply: Any = await self._internal("/embeddings", {"content": inputs[start:start + EMBED_CHUNK]})
+            if isinstance(reply, dict):  # {"error": ...}
+                raise EngineError(f"llama.cpp could not embed: {reply.get('error', reply)}")
+            vectors += [item["embedding"][0] for item in sorted(reply, key=lambda item: item["index"])]
+        return vectors
 
     def token_bytes(self, token_id: int) -> bytes:
         return self._vocab_bytes[token_id] if 0 <= token_id < len(self._vocab_bytes) else b""

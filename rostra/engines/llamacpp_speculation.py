@@ -24,10 +24,14 @@ acceptance rostra observes (`AcceptanceMeter`) is logged against the break-even 
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
+import json
 import logging
 import random
 import statistics
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 import xllamacpp
@@ -150,6 +154,7 @@ class Speculation:
     """One engine's speculation: the mode asked for, what calibration found, and what it does now."""
     mode: str = "auto"
     draft: int | None = None  # tokens per draft; None: calibration's choice (`on`: DEFAULT_DRAFT)
+    cache: CalibrationCache | None = None  # measured once per model file and settings, kept in the data dir
     calibration: Calibration | None = None
     active: bool = False
     meter: AcceptanceMeter = field(default_factory=AcceptanceMeter)
@@ -182,12 +187,17 @@ class Speculation:
         params.speculative.types = [xllamacpp.common_speculative_type.COMMON_SPECULATIVE_TYPE_NONE]
         return params
 
-    async def decide(self, post: Post, vocab_size: int, name: str, parallel: int) -> bool:
-        """`auto`: measure the loaded model and say whether to restart its server with drafting on."""
+    async def decide(self, post: Post, vocab_size: int, name: str, parallel: int, fingerprint: str = "") -> bool:
+        """`auto`: measure the loaded model (or take the measurement kept for the same file and settings:
+        `fingerprint`) and say whether to restart its server with drafting on."""
         if self.mode != "auto":
             return False
         drafts = (self.draft,) if self.draft else DRAFT_LENGTHS
-        self.calibration = await calibrate(post, vocab_size, drafts, parallel)
+        key = f"{fingerprint}|{drafts}|{parallel}"
+        kept = await asyncio.to_thread(self.cache.load, key) if self.cache and fingerprint else None
+        self.calibration = kept or await calibrate(post, vocab_size, drafts, parallel)
+        if kept is None and self.cache and fingerprint:
+            await asyncio.to_thread(self.cache.save, key, self.calibration)
         pays = self.calibration.pays()
         if pays and self.draft is None:
             self.draft = self.calibration.best_draft()
@@ -223,3 +233,37 @@ class Speculation:
                 "drafted": self.meter.drafted, "accepted": self.meter.accepted,
                 "calibration": None if self.calibration is None else
                 {"decode_ms": self.calibration.decode_ms, "batch_ms": self.calibration.batch_ms}}
+
+
+class CalibrationCache:
+    """Calibrations kept in a directory (DATA_DIR/speculation), one JSON file per model file and settings: the
+    measurement takes about a second on a quiet machine and minutes on a busy one, at every start otherwise.
+    The key holds the file's path, size and modification time, so a changed file is measured again."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+
+    def _path(self, key: str) -> Path:
+        return self.directory / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
+
+    def load(self, key: str) -> Calibration | None:
+        try:
+            kept = json.loads(self._path(key).read_text())
+            if kept.get("key") != key:
+                return None
+            return Calibration(float(kept["decode_ms"]), {int(n): float(ms) for n, ms in kept["batch_ms"].items()},
+                               int(kept["parallel"]), tuple(int(k) for k in kept["drafts"]))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None  # none kept, or unreadable: measured again
+
+    def save(self, key: str, calibration: Calibration) -> None:
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            target = self._path(key)
+            partial = target.with_suffix(".partial")
+            partial.write_text(json.dumps({"key": key, "decode_ms": calibration.decode_ms,
+                                           "batch_ms": calibration.batch_ms, "parallel": calibration.parallel,
+                                           "drafts": list(calibration.drafts)}))
+            partial.replace(target)  # whole or not at all, for another process reading it
+        except OSError as exc:
+            log.warning("could not keep the speculation calibration in %s: %s", self.directory, exc)

@@ -33,6 +33,12 @@ def served_name(settings: Settings, default: str) -> str:
 
 # -- llama.cpp (the default) ----------------------------------------------------------------------------
 
+def _data_dir(settings: Settings) -> Path:
+    from rostra.store import default_data_dir
+
+    return Path(settings.data_dir) if settings.data_dir else default_data_dir()
+
+
 def _build_llamacpp(settings: Settings) -> Engine:
     from rostra.embedded import EMBEDDED_MODEL_NAME, embedded_model_path
     from rostra.generation_defaults import EMBEDDED_DEFAULTS
@@ -45,7 +51,7 @@ def _build_llamacpp(settings: Settings) -> Engine:
                              pooling=settings.pooling, matryoshka=settings.matryoshka,
                              cache_ram_mib=settings.cache_ram_mib, speculative=settings.speculative,
                              speculative_draft=settings.speculative_draft, flash_attn=settings.flash_attn,
-                             mmproj=settings.mmproj)
+                             mmproj=settings.mmproj, calibration_dir=_data_dir(settings) / "speculation")
     except ValueError as exc:  # a --pooling llama.cpp has not, a --speculative-draft out of range
         raise SystemExit(f"rostra: {exc}") from None
     if not settings.model:  # its GGUF recommends nothing: its model card does

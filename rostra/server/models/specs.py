@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rostra.config import Settings
+from rostra.server.models.checks import SettingError, check_ranges, check_types
 
 # The settings a model may have of its own (the flags of `rostra serve` that describe the model).
 PER_MODEL_SETTINGS = frozenset({
@@ -95,6 +96,10 @@ def model_spec(settings: Settings, source: str, *, name: str | None = None, ttl:
     served = own.pop("served_model_name", None)
     if isinstance(served, str):
         served = [served]
+    try:
+        check_types({**own, **({"served_model_name": served} if served is not None else {})}, source)
+    except SettingError as exc:
+        raise ModelConfigError(str(exc)) from None
     model = own.get("model", settings.model)
     engine = own.get("engine") or engine_for(model, settings.engine)
     own["engine"] = engine
@@ -109,7 +114,12 @@ def model_spec(settings: Settings, source: str, *, name: str | None = None, ttl:
             names.insert(0, name)
         canonical = names[0]
     own["served_model_name"] = names
-    return ModelSpec(canonical, dataclasses.replace(settings, **own), ttl, preload, source)
+    merged = dataclasses.replace(settings, **own)
+    try:
+        check_ranges(merged, f"{source} ({canonical})")
+    except SettingError as exc:
+        raise ModelConfigError(str(exc)) from None
+    return ModelSpec(canonical, merged, ttl, preload, source)
 
 
 def engine_for(model: str | None, default: str) -> str:

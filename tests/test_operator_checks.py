@@ -1,0 +1,56 @@
+"""Operator input that could kill the process is refused at start-up (issue 33): --models-config values of
+the wrong type or out of range, named by model and key; `parallel` beyond MAX_PARALLEL; the same ranges on the
+command line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from rostra.config import Settings
+from rostra.embedded import embedded_model_path
+from rostra.server.models.checks import MAX_PARALLEL
+from rostra.server.models.specs import ModelConfigError, read_models_config
+
+
+def config(tmp_path, entry: str):
+    path = tmp_path / "models.yaml"
+    path.write_text(f"models:\n  - name: smol\n    model: {embedded_model_path()}\n{entry}")
+    return path
+
+
+@pytest.mark.parametrize("entry,message", [
+    ("    parallel: 100000\n", "parallel: 100000 is out of range (from 1 to 512)"),
+    ("    parallel: 0\n", "parallel: 0 is out of range"),
+    ("    parallel: four\n", "parallel: expected int, not str 'four'"),
+    ("    parallel: true\n", "parallel: expected int, not bool"),
+    ("    max_model_len: 8.5\n", "max_model_len: expected int or null, not float"),
+    ("    threads: -2\n", "threads: -2 is out of range"),
+    ("    upstream_timeout: fast\n", "upstream_timeout: expected float, not str"),
+    ("    strict_tool_parsing: yes please\n", "strict_tool_parsing: expected bool"),
+    ("    served_model_name: [a, 3]\n", "served_model_name"),
+    ("    cache_ram_mib: -5\n", "cache_ram_mib: -5 is out of range"),
+])
+def test_a_bad_value_is_refused_naming_the_model_and_key(tmp_path, entry, message):
+    with pytest.raises(ModelConfigError) as refused:
+        read_models_config(config(tmp_path, entry), Settings())
+    assert message in str(refused.value) and "models[0]" in str(refused.value), str(refused.value)
+
+
+def test_good_values_pass(tmp_path):
+    (spec,) = read_models_config(config(tmp_path, "    parallel: 8\n    max_model_len: 1024\n    threads: 2\n"),
+                                 Settings())
+    assert (spec.settings.parallel, spec.settings.max_model_len, spec.settings.threads) == (8, 1024, 2)
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--parallel", str(MAX_PARALLEL + 1)], "--parallel: from 1 to 512"),
+    (["--parallel", "0"], "--parallel: from 1 to 512"),
+    (["--threads", "0"], "threads: 0 is out of range"),
+])
+def test_the_command_line_is_checked_before_anything_loads(flags, message):
+    done = subprocess.run([sys.executable, "-m", "rostra.cli", "serve", *flags, "--port", "1"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode != 0 and message in done.stderr, done.stderr[-2000:]
