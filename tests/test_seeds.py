@@ -299,3 +299,38 @@ def test_continuous_usage_stats_per_choice(seeds_server):
                 counts.setdefault(choice["index"], []).append(chunk["usage"]["completion_tokens"])
     assert counts == {index: [1, 2, 3, 4, 5] for index in range(3)}
     assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == 15
+
+
+# -- bad_words on llama.cpp: only the last token, only where the others precede it ------------------
+
+def test_bad_words_of_several_tokens_are_resampled_where_they_complete():
+    """A stand-in generation (as llama.cpp's server streams): it repeats 1 2 3, taking the next token up by
+    10 where logit_bias bans it. Banning the word (2, 3) drops the 3 after 2 only; 2 itself stays allowed."""
+    import asyncio
+
+    from rostra.core import EngineOutput, SamplingParams, TokenStep
+    from rostra.engines.llamacpp_bad_words import generate_without_bad_words
+
+    calls = []
+
+    async def generate(prompt_ids, params):
+        calls.append(params.max_tokens)
+        context = list(prompt_ids)
+        for _ in range(params.max_tokens):
+            token = context[-1] % 3 + 1 if context[-1] <= 3 else 1
+            if params.logit_bias.get(token) == float("-inf"):
+                token += 10
+            context.append(token)
+            yield EngineOutput((TokenStep(token, b"t"),))
+        yield EngineOutput(finish_reason="length")
+
+    async def run(max_tokens):
+        out, reasons = [], []
+        async for output in generate_without_bad_words(generate, [3], SamplingParams(max_tokens), [(2, 3)]):
+            out += [step.token_id for step in output.tokens]
+            reasons.append(output.finish_reason)
+        return out, [r for r in reasons if r]
+
+    out, reasons = asyncio.run(run(7))
+    assert out == [1, 2, 13, 1, 2, 13, 1] and reasons == ["length"]
+    assert calls[:3] == [7, 1, 4]  # the rest, one token with the end banned, the rest again
