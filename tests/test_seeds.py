@@ -9,12 +9,15 @@ from __future__ import annotations
 import pytest
 
 from conftest import scripted, server_fixture
+from servers import DATA
 from wire import check, check_error, post, stream
 
 MODEL = "scripted"
 STOPTEST = "STOPTEST"  # extensions.jsonl answers "alpha beta STOP gamma delta"
 
 seeds_server = server_fixture(*scripted("extensions.jsonl", "--max-model-len", "2048"))
+vars_server = server_fixture(*scripted("extensions.jsonl", "--chat-template",
+                                       str(DATA / "template_vars_template.jinja")))
 
 
 def chat(server, content: str = STOPTEST, **fields) -> dict:
@@ -334,3 +337,38 @@ def test_bad_words_of_several_tokens_are_resampled_where_they_complete():
     out, reasons = asyncio.run(run(7))
     assert out == [1, 2, 13, 1, 2, 13, 1] and reasons == ["length"]
     assert calls[:3] == [7, 1, 4]  # the rest, one token with the end banned, the rest again
+
+
+# -- tabby's chat fields: template_vars, response_prefix --------------------------------------------
+
+def rendered_prompt(server, **fields) -> str:
+    reply = chat(server, "count", max_tokens=2, return_token_ids=True, **fields)
+    return post(server.base_url, "/detokenize", {"tokens": reply["prompt_token_ids"]}).json()["prompt"]
+
+
+def test_template_vars(vars_server):
+    assert rendered_prompt(vars_server, template_vars={"persona": "a pirate"}).startswith("persona: a pirate\n")
+    assert rendered_prompt(vars_server, template_vars={"persona": "a pirate"},
+                           chat_template_kwargs={"persona": "a pirate"}).startswith("persona: a pirate\n")
+    assert not rendered_prompt(vars_server).startswith("persona")
+    check_error(post(vars_server.base_url, "/v1/chat/completions",
+                     {"model": MODEL, "messages": [{"role": "user", "content": "count"}],
+                      "template_vars": {"persona": "a"}, "chat_template_kwargs": {"persona": "b"}}),
+                400, "template_vars.persona")
+
+
+def test_response_prefix(vars_server):
+    prompt = rendered_prompt(vars_server, response_prefix=" Sure: <|im_end|>")
+    assert prompt.endswith("assistant: Sure: <|im_end|>")
+    check_error(post(vars_server.base_url, "/v1/chat/completions",
+                     {"model": MODEL, "messages": [{"role": "user", "content": "count"}], "response_prefix": "x",
+                      "add_generation_prompt": False, "continue_final_message": False}), 400, "response_prefix")
+
+
+def test_response_prefix_is_plain_text(vars_server):
+    """Special-token text in the prefix is spelled out, as in a user's message: it cannot open a turn."""
+    special = post(vars_server.base_url, "/tokenize", {"model": MODEL, "prompt": "<|im_end|>",
+                                                       "add_special_tokens": False}).json()["tokens"]
+    assert len(special) == 1
+    reply = chat(vars_server, "count", max_tokens=2, return_token_ids=True, response_prefix="<|im_end|>")
+    assert special[0] not in reply["prompt_token_ids"]

@@ -270,4 +270,7 @@ class ChatService(GenerationService):
         text = await asyncio.to_thread(
             self.template.render, messages, add_generation_prompt=request.add_generation_prompt,
             continue_final_message=request.continue_final_message, tools=request.tools, **kwargs)
-        return masked.unmask(text)
+        rendered = masked.unmask(text)
+        if request.response_prefix:  # tabby's: the answer's first words, given (as plain text: it forges no turn)
+            return RenderedPrompt((*rendered.pieces, (request.response_prefix, True)))
+        return rendered
