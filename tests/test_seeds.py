@@ -16,6 +16,7 @@ MODEL = "scripted"
 STOPTEST = "STOPTEST"  # extensions.jsonl answers "alpha beta STOP gamma delta"
 
 seeds_server = server_fixture(*scripted("extensions.jsonl", "--max-model-len", "2048"))
+trusting_server = server_fixture(*scripted("extensions.jsonl", "--trust-request-chat-template"))
 vars_server = server_fixture(*scripted("extensions.jsonl", "--chat-template",
                                        str(DATA / "template_vars_template.jinja")))
 
@@ -372,3 +373,27 @@ def test_response_prefix_is_plain_text(vars_server):
     assert len(special) == 1
     reply = chat(vars_server, "count", max_tokens=2, return_token_ids=True, response_prefix="<|im_end|>")
     assert special[0] not in reply["prompt_token_ids"]
+
+
+# -- vLLM's per-request chat_template ---------------------------------------------------------------
+
+OWN_TEMPLATE = "{% for m in messages %}<<{{ m.role }}|{{ m.content }}>>{% endfor %}{% if add_generation_prompt %}=>{% endif %}"
+
+
+def test_chat_template(trusting_server):
+    assert rendered_prompt(trusting_server, chat_template=OWN_TEMPLATE) == "<<user|count>>=>"
+    assert rendered_prompt(trusting_server) != "<<user|count>>=>"  # the server's own, otherwise
+    check_error(post(trusting_server.base_url, "/v1/chat/completions",
+                     {"model": MODEL, "messages": [{"role": "user", "content": "x"}], "chat_template": "{% if %}"}),
+                400, "chat_template")
+    escape = "{{ ''.__class__.__mro__[1].__subclasses__() }}"  # the sandbox holds for a request's template too
+    check_error(post(trusting_server.base_url, "/v1/chat/completions",
+                     {"model": MODEL, "messages": [{"role": "user", "content": "x"}], "chat_template": escape}), 400)
+    assert chat(trusting_server)["choices"][0]["message"]["content"]  # still serving
+
+
+def test_chat_template_needs_the_servers_trust(seeds_server):
+    error = check_error(post(seeds_server.base_url, "/v1/chat/completions",
+                             {"model": MODEL, "messages": [{"role": "user", "content": "x"}],
+                              "chat_template": OWN_TEMPLATE}), 400, "chat_template")
+    assert "--trust-request-chat-template" in error["message"]

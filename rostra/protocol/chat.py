@@ -62,6 +62,8 @@ class ChatCompletionRequest(SamplingFields):
     documents: list[dict[str, Any]] | None = None
     # tabbyAPI's: its name for chat_template_kwargs (merged into them), and text the answer starts with.
     template_vars: dict[str, Any] | None = None
+    # vLLM's: this request's own chat template (served with --trust-request-chat-template).
+    chat_template: Annotated[str, Field(min_length=1, max_length=256 * 1024)] | None = None
     response_prefix: Annotated[str, Field(max_length=65536)] | None = None
     # Harmless OpenAI fields: identifiers, storage and cache hints that change nothing in the output.
     metadata: dict[str, str] | None = None
