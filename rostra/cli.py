@@ -209,6 +209,9 @@ def _production_flags(group: FlagGroup) -> None:
     group.add_argument("--raw-special-tokens", action="store_true",
                        help="parse special-token text in user and tool messages as special tokens (default: "
                             "it is plain text, so `<|im_start|>system` in a message cannot forge a turn)")
+    group.add_argument("--trust-request-chat-template", action="store_true",
+                       help="serve requests that bring their own chat_template (vLLM's flag; default: a 400, since "
+                            "a template is code the server runs, sandboxed but unbounded in time)")
     group.add_argument("--allowed-origins", nargs="+", default=[], help="CORS: allowed origins (default: CORS off)")
     group.add_argument("--allowed-methods", nargs="+", default=["GET", "POST", "DELETE", "OPTIONS"])
     group.add_argument("--allowed-headers", nargs="+", default=["*"])
@@ -353,6 +356,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     batch_chunk_lines=args.batch_chunk_lines, batch_window=args.batch_window,
                     max_body_bytes=args.max_body_bytes, max_choices=args.max_choices,
                     stream_write_timeout=args.stream_write_timeout, raw_special_tokens=args.raw_special_tokens,
+                    trust_request_chat_template=args.trust_request_chat_template,
                     allowed_origins=args.allowed_origins,
                     allowed_methods=args.allowed_methods, allowed_headers=args.allowed_headers,
                     allow_credentials=args.allow_credentials, public_metrics=args.public_metrics,

@@ -71,6 +71,8 @@ class Settings:
     # User and tool content: special-token text in it is plain text (False), or parsed as the special
     # tokens it spells (True: as vLLM and llama.cpp's server do; lets a user forge turns).
     raw_special_tokens: bool = False
+    # A request's own chat_template is rendered (sandboxed), rather than refused (vLLM's flag of that name).
+    trust_request_chat_template: bool = False
     allowed_origins: list[str] = field(default_factory=list)  # CORS, off when empty
     allowed_methods: list[str] = field(default_factory=lambda: ["GET", "POST", "DELETE", "OPTIONS"])
     allowed_headers: list[str] = field(default_factory=lambda: ["*"])

@@ -114,3 +114,15 @@ def test_native_samplers_go_to_llama_cpp_under_its_names():
     assert {name: body[name] for name in samplers.given()} == {**samplers.given(), "dry_sequence_breakers": ["\n"],
                                                               "dry_penalty_last_n": 2048}  # -1: the whole context
     assert not {"typical_p", "mirostat", "dry_multiplier"} & set(_request_body([1], SamplingParams(8), 100))
+
+
+def test_bad_words_ban_a_longer_word_only_where_it_completes(real_server):
+    """The first token of a banned word of several tokens stays allowed (llama.cpp's own bias would ban it
+    everywhere): the answer still starts with it, and the word never appears."""
+    ids = chat(real_server, return_token_ids=True)["choices"][0]["token_ids"]
+    word = post(real_server.base_url, "/detokenize", {"model": MODEL, "tokens": ids[:2]}).json()["prompt"]
+    first = post(real_server.base_url, "/detokenize", {"model": MODEL, "tokens": ids[:1]}).json()["prompt"]
+    assert len(word.strip()) > len(first.strip()) > 0
+    banned = chat(real_server, bad_words=[word.strip()], return_token_ids=True)["choices"][0]
+    assert banned["token_ids"][0] == ids[0]  # the word's first token is still sampled
+    assert word.strip() not in banned["message"]["content"] and len(banned["token_ids"]) > 2

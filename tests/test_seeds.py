@@ -9,12 +9,16 @@ from __future__ import annotations
 import pytest
 
 from conftest import scripted, server_fixture
+from servers import DATA
 from wire import check, check_error, post, stream
 
 MODEL = "scripted"
 STOPTEST = "STOPTEST"  # extensions.jsonl answers "alpha beta STOP gamma delta"
 
 seeds_server = server_fixture(*scripted("extensions.jsonl", "--max-model-len", "2048"))
+trusting_server = server_fixture(*scripted("extensions.jsonl", "--trust-request-chat-template"))
+vars_server = server_fixture(*scripted("extensions.jsonl", "--chat-template",
+                                       str(DATA / "template_vars_template.jinja")))
 
 
 def chat(server, content: str = STOPTEST, **fields) -> dict:
@@ -299,3 +303,97 @@ def test_continuous_usage_stats_per_choice(seeds_server):
                 counts.setdefault(choice["index"], []).append(chunk["usage"]["completion_tokens"])
     assert counts == {index: [1, 2, 3, 4, 5] for index in range(3)}
     assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == 15
+
+
+# -- bad_words on llama.cpp: only the last token, only where the others precede it ------------------
+
+def test_bad_words_of_several_tokens_are_resampled_where_they_complete():
+    """A stand-in generation (as llama.cpp's server streams): it repeats 1 2 3, taking the next token up by
+    10 where logit_bias bans it. Banning the word (2, 3) drops the 3 after 2 only; 2 itself stays allowed."""
+    import asyncio
+
+    from rostra.core import EngineOutput, SamplingParams, TokenStep
+    from rostra.engines.llamacpp_bad_words import generate_without_bad_words
+
+    calls = []
+
+    async def generate(prompt_ids, params):
+        calls.append(params.max_tokens)
+        context = list(prompt_ids)
+        for _ in range(params.max_tokens):
+            token = context[-1] % 3 + 1 if context[-1] <= 3 else 1
+            if params.logit_bias.get(token) == float("-inf"):
+                token += 10
+            context.append(token)
+            yield EngineOutput((TokenStep(token, b"t"),))
+        yield EngineOutput(finish_reason="length")
+
+    async def run(max_tokens):
+        out, reasons = [], []
+        async for output in generate_without_bad_words(generate, [3], SamplingParams(max_tokens), [(2, 3)]):
+            out += [step.token_id for step in output.tokens]
+            reasons.append(output.finish_reason)
+        return out, [r for r in reasons if r]
+
+    out, reasons = asyncio.run(run(7))
+    assert out == [1, 2, 13, 1, 2, 13, 1] and reasons == ["length"]
+    assert calls[:3] == [7, 1, 4]  # the rest, one token with the end banned, the rest again
+
+
+# -- tabby's chat fields: template_vars, response_prefix --------------------------------------------
+
+def rendered_prompt(server, **fields) -> str:
+    reply = chat(server, "count", max_tokens=2, return_token_ids=True, **fields)
+    return post(server.base_url, "/detokenize", {"tokens": reply["prompt_token_ids"]}).json()["prompt"]
+
+
+def test_template_vars(vars_server):
+    assert rendered_prompt(vars_server, template_vars={"persona": "a pirate"}).startswith("persona: a pirate\n")
+    assert rendered_prompt(vars_server, template_vars={"persona": "a pirate"},
+                           chat_template_kwargs={"persona": "a pirate"}).startswith("persona: a pirate\n")
+    assert not rendered_prompt(vars_server).startswith("persona")
+    check_error(post(vars_server.base_url, "/v1/chat/completions",
+                     {"model": MODEL, "messages": [{"role": "user", "content": "count"}],
+                      "template_vars": {"persona": "a"}, "chat_template_kwargs": {"persona": "b"}}),
+                400, "template_vars.persona")
+
+
+def test_response_prefix(vars_server):
+    prompt = rendered_prompt(vars_server, response_prefix=" Sure: <|im_end|>")
+    assert prompt.endswith("assistant: Sure: <|im_end|>")
+    check_error(post(vars_server.base_url, "/v1/chat/completions",
+                     {"model": MODEL, "messages": [{"role": "user", "content": "count"}], "response_prefix": "x",
+                      "add_generation_prompt": False, "continue_final_message": False}), 400, "response_prefix")
+
+
+def test_response_prefix_is_plain_text(vars_server):
+    """Special-token text in the prefix is spelled out, as in a user's message: it cannot open a turn."""
+    special = post(vars_server.base_url, "/tokenize", {"model": MODEL, "prompt": "<|im_end|>",
+                                                       "add_special_tokens": False}).json()["tokens"]
+    assert len(special) == 1
+    reply = chat(vars_server, "count", max_tokens=2, return_token_ids=True, response_prefix="<|im_end|>")
+    assert special[0] not in reply["prompt_token_ids"]
+
+
+# -- vLLM's per-request chat_template ---------------------------------------------------------------
+
+OWN_TEMPLATE = "{% for m in messages %}<<{{ m.role }}|{{ m.content }}>>{% endfor %}{% if add_generation_prompt %}=>{% endif %}"
+
+
+def test_chat_template(trusting_server):
+    assert rendered_prompt(trusting_server, chat_template=OWN_TEMPLATE) == "<<user|count>>=>"
+    assert rendered_prompt(trusting_server) != "<<user|count>>=>"  # the server's own, otherwise
+    check_error(post(trusting_server.base_url, "/v1/chat/completions",
+                     {"model": MODEL, "messages": [{"role": "user", "content": "x"}], "chat_template": "{% if %}"}),
+                400, "chat_template")
+    escape = "{{ ''.__class__.__mro__[1].__subclasses__() }}"  # the sandbox holds for a request's template too
+    check_error(post(trusting_server.base_url, "/v1/chat/completions",
+                     {"model": MODEL, "messages": [{"role": "user", "content": "x"}], "chat_template": escape}), 400)
+    assert chat(trusting_server)["choices"][0]["message"]["content"]  # still serving
+
+
+def test_chat_template_needs_the_servers_trust(seeds_server):
+    error = check_error(post(seeds_server.base_url, "/v1/chat/completions",
+                             {"model": MODEL, "messages": [{"role": "user", "content": "x"}],
+                              "chat_template": OWN_TEMPLATE}), 400, "chat_template")
+    assert "--trust-request-chat-template" in error["message"]

@@ -53,6 +53,7 @@ from rostra.core import (
 )
 from rostra.engines.base import NATIVE_SAMPLERS, Engine, EngineError
 from rostra.engines.llamacpp_batches import EMBED_CHUNK, BatchedTokenizer
+from rostra.engines.llamacpp_bad_words import generate_without_bad_words
 from rostra.engines.llamacpp_http import EventStream, LoopbackClient, LoopbackError
 from rostra.engines.llamacpp_slots import SlotRouter
 from rostra.engines.llamacpp_speculation import CalibrationCache, Speculation
@@ -333,9 +334,18 @@ class LlamaCppEngine(Engine):
                 async for output in outputs:
                     yield output
             return
+        words = _resumable_bad_words(params)
+
+        def plain(prompt_ids: list[int], part: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
+            return self._generate(request_id, prompt_ids, part, prompt.session_key)
+
+        def run(prompt_ids: list[int], part: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
+            # Bad words of several tokens: dropped and resampled where they would complete.
+            return generate_without_bad_words(plain, prompt_ids, part, words) if words else plain(prompt_ids, part)
+
         if not params.min_tokens or params.ignore_eos:
             # aclosing: leaving early closes the stream at once, which stops llama.cpp's generation.
-            async with aclosing(self._generate(request_id, prompt.token_ids, params, prompt.session_key)) as outputs:
+            async with aclosing(run(prompt.token_ids, params)) as outputs:
                 async for output in outputs:
                     yield output
             return
@@ -343,7 +353,7 @@ class LlamaCppEngine(Engine):
         banned = {token: float("-inf") for token in params.stop_token_ids}
         forced = dataclasses.replace(params, max_tokens=first, ignore_eos=True, logit_bias={**params.logit_bias, **banned})
         sampled: list[int] = []
-        async with aclosing(self._generate(request_id, prompt.token_ids, forced, prompt.session_key)) as outputs:
+        async with aclosing(run(prompt.token_ids, forced)) as outputs:
             async for output in outputs:
                 sampled += [step.token_id for step in output.tokens]
                 done = output.finish_reason is not None and len(sampled) >= params.max_tokens
@@ -351,7 +361,7 @@ class LlamaCppEngine(Engine):
                 if done:
                     return
         rest = dataclasses.replace(params, max_tokens=params.max_tokens - len(sampled), min_tokens=0)
-        async with aclosing(self._generate(request_id, prompt.token_ids + sampled, rest, prompt.session_key)) as outputs:
+        async with aclosing(run(prompt.token_ids + sampled, rest)) as outputs:
             async for output in outputs:
                 # Its cache hits are mostly the tokens just sampled: the prompt's were counted by the first part.
                 yield dataclasses.replace(output, cached_tokens=None) if output.cached_tokens is not None else output
@@ -449,14 +459,23 @@ def _request_body(prompt_ids: list[int], params: SamplingParams, vocab_size: int
     return body
 
 
+def _resumable_bad_words(params: SamplingParams) -> list[tuple[int, ...]]:
+    """Bad words of several tokens, which generate_without_bad_words drops and resamples; none under a
+    constraint, which cannot be resumed halfway (their first tokens are banned then)."""
+    if params.json_schema is not None or params.grammar is not None:
+        return []
+    return [word for word in params.bad_words_ids if len(word) > 1]
+
+
 def _logit_bias(params: SamplingParams, vocab_size: int) -> list[list]:
     """logit_bias, plus bans (llama.cpp's `false`: never sampled) for allowed_token_ids and bad_words.
-    bad_words: a one-token word is banned; of a longer one the first token is (llama.cpp cannot ban a
-    token only after the others: more is banned than vLLM bans, never less)."""
+    bad_words: a one-token word is banned; of a longer one the last token where the others precede it
+    (generate_without_bad_words), or under a constraint the first token (more than vLLM bans, never less)."""
     bias: dict[int, Any] = {token: (False if value == float("-inf") else value)
                             for token, value in params.logit_bias.items()}
     for sequence in params.bad_words_ids:
-        bias[sequence[0]] = False
+        if len(sequence) == 1 or not _resumable_bad_words(params):
+            bias[sequence[0]] = False
     if params.allowed_token_ids is not None:
         allowed = set(params.allowed_token_ids)
         bias.update({token: False for token in range(vocab_size) if token not in allowed})

@@ -8,6 +8,8 @@ jinja2's immutable sandbox so a template cannot reach Python internals.
 
 from __future__ import annotations
 
+import functools
+
 import json
 from datetime import datetime
 from typing import Any
@@ -82,3 +84,12 @@ def _cut_after_final_message(text: str, messages: list[dict[str, Any]]) -> str:
         raise InvalidRequest("the final message's content was not found in the rendered template",
                              param="continue_final_message")
     return text[: position + len(content)]
+
+
+@functools.lru_cache(maxsize=16)
+def request_template(source: str, bos_token: str, eos_token: str) -> ChatTemplate:
+    """A request's chat template, sandboxed as the server's is; compiled once while clients repeat it."""
+    try:
+        return ChatTemplate(source, bos_token, eos_token)
+    except TemplateError as exc:
+        raise InvalidRequest(f"chat_template: the template does not compile: {exc}", param="chat_template") from exc

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rostra.errors import InvalidRequest
 from rostra.protocol.common import INT32_MAX, MAX_TOP_LOGPROBS, SamplingFields
@@ -74,6 +74,11 @@ class ChatCompletionRequest(SamplingFields):
     include_reasoning: bool = True
     # vLLM extension: documents for retrieval-augmented templates (passed as `documents=`).
     documents: list[dict[str, Any]] | None = None
+    # tabbyAPI's: its name for chat_template_kwargs (merged into them), and text the answer starts with.
+    template_vars: dict[str, Any] | None = None
+    # vLLM's: this request's own chat template (served with --trust-request-chat-template).
+    chat_template: Annotated[str, Field(min_length=1, max_length=256 * 1024)] | None = None
+    response_prefix: Annotated[str, Field(max_length=65536)] | None = None
     # Harmless OpenAI fields: identifiers, storage and cache hints that change nothing in the output.
     metadata: dict[str, str] | None = None
     store: bool | None = None
@@ -92,7 +97,21 @@ class ChatCompletionRequest(SamplingFields):
     functions: list[dict[str, Any]] | None = None
     function_call: str | dict[str, Any] | None = None
 
+    @model_validator(mode="after")
+    def _fold_template_vars(self) -> "ChatCompletionRequest":
+        """tabby's template_vars are chat_template_kwargs: one set of variables (a clash is a 400)."""
+        for key, value in (self.template_vars or {}).items():
+            kwargs = self.chat_template_kwargs if self.chat_template_kwargs is not None else {}
+            if key in kwargs and kwargs[key] != value:
+                raise InvalidRequest(f"template_vars and chat_template_kwargs set {key!r} differently",
+                                     param=f"template_vars.{key}")
+            self.chat_template_kwargs = {**kwargs, key: value}
+        return self
+
     def unsupported(self) -> InvalidRequest | None:
+        if self.response_prefix is not None and not self.add_generation_prompt:
+            return InvalidRequest("response_prefix follows the generation prompt: it needs add_generation_prompt",
+                                  param="response_prefix")
         for key in RESERVED_TEMPLATE_KWARGS.intersection(self.chat_template_kwargs or {}):
             return InvalidRequest(f"chat_template_kwargs must not set {key!r}: it is a request field of its own",
                                   param=f"chat_template_kwargs.{key}")

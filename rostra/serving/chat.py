@@ -15,7 +15,7 @@ from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, 
 from rostra.parsing.parser import ChoicePipeline, OutputParser
 from rostra.parsing.reasoning.base import ReasoningParser
 from rostra.parsing.tools.base import ToolParser
-from rostra.prompt.chat_template import ChatTemplate
+from rostra.prompt.chat_template import ChatTemplate, request_template
 from rostra.images.loader import ImageLoader
 from rostra.prompt.messages import PromptImages, image_parts, message_text, template_messages, text_only
 from rostra.prompt.special_text import RenderedPrompt, SpecialTextGuard
@@ -179,7 +179,8 @@ class ChatService(GenerationService):
                  tool_parser: Callable[..., ToolParser], reasoning_parser: type[ReasoningParser] | None = None,
                  reasoning_fields: tuple[str, ...] = ("reasoning_content",),
                  defaults: GenerationDefaults = GenerationDefaults(), raw_special_tokens: bool = False,
-                 fit_budgets: bool = True, images: ImageLoader | None = None):
+                 fit_budgets: bool = True, images: ImageLoader | None = None,
+                 trust_request_templates: bool = False):
         super().__init__(engine, defaults)
         # An output budget longer than the room the prompt leaves: cut to it (True), or a 400 (--output-budget strict).
         self.fit_budgets = fit_budgets
@@ -187,6 +188,7 @@ class ChatService(GenerationService):
         # Special-token text in user and tool content is tokenized as plain text, unless told otherwise.
         self.special_guard = SpecialTextGuard(() if raw_special_tokens else engine.special_texts)
         self.template = template
+        self.trust_request_templates = trust_request_templates  # a request's own chat_template is rendered
         self.served_names = served_names
         self.tool_parser = tool_parser
         self.reasoning_parser = reasoning_parser
@@ -311,6 +313,16 @@ class ChatService(GenerationService):
         return asked, completion_budget(prompt_tokens, asked, self.defaults, context_length, "messages", param,
                                         min_tokens=request.min_tokens, fit=fit)
 
+    async def _template_for(self, request: ChatCompletionRequest) -> ChatTemplate:
+        """The server's template, or the request's own (vLLM's chat_template), compiled off the event loop."""
+        if request.chat_template is None:
+            return self.template
+        if not self.trust_request_templates:
+            raise InvalidRequest("chat_template: this server renders its own chat template only (start it with "
+                                 "--trust-request-chat-template to accept a request's)", param="chat_template")
+        return await asyncio.to_thread(request_template, request.chat_template, self.engine.bos_token,
+                                       self.engine.eos_token)
+
     async def render(self, request: ChatCompletionRequest, images: PromptImages | None = None) -> RenderedPrompt:
         """The conversation through the chat template (off the event loop), special-token text of
         user and tool messages marked as plain text, each image as the engine's marker."""
@@ -325,7 +337,12 @@ class ChatService(GenerationService):
         if getattr(self.tool_parser, "name", "") == "mistral":
             messages = mistral_history(messages)  # ids from other servers, as Mistral templates take them
         messages, masked = self.special_guard.mask(messages)
+        template = await self._template_for(request)
         text = await asyncio.to_thread(
-            self.template.render, messages, add_generation_prompt=request.add_generation_prompt,
+            template.render, messages, add_generation_prompt=request.add_generation_prompt,
             continue_final_message=request.continue_final_message, tools=request.tools, **kwargs)
-        return masked.unmask(text)
+        rendered = masked.unmask(text)
+        if request.response_prefix:  # tabby's: the answer's first words, given (as plain text: it forges no turn)
+            return RenderedPrompt((*rendered.pieces, (request.response_prefix, True)))
+        return rendered
+
