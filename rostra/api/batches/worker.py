@@ -169,6 +169,7 @@ class BatchWorker:
             with contextlib.suppress(asyncio.CancelledError):
                 await renewer
             await self.store.release_chunk(batch_id, claim.chunk, self.owner)
+            log.info("batch %s chunk %d: %d lines run by %s", batch_id, claim.chunk, len(claim.lines), self.owner)
 
     async def _run_one(self, claim: ChunkClaim, line: PendingLine) -> None:
         request_id = "req_" + secrets.token_hex(12)
