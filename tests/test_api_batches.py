@@ -82,6 +82,10 @@ async def test_files_upload_list_retrieve_content_delete(tmp_path):
         validate("ListFilesResponse", listed.json())
         assert [file["id"] for file in listed.json()["data"]] == [second.id, made.id]
         assert [file.id for file in (await client.files.list(purpose="batch")).data] == [second.id]
+        page = (await server.client.get("/v1/files?limit=1")).json()
+        assert [file["id"] for file in page["data"]] == [second.id] and page["has_more"]
+        rest = (await server.client.get(f"/v1/files?limit=1&after={second.id}")).json()
+        assert [file["id"] for file in rest["data"]] == [made.id] and not rest["has_more"]
         deleted = await server.client.delete(f"/v1/files/{made.id}")
         validate("DeleteFileResponse", deleted.json())
         assert deleted.json() == {"id": made.id, "object": "file", "deleted": True}

@@ -190,11 +190,13 @@ def _page(conn: sqlite3.Connection, table: str, after: str | None, limit: int, o
         if purpose is not None:
             where, params = f"{where} AND purpose = ?", (*params, purpose)
         if after is not None:
-            row = conn.execute(f"SELECT created_at, id FROM {table} {where} AND id = ?", (*params, after)).fetchone()
+            row = conn.execute(f"SELECT created_at, rowid FROM {table} {where} AND id = ?",
+                               (*params, after)).fetchone()
             if row is None:
                 raise StoreError(f"no object {after!r} to list after")
-            where, params = f"{where} AND (created_at, id) {compare} (?, ?)", (*params, *row)
-        rows = conn.execute(f"SELECT body FROM {table} {where} ORDER BY created_at {direction}, id {direction} "
+            where, params = f"{where} AND (created_at, rowid) {compare} (?, ?)", (*params, *row)
+        # rowid: the order they were made in, within one second too
+        rows = conn.execute(f"SELECT body FROM {table} {where} ORDER BY created_at {direction}, rowid {direction} "
                             "LIMIT ?", (*params, limit + 1)).fetchall()
     return [json.loads(body) for (body,) in rows[:limit]], len(rows) > limit
 
