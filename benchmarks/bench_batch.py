@@ -89,7 +89,7 @@ async def bench(args: argparse.Namespace) -> dict:
                                 "--batch-concurrency", str(args.batch_concurrency), *args.rostra_flag])
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=600) as client:
-            model = await wait_ready(client, process)
+            model = await wait_ready(client, process, timeout=900)
             await online(client, model, argparse.Namespace(**{**vars(args), "lines": args.parallel}))  # warm-up
             idle = await ttfts(client, model, args)
             online_seconds = await online(client, model, args)

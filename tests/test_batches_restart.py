@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
 from openai import OpenAI
 
 from servers import RunningServer
@@ -57,7 +58,8 @@ def answered_exactly_once(api: OpenAI, batch, count: int) -> None:
     assert (batch.request_counts.completed, batch.request_counts.failed) == (count, 0)
 
 
-def test_kill_9_in_the_middle_then_restart_answers_every_line_once(tmp_path):
+@pytest.mark.parametrize("stop", ["kill -9", "SIGTERM"])
+def test_a_restart_in_the_middle_answers_every_line_once(tmp_path, stop):
     script = script_file(tmp_path)
     first = server_on(None, script)
     try:
@@ -65,7 +67,7 @@ def test_kill_9_in_the_middle_then_restart_answers_every_line_once(tmp_path):
         batch_id = start_batch(api, 40)
         wait(api, batch_id, done=10)
     finally:
-        first.kill()
+        first.kill() if stop == "kill -9" else first.stop()
     second = server_on(first.data_dir, script)
     try:
         api = client(second)
