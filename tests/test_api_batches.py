@@ -275,3 +275,15 @@ async def test_an_online_request_goes_before_the_batch_lines_waiting(tmp_path):
         assert online.choices[0].message.content == "Hello there."
         assert after - before <= 1, (before, after)  # it waited for the running line only
         assert (await finished(client, batch.id)).request_counts.completed == 6
+
+
+@pytest.mark.anyio
+async def test_cancel_at_once_wins_over_validation(tmp_path):
+    async with InProcessServer(tmp_path, SCRIPT) as server:
+        client = sdk(server)
+        upload = await client.files.create(file=("r.jsonl", jsonl([chat_line(f"s{n}", "slow") for n in range(50)])),
+                                           purpose="batch")
+        batch = await client.batches.create(input_file_id=upload.id, endpoint=CHAT, completion_window="24h")
+        assert (await client.batches.cancel(batch.id)).status == "cancelling"
+        done = await finished(client, batch.id, timeout=30)
+        assert done.status == "cancelled" and done.request_counts.completed < 50

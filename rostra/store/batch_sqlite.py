@@ -207,9 +207,11 @@ def _update_batch(conn: sqlite3.Connection, batch: dict, owner: str | None) -> b
         sql, params = "UPDATE batches SET status = ?, body = ?, model = ? WHERE id = ?", (
             batch["status"], dumps(batch), batch.get("model"), batch["id"])
     else:
+        # A cancel that came during validation wins over the validator's move to in_progress.
         sql = ("UPDATE batches SET status = ?, body = ?, model = ?, owner = NULL, lease_until = NULL WHERE id = ? "
-               "AND owner = ? AND lease_until >= ?")
-        params = (batch["status"], dumps(batch), batch.get("model"), batch["id"], owner, time.time())
+               "AND owner = ? AND lease_until >= ? AND NOT (status = 'cancelling' AND ? = 'in_progress')")
+        params = (batch["status"], dumps(batch), batch.get("model"), batch["id"], owner, time.time(),
+                  batch["status"])
     return conn.execute(sql, params).rowcount > 0
 
 

@@ -136,6 +136,8 @@ class BatchWorker:
         started = with_counts({**batch, "status": "in_progress", "in_progress_at": now, "model": model}, counts)
         if await self.store.update_batch(started, self.owner):
             log.info("batch %s: %d lines, %d refused at validation", batch["id"], counts.total, counts.failed)
+        else:  # cancelled meanwhile: let it be finalized now, not when this lease runs out
+            await self.store.renew_batch(batch["id"], self.owner, -1.0)
 
     async def _finalize(self, batch: dict[str, Any], tenant: str | None, status: str) -> None:
         """Write the output and error files (the lines not answered, if cancelled or expired, as errors)."""
