@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
             entry.add_flags(serve.add_argument_group(f"{entry.name} engine"))
     serve.add_argument("--config", help="a YAML file of settings: the flags' names as keys (flags win)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    _batch_command(commands)
     return parser
 
 
@@ -48,6 +49,25 @@ def _model_aliases(given: list[str]) -> list[ModelAlias]:
         return [ModelAlias.parse(text) for text in given]
     except ValueError as exc:
         raise SystemExit(f"rostra: {exc}") from None
+
+
+def _batch_command(commands: Any) -> None:
+    """`rostra batch FILE.jsonl -o OUT.jsonl`: offline, with `serve`'s model flags."""
+    batch = commands.add_parser("batch", help="answer a Batch API input file offline (vLLM's run-batch)",
+                                description="Answer every line of a Batch API input file (JSONL) with a model, "
+                                            "without a server; results in input order.")
+    batch.add_argument("input", metavar="FILE.jsonl", help="the requests, one Batch API line each")
+    batch.add_argument("-o", "--output", required=True, metavar="OUT.jsonl", help="where the results go")
+    batch.add_argument("--model", dest="model", action="append", default=[], metavar="MODEL",
+                       help="the model (as `serve MODEL`; default: the embedded SmolLM2-135M-Instruct)")
+    batch.add_argument("--engine", choices=list(ENGINES), default="llamacpp")
+    for title, add_flags in FLAG_GROUPS:
+        add_flags(batch.add_argument_group(title))
+    for entry in ENGINES.values():
+        if entry.add_flags is not None:
+            entry.add_flags(batch.add_argument_group(f"{entry.name} engine"))
+    batch.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    batch.set_defaults(config=None)
 
 
 def _server_flags(group: FlagGroup) -> None:
@@ -505,6 +525,11 @@ def main(argv: list[str] | None = None) -> None:
         except SettingError as exc:
             raise SystemExit(f"rostra: {exc}") from None
         serve(settings)
+    elif args.command == "batch":
+        from rostra.batch_command import run_batch_file
+
+        logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+        run_batch_file(settings_from_args(args), Path(args.input), Path(args.output))
 
 
 if __name__ == "__main__":

@@ -82,6 +82,10 @@ async def test_files_upload_list_retrieve_content_delete(tmp_path):
         validate("ListFilesResponse", listed.json())
         assert [file["id"] for file in listed.json()["data"]] == [second.id, made.id]
         assert [file.id for file in (await client.files.list(purpose="batch")).data] == [second.id]
+        page = (await server.client.get("/v1/files?limit=1")).json()
+        assert [file["id"] for file in page["data"]] == [second.id] and page["has_more"]
+        rest = (await server.client.get(f"/v1/files?limit=1&after={second.id}")).json()
+        assert [file["id"] for file in rest["data"]] == [made.id] and not rest["has_more"]
         deleted = await server.client.delete(f"/v1/files/{made.id}")
         validate("DeleteFileResponse", deleted.json())
         assert deleted.json() == {"id": made.id, "object": "file", "deleted": True}
@@ -234,3 +238,52 @@ async def test_another_key_finds_nothing_of_a_keys_files_and_batches(tmp_path):
                 await call
         assert (await b.files.list()).data == [] and (await b.batches.list()).data == []
         assert len((await a.files.list()).data) == 2 and (await a.batches.list()).data[0].id == batch.id
+
+
+@pytest.mark.anyio
+async def test_messages_lines(tmp_path):
+    async with InProcessServer(tmp_path, SCRIPT) as server:
+        client = sdk(server)
+        done = await run_batch(client, [{"custom_id": "m", "method": "POST", "url": "/v1/messages",
+                                         "body": {"model": MODEL, "max_tokens": 16,
+                                                  "messages": [{"role": "user", "content": "hello"}]}},
+                                        {"custom_id": "bad", "method": "POST", "url": "/v1/messages",
+                                         "body": {"model": MODEL, "messages": []}}], "/v1/messages")
+        (line,) = await lines_of(client, done.output_file_id)
+        assert line["response"]["body"]["type"] == "message"
+        assert line["response"]["body"]["content"][0]["text"] == "Hello there."
+        (refused,) = await lines_of(client, done.error_file_id)  # Anthropic's own error envelope, as online
+        assert refused["response"]["status_code"] == 400 and refused["response"]["body"]["type"] == "error"
+
+
+@pytest.mark.anyio
+async def test_an_online_request_goes_before_the_batch_lines_waiting(tmp_path):
+    """One admission slot, two batch lines wanted at once: an online request that arrives while a line runs gets
+    the slot next, not after the other line (which waits behind it, never queued ahead of it)."""
+    async with InProcessServer(tmp_path, SCRIPT, max_concurrency=1, batch_concurrency=2,
+                               batch_chunk_lines=10) as server:
+        client = sdk(server)
+        upload = await client.files.create(file=("r.jsonl", jsonl([chat_line(f"s{n}", "slow") for n in range(6)])),
+                                           purpose="batch")
+        batch = await client.batches.create(input_file_id=upload.id, endpoint=CHAT, completion_window="24h")
+        await finished(client, batch.id, until=("in_progress",))
+        while server.app.state.rostra.admission.running == 0:  # a line runs
+            await asyncio.sleep(0.01)
+        before = (await client.batches.retrieve(batch.id)).request_counts.completed
+        online = await client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hello"}])
+        after = (await client.batches.retrieve(batch.id)).request_counts.completed
+        assert online.choices[0].message.content == "Hello there."
+        assert after - before <= 1, (before, after)  # it waited for the running line only
+        assert (await finished(client, batch.id)).request_counts.completed == 6
+
+
+@pytest.mark.anyio
+async def test_cancel_at_once_wins_over_validation(tmp_path):
+    async with InProcessServer(tmp_path, SCRIPT) as server:
+        client = sdk(server)
+        upload = await client.files.create(file=("r.jsonl", jsonl([chat_line(f"s{n}", "slow") for n in range(50)])),
+                                           purpose="batch")
+        batch = await client.batches.create(input_file_id=upload.id, endpoint=CHAT, completion_window="24h")
+        assert (await client.batches.cancel(batch.id)).status == "cancelling"
+        done = await finished(client, batch.id, timeout=30)
+        assert done.status == "cancelled" and done.request_counts.completed < 50

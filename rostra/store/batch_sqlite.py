@@ -190,11 +190,13 @@ def _page(conn: sqlite3.Connection, table: str, after: str | None, limit: int, o
         if purpose is not None:
             where, params = f"{where} AND purpose = ?", (*params, purpose)
         if after is not None:
-            row = conn.execute(f"SELECT created_at, id FROM {table} {where} AND id = ?", (*params, after)).fetchone()
+            row = conn.execute(f"SELECT created_at, rowid FROM {table} {where} AND id = ?",
+                               (*params, after)).fetchone()
             if row is None:
                 raise StoreError(f"no object {after!r} to list after")
-            where, params = f"{where} AND (created_at, id) {compare} (?, ?)", (*params, *row)
-        rows = conn.execute(f"SELECT body FROM {table} {where} ORDER BY created_at {direction}, id {direction} "
+            where, params = f"{where} AND (created_at, rowid) {compare} (?, ?)", (*params, *row)
+        # rowid: the order they were made in, within one second too
+        rows = conn.execute(f"SELECT body FROM {table} {where} ORDER BY created_at {direction}, rowid {direction} "
                             "LIMIT ?", (*params, limit + 1)).fetchall()
     return [json.loads(body) for (body,) in rows[:limit]], len(rows) > limit
 
@@ -205,9 +207,11 @@ def _update_batch(conn: sqlite3.Connection, batch: dict, owner: str | None) -> b
         sql, params = "UPDATE batches SET status = ?, body = ?, model = ? WHERE id = ?", (
             batch["status"], dumps(batch), batch.get("model"), batch["id"])
     else:
+        # A cancel that came during validation wins over the validator's move to in_progress.
         sql = ("UPDATE batches SET status = ?, body = ?, model = ?, owner = NULL, lease_until = NULL WHERE id = ? "
-               "AND owner = ? AND lease_until >= ?")
-        params = (batch["status"], dumps(batch), batch.get("model"), batch["id"], owner, time.time())
+               "AND owner = ? AND lease_until >= ? AND NOT (status = 'cancelling' AND ? = 'in_progress')")
+        params = (batch["status"], dumps(batch), batch.get("model"), batch["id"], owner, time.time(),
+                  batch["status"])
     return conn.execute(sql, params).rowcount > 0
 
 

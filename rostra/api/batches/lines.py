@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from rostra.api.batches.objects import LineError, refused_line
@@ -73,3 +73,15 @@ def checked_lines(endpoint: str, raw_lines: Iterable[bytes]) -> tuple[list[Batch
     checker = LineChecker(endpoint)
     lines = [checker.check(number, raw) for number, raw in enumerate(raw for raw in raw_lines if raw.strip())]
     return lines, checker.model
+
+
+def next_block(raw_lines: Iterator[bytes], checker: LineChecker, first: int, size: int) -> list[BatchLine]:
+    """Blocking: up to `size` more non-empty lines checked, numbered from `first` (a large file is validated and
+    stored a block at a time, never held whole in memory)."""
+    block: list[BatchLine] = []
+    for raw in raw_lines:
+        if raw.strip():
+            block.append(checker.check(first + len(block), raw))
+            if len(block) == size:
+                break
+    return block

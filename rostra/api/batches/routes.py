@@ -43,13 +43,17 @@ async def upload_file(request: Request) -> dict[str, Any]:
         await form.close()
 
 
-def present(value: Any) -> Any:
+def present(value: dict[str, Any]) -> dict[str, Any]:
     """The object without its unset (null) fields, as the spec types them (a string or absent; the SDKs read an
     absent field as None), in lists too."""
+    return {key: _present(item) for key, item in value.items() if item is not None}
+
+
+def _present(value: Any) -> Any:
     if isinstance(value, dict):
-        return {key: present(item) for key, item in value.items() if item is not None}
+        return present(value)
     if isinstance(value, list):
-        return [present(item) for item in value]
+        return [_present(item) for item in value]
     return value
 
 

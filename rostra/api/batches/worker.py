@@ -17,16 +17,16 @@ import secrets
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 from rostra.api.batches.dispatch import Asgi, run_line
-from rostra.api.batches.lines import checked_lines
+from rostra.api.batches.lines import LineChecker, next_block
 from rostra.api.batches.objects import LineError, answered_line, file_object, refused_line, with_counts
-from rostra.store.batch_store import BatchLine, BatchStore, ChunkClaim, PendingLine, WorkFilter
+from rostra.store.batch_store import BatchStore, ChunkClaim, PendingLine, WorkFilter
 from rostra.store.blobs import DirectoryBlobs
 from rostra.store.tables import dumps
 
 log = logging.getLogger("rostra.batches")
+VALIDATION_BLOCK = 2000  # input lines checked and stored per transaction
 
 
 @dataclass(frozen=True)
@@ -108,24 +108,36 @@ class BatchWorker:
             await self._finalize(batch, tenant, "completed")
 
     async def _validate(self, batch: dict[str, Any]) -> None:
-        path = self.blobs.path(batch["input_file_id"])
         now = int(time.time())
+        checker = LineChecker(batch["endpoint"])
+        stored = 0
         try:
-            lines, model = await asyncio.to_thread(_read_checked, batch["endpoint"], path)
+            handle = await asyncio.to_thread(open, self.blobs.path(batch["input_file_id"]), "rb")
         except OSError:
-            lines, model = [], None
-        if not lines:
+            handle = None
+        try:
+            while handle is not None and (block := await asyncio.to_thread(next_block, handle, checker, stored,
+                                                                            VALIDATION_BLOCK)):
+                if not await self.store.add_lines(batch["id"], self.owner, block, self.settings.chunk_lines):
+                    return  # the lease was lost: another process validates it
+                stored += len(block)
+                await self.store.renew_batch(batch["id"], self.owner, self.settings.lease_seconds)
+        finally:
+            if handle is not None:
+                handle.close()
+        if not stored:
             error = {"code": "empty_file", "message": "the input file has no lines (or is gone)", "param": None,
                      "line": None}
             failed = {**batch, "status": "failed", "failed_at": now, "errors": {"object": "list", "data": [error]}}
             await self.store.update_batch(failed, self.owner)
             return
-        if not await self.store.add_lines(batch["id"], self.owner, lines, self.settings.chunk_lines):
-            return  # the lease was lost: another process validates it
+        model = checker.model
         counts = await self.store.counts(batch["id"])
         started = with_counts({**batch, "status": "in_progress", "in_progress_at": now, "model": model}, counts)
         if await self.store.update_batch(started, self.owner):
             log.info("batch %s: %d lines, %d refused at validation", batch["id"], counts.total, counts.failed)
+        else:  # cancelled meanwhile: let it be finalized now, not when this lease runs out
+            await self.store.renew_batch(batch["id"], self.owner, -1.0)
 
     async def _finalize(self, batch: dict[str, Any], tenant: str | None, status: str) -> None:
         """Write the output and error files (the lines not answered, if cancelled or expired, as errors)."""
@@ -169,6 +181,7 @@ class BatchWorker:
             with contextlib.suppress(asyncio.CancelledError):
                 await renewer
             await self.store.release_chunk(batch_id, claim.chunk, self.owner)
+            log.info("batch %s chunk %d: %d lines run by %s", batch_id, claim.chunk, len(claim.lines), self.owner)
 
     async def _run_one(self, claim: ChunkClaim, line: PendingLine) -> None:
         request_id = "req_" + secrets.token_hex(12)
@@ -192,11 +205,6 @@ class BatchWorker:
             if not await self.store.renew_chunk(batch_id, chunk, self.owner, self.settings.lease_seconds):
                 running.clear()
                 return
-
-
-def _read_checked(endpoint: str, path: Path) -> tuple[list[BatchLine], str | None]:
-    with open(path, "rb") as handle:
-        return checked_lines(endpoint, handle)
 
 
 def _result_lines(rows: Iterator[tuple[str | None, str | None]], unanswered: LineError) -> Iterator[bytes]:
