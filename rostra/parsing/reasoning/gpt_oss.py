@@ -186,4 +186,5 @@ class GptOssReasoningParser(ReasoningParser):
             return [ToolCallStart(index, openai_call_id(), name), ToolCallArgs(index, "{}"), ToolCallEnd(index)]
         self._calls += 1
         tail = writer.close()
-        return ([ToolCallArgs(index, tail)] if tail else []) + [ToolCallEnd(index)]
+        events: list[Event] = [ToolCallArgs(index, tail)] if tail else []
+        return events + [ToolCallEnd(index)]
