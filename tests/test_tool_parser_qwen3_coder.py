@@ -1,10 +1,12 @@
+import json
+
 import pytest
 
-from rostra.parsing.events import Text
+from rostra.parsing.events import Text, ToolCallArgs
 from rostra.parsing.tools import REGISTRY, tool_parser_class
 from rostra.parsing.tools.base import ToolSpec
 from rostra.parsing.tools.qwen3_coder import convert
-from toolparse import TOOLS, Case, check_case
+from toolparse import TOOLS, Case, check_case, streamed_before
 
 REGISTRY.setdefault("qwen3_coder", "qwen3_coder:Qwen3CoderToolParser")
 
@@ -59,19 +61,28 @@ CASES = [
          [("get_weather", {"city": "Oslo"})]),
     Case("missing-parameter-close", "<tool_call>\n<function=add>\n<parameter=a>\n1\n<parameter=b>\n2\n</function>\n"
          "</tool_call>", "", [("add", {"a": 1, "b": 2})]),
-    Case("broken-garbage-in-function", "<tool_call>\n<function=add>\n<parameter=a>\n1\n</parameter>\noops\n</function>\n"
-         "</tool_call>after", "<tool_call>\n<function=add>\n<parameter=a>\n1\n</parameter>\noops\n</function>\n"
-         "</tool_call>after"),
+    # A call streams from its <function=…> on, so it cannot be taken back: markup that breaks
+    # (or is cut off) ends it with the parameters read so far.
+    Case("garbage-in-function-ends-the-call", "<tool_call>\n<function=add>\n<parameter=a>\n1\n</parameter>\noops\n"
+         "</function>\n</tool_call>after", "after", [("add", {"a": 1})]),
     Case("broken-no-function", "<tool_call>\n{\"name\": \"now\"}\n</tool_call>", "<tool_call>\n{\"name\": \"now\"}\n</tool_call>"),
     Case("broken-one-of-two-stays-text", call("now") + "<tool_call>\n<function=add\n</tool_call>",
          "<tool_call>\n<function=add\n</tool_call>", [("now", {})]),
     Case("unknown-tool", "x" + call("launch", ("target", "moon")), "x" + call("launch", ("target", "moon"))),
     Case("cut-off-after-function", "<tool_call>\n<function=add>\n<parameter=a>\n1\n</parameter>\n</function>\n", "",
          [("add", {"a": 1})]),
-    Case("cut-off-mid-parameter", "<tool_call>\n<function=get_weather>\n<parameter=city>\nOs",
-         "<tool_call>\n<function=get_weather>\n<parameter=city>\nOs"),
-    Case("cut-off-before-function-close", "<tool_call>\n<function=add>\n<parameter=a>\n1\n</parameter>\n",
-         "<tool_call>\n<function=add>\n<parameter=a>\n1\n</parameter>\n"),
+    Case("cut-off-mid-parameter", "<tool_call>\n<function=get_weather>\n<parameter=city>\nOs", "",
+         [("get_weather", {"city": "Os"})]),
+    Case("cut-off-before-function-close", "<tool_call>\n<function=add>\n<parameter=a>\n1\n</parameter>\n", "",
+         [("add", {"a": 1})]),
+    # Qwen3-Coder writing a file (the shape of its chat template's example: a multi-line string
+    # parameter, code with quotes, backslashes, tags and a blank last line).
+    Case("file-write", call("get_weather", ("city", 'def f(x):\n    return "a\\b" < x </p>\n\n' * 40), ("days", "2")),
+         "", [("get_weather", {"city": 'def f(x):\n    return "a\\b" < x </p>\n\n' * 40, "days": 2})]),
+    Case("crlf-newlines", "<tool_call>\r\n<function=get_weather>\r\n<parameter=city>\r\nOslo\r\n</parameter>\r\n"
+         "</function>\r\n</tool_call>", "", [("get_weather", {"city": "Oslo"})]),
+    Case("function-close-inside-a-string-value", call("get_weather", ("city", "a </function> b")), "",
+         [("get_weather", {"city": "a </function> b"})]),
     Case("cut-off-in-name", "<tool_call>\n<function=no", "<tool_call>\n<function=no"),
     Case("partial-marker-text", "a <tool_ but no call", "a <tool_ but no call"),
     Case("ends-with-partial-marker", "text <tool_c", "text <tool_c"),
@@ -105,5 +116,15 @@ def test_convert(raw, schema, value):
 def test_parallel_tool_calls_false_keeps_the_first_call():
     parser = tool_parser_class("qwen3_coder")(TOOLS, max_calls=1)
     events = parser.feed([Text(call("now") + call("add", ("a", "1")))]) + parser.finish()
+    # (the arguments stream: "{" when the call starts, "}" when it ends)
     assert [(type(e).__name__, getattr(e, "index", None)) for e in events] == [
-        ("ToolCallStart", 0), ("ToolCallArgs", 0), ("ToolCallEnd", 0)]
+        ("ToolCallStart", 0), ("ToolCallArgs", 0), ("ToolCallArgs", 0), ("ToolCallEnd", 0)]
+    assert "".join(e.text for e in events if isinstance(e, ToolCallArgs)) == "{}"
+
+
+def test_a_long_string_parameter_streams_before_its_end():
+    # Qwen3-Coder writing a file: the content must be out before </parameter>, in multi-token deltas.
+    text = "line of code\n" * 200
+    output = call("get_weather", ("city", text), ("days", "2"))
+    streamed = streamed_before("qwen3_coder", output, "\n</parameter>\n<parameter=days>")
+    assert streamed.startswith('{"city": "line of code\\n') and len(streamed) > len(json.dumps(text)) - 20

@@ -110,8 +110,9 @@ class GptOssReasoningParser(ReasoningParser):
 
     def _call_body(self, text: str) -> list[Event]:
         if self._writer is None:
+            decided = bool(self._body) and not self._body.isspace()  # (not an object: look no further)
             self._body += text
-            stripped = self._body.lstrip()
+            stripped = "" if decided else self._body.lstrip()
             if not stripped.startswith("{"):
                 return []  # nothing yet, or a body that is not an object: decided at its end
             self._writer, self._body = ArgumentsWriter(), ""
@@ -186,4 +187,5 @@ class GptOssReasoningParser(ReasoningParser):
             return [ToolCallStart(index, openai_call_id(), name), ToolCallArgs(index, "{}"), ToolCallEnd(index)]
         self._calls += 1
         tail = writer.close()
-        return ([ToolCallArgs(index, tail)] if tail else []) + [ToolCallEnd(index)]
+        events: list[Event] = [ToolCallArgs(index, tail)] if tail else []
+        return events + [ToolCallEnd(index)]

@@ -15,11 +15,14 @@ the rest of the block is dropped. The same events make the stream and its fold, 
 from __future__ import annotations
 
 import json
+import logging
 import re
 
 from rostra.parsing.events import Event, ToolCallArgs, ToolCallEnd, ToolCallStart
 from rostra.parsing.tools.arguments import ArgumentsWriter
 from rostra.parsing.tools.base import ToolParser
+
+log = logging.getLogger("rostra.tools")
 
 HEAD = re.compile(r'\s*\{\s*"name"\s*:\s*"((?:[^"\\\n]|\\.)*)"\s*,\s*"(?:arguments|parameters)"\s*:\s*(\S)')
 HEAD_LIMIT = 2000  # a head not found in this much text is not coming: stop looking
@@ -106,3 +109,67 @@ class CallStream:
             return events, stripped[1:]
         self.state = DROPPED  # other keys after the arguments: dropped with the rest
         return events, ""
+
+
+class CallListStream:
+    """A JSON list of call objects `[{…}, {…}]` (or one object), each streamed by a CallStream.
+
+    Until the first call starts, the list can still be parsed whole (`started` false: a first
+    object that cannot stream hands the list back). After, an object that cannot stream, and
+    anything that is not `,` / `]` between objects, ends the list: the rest is dropped.
+    """
+
+    def __init__(self, parser: ToolParser, bracket: bool):
+        self.parser = parser
+        self.started = False
+        self.state = "before" if bracket else "item"  # before | item | call | after | done
+        self._call: CallStream | None = None
+
+    def feed(self, text: str) -> tuple[list[Event], str]:
+        out: list[Event] = []
+        while text and self.state != "done":
+            if self.state == "call":
+                text = self._in_call(text, out)
+                continue
+            stripped = text.lstrip()
+            if not stripped:
+                break
+            text, char = stripped[1:], stripped[0]
+            if self.state == "before" and char == "[":
+                self.state = "item"
+            elif self.state == "item" and char == "{" and self._full():
+                self._stop("parallel_tool_calls is false")
+            elif self.state == "item" and char == "{":
+                self.state, self._call = "call", CallStream(self.parser)
+                text = char + text
+            elif self.state == "after" and char == ",":
+                self.state = "item"
+            elif self.state == "after" and char == "]":
+                self.state = "done"
+            else:
+                self._stop(f"unexpected {char!r} in a list of calls")
+        return out, ""
+
+    def end(self) -> list[Event]:
+        call, self._call, self.state = self._call, None, "done"
+        return call.end() if call is not None else []
+
+    def _in_call(self, text: str, out: list[Event]) -> str:
+        assert self._call is not None
+        events, after = self._call.feed(text)
+        out += events
+        self.started = self.started or self._call.started
+        if self._call.state == WHOLE:
+            self._stop("a call object that cannot stream")
+        elif self._call.state in (CLOSED, DROPPED):
+            self.state, self._call = ("after" if self._call.state == CLOSED else "done"), None
+            return after
+        return ""
+
+    def _full(self) -> bool:
+        return self.parser.max_calls is not None and self.parser.calls >= self.parser.max_calls
+
+    def _stop(self, why: str) -> None:
+        if self.started:
+            log.info("rest of a streamed list of calls dropped: %s", why)
+        self.state, self._call = "done", None

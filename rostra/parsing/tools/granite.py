@@ -9,7 +9,9 @@ Both are accepted. 3.1 sometimes leaves the marker out, so a JSON list that star
 Text before the marker is content. The list runs until its brackets balance (brackets inside
 strings do not count); after that we are back in text, which may hold another marker.
 Whitespace after the last list is treated as markup and dropped. A list that does not parse,
-names an unknown tool or is cut off before it closes stays text.
+names an unknown tool or is cut off before it closes stays text, unless its first call already
+streams (CallListStream): a call starts once `{"name": …, "arguments": {` is read, its arguments
+go out as they are written, and a list cut off or broken after that ends with what was valid.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Sequence
 
 from rostra.parsing.events import Event, Text
 from rostra.parsing.tools.base import ToolParser, ToolSpec, calls_from_json, merge_text, partial_suffix
+from rostra.parsing.tools.call_stream import CallListStream
 
 MARKERS = ("<|tool_call|>", "<tool_call>")
 
@@ -48,6 +51,8 @@ class GraniteToolParser(ToolParser):
         self._in_string = False
         self._escape = False
         self._first = True  # list: the first character after the opening bracket is still to come
+        self._stream: CallListStream | None = None  # list: its calls, streaming
+        self._fed = 0  # list: _buf up to here went to the stream
 
     def feed_text(self, text: str) -> list[Event]:
         self._buf += text
@@ -57,6 +62,9 @@ class GraniteToolParser(ToolParser):
         return merge_text(out)
 
     def finish(self) -> list[Event]:
+        if self._state == _LIST and self._stream is not None and self._stream.started:
+            self._state, self._buf = _TEXT, ""
+            return self._stream.end()  # cut off after a call started: it ends with what was valid
         rest, self._buf = self._buf, ""
         if self._state == _TEXT and self._after_call:
             rest = ""  # only whitespace trails the last list
@@ -107,6 +115,9 @@ class GraniteToolParser(ToolParser):
         self._state = _LIST
         self._open, self._pos = at, at + 1
         self._depth, self._in_string, self._escape, self._first = 1, False, False, True
+        full = self.max_calls is not None and self.calls >= self.max_calls
+        self._stream = None if full else CallListStream(self, bracket=self._buf[at] == "[")
+        self._fed = at
 
     def _scan(self, out: list[Event]) -> bool:
         buf, i = self._buf, self._pos
@@ -134,16 +145,26 @@ class GraniteToolParser(ToolParser):
             elif char in "]}":
                 self._depth -= 1
                 if self._depth == 0:
+                    self._stream_to(i + 1, out)
                     self._close(out, i + 1)
                     return True
             i += 1
         self._pos = i
+        self._stream_to(i, out)
         return False
+
+    def _stream_to(self, upto: int, out: list[Event]) -> None:
+        if self._stream is not None and upto > self._fed:
+            out += self._stream.feed(self._buf[self._fed: upto])[0]
+            self._fed = upto
 
     def _close(self, out: list[Event], end: int) -> None:
         raw = self._buf[:end]
-        calls = self.known(calls_from_json(raw[self._open:]), raw)
-        if calls:
+        stream, self._stream = self._stream, None
+        if stream is not None and stream.started:
+            out += stream.end()
+            self._after_call = True
+        elif calls := self.known(calls_from_json(raw[self._open:]), raw):
             out += self.emit(calls)
             self._after_call = True
         else:

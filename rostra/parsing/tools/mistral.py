@@ -52,8 +52,8 @@ class _Streamed:
 
     def end(self) -> list[Event]:
         tail, after = self.writer.close(), "".join(self.after).strip()
-        return ([ToolCallArgs(self.index, tail)] if tail else []) + [ToolCallEnd(self.index)] + (
-            [Text(after)] if after else [])
+        events: list[Event] = [ToolCallArgs(self.index, tail)] if tail else []
+        return events + [ToolCallEnd(self.index)] + ([Text(after)] if after else [])
 
 
 class MistralToolParser(ToolParser):

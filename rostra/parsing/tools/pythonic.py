@@ -8,6 +8,9 @@ False / None, lists, tuples, dicts; JSON's true / false / null are accepted as w
 is read with the `ast` module, never evaluated. Like llama3_json the calls have no start marker
 of their own: the list must begin the output (after whitespace and an optional <|python_start|>)
 or follow a <|python_start|>; an output that starts with anything else is content.
+
+A list whose first call is a known tool streams (pythonic_stream): each call starts at its "("
+and its arguments are written as JSON while the keyword arguments arrive.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import ast
 import math
 from typing import Any
 
-from rostra.parsing.tools.base import ParsedCall
+from rostra.parsing.tools.base import BlockStream, ParsedCall
 from rostra.parsing.tools.llama3_json import BareCallParser
 
 _JSON_NAMES = {"true": True, "false": False, "null": None}
@@ -53,6 +56,11 @@ class PythonicToolParser(BareCallParser):
             return False
         return None
 
+    def new_stream(self) -> BlockStream | None:
+        from rostra.parsing.tools.pythonic_stream import PythonicStream  # (it builds on this module)
+
+        return PythonicStream(self)
+
     def parse_region(self, raw: str) -> list[ParsedCall] | None:
         try:
             tree = ast.parse(raw.strip(), mode="eval")
@@ -73,9 +81,18 @@ def _calls(node: ast.expr) -> list[ParsedCall] | None:
         for keyword in item.keywords:
             if keyword.arg is None or keyword.arg in arguments:
                 return None
-            arguments[keyword.arg] = _plain(ast.literal_eval(_JsonNames().visit(keyword.value)))
+            arguments[keyword.arg] = _literal(keyword.value)
         calls.append(ParsedCall(item.func.id, arguments))
     return calls
+
+
+def _literal(node: ast.expr) -> Any:
+    return _plain(ast.literal_eval(_JsonNames().visit(node)))
+
+
+def literal_value(text: str) -> Any:
+    """A keyword's value written as `text` as JSON data; SyntaxError / ValueError if it is none."""
+    return _literal(ast.parse(text.strip(), mode="eval").body)
 
 
 class _JsonNames(ast.NodeTransformer):

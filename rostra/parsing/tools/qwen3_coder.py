@@ -16,6 +16,10 @@ newline after <parameter=…> and the one before </parameter> belong to the mark
 is converted by the type the tool's JSON schema gives that parameter (a string stays exactly
 as written, so code with quotes or newlines needs no escaping).
 
+A block that begins with `<function=NAME>` of a known tool streams (qwen3_coder_stream): the
+call starts there and its arguments are written as JSON while the parameters arrive. Any other
+block is parsed whole at its end.
+
 Tolerated: a block closed by </tool_call> whose </function> (or last </parameter>) is missing,
 and a block cut off by the end of the output after a complete </function>. A block cut off
 earlier is text, like every other malformed block.
@@ -28,7 +32,7 @@ import re
 from typing import Any, Sequence
 
 from rostra.parsing.events import Event
-from rostra.parsing.tools.base import MarkupToolParser, ParsedCall, ToolSpec
+from rostra.parsing.tools.base import BlockStream, MarkupToolParser, ParsedCall, ToolSpec
 
 FUNCTION_OPEN = re.compile(r"\s*<function=([^>\n]+)>")
 PARAMETER_OPEN = re.compile(r"\s*<parameter=([^>\n]+)>")
@@ -45,6 +49,11 @@ class Qwen3CoderToolParser(MarkupToolParser):
     def __init__(self, tools: Sequence[ToolSpec], max_calls: int | None = None):
         super().__init__(tools, max_calls)
         self._cut_off = False  # the block being parsed ran to the end of the output unclosed
+
+    def new_stream(self) -> BlockStream | None:
+        from rostra.parsing.tools.qwen3_coder_stream import FunctionStream  # (it builds on this module)
+
+        return FunctionStream(self)
 
     def finish(self) -> list[Event]:
         # The base closes an unterminated block only from finish(); mark it so parse_block can
@@ -71,7 +80,7 @@ class Qwen3CoderToolParser(MarkupToolParser):
         return calls if calls and not block[pos:].strip() else None
 
     def _parse_function(self, block: str, name: str, pos: int) -> tuple[ParsedCall, int] | None:
-        properties = self._properties(name)
+        properties = self.properties(name)
         arguments: dict[str, Any] = {}
         while True:
             closed = FUNCTION_CLOSE.match(block, pos)
@@ -97,7 +106,7 @@ class Qwen3CoderToolParser(MarkupToolParser):
                 end = pos = following if following >= 0 else len(block)
             arguments[key] = convert(_strip_newlines(block[start:end]), properties.get(key))
 
-    def _properties(self, name: str) -> dict[str, Any]:
+    def properties(self, name: str) -> dict[str, Any]:
         tool = self.tools.get(name)
         properties = tool.parameters.get("properties") if tool and isinstance(tool.parameters, dict) else None
         return properties if isinstance(properties, dict) else {}
@@ -125,7 +134,7 @@ def _strip_newlines(value: str) -> str:
 def convert(value: str, schema: Any) -> Any:
     """The raw text of a parameter as the type its schema declares; the text itself when it
     does not fit (the model meant something, and a string loses nothing)."""
-    types = _types(schema)
+    types = schema_types(schema)
     if not types:
         return _json_or_text(value)
     text = value.strip()
@@ -142,7 +151,7 @@ def convert(value: str, schema: Any) -> Any:
 _NO = object()  # "does not convert" (None is a real value: JSON null)
 
 
-def _types(schema: Any) -> list[str]:
+def schema_types(schema: Any) -> list[str]:
     if not isinstance(schema, dict):
         return []
     kind = schema.get("type")
@@ -153,7 +162,7 @@ def _types(schema: Any) -> list[str]:
     # anyOf / oneOf of typed alternatives (how optional parameters are often declared).
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list):
-            return [t for option in schema[key] for t in _types(option)]
+            return [t for option in schema[key] for t in schema_types(option)]
     return []
 
 

@@ -1,0 +1,199 @@
+"""FunctionStream: a Qwen3-Coder <tool_call> block streamed as the model writes it.
+
+Once `<function=NAME>` is read (NAME a tool of the request) the call starts and its JSON
+arguments are built as the parameters arrive, so that the deltas concatenate to exactly the
+arguments of the whole block:
+
+- a parameter whose schema type is "string" streams: `"key": "` goes out when its value begins,
+  then the value, JSON-escaped, as it is written; held back are only what could still be markup:
+  the newline the markup puts before `</parameter>`, a partial tag, and a `</function>` until it
+  is known to be text (a later `</parameter>`) or the call's close (the next tag, or the block's
+  end) — the whole-block parser's rules;
+- any other parameter is converted by its schema type (qwen3_coder.convert) once it is whole.
+
+Before the call starts, a block that does not begin with a known `<function=…>` is the parser's
+to parse whole. After, what cannot be read is dropped and the arguments close where they were.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+from rostra.parsing.events import Event, ToolCallArgs, ToolCallEnd, ToolCallStart
+from rostra.parsing.tools.base import partial_suffix
+from rostra.parsing.tools.qwen3_coder import convert, schema_types
+
+if TYPE_CHECKING:
+    from rostra.parsing.tools.qwen3_coder import Qwen3CoderToolParser
+
+log = logging.getLogger("rostra.tools")
+
+FUNCTION, PARAMETER = "<function=", "<parameter="
+FUNCTION_END, PARAMETER_END = "</function>", "</parameter>"
+HEAD_LIMIT = 2000
+# HEAD: before <function=…>; PARAMS: between parameters; VALUE: in one; AFTER: past the call;
+# WHOLE: the block is the parser's to parse whole.
+HEAD, PARAMS, VALUE, AFTER, WHOLE = "head", "params", "value", "after", "whole"
+
+
+class FunctionStream:
+    def __init__(self, parser: Qwen3CoderToolParser):
+        self.parser = parser
+        self.state = HEAD
+        self.started = False
+        self._buf = ""  # text of the current state not yet consumed
+        self._index = -1
+        self._properties: dict[str, Any] = {}
+        self._count = 0  # parameters written
+        self._key = ""
+        self._streams = False  # the value is a string that streams
+        self._lead = True  # the value's first newline (markup) is still to be skipped
+        self._searched = 0  # in a value: no end tag starts before this index of _buf
+
+    def feed(self, text: str) -> tuple[list[Event], str]:
+        if self.state == WHOLE:
+            return [], ""
+        self._buf += text
+        out: list[Event] = []
+        while self._buf and self._step(out):
+            pass
+        return out, ""
+
+    def end(self) -> list[Event]:
+        out: list[Event] = []
+        if self.state == VALUE:
+            held = self._buf.find(FUNCTION_END)
+            out += self._end_value(self._buf if held < 0 else self._buf[:held])
+        if self.state in (PARAMS, VALUE):
+            out += self._close_call()
+        self.state, self._buf = AFTER, ""
+        return out
+
+    def _step(self, out: list[Event]) -> bool:
+        if self.state == HEAD:
+            return self._head(out)
+        if self.state == PARAMS:
+            return self._params(out)
+        if self.state == VALUE:
+            return self._value(out)
+        self._buf = self._buf.lstrip()  # AFTER: another function may follow
+        if self._buf.startswith(FUNCTION) or FUNCTION.startswith(self._buf):
+            self.state = HEAD
+            return self._buf.startswith(FUNCTION)
+        log.info("text after a qwen3_coder call dropped: %.200r", self._buf)
+        self._buf = ""
+        return False
+
+    def _head(self, out: list[Event]) -> bool:
+        stripped = self._buf.lstrip()
+        close = stripped.find(">")
+        if not stripped.startswith(FUNCTION) or close < 0:
+            if FUNCTION.startswith(stripped) or (stripped.startswith(FUNCTION) and len(stripped) < HEAD_LIMIT
+                                                 and "\n" not in stripped):
+                return False  # wait for the rest of the tag
+            return self._give_up()
+        name = stripped[len(FUNCTION):close].strip()
+        full = self.parser.max_calls is not None and self.parser.calls >= self.parser.max_calls
+        if name not in self.parser.tools or full:
+            return self._give_up()  # (a call over the limit is dropped by the whole parse)
+        self.started, self.state, self._count = True, PARAMS, 0
+        self._properties = self.parser.properties(name)
+        self._index = self.parser.calls
+        self.parser.calls += 1
+        out += [ToolCallStart(self._index, self.parser.new_call_id(), name), ToolCallArgs(self._index, "{")]
+        self._buf = stripped[close + 1:]
+        return True
+
+    def _give_up(self) -> bool:
+        if self.started:
+            log.info("unreadable qwen3_coder markup after a call dropped: %.200r", self._buf)
+            self.state, self._buf = AFTER, ""
+        else:
+            self.state, self._buf = WHOLE, ""
+        return False
+
+    def _params(self, out: list[Event]) -> bool:
+        self._buf = self._buf.lstrip()
+        if self._buf.startswith(FUNCTION_END):
+            out += self._close_call()
+            self.state, self._buf = AFTER, self._buf[len(FUNCTION_END):]
+            return True
+        close = self._buf.find(">")
+        if self._buf.startswith(PARAMETER) and close >= 0 and "\n" not in self._buf[:close]:
+            self._key, self._buf = self._buf[len(PARAMETER):close].strip(), self._buf[close + 1:]
+            self._streams = schema_types(self._properties.get(self._key)) == ["string"]
+            self.state, self._lead, self._searched = VALUE, True, 0
+            if self._streams:
+                out.append(ToolCallArgs(self._index, self._member_head() + '"'))
+            return True
+        if any(tag.startswith(self._buf) for tag in (FUNCTION_END, PARAMETER)) or (
+                self._buf.startswith(PARAMETER) and close < 0 and len(self._buf) < HEAD_LIMIT):
+            return False
+        out += self._close_call()
+        return self._give_up()
+
+    def _value(self, out: list[Event]) -> bool:
+        if self._lead:
+            if self._buf in ("\r",):
+                return False
+            self._buf = self._buf[2:] if self._buf.startswith("\r\n") else self._buf.removeprefix("\n")
+            self._lead = False
+        ends = [at for at in (self._buf.find(PARAMETER_END, self._searched),
+                              self._buf.find(PARAMETER, self._searched)) if at >= 0]
+        if ends:
+            return self._value_ends(min(ends), out)
+        self._searched = max(0, len(self._buf) - len(PARAMETER_END) + 1)
+        if self._streams:
+            self._release(out)
+        return False
+
+    def _value_ends(self, at: int, out: list[Event]) -> bool:
+        closed = self._buf.startswith(PARAMETER_END, at)
+        held = self._buf.find(FUNCTION_END, 0, at)
+        if not closed and held >= 0:
+            at = held  # </parameter> left out: the value ends at the call's close
+        out += self._end_value(self._buf[:at])
+        self._buf = self._buf[at + (len(PARAMETER_END) if closed else 0):]
+        return True
+
+    def _release(self, out: list[Event]) -> None:
+        """Stream what of the value can no longer be markup."""
+        held = self._buf.find(FUNCTION_END)
+        free = len(self._buf) if held < 0 else held
+        free -= max(partial_suffix(self._buf[:free], tag) for tag in (PARAMETER_END, PARAMETER, FUNCTION_END))
+        text = self._buf[:free]
+        # A last newline may be the markup's before </parameter>: held until more follows.
+        free -= 2 if text.endswith("\r\n") else 1 if text.endswith(("\n", "\r")) else 0
+        if free > 0:
+            out.append(ToolCallArgs(self._index, _encode(self._buf[:free])))
+            self._buf = self._buf[free:]
+            self._searched = max(0, self._searched - free)
+
+    def _end_value(self, value: str) -> list[Event]:
+        self.state = PARAMS
+        value = _strip_newline(value)
+        if self._streams:
+            return [ToolCallArgs(self._index, _encode(value) + '"')]
+        converted = convert(value, self._properties.get(self._key))
+        return [ToolCallArgs(self._index, self._member_head() + json.dumps(converted, ensure_ascii=False))]
+
+    def _member_head(self) -> str:
+        separator = ", " if self._count else ""
+        self._count += 1
+        return separator + json.dumps(self._key, ensure_ascii=False) + ": "
+
+    def _close_call(self) -> list[Event]:
+        return [ToolCallArgs(self._index, "}"), ToolCallEnd(self._index)]
+
+
+def _encode(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+def _strip_newline(value: str) -> str:
+    """The value without the one newline the markup puts before </parameter>."""
+    if value.endswith("\r\n"):
+        return value[:-2]
+    return value[:-1] if value.endswith("\n") else value
