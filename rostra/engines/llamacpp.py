@@ -132,6 +132,7 @@ class LlamaCppEngine(Engine):
         self._undrafted: Any = None
         self._undrafted_route: tuple[LoopbackClient, SlotRouter] | None = None
         self._running: set[str] = set()  # requests holding a slot
+        self._batched: BatchedTokenizer | None = None
         self._streams: dict[str, EventStream] = {}
         # At most one request per llama.cpp slot is handed over, pinned to the slot that holds the most of
         # its prompt; the rest wait here, where a request cancelled while it waits is simply never started
