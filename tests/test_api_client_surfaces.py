@@ -46,7 +46,10 @@ def test_codex_catalog_beside_the_list(server, reasoning_server):
     validate("ListModelsResponse", {"object": listing["object"], "data": listing["data"]})
     [entry] = listing["models"]
     assert entry["slug"] == MODEL and entry["context_window"] == entry["max_context_window"] == 4096
-    assert entry["input_modalities"] == ["text"] and entry["supports_parallel_tool_calls"] is True
+    # The scripted engine sees images (as `[image WxH]`): the catalog says so, as the model's card does.
+    assert entry["input_modalities"] == ["text", "image"] and entry["supports_parallel_tool_calls"] is True
+    [card] = listing["data"]
+    assert card["input_modalities"] == entry["input_modalities"]
     assert entry["supported_reasoning_levels"] == [] and entry["default_reasoning_level"] is None
     assert entry["truncation_policy"] == {"mode": "tokens", "limit": 409}  # a tenth of the context
     assert entry["model_messages"]["instructions_template"].startswith("You are a coding agent")

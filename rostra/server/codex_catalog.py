@@ -103,12 +103,15 @@ class CodexModel(BaseModel):
     model_messages: dict[str, str] = {"instructions_template": INSTRUCTIONS}
 
 
-def codex_model(name: str, priority: int, context_length: int | None, reasoning: bool) -> CodexModel:
-    """`context_length`: None while the model is not loaded (Codex then keeps its own default)."""
+def codex_model(name: str, priority: int, context_length: int | None, reasoning: bool,
+                images: bool = False) -> CodexModel:
+    """`context_length`: None while the model is not loaded (Codex then keeps its own default); `images`: the
+    model takes image input (Codex then lets its user attach images and offers view_image)."""
     tool_output = TOOL_OUTPUT_TOKENS if context_length is None else min(TOOL_OUTPUT_TOKENS,
                                                                          context_length // TOOL_OUTPUT_SHARE)
     return CodexModel(
         slug=name, display_name=name, description=f"{name}, served by rostra", priority=priority,
+        input_modalities=["text", "image"] if images else ["text"],
         context_window=context_length, max_context_window=context_length,
         truncation_policy=TruncationPolicy(mode="tokens", limit=tool_output),
         supported_reasoning_levels=[ReasoningLevel(effort=effort, description=text)

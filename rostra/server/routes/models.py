@@ -57,7 +57,8 @@ def codex_models(slots: list[ModelSlot]) -> list[CodexModel]:
         names = slot.bundle.served_names() if slot.bundle is not None else slot.spec.names
         for name in names:
             length = slot.bundle.engine.model_info(name).context_length if slot.bundle is not None else None
-            entries.append(codex_model(name, len(entries), length, reasoning))
+            sees = slot.bundle is not None and slot.bundle.engine.takes_images(name)
+            entries.append(codex_model(name, len(entries), length, reasoning, images=sees))
     return entries
 
 
