@@ -152,7 +152,7 @@ async function runTurn(input, userText, userImages = []) {
   let body;
   try {
     requestBody(input); // settings that do not parse stop the turn before a conversation is made for it
-    if (userText !== undefined) await ensureConversation(userText);
+    if (userText !== undefined) await ensureConversation(userText || (userImages.length ? "Image" : ""));
     body = requestBody(input);
   } catch (error) {
     handleApiFailure(error);
@@ -215,7 +215,7 @@ async function send() {
   if ((!text.trim() && !attachments.count) || state.controller) return;
   prompt.value = "";
   const images = attachments.take();
-  if (!(await runTurn(userInput(text, images), text || "Image", imageUrls(images)))) {
+  if (!(await runTurn(userInput(text, images), text, imageUrls(images)))) {
     prompt.value = text;
     attachments.restore(images);
   }
