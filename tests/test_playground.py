@@ -333,7 +333,7 @@ def test_show_request_reproduces_the_turn(page, server, tmp_path):
     page.click("[role=tab][data-lang=curl]")
     curl = page.inner_text("#request-code")
     assert curl.startswith(f"curl -N {server.base_url}/v1/responses")
-    body = json.loads(re.search(r"-d '(.*)'", curl, re.S).group(1))
+    body = curl_body(curl)
     assert body == {"model": "scripted", "input": "say hello", "conversation": body["conversation"],
                     "instructions": "Be brief.", "temperature": 0.5, "max_output_tokens": 64, "stream": True}
     if shutil.which("curl"):
@@ -341,6 +341,11 @@ def test_show_request_reproduces_the_turn(page, server, tmp_path):
         assert "response.completed" in ran.stdout
     page.keyboard.press("Escape")
     assert not page.evaluate("document.getElementById('request-dialog').open")
+
+
+def curl_body(curl: str) -> dict:
+    """The JSON body of the curl tab's command (a quoted here-document)."""
+    return json.loads(re.search(r"<<'JSON'\n(.*)\nJSON$", curl, re.S).group(1))
 
 
 def test_show_request_javascript_runs_with_the_openai_sdk(page, tmp_path):

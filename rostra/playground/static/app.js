@@ -5,6 +5,7 @@
 // goes in with textContent, Markdown through markdown.js, which builds DOM nodes.
 
 import { Api, ApiError } from "./api.js";
+import { Attachments, imageUrls } from "./attachments.js";
 import { copyText } from "./markdown.js";
 import { curlSnippet, javascriptSnippet, pythonSnippet } from "./snippets.js";
 import { AnswerView, UserMessage } from "./views.js";
@@ -25,6 +26,7 @@ const state = {
 };
 
 const api = new Api(() => localStorage.getItem(KEY_STORAGE) || "");
+const attachments = new Attachments($("attachments"), (problem) => showError(problem));
 
 // -- settings (kept in this browser) -------------------------------------------------------------
 
@@ -144,13 +146,13 @@ async function ensureConversation(firstText) {
   renderConversationList();
 }
 
-// One turn: the input (the user's text, a tool's output, an approval) streamed into a new answer view.
-async function runTurn(input, userText) {
+// One turn: the input (the user's message, a tool's output, an approval) streamed into a new answer view.
+async function runTurn(input, userText, userImages = []) {
   showError("");
   let body;
   try {
     requestBody(input); // settings that do not parse stop the turn before a conversation is made for it
-    if (userText !== undefined) await ensureConversation(userText);
+    if (userText !== undefined) await ensureConversation(userText || (userImages.length ? "Image" : ""));
     body = requestBody(input);
   } catch (error) {
     handleApiFailure(error);
@@ -158,7 +160,7 @@ async function runTurn(input, userText) {
   }
   const keepFollowing = nearBottom();
   welcome.remove();
-  if (userText !== undefined) messages.append(new UserMessage(userText).root);
+  if (userText !== undefined) messages.append(new UserMessage(userText, userImages).root);
   const answer = new AnswerView({ onRequest: () => openRequestDialog(body), onToolOutput: sendToolOutput,
                                   onApproval: sendApproval });
   messages.append(answer.root);
@@ -210,10 +212,22 @@ function stop() {
 async function send() {
   const prompt = $("prompt");
   const text = prompt.value;
-  if (!text.trim() || state.controller) return;
+  if ((!text.trim() && !attachments.count) || state.controller) return;
   prompt.value = "";
-  if (!(await runTurn(text, text))) prompt.value = text;
+  const images = attachments.take();
+  if (!(await runTurn(userInput(text, images), text, imageUrls(images)))) {
+    prompt.value = text;
+    attachments.restore(images);
+  }
   prompt.focus();
+}
+
+// The user's turn: plain text as the input string; with images, one user message holding the text and
+// the images as `input_image` parts (in the order the model is shown them).
+function userInput(text, images) {
+  if (!images.length) return text;
+  const content = [...(text.trim() ? [{ type: "input_text", text }] : []), ...images];
+  return [{ type: "message", role: "user", content }];
 }
 
 // -- the sidebar ---------------------------------------------------------------------------------
@@ -340,7 +354,7 @@ async function openConversation(id) {
   for (const item of items) {
     if (item.type === "message" && item.role === "user") {
       answer = null;
-      messages.append(new UserMessage(messageText(item)).root);
+      messages.append(new UserMessage(messageText(item), imageUrls(item.content)).root);
     } else if (item.type === "message" && item.role !== "assistant") {
       continue; // system and developer messages another client stored: not part of the chat as drawn
     } else if (item.type === "function_call_output" || item.type === "mcp_approval_response") {
@@ -448,7 +462,7 @@ function openRequestDialog(body) {
 
 function pendingRequest() {
   const text = $("prompt").value;
-  if (text.trim()) return requestBody(text);
+  if (text.trim() || attachments.count) return requestBody(userInput(text, attachments.peek()));
   return state.lastRequest || requestBody("Hello!");
 }
 
@@ -495,6 +509,7 @@ function wire() {
     }
   });
   $("stop").addEventListener("click", stop);
+  wireAttachments();
   document.addEventListener("keydown", (event) => {
     if (event.key !== "Escape" || $("request-dialog").open) return;
     if (document.body.classList.contains("sidebar-open")) toggleSidebar(false);
@@ -545,6 +560,36 @@ function wire() {
       next.click();
     });
   }
+}
+
+// Images come in by the picker (a button, so the keyboard reaches it), a paste into the message box, or a
+// drop anywhere on the composer.
+function wireAttachments() {
+  const picker = $("image-picker");
+  $("attach").addEventListener("click", () => picker.click());
+  picker.addEventListener("change", async () => {
+    await attachments.add([...picker.files]);
+    picker.value = ""; // the same file can be picked again
+    $("prompt").focus();
+  });
+  $("prompt").addEventListener("paste", (event) => {
+    const files = [...(event.clipboardData?.files || [])];
+    if (!files.length) return; // text pastes as text
+    event.preventDefault();
+    attachments.add(files);
+  });
+  const composer = $("composer");
+  composer.addEventListener("dragover", (event) => {
+    if (![...event.dataTransfer.types].includes("Files")) return;
+    event.preventDefault();
+    composer.classList.add("dropping");
+  });
+  composer.addEventListener("dragleave", () => composer.classList.remove("dropping"));
+  composer.addEventListener("drop", (event) => {
+    event.preventDefault();
+    composer.classList.remove("dropping");
+    attachments.add([...event.dataTransfer.files]);
+  });
 }
 
 async function start() {

@@ -1,13 +1,16 @@
 // "Show request": the same POST /v1/responses as curl, Python (openai) and JavaScript (openai). The key
 // itself is never written into them: they read ROSTRA_API_KEY from the environment.
 
+// The body goes in on standard input from a quoted here-document: nothing in it is expanded or needs escaping,
+// and an attached image's long data URL is not a command-line argument (Linux caps one at 128 KiB).
 export function curlSnippet(baseUrl, body, needsKey) {
-  const json = JSON.stringify(body, null, 2).replaceAll("'", "'\\''"); // inside single quotes
   return [
     `curl -N ${baseUrl}/v1/responses \\`,
     `  -H "Content-Type: application/json" \\`,
     ...(needsKey ? [`  -H "Authorization: Bearer $ROSTRA_API_KEY" \\`] : []),
-    `  -d '${json}'`,
+    `  --data-binary @- <<'JSON'`,
+    JSON.stringify(body, null, 2),
+    "JSON",
   ].join("\n");
 }
 

@@ -21,10 +21,20 @@ function prettyJson(text) {
 }
 
 export class UserMessage {
-  constructor(text) {
+  constructor(text, imageUrls = []) {
     this.root = el("article", "message user");
     this.root.setAttribute("aria-label", "You");
-    this.root.append(el("div", "bubble", text));
+    if (imageUrls.length) {
+      const images = el("div", "message-images");
+      imageUrls.forEach((url, index) => {
+        const img = el("img");
+        img.src = url; // a data: URL the user attached (the page's CSP allows no other image source)
+        img.alt = `Image ${index + 1}`;
+        images.append(img);
+      });
+      this.root.append(images);
+    }
+    if (text) this.root.append(el("div", "bubble", text));
   }
 }
 
