@@ -8,6 +8,7 @@ one machine share them through it (README "Files and batches").
 
 from __future__ import annotations
 
+import logging
 from contextlib import AsyncExitStack
 from pathlib import Path
 
@@ -27,6 +28,8 @@ from rostra.store.batch_sqlite import STORE_FILENAME, SqliteBatchStore
 from rostra.store.batch_store import WorkFilter
 from rostra.store.blobs import DirectoryBlobs
 
+log = logging.getLogger("rostra.batches")
+
 
 def batches_dir(settings: Settings, responses: ResponseStore) -> Path:
     """Beside the Responses store's SQLite file, else in the data directory."""
@@ -38,6 +41,9 @@ def batches_dir(settings: Settings, responses: ResponseStore) -> Path:
 def build_batches(app: FastAPI, settings: Settings, responses: ResponseStore, admission: Admission,
                   models: ModelManager) -> BatchesService:
     root = batches_dir(settings, responses)
+    if settings.store and not settings.store.startswith("sqlite:///"):
+        log.warning("files and batches are kept in %s, not in the --store database: replicas on other machines "
+                    "do not share them", root)
     store = SqliteBatchStore(root / STORE_FILENAME)
     blobs = DirectoryBlobs(root / "files")
     # The app's own routes with their error handlers, without the middleware (the key check, the body limit, the
