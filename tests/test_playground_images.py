@@ -171,7 +171,7 @@ def test_a_model_that_cannot_see_shows_the_servers_400(browser, real_server):
     send(page, "what is this?")
     problem = last_answer(page).locator(".answer-error")
     problem.wait_for()
-    assert "image" in problem.inner_text() and "content[1]" in problem.inner_text()
+    assert "does not take images" in problem.inner_text() and "content[1])" in problem.inner_text()
     page.fill("#prompt", "still serving?")  # the server keeps serving, and the page with it
     page.press("#prompt", "Enter")
     wait_answered(page)

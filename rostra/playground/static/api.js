@@ -75,7 +75,10 @@ async function readJson(response) {
     body = null;
   }
   if (!response.ok) {
-    const message = body?.error?.message || `${response.status} ${response.statusText}`;
+    const error = body?.error;
+    // The part of the request at fault, when the server names it (an image part a model cannot see).
+    const where = error?.param ? ` (${error.param})` : "";
+    const message = error?.message ? error.message + where : `${response.status} ${response.statusText}`;
     throw new ApiError(response.status, message, body);
   }
   return body;
