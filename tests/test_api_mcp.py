@@ -189,7 +189,8 @@ def test_approved_calls_run_as_the_first_step_of_an_accepted_turn(rostra, mcp_ht
     body = {"store": False, "tools": [tool], "input": [{"role": "user", "content": "count"}, requests[0],
                                                        approvals[0]]}
     refused = post(rostra, {**body, "tool_choice": {"type": "function", "name": "nope"}})
-    assert refused.status_code == 400 and refused.json()["error"]["param"] == "tool_choice.function.name"
+    # named as the Responses request spells it (its tool_choice is {"type": "function", "name"})
+    assert refused.status_code == 400 and refused.json()["error"]["param"] == "tool_choice.name"
     ran = check_response(post(rostra, body).json())
     calls = [item for item in ran["output"] if item["type"] == "mcp_call"]
     assert [call["output"] for call in calls] == ["1"]  # its first run: the refused request ran nothing

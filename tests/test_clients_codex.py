@@ -142,7 +142,8 @@ def test_codex_reads_the_model_catalog_with_the_readme_setup(tmp_path):
         assert '"route": "/v1/models", "status": 200' in server.log_path.read_text()
         cache = json.loads((run.home / "models_cache.json").read_text())
         [entry] = [model for model in cache["models"] if model["slug"] == MODEL]
-        assert entry["context_window"] == 65536 and entry["input_modalities"] == ["text"]
+        # the scripted engine sees images (as `[image WxH]`), and the catalog says so
+        assert entry["context_window"] == 65536 and entry["input_modalities"] == ["text", "image"]
         assert [level["effort"] for level in entry["supported_reasoning_levels"]] == ["low", "medium", "high"]
         windows = {event["payload"]["info"]["model_context_window"] for event in run.session
                    if event.get("type") == "event_msg" and event["payload"].get("type") == "token_count"

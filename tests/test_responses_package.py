@@ -17,7 +17,8 @@ BAD_ITEMS = [  # (input, param of the 400)
     (["a string, not an item"], "input[0]"),
     ([{"role": "robot", "content": "hi"}], "input[0].role"),
     ([{"role": "user"}], "input[0].content"),
-    ([{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}], "input[0].content"),
+    # (an input_image is taken: images are served; its URL is checked where the image is loaded)
+    ([{"role": "user", "content": [{"type": "input_video", "video_url": "x"}]}], "input[0].content"),
     ([{"role": "user", "content": "ok"}, {"type": "function_call", "call_id": "c", "name": "f"}], "input[1]"),
     ([{"type": "function_call_output", "output": "x"}], "input[0]"),
     ([{"type": "mcp_approval_response", "approval_request_id": "r", "approve": "true"}], "input[0]"),  # no coercion

@@ -56,7 +56,7 @@ def test_calibration_turns_drafting_on_only_where_it_pays(name, parallel, decode
 
 @pytest.mark.parametrize("ratio, draft", [(1.2, 8), (2.0, 8), (3.5, 16), (1.9, 4)])
 def test_break_even_acceptance_is_where_a_step_yields_what_it_costs(ratio, draft):
-    speculation = Speculation("auto", draft, Calibration(10.0, {draft + 1: 10.0 * ratio}, 1, (draft,)))
+    speculation = Speculation("auto", draft, calibration=Calibration(10.0, {draft + 1: 10.0 * ratio}, 1, (draft,)))
     assert expected_tokens(speculation.break_even(), draft) == pytest.approx(ratio, rel=1e-4)
 
 

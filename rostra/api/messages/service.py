@@ -45,6 +45,8 @@ def messages_param(chat_param: str | None) -> str | None:
     """A chat request's parameter as a Messages request spells it (a 400 names what the client sent)."""
     if chat_param is None:
         return None
+    if CONTENT_PART.match(chat_param):  # an image part's: spelled as this request spelled it (its source_param)
+        return chat_param
     if chat_param.startswith("messages["):  # the system prompt is a message there: the numbers differ
         return "messages"
     if chat_param.startswith("response_format"):
@@ -57,6 +59,9 @@ def messages_param(chat_param: str | None) -> str | None:
 
 
 TOOL_PARAMETERS = re.compile(r"^tools\[(\d+)\]\.function\.parameters")
+# A content part's path: only images are named so in the chat request a Messages request becomes, and each keeps
+# the path of its block in the Messages request (its `source_param`).
+CONTENT_PART = re.compile(r"^messages\[\d+\]\.content\[")
 
 
 class MessagesService:
