@@ -122,6 +122,7 @@ def test_a_relayed_finish_without_calls_let_through_is_stop():
 
 def test_forced_constraints_are_strict_schemas():
     from rostra.guided.constraints import response_constraint, strict_schema
+    from rostra.serving.chat_turn import chat_tool_choice, chat_tools
     from rostra.serving.tools import plan_tools
 
     magic = {"type": "function", "function": {"name": "magic_function", "parameters": {
@@ -129,12 +130,13 @@ def test_forced_constraints_are_strict_schemas():
                                          "opts": {"type": "object", "properties": {"x": {"type": "string"}}},
                                          "free": {"type": "object"}},
         "required": ["input"]}}}
-    named = plan_tools([magic], {"type": "function", "function": {"name": "magic_function"}}, None, None)
+    named = plan_tools(chat_tools([magic]), chat_tool_choice({"type": "function", "function": {"name": "magic_function"}}),
+                       None, None)
     schema = named.constraint.json_schema
     assert schema["additionalProperties"] is False and schema["required"] == ["input"]
     assert schema["properties"]["opts"]["additionalProperties"] is False
     assert "additionalProperties" not in schema["properties"]["free"]  # lists nothing: any object
-    required = plan_tools([magic], "required", None, None).constraint.json_schema
+    required = plan_tools(chat_tools([magic]), chat_tool_choice("required"), None, None).constraint.json_schema
     assert required["items"]["anyOf"][0]["properties"]["arguments"] == {
         key: value for key, value in schema.items() if key != "x-guidance"}
     allowing = {"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "string"}}
@@ -154,11 +156,12 @@ def test_forced_calls_are_laid_out_on_one_line(choice):
     Qwen2.5-Coder-0.5B padded `[` with blanks until max_tokens (see single_line)."""
     import llguidance
 
+    from rostra.serving.chat_turn import chat_tool_choice, chat_tools
     from rostra.serving.tools import plan_tools
 
     tool = {"type": "function", "function": {"name": "f", "parameters": {
         "type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "string"}}, "required": ["x"]}}}
-    grammar = llguidance.LLMatcher.grammar_from_json_schema(plan_tools([tool], choice, None, None).constraint.json_schema)
+    grammar = llguidance.LLMatcher.grammar_from_json_schema(plan_tools(chat_tools([tool]), chat_tool_choice(choice), None, None).constraint.json_schema)
     tokenizer = llguidance.LLTokenizer("byte")
 
     def accepts(text: str) -> bool:

@@ -164,3 +164,10 @@ def single_line(schema: dict[str, Any]) -> dict[str, Any]:
     instead of 40 (indented, it goes on to a second call a little more often; benchmarks/README.md). `x-guidance` is llguidance's layout option, read
     by the llama.cpp and transformers engines' constraint compiler; validators ignore it."""
     return {**schema, "x-guidance": {"whitespace_flexible": False, "key_separator": ": ", "item_separator": ", "}}
+
+
+def schema_constraint(schema: Any, param: str, strict: bool = True) -> Constraint:
+    """A JSON schema an answer must match (Messages' output_config.format, Responses' text.format), checked
+    under the name its client gave it; `strict`: no properties the schema does not list."""
+    checked = checked_schema(schema, param)
+    return Constraint(json_schema=strict_schema(checked) if strict else checked)

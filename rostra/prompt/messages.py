@@ -1,17 +1,16 @@
-"""Chat messages as the wire gives them -> the dicts chat templates expect."""
+"""A turn's messages (rostra/serving/turn.py) -> the dicts chat templates expect."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from rostra.core import PromptImage
 from rostra.errors import InvalidRequest
 from rostra.images.loader import ImageSource
-from rostra.protocol.chat import ChatMessage
+from rostra.turn import ImagePart as TurnImage, TextPart, TurnMessage, UnreadablePart
 
-_TEXT_PART_TYPES = {"text", "input_text", "output_text"}
 # Where OpenAI takes images: user messages, and tool results (Codex's view_image, computer-use screenshots).
 IMAGE_ROLES = frozenset({"user", "tool", "function"})
 PartKey = tuple[int, int]  # (message index, part index)
@@ -32,31 +31,30 @@ class PromptImages:
     images: tuple[PromptImage, ...] = ()
 
 
-def image_parts(messages: list[ChatMessage]) -> list[ImagePart]:
+def image_parts(messages: Sequence[TurnMessage]) -> list[ImagePart]:
     """Every image part, in order; one where no image may stand is a 400 naming it."""
     parts = []
     for index, message in enumerate(messages):
         if isinstance(message.content, str) or message.content is None:
             continue
         for part_index, part in enumerate(message.content):
-            if part.type != "image_url":
+            if isinstance(part, TextPart) or (not isinstance(part, TurnImage) and part.type != "image_url"):
                 continue
-            param = part.source_param or f"messages[{index}].content[{part_index}]"
             if message.role not in IMAGE_ROLES:
                 raise InvalidRequest(f"a {message.role} message cannot hold images (user and tool messages can)",
-                                     param=param)
-            if part.image_url is None:
-                raise InvalidRequest("an image_url part needs image_url.url", param=param)
-            parts.append(ImagePart((index, part_index), ImageSource(param, url=part.image_url.url)))
+                                     param=part.param)
+            if not isinstance(part, TurnImage):
+                raise InvalidRequest("an image_url part needs image_url.url", param=part.param)
+            parts.append(ImagePart((index, part_index), ImageSource(part.param, url=part.url)))
     return parts
 
 
-def text_only(messages: list[ChatMessage]) -> PromptImages:
+def text_only(messages: Sequence[TurnMessage]) -> PromptImages:
     """Markers that leave images out of the text (the last message's text a relayed request is logged by)."""
     return PromptImages({part.key: "" for part in image_parts(messages)})
 
 
-def message_text(message: ChatMessage, index: int, images: PromptImages = PromptImages()) -> str:
+def message_text(message: TurnMessage, index: int, images: PromptImages = PromptImages()) -> str:
     """The message's text, each loaded image as its marker where it stands. Text parts are joined by a line
     break; a marker is joined to its neighbours as it is (as llama.cpp's server places its media markers, so the
     same conversation is the same prompt there and here)."""
@@ -72,14 +70,14 @@ def message_text(message: ChatMessage, index: int, images: PromptImages = Prompt
         if marker is not None:
             text, after_text = text + marker, False
             continue
-        if part.type not in _TEXT_PART_TYPES or part.text is None:
-            raise InvalidRequest(f"content part type {part.type!r} is not supported by this model (text only)",
-                                 param=f"messages[{index}].content[{part_index}]")
+        if not isinstance(part, TextPart):
+            raise InvalidRequest(f"content part type {part_type(part)!r} is not supported by this model (text only)",
+                                 param=part.param)
         text, after_text = text + ("\n" if after_text else "") + part.text, True
     return text
 
 
-def template_messages(messages: list[ChatMessage], images: PromptImages = PromptImages()) -> list[dict[str, Any]]:
+def template_messages(messages: Sequence[TurnMessage], images: PromptImages = PromptImages()) -> list[dict[str, Any]]:
     """Most templates know system/user/assistant/tool only: developer -> system, function -> tool."""
     rendered = []
     for index, message in enumerate(messages):
@@ -90,16 +88,14 @@ def template_messages(messages: list[ChatMessage], images: PromptImages = Prompt
         if message.tool_call_id:
             item["tool_call_id"] = message.tool_call_id
         if message.tool_calls:
-            item["tool_calls"] = [_template_tool_call(call, f"messages[{index}].tool_calls[{number}]")
-                                  for number, call in enumerate(message.tool_calls)]
-        reasoning = message.reasoning_content or message.reasoning
-        if reasoning:
-            item["reasoning_content"] = reasoning
+            item["tool_calls"] = [_template_tool_call(call.fields, call.param) for call in message.tool_calls]
+        if message.reasoning:
+            item["reasoning_content"] = message.reasoning
         rendered.append(item)
     return rendered
 
 
-def _template_tool_call(call: dict[str, Any], param: str) -> dict[str, Any]:
+def _template_tool_call(call: Mapping[str, Any], param: str) -> dict[str, Any]:
     """Templates index arguments as a mapping (`arguments | tojson`, `arguments.items()`)."""
     function = call.get("function") or {}
     if not isinstance(function, dict):
@@ -113,3 +109,7 @@ def _template_tool_call(call: dict[str, Any], param: str) -> dict[str, Any]:
         except (json.JSONDecodeError, RecursionError):  # not JSON (or nested past the parser): kept as text
             pass
     return {**call, "function": function}
+
+
+def part_type(part: TurnImage | UnreadablePart) -> str:
+    return "image_url" if isinstance(part, TurnImage) else part.type

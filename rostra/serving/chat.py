@@ -10,14 +10,14 @@ from rostra.engines.base import Engine
 from rostra.core import Prompt, TokenStep
 from rostra.errors import InvalidRequest, NotImplementedHere
 from rostra.generation_defaults import GenerationDefaults
-from rostra.guided.constraints import Constraint, response_constraint
+from rostra.guided.constraints import Constraint
 from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, ToolCallStart
 from rostra.parsing.parser import ChoicePipeline, OutputParser
 from rostra.parsing.reasoning.base import ReasoningParser
 from rostra.parsing.tools.base import ToolParser
 from rostra.prompt.chat_template import ChatTemplate, request_template
 from rostra.images.loader import ImageLoader
-from rostra.prompt.messages import PromptImages, image_parts, message_text, template_messages, text_only
+from rostra.prompt.messages import PartKey, PromptImages, image_parts, message_text, template_messages, text_only
 from rostra.prompt.special_text import RenderedPrompt, SpecialTextGuard
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.protocol.logprobs import wire_logprob
@@ -37,18 +37,20 @@ from rostra.serving.generation import (
     token_text,
 )
 from rostra.serving.extensions import choice_decoder, engine_extensions, truncate_prompt, vllm_prompt_logprobs
-from rostra.serving.relay import relay_job
+from rostra.serving.chat_turn import chat_turn, with_image_urls
+from rostra.serving.relay import relay_body_job, relay_job
+from rostra.serving.upstream_body import upstream_chat_body
 from rostra.serving.tools import ToolPlan, mistral_history, plan_tools
 from rostra.serving.validation import check_logit_bias, check_model, check_stop_token_ids
+from rostra.turn import Turn
 
 
-def _constraint(request: ChatCompletionRequest, plan: ToolPlan) -> Constraint | None:
+def _constraint(turn: Turn, plan: ToolPlan) -> Constraint | None:
     """The constraint on what the model writes. A forced tool choice (required, or a named tool) makes the whole
     output the call, so the call's constraint governs; a response_format or guided_* given beside it is still
     checked (a bad schema is a 400) and applies to any text, of which a forced turn has none. instructor's
     RESPONSES_TOOLS and TOOLS modes send both."""
-    content = response_constraint(request.response_format, request.guided())
-    return plan.constraint or content
+    return plan.constraint or turn.constraint  # (the turn's was checked when the turn was made)
 
 
 def logprobs_content(tokens: tuple[TokenStep, ...], as_ids: bool = False) -> list[dict[str, Any]]:
@@ -194,155 +196,168 @@ class ChatService(GenerationService):
         self.reasoning_parser = reasoning_parser
         self.reasoning_fields = reasoning_fields
 
-    async def count_prompt_tokens(self, request: ChatCompletionRequest) -> int:
-        """The prompt's tokens as `prepare` counts them (template and tools included), for counting routes:
+    async def count_prompt_tokens(self, turn: Turn) -> int:
+        """The prompt's tokens as `prepare_turn` counts them (template and tools included), for counting routes:
         no output budget is checked (a prompt longer than the context is counted, not refused), and nothing
         is generated. A model relayed to an upstream (a gateway's) has no tokenizer here: refused (501)
         rather than counted by a generation upstream."""
-        check_model(request.model, self.served_names())
-        if self.engine.relays(request.model):
-            raise NotImplementedHere(f"the model '{request.model}' is served by an upstream server: rostra cannot "
+        check_model(turn.model, self.served_names())
+        if self.engine.relays(turn.model):
+            raise NotImplementedHere(f"the model '{turn.model}' is served by an upstream server: rostra cannot "
                                      "count its tokens (count them with the upstream's own tokenizer)",
                                      param="model", code="count_not_supported")
-        rendered = await self.render(request)
+        rendered = await self.render(turn)
         return len(await rendered.tokenize(self.engine))
 
-    async def prepare(self, request: ChatCompletionRequest, fit_context: bool | None = None) -> Job:
-        """`fit_context`: whether a max_tokens longer than the room the prompt leaves is cut to that room rather
-        than refused; None: as the server is configured (the Messages API always fits, as Anthropic does)."""
+    async def prepare(self, request: ChatCompletionRequest) -> Job:
+        """A Chat Completions request: relayed whole to an upstream that serves its model, else as its turn."""
         check_model(request.model, self.served_names())
         if self.engine.relays(request.model):
             return await self._relayed(request)
-        engine = self.engine
+        return await self.prepare_turn(chat_turn(request))
+
+    async def prepare_turn(self, turn: Turn) -> Job:
+        """A turn of any API, ready to run: the prompt rendered and tokenized, the budget and sampling resolved,
+        a parser chain per choice."""
+        check_model(turn.model, self.served_names())
+        if self.engine.relays(turn.model):
+            return await self._relayed_turn(turn)
+        engine, sampling = self.engine, turn.sampling
         # The cheap checks first: a bad request never costs a template rendering or a tokenization.
-        check_logit_bias(request.logit_bias, engine.vocab_size)
-        check_stop_token_ids(request.stop_token_ids, engine.vocab_size)
-        if request.top_logprobs is not None and not request.logprobs:
+        check_logit_bias(sampling.logit_bias, engine.vocab_size)
+        check_stop_token_ids(sampling.stop_token_ids, engine.vocab_size)
+        if turn.top_logprobs is not None and not turn.logprobs:
             raise InvalidRequest("top_logprobs requires logprobs to be true", param="top_logprobs")
-        plan = plan_tools(request.tools, request.tool_choice, request.parallel_tool_calls, self.tool_parser)
-        constraint = _constraint(request, plan)
-        images = await self.load_images(request)
-        rendered = await self.render(request, images)
-        text = rendered.text
-        context_length = engine.model_info(request.model).context_length
-        token_ids = truncate_prompt(await rendered.tokenize(engine), request.truncate_prompt_tokens, context_length)
-        requested, max_tokens = self._budget(request, len(token_ids), context_length, fit_context)
-        top_logprobs = (request.top_logprobs or 0) if request.logprobs else None
-        params = sampling_params(request, max_tokens, top_logprobs, constraint, self.defaults,
-                                 **await engine_extensions(engine, request))
+        plan = plan_tools(turn.tools, turn.tool_choice, turn.parallel_tool_calls, self.tool_parser)
+        constraint = _constraint(turn, plan)
+        images = await self.load_images(turn)
+        rendered = await self.render(turn, images)
+        context_length = engine.model_info(turn.model).context_length
+        token_ids = truncate_prompt(await rendered.tokenize(engine), sampling.truncate_prompt_tokens, context_length)
+        max_tokens = self._budget(turn, len(token_ids), context_length)
+        top_logprobs = (turn.top_logprobs or 0) if turn.logprobs else None
+        params = sampling_params(sampling, max_tokens, top_logprobs, constraint, self.defaults,
+                                 **await engine_extensions(engine, sampling))
         engine.check_params(params)
-        last = request.messages[-1]
-        prompt = Prompt(token_ids, message_text(last, len(request.messages) - 1, images), last.role, request.model,
-                        session_key=request.prompt_cache_key, images=images.images,
-                        text=text if images.images else None)
+        last = turn.messages[-1]
+        prompt = Prompt(token_ids, message_text(last, len(turn.messages) - 1, images), last.role, turn.model,
+                        session_key=turn.session_key, images=images.images,
+                        text=rendered.text if images.images else None)
         # vLLM's chat `echo`: the continued assistant message is repeated in front of the answer.
-        prefix = prompt.last_message_text if request.echo and last.role == "assistant" else ""
+        prefix = prompt.last_message_text if sampling.echo and last.role == "assistant" else ""
         # A constraint the engine enforces from the first token leaves no room to think: the whole
         # output is the (JSON) answer, never to be taken for thinking.
-        thinking = request.thinking_enabled() and not (constraint and engine.enforces_constraints)
+        thinking = turn.template.thinking() and not (constraint and engine.enforces_constraints)
+        make_parsers = self._parsers(rendered.text, thinking, plan)
+        read_markup = bool(self.reasoning_parser or plan.make_parser)
+        runs = [
+            ChoiceRun(index, prompt, params_for_choice(params, index),
+                      ChoicePipeline(choice_decoder(sampling, engine, read_markup), make_parsers(),
+                                     with_logprobs=turn.logprobs or sampling.return_token_ids),
+                      prefix)
+            for index in range(sampling.n)
+        ]
+        stats = RequestStats(prompt_tokens=len(token_ids), reasoning_tokens=0 if self.reasoning_parser else None)
+        stats.note_budget(turn.budget.requested, max_tokens)
+        return Job(turn, job_id("chatcmpl", turn), turn.model, runs, stats,
+                   reasoning_fields=self.reasoning_fields if turn.include_reasoning else ())
 
+    def _parsers(self, prompt_text: str, thinking: bool, plan: ToolPlan) -> Callable[[], list[OutputParser]]:
         def parsers() -> list[OutputParser]:  # fresh ones per choice: reasoning first, then tools on the answer
             chain: list[OutputParser] = []
             if self.reasoning_parser:
-                chain.append(self.reasoning_parser(text, enabled=thinking))
+                chain.append(self.reasoning_parser(prompt_text, enabled=thinking))
             if plan.make_parser:
                 chain.append(plan.make_parser())
             chain.append(plan.make_emitter())  # every call, whoever recognised it, passes here
             return chain
-
-        read_markup = bool(self.reasoning_parser or plan.make_parser)
-        runs = [
-            ChoiceRun(index, prompt, params_for_choice(params, index),
-                      ChoicePipeline(choice_decoder(request, engine, read_markup), parsers(),
-                                     with_logprobs=request.logprobs or request.return_token_ids),
-                      prefix)
-            for index in range(request.n)
-        ]
-        stats = RequestStats(prompt_tokens=len(token_ids), reasoning_tokens=0 if self.reasoning_parser else None)
-        stats.note_budget(requested, max_tokens)
-        return Job(request, job_id("chatcmpl", request), request.model, runs, stats,
-                   reasoning_fields=self.reasoning_fields if request.include_reasoning else ())
+        return parsers
 
     async def _relayed(self, request: ChatCompletionRequest) -> Job:
-        """The job of a request relayed whole to an upstream (the remote engine's raw mode)."""
-        request = await self.inline_images(request)  # fetched here, never by the upstream
-        last = request.messages[-1]
+        """The job of a Chat request relayed whole to an upstream (the remote engine's raw mode)."""
+        turn = chat_turn(request)
+        urls = await self.inline_images(turn)  # fetched here, never by the upstream
+        if urls:
+            request = request.model_copy(update={"messages": with_image_urls(request.messages, urls)})
+        last = turn.messages[-1]
         # The upstream parses its own output; its calls still pass this request's emitter.
-        plan = plan_tools(request.tools, request.tool_choice, request.parallel_tool_calls, self.tool_parser)
+        plan = plan_tools(turn.tools, turn.tool_choice, turn.parallel_tool_calls, self.tool_parser)
         return await relay_job(self.engine, request, "chat/completions", "chatcmpl", request.n,
-                               message_text(last, len(request.messages) - 1, text_only(request.messages)),
+                               message_text(last, len(turn.messages) - 1, text_only(turn.messages)),
                                self.reasoning_fields if request.include_reasoning else (),
                                make_emitter=plan.make_emitter)
 
-    async def load_images(self, request: ChatCompletionRequest) -> PromptImages:
+    async def _relayed_turn(self, turn: Turn) -> Job:
+        """The job of another API's turn on a model an upstream serves: sent as the Chat request it amounts to."""
+        plan = plan_tools(turn.tools, turn.tool_choice, turn.parallel_tool_calls, self.tool_parser)
+        body = upstream_chat_body(turn, await self.inline_images(turn))
+        last = turn.messages[-1]
+        return await relay_body_job(self.engine, turn, body, "chat/completions", "chatcmpl", turn.sampling.n,
+                                    message_text(last, len(turn.messages) - 1, text_only(turn.messages)),
+                                    self.reasoning_fields if turn.include_reasoning else (),
+                                    make_emitter=plan.make_emitter)
+
+    async def load_images(self, turn: Turn) -> PromptImages:
         """The conversation's images, fetched and decoded (off the event loop), each with the engine's marker; a
         400 naming the first image part when the model does not see images."""
-        parts = image_parts(request.messages)
+        parts = image_parts(turn.messages)
         if not parts:
             return PromptImages()
-        if not self.engine.takes_images(request.model):
-            raise InvalidRequest(f"the model {request.model!r} does not take images (it reads text only)",
+        if not self.engine.takes_images(turn.model):
+            raise InvalidRequest(f"the model {turn.model!r} does not take images (it reads text only)",
                                  param=parts[0].source.param, code="image_input_not_supported")
         images = await self.images.load_all([part.source for part in parts])
         return PromptImages({part.key: self.engine.image_marker(image) for part, image in zip(parts, images)},
                             tuple(images))
 
-    async def inline_images(self, request: ChatCompletionRequest) -> ChatCompletionRequest:
+    async def inline_images(self, turn: Turn) -> dict[PartKey, str]:
         """For an upstream: each image checked, decoded and sent as a PNG data URL (an http(s) URL is fetched by
-        rostra, under its address policy, not by the upstream)."""
-        parts = image_parts(request.messages)
+        rostra, under its address policy, not by the upstream), by where it stands."""
+        parts = image_parts(turn.messages)
         if not parts:
-            return request
+            return {}
         images = await self.images.load_all([part.source for part in parts])
-        messages = [message.model_copy(deep=True) for message in request.messages]
-        for part, image in zip(parts, images):
-            message_index, part_index = part.key
-            content = messages[message_index].content
-            assert isinstance(content, list)
-            image_url = content[part_index].image_url
-            assert image_url is not None
-            image_url.url = image.data_url()
-        return request.model_copy(update={"messages": messages})
+        return {part.key: image.data_url() for part, image in zip(parts, images)}
 
-    def _budget(self, request: ChatCompletionRequest, prompt_tokens: int, context_length: int,
-                fit_context: bool | None) -> tuple[int | None, int]:
-        """The output budget the request asked for (max_completion_tokens, else max_tokens) and the one it gets."""
-        asked = request.max_completion_tokens or request.max_tokens
-        param = "max_completion_tokens" if request.max_completion_tokens else "max_tokens"
-        fit = self.fit_budgets if fit_context is None else fit_context
-        return asked, completion_budget(prompt_tokens, asked, self.defaults, context_length, "messages", param,
-                                        min_tokens=request.min_tokens, fit=fit)
+    def _budget(self, turn: Turn, prompt_tokens: int, context_length: int) -> int:
+        """The output budget the turn gets: what it asked for, cut to the room left (or refused), or the default."""
+        budget = turn.budget
+        fit = self.fit_budgets if budget.fit is None else budget.fit
+        return completion_budget(prompt_tokens, budget.requested, self.defaults, context_length, budget.prompt_param,
+                                 budget.param, min_tokens=turn.sampling.min_tokens, fit=fit)
 
-    async def _template_for(self, request: ChatCompletionRequest) -> ChatTemplate:
+    async def _template_for(self, turn: Turn) -> ChatTemplate:
         """The server's template, or the request's own (vLLM's chat_template), compiled off the event loop."""
-        if request.chat_template is None:
+        source = turn.template.chat_template
+        if source is None:
             return self.template
         if not self.trust_request_templates:
             raise InvalidRequest("chat_template: this server renders its own chat template only (start it with "
                                  "--trust-request-chat-template to accept a request's)", param="chat_template")
-        return await asyncio.to_thread(request_template, request.chat_template, self.engine.bos_token,
-                                       self.engine.eos_token)
+        return await asyncio.to_thread(request_template, source, self.engine.bos_token, self.engine.eos_token)
 
-    async def render(self, request: ChatCompletionRequest, images: PromptImages | None = None) -> RenderedPrompt:
+    async def render(self, turn: Turn, images: PromptImages | None = None) -> RenderedPrompt:
         """The conversation through the chat template (off the event loop), special-token text of
         user and tool messages marked as plain text, each image as the engine's marker."""
         if images is None:
-            images = await self.load_images(request)
-        kwargs = dict(request.chat_template_kwargs or {})
-        if request.reasoning_effort is not None:
-            kwargs.setdefault("reasoning_effort", request.reasoning_effort)
-        if request.documents is not None:
-            kwargs["documents"] = request.documents
-        messages = template_messages(request.messages, images)
+            images = await self.load_images(turn)
+        options = turn.template
+        kwargs = dict(options.variables)
+        if turn.reasoning_effort is not None:
+            kwargs.setdefault("reasoning_effort", turn.reasoning_effort)
+        if options.documents is not None:
+            kwargs["documents"] = options.documents
+        messages = template_messages(turn.messages, images)
         if getattr(self.tool_parser, "name", "") == "mistral":
             messages = mistral_history(messages)  # ids from other servers, as Mistral templates take them
         messages, masked = self.special_guard.mask(messages)
-        template = await self._template_for(request)
+        template = await self._template_for(turn)
+        tools = [dict(tool.template) for tool in turn.tools] or None
         text = await asyncio.to_thread(
-            template.render, messages, add_generation_prompt=request.add_generation_prompt,
-            continue_final_message=request.continue_final_message, tools=request.tools, **kwargs)
+            template.render, messages, add_generation_prompt=options.add_generation_prompt,
+            continue_final_message=options.continue_final_message, tools=tools, **kwargs)
         rendered = masked.unmask(text)
-        if request.response_prefix:  # tabby's: the answer's first words, given (as plain text: it forges no turn)
-            return RenderedPrompt((*rendered.pieces, (request.response_prefix, True)))
+        if options.response_prefix:  # tabby's: the answer's first words, given (as plain text: it forges no turn)
+            return RenderedPrompt((*rendered.pieces, (options.response_prefix, True)))
         return rendered
 

@@ -23,6 +23,7 @@ from rostra.parsing.events import Event, Finish, Text
 from rostra.parsing.parser import ChoicePipeline
 from rostra.protocol.common import SamplingFields
 from rostra.serving.deadline import NO_DEADLINE, Deadline
+from rostra.turn import OutputOptions
 
 # Identifies the serving stack a response came from (OpenAI's field for backend changes).
 SYSTEM_FINGERPRINT = f"fp_rostra_{__version__}"
@@ -415,30 +416,6 @@ class OverChatJob:
     @property
     def runs(self) -> list[ChoiceRun]:
         return self.chat.runs
-
-
-@dataclass(frozen=True)
-class OutputOptions:
-    """What a job's output carries, resolved once when the request is prepared: the streams below never
-    read the request again."""
-
-    logprobs: bool = False  # chat: logprobs.content; completions: legacy logprobs
-    return_token_ids: bool = False  # vLLM: token_ids per choice, prompt_token_ids
-    prompt_logprobs: bool = False  # vLLM: the prompt's scores
-    include_usage: bool = False  # stream_options.include_usage: a last chunk with the usage
-    tokens_as_ids: bool = False  # vLLM's return_tokens_as_token_ids: logprobs name tokens "token_id:N"
-    continuous_usage: bool = False  # vLLM: every chunk carries the usage so far
-
-    @classmethod
-    def of(cls, request: Any) -> "OutputOptions":
-        stream = getattr(request, "stream_options", None)
-        logprobs = getattr(request, "logprobs", None)
-        return cls(logprobs=logprobs is not None and logprobs is not False,  # completions: 0 asks for them
-                   return_token_ids=bool(getattr(request, "return_token_ids", False)),
-                   prompt_logprobs=getattr(request, "prompt_logprobs", None) is not None,
-                   tokens_as_ids=bool(getattr(request, "return_tokens_as_token_ids", False)),
-                   include_usage=bool(stream and stream.include_usage),
-                   continuous_usage=bool(stream and stream.include_usage and stream.continuous_usage_stats))
 
 
 class GenerationStream:

@@ -39,13 +39,22 @@ async def relay_job(engine: Engine, request: ChatCompletionRequest | CompletionR
             raise InvalidRequest(f"{name} is not supported for models served through the gateway", param=name)
     # Folded aliases go as the fields they were folded into; the request's id names rostra's completion.
     body = request.model_dump(mode="json", exclude_unset=True, exclude={*FOLDED_FIELDS, "request_id"})
+    return await relay_body_job(engine, request, body, api, id_prefix, choices, last_text, reasoning_fields,
+                                make_emitter)
+
+
+async def relay_body_job(engine: Engine, request: Any, body: dict[str, Any], api: str, id_prefix: str, choices: int,
+                         last_text: str, reasoning_fields: tuple[str, ...] = (),
+                         make_emitter: Callable[[], CallEmitter] | None = None) -> Job:
+    """The job of `body` sent upstream (streamed, usage asked for); `request`: what the job was made of (a wire
+    request, or a turn)."""
+    model = str(body["model"])
     body.update(stream=True, stream_options={"include_usage": True})
-    upstream = await engine.relay(request.model, api, body)
+    upstream = await engine.relay(model, api, body)
     chunk_events: ChunkEvents = ChatChunkEvents() if api == "chat/completions" else CompletionChunkEvents()
-    runs = [ChoiceRun(index, Prompt([], last_text, model=request.model)) for index in range(choices)]
+    runs = [ChoiceRun(index, Prompt([], last_text, model=model)) for index in range(choices)]
     stats = RequestStats()
-    job = Job(request, job_id(id_prefix, request), request.model, runs, stats,
-              reasoning_fields=reasoning_fields)
+    job = Job(request, job_id(id_prefix, request), model, runs, stats, reasoning_fields=reasoning_fields)
     emitters = {index: make_emitter() for index in range(choices)} if make_emitter else {}
     job.source = lambda: relayed_events(upstream, chunk_events, stats, range(choices), emitters)
     job.release = upstream.aclose  # a job that never runs (its store write failed) still closes its upstream

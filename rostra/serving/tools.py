@@ -1,4 +1,4 @@
-"""Tool calling semantics of a Chat Completions request: which parser reads the output, which
+"""Tool calling semantics of a turn (rostra/turn.py): which parser reads the output, which
 constraint (if any) shapes it, and the emitter every call passes.
 
 - tool_choice "none" (or no tools): no parser; markup the model writes stays text (and a call a
@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from rostra.errors import InvalidRequest
 from rostra.guided.bounds import check_schema_bounds, check_tool_count
@@ -24,6 +24,7 @@ from rostra.guided.constraints import Constraint, checked_schema, single_line, s
 from rostra.parsing.tools.base import ToolParser, ToolSpec
 from rostra.parsing.tools.emitter import CallEmitter
 from rostra.parsing.tools.forced import NamedCallParser, RequiredCallsParser
+from rostra.turn import FunctionTool, ToolChoice
 
 EMPTY_PARAMETERS = {"type": "object", "properties": {}}
 
@@ -35,21 +36,12 @@ class ToolPlan:
     constraint: Constraint | None = None
 
 
-def tool_specs(tools: list[dict[str, Any]] | None) -> list[ToolSpec]:
-    check_tool_count(tools)
-    specs = []
-    for index, tool in enumerate(tools or []):
-        param = f"tools[{index}]"
-        if tool.get("type") != "function" or not isinstance(tool.get("function"), dict):
-            raise InvalidRequest("only tools of type 'function' are supported", param=f"{param}.type")
-        function = tool["function"]
-        name = function.get("name")
-        if not isinstance(name, str) or not name or len(name) > 64:
-            raise InvalidRequest("a function needs a name of 1 to 64 characters", param=f"{param}.function.name")
-        parameters = function.get("parameters", EMPTY_PARAMETERS)
-        # Counts are bounded below, once a choice makes the schemas a constraint.
-        specs.append(ToolSpec(name, checked_schema(parameters, f"{param}.function.parameters", constrains=False),
-                              strict=function.get("strict") is True))
+def tool_specs(tools: Sequence[FunctionTool]) -> list[ToolSpec]:
+    """The tools as parsers read them, each schema checked (a 400 names it as its client wrote it)."""
+    check_tool_count(list(tools))
+    # Counts are bounded below, once a choice makes the schemas a constraint.
+    specs = [ToolSpec(tool.name, checked_schema(tool.parameters, tool.parameters_param, constrains=False),
+                      strict=tool.strict) for tool in tools]
     if len({spec.name for spec in specs}) != len(specs):
         raise InvalidRequest("function names must be unique", param="tools")
     return specs
@@ -80,35 +72,35 @@ def mistral_history(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return messages
 
 
-def plan_tools(tools: list[dict[str, Any]] | None, tool_choice: Any, parallel: bool | None,
+def plan_tools(tools: Sequence[FunctionTool], tool_choice: ToolChoice, parallel: bool | None,
                parser_class: Callable[..., ToolParser]) -> ToolPlan:
     specs = tool_specs(tools)
-    choice = tool_choice if tool_choice is not None else ("auto" if specs else "none")
+    kind = tool_choice.kind if tool_choice.kind != "default" else ("auto" if specs else "none")
     max_calls = 1 if parallel is False else None
 
     def emitter(allow: bool = True, strict: bool = False) -> Callable[[], CallEmitter]:
         return lambda: CallEmitter(specs, allow_calls=allow, max_calls=max_calls, strict=strict)
 
-    if choice == "none":
+    if kind == "none":
         return ToolPlan(emitter(allow=False))
     if not specs:
-        raise InvalidRequest(f"tool_choice {choice!r} needs tools", param="tool_choice")
-    if choice == "auto":
+        raise InvalidRequest(f"tool_choice {tool_choice.shown} needs tools", param=tool_choice.param)
+    if kind == "auto":
         return ToolPlan(emitter(), lambda: parser_class(specs, max_calls=max_calls))
-    if choice == "required":
-        for index, offered in enumerate(specs):
-            check_schema_bounds(offered.parameters, f"tools[{index}].function.parameters")
+    if kind == "required":
+        for offered, tool in zip(specs, tools):
+            check_schema_bounds(offered.parameters, tool.parameters_param)
         schema = tool_call_schema({spec.name: strict_schema(spec.parameters) for spec in specs}, parallel is not False)
         check_schema_bounds(schema, "tools")  # all the tools' schemas make one constraint: bounded as one
         return ToolPlan(emitter(strict=True), lambda: RequiredCallsParser(specs, max_calls=max_calls),
                         Constraint(json_schema=single_line(schema)))
-    if isinstance(choice, dict) and choice.get("type") == "function":
-        name = (choice.get("function") or {}).get("name")
-        spec = next((s for s in specs if s.name == name), None)
-        if spec is None:
-            raise InvalidRequest(f"tool_choice names {name!r}, which is not among the tools",
-                                 param="tool_choice.function.name")
-        check_schema_bounds(spec.parameters, f"tools[{specs.index(spec)}].function.parameters")
+    if kind == "named":
+        name = tool_choice.name
+        index = next((i for i, spec in enumerate(specs) if spec.name == name), None)
+        if index is None:
+            raise InvalidRequest(f"tool_choice names {name!r}, which is not among the tools", param=tool_choice.name_param)
+        spec = specs[index]
+        check_schema_bounds(spec.parameters, tools[index].parameters_param)
         return ToolPlan(emitter(strict=True), lambda: NamedCallParser(specs, spec.name),
                         Constraint(json_schema=single_line(strict_schema(spec.parameters))))
-    raise InvalidRequest("tool_choice must be 'none', 'auto', 'required' or a function", param="tool_choice")
+    raise InvalidRequest("tool_choice must be 'none', 'auto', 'required' or a function", param=tool_choice.param)

@@ -1,6 +1,6 @@
-"""A Messages request's prompt -> the chat messages and tools the shared pipeline templates.
+"""A Messages request's prompt -> the turn's messages and tools (rostra/turn.py), each naming its own block.
 
-Anthropic's content blocks map onto chat messages: `tool_use` blocks are an assistant turn's tool calls,
+Anthropic's content blocks map onto the turn's messages: `tool_use` blocks are an assistant turn's tool calls,
 each `tool_result` block a tool message (before the text of the same user turn), `thinking` blocks the
 turn's reasoning, which chat templates render from `reasoning_content`. A thinking block's signature is
 its text sealed by this server (rostra/serving/reasoning_crypto.py): a block whose text was changed is
@@ -27,6 +27,7 @@ from rostra.api.messages.models import (
 )
 from rostra.errors import InvalidRequest
 from rostra.serving.reasoning_crypto import ReasoningSealer
+from rostra.turn import ContentPart, FunctionTool, ImagePart, TextPart, ToolCall, TurnMessage
 
 # Claude Code starts its system prompt with this line, which differs from one request to the next
 # (cc_version=2.1.330.572 ends in a fingerprint of the conversation; some set-ups add a `cch=` nonce).
@@ -55,18 +56,20 @@ def _text_of(message: InputMessage, index: int) -> str:
     return "\n".join(texts)
 
 
-def chat_messages(request: MessagesRequestFields, sealer: ReasoningSealer, keep_attribution: bool = False) -> list[dict[str, Any]]:
-    """The conversation as chat messages (system first)."""
-    out: list[dict[str, Any]] = []
+def turn_messages(request: MessagesRequestFields, sealer: ReasoningSealer,
+                  keep_attribution: bool = False) -> list[TurnMessage]:
+    """The conversation as the turn's messages (system first)."""
+    out: list[TurnMessage] = []
     system = system_text(request, keep_attribution)
     if system:
-        out.append({"role": "system", "content": system})
+        out.append(TurnMessage("system", system, "system"))
     keep_thinking = _thinking_turns_kept(request)
     for index, message in enumerate(request.messages):
+        param = f"messages[{index}]"
         if message.role == "system":
             continue
         if isinstance(message.content, str):
-            out.append({"role": message.role, "content": message.content})
+            out.append(TurnMessage(message.role, message.content, param))
         elif message.role == "assistant":
             out.append(_assistant(message.content, index, sealer, index in keep_thinking))
         else:
@@ -91,10 +94,10 @@ def _thinking_turns_kept(request: MessagesRequestFields) -> set[int]:
     return set(assistant_turns)
 
 
-def _assistant(blocks: list[Any], index: int, sealer: ReasoningSealer, keep_thinking: bool) -> dict[str, Any]:
+def _assistant(blocks: list[Any], index: int, sealer: ReasoningSealer, keep_thinking: bool) -> TurnMessage:
     texts: list[str] = []
     reasoning: list[str] = []
-    calls: list[dict[str, Any]] = []
+    calls: list[ToolCall] = []
     for position, block in enumerate(blocks):
         param = f"messages[{index}].content[{position}]"
         if isinstance(block, TextBlock):
@@ -106,16 +109,13 @@ def _assistant(blocks: list[Any], index: int, sealer: ReasoningSealer, keep_thin
         elif isinstance(block, RedactedThinkingBlock):
             continue  # encrypted by another server: nothing this one can show the model
         elif isinstance(block, ToolUseBlock):
-            calls.append({"id": block.id, "type": "function",
-                          "function": {"name": block.name, "arguments": json.dumps(block.input, ensure_ascii=False)}})
+            arguments = json.dumps(block.input, ensure_ascii=False)
+            calls.append(ToolCall({"id": block.id, "type": "function",
+                                   "function": {"name": block.name, "arguments": arguments}}, param))
         else:
             raise InvalidRequest(f"an assistant message cannot hold {block.type} blocks", param=f"{param}.type")
-    message: dict[str, Any] = {"role": "assistant", "content": "".join(texts)}
-    if calls:
-        message["tool_calls"] = calls
-    if reasoning:
-        message["reasoning_content"] = "".join(reasoning)
-    return message
+    return TurnMessage("assistant", "".join(texts), f"messages[{index}]", tool_calls=tuple(calls),
+                       reasoning="".join(reasoning) or None)
 
 
 def thinking_text(block: ThinkingBlock, sealer: ReasoningSealer, param: str) -> str:
@@ -131,26 +131,25 @@ def thinking_text(block: ThinkingBlock, sealer: ReasoningSealer, param: str) -> 
     return sealed
 
 
-def _user(blocks: list[Any], index: int) -> list[dict[str, Any]]:
+def _user(blocks: list[Any], index: int) -> list[TurnMessage]:
     """Tool results first, as tool messages (templates put them right after the calls); then the text and images."""
-    results: list[dict[str, Any]] = []
-    parts: list[dict[str, Any]] = []
+    results: list[TurnMessage] = []
+    parts: list[ContentPart] = []
     for position, block in enumerate(blocks):
         param = f"messages[{index}].content[{position}]"
         if isinstance(block, TextBlock):
-            parts.append({"type": "text", "text": block.text})
+            parts.append(TextPart(block.text, param))
         elif isinstance(block, ToolResultBlock):
-            results.append({"role": "tool", "tool_call_id": block.tool_use_id,
-                            "content": _result_content(block, param)})
+            results.append(TurnMessage("tool", _result_content(block, param), param, tool_call_id=block.tool_use_id))
         elif isinstance(block, ImageBlock):
             parts.append(image_part(block, param))
         else:
             raise InvalidRequest(f"a user message cannot hold {block.type} blocks", param=f"{param}.type")
-    return results + ([{"role": "user", "content": _joined(parts)}] if parts or not results else [])
+    return results + ([TurnMessage("user", tuple(parts), f"messages[{index}]")] if parts or not results else [])
 
 
-def image_part(block: ImageBlock, param: str) -> dict[str, Any]:
-    """An `image` block as the chat image part the pipeline loads: its base64 source as a data URL, or its URL."""
+def image_part(block: ImageBlock, param: str) -> ImagePart:
+    """An `image` block as the turn's image part: its base64 source as a data URL, or its URL."""
     if block.type != "image":
         raise InvalidRequest(f"{block.type} content is not supported by this server", param=f"{param}.type")
     source = block.source or {}
@@ -162,36 +161,29 @@ def image_part(block: ImageBlock, param: str) -> dict[str, Any]:
     else:
         raise InvalidRequest("an image source must be {\"type\": \"base64\", \"media_type\", \"data\"} or "
                              "{\"type\": \"url\", \"url\"}", param=f"{param}.source")
-    return {"type": "image_url", "image_url": {"url": url}, "source_param": param}
+    return ImagePart(url, param)
 
 
-def _joined(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
-    """Text only: one string (as before images); with images, the parts in order."""
-    if all(part["type"] == "text" for part in parts):
-        return "\n".join(part["text"] for part in parts)
-    return parts
-
-
-def _result_content(block: ToolResultBlock, param: str) -> str | list[dict[str, Any]]:
-    """A tool result's text, or its parts where it holds images (Claude Code's Read of a PNG)."""
+def _result_content(block: ToolResultBlock, param: str) -> tuple[ContentPart, ...] | str:
+    """A tool result's text, and its images where it holds some (Claude Code's Read of a PNG)."""
+    parts: list[ContentPart] = []
     if block.content is None or isinstance(block.content, str):
-        parts = [{"type": "text", "text": block.content or ""}]
+        parts.append(TextPart(block.content or "", param))
     else:
-        parts = []
         for position, part in enumerate(block.content):
+            part_param = f"{param}.content[{position}]"
             if isinstance(part, ImageBlock):
-                parts.append(image_part(part, f"{param}.content[{position}]"))
+                parts.append(image_part(part, part_param))
             else:
-                parts.append({"type": "text",
-                              "text": part.text if isinstance(part, TextBlock) else f"Tool {part.tool_name} loaded."})
+                text = part.text if isinstance(part, TextBlock) else f"Tool {part.tool_name} loaded."
+                parts.append(TextPart(text, part_param))
     if block.is_error:
-        if not parts or parts[0]["type"] != "text":
-            parts.insert(0, {"type": "text", "text": ""})
-        parts[0] = {"type": "text", "text": f"Error: {parts[0]['text']}"}
-    return _joined(parts) if parts else ""
+        first = parts[0] if parts and isinstance(parts[0], TextPart) else None
+        parts[:1 if first else 0] = [TextPart(f"Error: {first.text if first else ''}", param)]
+    return tuple(parts) if parts else ""
 
 
-def chat_tools(request: MessagesRequestFields) -> list[dict[str, Any]]:
+def turn_tools(request: MessagesRequestFields) -> tuple[FunctionTool, ...]:
     """The tools the model is shown: all but the deferred ones a tool result has not loaded (tool search)."""
     loaded = {part.tool_name for message in request.messages if not isinstance(message.content, str)
               for block in message.content if isinstance(block, ToolResultBlock) and isinstance(block.content, list)
@@ -200,10 +192,13 @@ def chat_tools(request: MessagesRequestFields) -> list[dict[str, Any]]:
     unknown = sorted(loaded - set(names))
     if unknown:
         raise InvalidRequest(f"a tool_reference names {unknown[0]!r}, which is not among the tools", param="messages")
-    return [_chat_tool(tool) for tool in request.tools or [] if not tool.defer_loading or tool.name in loaded]
+    return tuple(_turn_tool(tool, f"tools[{index}]") for index, tool in enumerate(request.tools or [])
+                 if not tool.defer_loading or tool.name in loaded)
 
 
-def _chat_tool(tool: Tool) -> dict[str, Any]:
+def _turn_tool(tool: Tool, param: str) -> FunctionTool:
+    if len(tool.name) > 64:
+        raise InvalidRequest("a function needs a name of 1 to 64 characters", param=f"{param}.name")
     description = tool.description or ""
     if tool.input_examples:
         examples = "\n".join(json.dumps(example, ensure_ascii=False) for example in tool.input_examples)
@@ -213,4 +208,5 @@ def _chat_tool(tool: Tool) -> dict[str, Any]:
         function["description"] = description
     if tool.strict:
         function["strict"] = True
-    return {"type": "function", "function": function}
+    return FunctionTool(tool.name, tool.input_schema, bool(tool.strict), {"type": "function", "function": function},
+                        f"{param}.input_schema")

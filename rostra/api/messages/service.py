@@ -1,30 +1,30 @@
-"""The Messages API over the Chat Completions pipeline.
+"""The Messages API over the shared pipeline.
 
-A Messages request becomes the equivalent chat request (history.py) and is prepared by the ChatService,
-so the chat template, the engines, the decoder, the reasoning and tool parsers and the constraints of
-tool_choice `any`/`tool` are the very ones Chat Completions uses. Its semantic events are rendered by a
+A Messages request becomes a typed turn (rostra/turn.py; its messages and tools: history.py), each piece
+naming its own field or block, and the ChatService prepares the turn, so the chat template, the engines, the
+decoder, the reasoning and tool parsers and the constraints of tool_choice `any`/`tool` are the very ones Chat
+Completions uses. Its semantic events are rendered by a
 MessageStream (stream.py); the non-streamed Message is the fold of the same events.
 """
 
 from __future__ import annotations
 
-import re
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, AsyncGenerator
 
-from pydantic import ValidationError
-
 from rostra.api.messages.errors import error_body
-from rostra.api.messages.history import chat_messages, chat_tools
+from rostra.api.messages.history import turn_messages, turn_tools
 from rostra.api.messages.models import MessagesRequest, MessagesRequestFields
 from rostra.api.messages.stream import MessageOptions, MessageStream, new_id
 from rostra.errors import APIError, InvalidRequest, ServerError
-from rostra.protocol.chat import ChatCompletionRequest
+from rostra.guided.constraints import schema_constraint
+from rostra.protocol.common import INT32_MAX, SamplingFields
 from rostra.serving.chat import ChatService
 from rostra.serving.deadline import NO_DEADLINE, Deadline
 from rostra.serving.generation import Job, OverChatJob
 from rostra.serving.reasoning_crypto import ReasoningSealer
+from rostra.turn import Budget, TemplateOptions, ToolChoice, ToolChoiceKind, Turn
 
 
 @dataclass
@@ -35,35 +35,6 @@ class MessagesJob(OverChatJob):
     options: MessageOptions
 
 
-# A chat request's fields as a Messages request names them (a 400 names what the client sent).
-CHAT_TO_MESSAGES_PARAMS = {"max_tokens": "max_tokens", "temperature": "temperature", "top_p": "top_p",
-                           "top_k": "top_k", "stop": "stop_sequences", "tools": "tools", "tool_choice": "tool_choice",
-                           "response_format": "output_config.format", "prompt_cache_key": "metadata.user_id"}
-
-
-def messages_param(chat_param: str | None) -> str | None:
-    """A chat request's parameter as a Messages request spells it (a 400 names what the client sent)."""
-    if chat_param is None:
-        return None
-    if CONTENT_PART.match(chat_param):  # an image part's: spelled as this request spelled it (its source_param)
-        return chat_param
-    if chat_param.startswith("messages["):  # the system prompt is a message there: the numbers differ
-        return "messages"
-    if chat_param.startswith("response_format"):
-        return "output_config.format" + chat_param.removeprefix("response_format.json_schema").removeprefix(
-            "response_format")
-    tool = TOOL_PARAMETERS.match(chat_param)
-    if tool:
-        return f"tools[{tool.group(1)}].input_schema" + chat_param[tool.end():]
-    return CHAT_TO_MESSAGES_PARAMS.get(chat_param, chat_param)
-
-
-TOOL_PARAMETERS = re.compile(r"^tools\[(\d+)\]\.function\.parameters")
-# A content part's path: only images are named so in the chat request a Messages request becomes, and each keeps
-# the path of its block in the Messages request (its `source_param`).
-CONTENT_PART = re.compile(r"^messages\[\d+\]\.content\[")
-
-
 class MessagesService:
     def __init__(self, chat: ChatService, sealer: ReasoningSealer, keep_attribution: bool = False):
         self.chat = chat
@@ -71,15 +42,10 @@ class MessagesService:
         self.keep_attribution = keep_attribution
 
     async def prepare(self, request: MessagesRequest) -> MessagesJob:
-        chat_request = self.chat_request(request, max_tokens=request.max_tokens)
         # A Claude Code-sized max_tokens (32000) is more than a local model's context has room for:
         # it is cut to the room left (as Anthropic's newer models do), and running out is then
         # reported as `model_context_window_exceeded`, not as a 400 before anything was generated.
-        try:
-            job = await self.chat.prepare(chat_request, fit_context=True)
-        except InvalidRequest as exc:
-            exc.param = messages_param(exc.param)
-            raise
+        job = await self.chat.prepare_turn(self.turn(request))
         job.id = new_id("msg")
         params = job.runs[0].params
         bound = params is not None and params.max_tokens < request.max_tokens
@@ -88,43 +54,27 @@ class MessagesService:
 
     async def count_tokens(self, request: MessagesRequestFields) -> int:
         """The prompt's tokens exactly as /v1/messages would count them: template and tools included."""
-        return await self.chat.count_prompt_tokens(self.chat_request(request))
+        return await self.chat.count_prompt_tokens(self.turn(request))
 
-    def chat_request(self, request: MessagesRequestFields, max_tokens: int | None = None) -> ChatCompletionRequest:
-        messages = chat_messages(request, self.sealer, self.keep_attribution)
-        body: dict[str, Any] = {"model": request.model, "messages": messages}
-        if messages[-1]["role"] == "assistant":  # a prefilled answer: the model continues it
-            body.update(add_generation_prompt=False, continue_final_message=True)
-        tools = chat_tools(request)
-        if tools:
-            body["tools"] = tools
-        choice = request.tool_choice
-        if choice is not None:
-            body["tool_choice"] = _tool_choice(choice.type, choice.name, bool(tools))
-            if choice.disable_parallel_tool_use:
-                body["parallel_tool_calls"] = False
-            if choice.type in ("any", "tool") and request.thinking and request.thinking.type != "disabled":
-                raise InvalidRequest("Thinking may not be enabled when tool_choice forces tool use.",
-                                     param="tool_choice")
-        if request.thinking is not None:
-            on = request.thinking.type != "disabled"
-            body["chat_template_kwargs"] = {"enable_thinking": on, "thinking": on}
-        if isinstance(request, MessagesRequest):
-            body.update(max_tokens=max_tokens, stop=request.stop_sequences, temperature=request.temperature,
-                        top_p=request.top_p, top_k=request.top_k)
-            if request.metadata is not None and request.metadata.user_id:  # Claude Code's session is in it
-                body["prompt_cache_key"] = request.metadata.user_id
+    def turn(self, request: MessagesRequestFields) -> Turn:
+        """The request as the pipeline's turn; a count_tokens request has no budget nor sampling."""
+        messages = tuple(turn_messages(request, self.sealer, self.keep_attribution))
+        tools = turn_tools(request)
+        thinking = request.thinking is not None and request.thinking.type != "disabled"
+        choice = _tool_choice(request, bool(tools), thinking)
+        variables = {} if request.thinking is None else {"enable_thinking": thinking, "thinking": thinking}
+        continues = messages[-1].role == "assistant"  # a prefilled answer: the model continues it
         output_format = _output_format(request)
-        if output_format is not None:
-            body["response_format"] = {"type": "json_schema",
-                                       "json_schema": {"name": "output", "schema": output_format, "strict": True}}
-        try:
-            return ChatCompletionRequest.model_validate(body)
-        except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            field = str(first["loc"][0]) if first["loc"] else "messages"
-            param = CHAT_TO_MESSAGES_PARAMS.get(field, "messages")  # named as this request spelled it
-            raise InvalidRequest(f"{first['msg']}", param=param) from exc
+        constraint = None if output_format is None else schema_constraint(output_format, "output_config.format.schema")
+        generating = request if isinstance(request, MessagesRequest) else None  # (count_tokens: no budget)
+        session = generating.metadata.user_id if generating and generating.metadata is not None else None
+        return Turn(model=request.model, messages=messages, sampling=_sampling(request), tools=tools,
+                    tool_choice=choice, parallel_tool_calls=False if _no_parallel(request) else None,
+                    constraint=constraint,
+                    budget=Budget(generating.max_tokens if generating else None, "max_tokens", fit=True),
+                    template=TemplateOptions(variables, add_generation_prompt=not continues,
+                                             continue_final_message=continues),
+                    session_key=session or None)
 
     async def stream(self, job: MessagesJob, deadline: Deadline = NO_DEADLINE) -> AsyncGenerator[dict[str, Any], None]:
         """The stream's events; an error after message_start is Anthropic's `error` event, and ends it."""
@@ -148,14 +98,40 @@ class MessagesService:
         return output.message
 
 
-def _tool_choice(kind: str, name: str | None, have_tools: bool) -> Any:
-    if kind == "tool":
-        if not name:
+def _tool_choice(request: MessagesRequestFields, have_tools: bool, thinking: bool) -> ToolChoice:
+    choice = request.tool_choice
+    if choice is None:
+        return ToolChoice()
+    if choice.type in ("any", "tool") and thinking:
+        raise InvalidRequest("Thinking may not be enabled when tool_choice forces tool use.", param="tool_choice")
+    if choice.type == "tool":
+        if not choice.name:
             raise InvalidRequest("tool_choice.name: Field required for type 'tool'", param="tool_choice.name")
-        return {"type": "function", "function": {"name": name}}
-    if kind != "none" and not have_tools:
-        raise InvalidRequest(f"tool_choice {kind!r} needs tools", param="tool_choice")
-    return {"auto": "auto", "any": "required", "none": "none"}[kind]
+        return ToolChoice("named", choice.name, repr(choice.name), name_param="tool_choice.name")
+    if choice.type != "none" and not have_tools:
+        raise InvalidRequest(f"tool_choice {choice.type!r} needs tools", param="tool_choice")
+    return ToolChoice(MODES[choice.type], shown=repr(choice.type))
+
+
+def _no_parallel(request: MessagesRequestFields) -> bool:
+    return request.tool_choice is not None and bool(request.tool_choice.disable_parallel_tool_use)
+
+
+def _sampling(request: MessagesRequestFields) -> SamplingFields:
+    """Messages' sampling fields in the pipeline's vocabulary (already checked by the Messages model)."""
+    if not isinstance(request, MessagesRequest):
+        return SamplingFields.model_construct(model=request.model)
+    if request.top_p == 0:  # (Anthropic's range starts at 0; sampling from no token at all is no sampling)
+        raise InvalidRequest("top_p must be greater than 0", param="top_p")
+    if request.top_k is not None and request.top_k > INT32_MAX:  # engines read it as a 32-bit integer
+        raise InvalidRequest(f"top_k must be at most {INT32_MAX}", param="top_k")
+    fields: dict[str, Any] = {"model": request.model, "temperature": request.temperature, "top_p": request.top_p,
+                              "top_k": request.top_k, "stop": request.stop_sequences}
+    return SamplingFields.model_construct(**{name: value for name, value in fields.items() if value is not None})
+
+
+# Anthropic's tool_choice types as the turn's.
+MODES: dict[str, ToolChoiceKind] = {"auto": "auto", "any": "required", "none": "none"}
 
 
 def _output_format(request: MessagesRequestFields) -> dict[str, Any] | None:
