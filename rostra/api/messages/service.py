@@ -122,9 +122,10 @@ def _sampling(request: MessagesRequestFields) -> SamplingFields:
     if not isinstance(request, MessagesRequest):
         return SamplingFields.model_construct(model=request.model)
     if request.top_p == 0:  # (Anthropic's range starts at 0; sampling from no token at all is no sampling)
-        raise InvalidRequest("top_p must be greater than 0", param="top_p")
-    if request.top_k is not None and request.top_k > INT32_MAX:  # engines read it as a 32-bit integer
-        raise InvalidRequest(f"top_k must be at most {INT32_MAX}", param="top_k")
+        raise InvalidRequest("top_p: must be greater than 0", param="top_p")
+    for name, value in (("max_tokens", request.max_tokens), ("top_k", request.top_k)):
+        if value is not None and value > INT32_MAX:  # engines read them as 32-bit integers
+            raise InvalidRequest(f"{name}: must be at most {INT32_MAX}", param=name)
     fields: dict[str, Any] = {"model": request.model, "temperature": request.temperature, "top_p": request.top_p,
                               "top_k": request.top_k, "stop": request.stop_sequences}
     return SamplingFields.model_construct(**{name: value for name, value in fields.items() if value is not None})
