@@ -2,7 +2,7 @@
 
 - models.py: the request bodies; items.py and tools.py: input items and tools, typed (one discriminated union
   each: adding an item or tool type is adding a model there); typed.py: how those unions are parsed into 400s.
-- service.py: a request -> the chat job of each model turn (to_chat.py) -> semantic events -> the response.
+- service.py: a request -> the typed turn of each model turn (to_chat.py) -> semantic events -> the response.
 - render.py: semantic events -> Responses stream events and the response object they build (MCP items by
   mcp/render.py, a part it holds).
 - runs.py: the runs of stored responses: leases, background tasks (bounded; failed, saying why, at shutdown),

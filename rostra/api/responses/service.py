@@ -1,8 +1,8 @@
-"""The Responses API over the Chat Completions pipeline.
+"""The Responses API over the shared pipeline.
 
-A Responses request is turned into the equivalent chat request (input items and the stored
-conversation of `previous_response_id` -> messages; function tools -> chat tools;
-text.format -> response_format: to_chat.py) and prepared by the ChatService, so tool parsing, reasoning
+Each model turn of a Responses request is a typed turn (input items and the stored conversation of
+`previous_response_id` -> the turn's messages; its tools -> functions; text.format -> the constraint:
+to_chat.py) prepared by the ChatService, so tool parsing, reasoning
 parsing and constraints are the same for every model and engine. Its semantic events are
 rendered by a ResponseBuilder (render.py); the response object is kept in the store (SQLite by default),
 and the runs of stored responses (leases, background tasks, followers, cancel, delete) are the RunRegistry's
@@ -28,8 +28,7 @@ from rostra.api.responses.models import CreateResponseRequest
 from rostra.api.responses.objects import new_id
 from rostra.api.responses.render import ResponseBuilder
 from rostra.api.responses.runs import DEFAULT_MAX_BACKGROUND, RunRegistry, ended_on_error
-from rostra.api.responses.to_chat import (LOGPROBS, chat_request, forced_freeform, next_start, offer,
-                                         responses_param)
+from rostra.api.responses.to_chat import LOGPROBS, forced_freeform, next_start, offer, response_turn
 from rostra.api.responses.tools import Tool, ignored_tools, parse_tools
 from rostra.errors import APIError, InvalidRequest, NotFound
 from rostra.generation_defaults import GenerationDefaults
@@ -177,17 +176,16 @@ class ResponsesService:
 
     async def _turn(self, request: CreateResponseRequest, tools: list[Tool], conversation: list[dict[str, Any]],
                     mcp_tools: list[dict[str, Any]], builder: ResponseBuilder) -> Job:
-        """The chat job of one model turn. With `truncation: "auto"`, a conversation that outgrows the context
+        """The job of one model turn. With `truncation: "auto"`, a conversation that outgrows the context
         loses its oldest items (whole turns: it then starts at a user message) until it fits; the response says how
         many (`truncated_items`)."""
         dropped = 0
         while True:
             try:
                 chat = self.chat_for(request.model)
-                job = await chat.prepare(chat_request(request, tools, conversation[dropped:], mcp_tools))
+                job = await chat.prepare_turn(response_turn(request, tools, conversation[dropped:], mcp_tools))
                 break
             except InvalidRequest as exc:
-                exc.param = responses_param(exc.param)
                 if request.truncation != "auto" or exc.code != "context_length_exceeded":
                     raise
                 start = next_start(conversation, dropped)

@@ -1,20 +1,23 @@
-"""A Responses turn as the Chat Completions request the shared pipeline prepares: the conversation's items as
-chat messages, the request's tools as chat tools, text.format as response_format."""
+"""A Responses model turn as the typed turn the shared pipeline prepares (rostra/turn.py): the conversation's items
+as the turn's messages, the request's tools (and the MCP servers') as its functions, text.format as its
+constraint; each piece that can fail names the request's own field (`input[id=...].content[1]`, `tools[2].parameters`,
+`text.format.schema`, `max_output_tokens`)."""
 
 from __future__ import annotations
 
-import re
-
+from dataclasses import replace
 from typing import Any
-
-from pydantic import ValidationError
 
 from rostra.api.responses.calls import CALL_OUTPUTS, ToolRoutes, chat_call, output_text
 from rostra.api.responses.mcp.loop import expand_mcp
 from rostra.api.responses.models import CreateResponseRequest
 from rostra.api.responses.tools import CustomTool, Tool
 from rostra.errors import InvalidRequest
-from rostra.protocol.chat import ChatCompletionRequest
+from rostra.guided.constraints import Constraint, response_constraint, schema_constraint
+from rostra.protocol.common import INT32_MAX, SamplingFields
+from rostra.serving.chat_turn import EMPTY_PARAMETERS
+from rostra.turn import (Budget, ContentPart, FunctionTool, ImagePart, OutputOptions, TemplateOptions, TextPart,
+                         ToolCall, ToolChoice, ToolChoiceKind, Turn, TurnMessage)
 
 LOGPROBS = "message.output_text.logprobs"  # the `include` value asking for output logprobs
 # How a compaction item reads to the model: the summary of the conversation it replaces.
@@ -25,20 +28,30 @@ COMPACT = ("Summarize the conversation so far for yourself, to continue the task
            "and what remains to do next. Write only the summary.")
 
 
-def offer(tools: list[Tool]) -> tuple[list[dict[str, Any]], ToolRoutes]:
+def offer(tools: list[Tool]) -> tuple[tuple[FunctionTool, ...], ToolRoutes]:
     """The functions the model is offered for the request's tools, and what each stands for."""
     routes = ToolRoutes()
     taken = {route.name for tool in tools for route, _ in tool.offered() if route.namespace is None}
-    chat_tools = []
-    for tool in tools:
-        for route, function in tool.offered():
-            chat_tools.append({"type": "function", "function": {**function, "name": routes.add(route, taken)}})
-    return chat_tools, routes
+    offered = []
+    for index, tool in enumerate(tools):
+        for position, (route, function) in enumerate(tool.offered()):
+            named = {**function, "name": routes.add(route, taken)}
+            param = f"tools[{index}]" if route.namespace is None else f"tools[{index}].tools[{position}]"
+            offered.append(offered_function(named, param))
+    return tuple(offered), routes
 
 
-def items_to_messages(items: list[dict[str, Any]], routes: ToolRoutes | None = None) -> list[dict[str, Any]]:
+def offered_function(function: dict[str, Any], param: str) -> FunctionTool:
+    name = function["name"]
+    if not isinstance(name, str) or not name or len(name) > 64:
+        raise InvalidRequest("a function needs a name of 1 to 64 characters", param=f"{param}.name")
+    return FunctionTool(name, function.get("parameters", EMPTY_PARAMETERS), function.get("strict") is True,
+                        {"type": "function", "function": function}, f"{param}.parameters")
+
+
+def items_to_messages(items: list[dict[str, Any]], routes: ToolRoutes | None = None) -> list[TurnMessage]:
     routes = routes or ToolRoutes()
-    messages: list[dict[str, Any]] = []
+    messages: list[TurnMessage] = []
     reasoning = ""  # a reasoning item belongs to the assistant turn that follows it
     for item in expand_mcp(items):
         kind = item["type"]
@@ -46,27 +59,25 @@ def items_to_messages(items: list[dict[str, Any]], routes: ToolRoutes | None = N
         if kind == "reasoning":
             reasoning += reasoning_text(item)
         elif kind == "message":
-            message = {"role": item["role"], "content": chat_content(item["content"], item, "")}
-            if item["role"] == "assistant" and reasoning:
-                message["reasoning_content"], reasoning = reasoning, ""
-            messages.append(message)
+            thought = reasoning if item["role"] == "assistant" else ""
+            reasoning = "" if thought else reasoning
+            messages.append(TurnMessage(item["role"], turn_content(item["content"], item, ""), "input",
+                                        reasoning=thought or None))
         elif call is not None:
             last = messages[-1] if messages else None
-            if last and last["role"] == "assistant" and last.get("tool_calls") is not None and not last["content"]:
-                last["tool_calls"].append(call)  # parallel calls: one assistant turn
+            if last and last.role == "assistant" and last.tool_calls and not last.content:
+                messages[-1] = replace(last, tool_calls=(*last.tool_calls, ToolCall(call, "input")))  # parallel calls
             else:
-                message = {"role": "assistant", "content": "", "tool_calls": [call]}
-                if reasoning:
-                    message["reasoning_content"], reasoning = reasoning, ""
-                messages.append(message)
+                messages.append(TurnMessage("assistant", "", "input", tool_calls=(ToolCall(call, "input"),),
+                                            reasoning=reasoning or None))
+                reasoning = ""
         elif kind == "compaction":  # what came before it, summarized (opened by reasoning_crypto.opened)
-            messages.append({"role": "user", "content": COMPACTED.format(summary=item["summary_text"])})
+            messages.append(TurnMessage("user", COMPACTED.format(summary=item["summary_text"]), "input"))
         elif kind in CALL_OUTPUTS:
             # local_shell_call_output names its call by `id` (OpenAI's schema); the others by `call_id`
-            call_id = item.get("call_id") or item["id"]
             output = item["output"]
-            content = chat_content(output, item, "\n") if has_images(output) else output_text(output)
-            messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+            content = turn_content(output, item, "\n") if has_images(output) else output_text(output)
+            messages.append(TurnMessage("tool", content, "input", tool_call_id=item.get("call_id") or item["id"]))
     return messages
 
 
@@ -75,24 +86,24 @@ def has_images(parts: Any) -> bool:
                                            for part in parts)
 
 
-def chat_content(parts: list[dict[str, Any]], item: dict[str, Any], joiner: str) -> str | list[dict[str, Any]]:
-    """Content parts as chat content: the text joined, or, where there are images, text and image parts in order.
-    An image's errors name it by its item's id (the item may come from an earlier response)."""
+def turn_content(parts: list[dict[str, Any]], item: dict[str, Any], joiner: str) -> str | tuple[ContentPart, ...]:
+    """Content parts as the turn's content: the text joined, or, where there are images, text and image parts in
+    order. Each part is named by its item's id (the item may come from an earlier response)."""
     if not has_images(parts):
         return joiner.join(part["text"] for part in parts if isinstance(part.get("text"), str))
-    out: list[dict[str, Any]] = []
+    out: list[ContentPart] = []
     for position, part in enumerate(parts):
         param = f"input[id={item.get('id')}].content[{position}]"
         if part.get("type") != "input_image":
-            out.append({"type": "text", "text": part.get("text") or ""})
+            out.append(TextPart(part.get("text") or "", param))
         elif part.get("file_id") and not part.get("image_url"):
             raise InvalidRequest("input_image by file_id is not supported: this server has no Files API; send "
                                  "image_url (a data URL or an http(s) URL)", param=param)
         elif not isinstance(part.get("image_url"), str):
             raise InvalidRequest("an input_image needs image_url", param=param)
         else:
-            out.append({"type": "image_url", "image_url": {"url": part["image_url"]}, "source_param": param})
-    return out
+            out.append(ImagePart(part["image_url"], param))
+    return tuple(out)
 
 
 def reasoning_text(item: dict[str, Any]) -> str:
@@ -120,59 +131,77 @@ def conversation_id(conversation: str | dict[str, Any] | None) -> str | None:
     return conversation
 
 
-def chat_request(request: CreateResponseRequest, tools: list[Tool], items: list[dict[str, Any]],
-                 mcp_tools: list[dict[str, Any]] | None = None) -> ChatCompletionRequest:
-    """The chat request of one model turn: the conversation so far, the request's tools and the MCP tools."""
-    chat_tools, routes = offer(tools)
+def response_turn(request: CreateResponseRequest, tools: list[Tool], items: list[dict[str, Any]],
+                  mcp_tools: list[dict[str, Any]] | None = None) -> Turn:
+    """The turn of one model turn: the conversation so far, the request's tools and the MCP tools."""
+    offered, routes = offer(tools)
+    offered += tuple(offered_function(tool["function"], "tools") for tool in mcp_tools or [])
     messages = items_to_messages(items, routes)
     if request.instructions:
-        messages.insert(0, {"role": "system", "content": request.instructions})
-    body: dict[str, Any] = {"model": request.model, "messages": messages,
-                            "parallel_tool_calls": request.parallel_tool_calls}
-    if chat_tools or mcp_tools:
-        body["tools"] = chat_tools + (mcp_tools or [])
+        messages.insert(0, TurnMessage("system", request.instructions, "instructions"))
+    if not messages:
+        raise InvalidRequest("invalid request: the conversation holds no message", param="input")
+    freeform = forced_freeform(request, tools)
+    logprobs = LOGPROBS in (request.include or [])
+    session = request.prompt_cache_key or conversation_id(request.conversation)  # (Codex: its conversation's id)
+    return Turn(
+        model=request.model, messages=tuple(messages), sampling=_sampling(request), tools=offered,
+        tool_choice=_tool_choice(request, routes, bool(offered), freeform is not None),
+        parallel_tool_calls=request.parallel_tool_calls,
+        # A forced freeform call's grammar governs the whole output: text.format has no text to apply to.
+        constraint=response_constraint(None, freeform.grammar() or {}) if freeform else _format_constraint(request),
+        budget=Budget(request.max_output_tokens, "max_output_tokens", prompt_param="input"),
+        # text.verbosity: a hint for templates that read it (gpt-oss's does not)
+        template=TemplateOptions({"verbosity": request.text.verbosity} if request.text and request.text.verbosity
+                                 else {}),
+        session_key=session or None, reasoning_effort=(request.reasoning.effort if request.reasoning else None) or None,
+        logprobs=logprobs, top_logprobs=(request.top_logprobs or 0) if logprobs else None,
+        output=OutputOptions(logprobs=logprobs))
+
+
+def _tool_choice(request: CreateResponseRequest, routes: ToolRoutes, have_tools: bool, freeform: bool) -> ToolChoice:
     choice = request.tool_choice
+    if freeform:  # the output is the input itself, under the tool's grammar (not JSON arguments)
+        return ToolChoice("none", shown="'none'")
     if isinstance(choice, dict) and choice.get("type") in ("function", "custom") and "name" in choice:
         name = routes.model_name(choice["name"], choice.get("namespace"))
-        choice = {"type": "function", "function": {"name": name}}
-    elif isinstance(choice, dict) and choice.get("type") == "mcp":  # one of a server's tools, or any tool
-        choice = {"type": "function", "function": {"name": choice["name"]}} if choice.get("name") else "required"
-    elif choice in ("auto", "none") and "tools" not in body:
-        choice = None  # no tools to choose from (Codex's compaction request: `tools: []`, "auto")
-    freeform = forced_freeform(request, tools)
-    if freeform is not None:  # the output is the input itself, under the tool's grammar (not JSON arguments)
-        choice = "none"
-        body.update(freeform.grammar() or {})
-    if choice is not None:
-        body["tool_choice"] = choice
-    if freeform is not None:
-        pass  # the grammar governs the whole output: text.format has no text to apply to
-    elif request.text and request.text.format and request.text.format.get("type") == "json_schema":
-        spec = request.text.format
-        body["response_format"] = {"type": "json_schema", "json_schema": {
-            "name": spec.get("name", "output"), "schema": spec.get("schema"), "strict": spec.get("strict")}}
-    elif request.text and request.text.format:
-        body["response_format"] = request.text.format
-    if request.text and request.text.verbosity:  # a hint for templates that read it (gpt-oss's does not)
-        body["chat_template_kwargs"] = {"verbosity": request.text.verbosity}
-    for source, target in (("max_output_tokens", "max_completion_tokens"), ("temperature", "temperature"),
-                           ("top_p", "top_p"), ("user", "user")):
-        if getattr(request, source) is not None:
-            body[target] = getattr(request, source)
-    if request.reasoning and request.reasoning.effort:
-        body["reasoning_effort"] = request.reasoning.effort
-    session = request.prompt_cache_key or conversation_id(request.conversation)  # (Codex: its conversation's id)
-    if session:
-        body["prompt_cache_key"] = session
-    if LOGPROBS in (request.include or []):
-        body["logprobs"] = True
-        body["top_logprobs"] = request.top_logprobs or 0
-    try:
-        return ChatCompletionRequest.model_validate(body)
-    except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        field = ".".join(str(part) for part in first["loc"][:1]) or "input"
-        raise InvalidRequest(f"invalid request: {first['msg']}", param=responses_param(field)) from exc
+        return ToolChoice("named", name, repr(choice), name_param="tool_choice.name")
+    if isinstance(choice, dict) and choice.get("type") == "mcp":  # one of a server's tools, or any tool
+        if choice.get("name"):
+            return ToolChoice("named", choice["name"], repr(choice), name_param="tool_choice.name")
+        return ToolChoice("required", shown=repr(choice))
+    if choice is None or (choice in ("auto", "none") and not have_tools):
+        return ToolChoice()  # no tools to choose from (Codex's compaction request: `tools: []`, "auto")
+    if isinstance(choice, str) and choice in MODES:
+        return ToolChoice(MODES[choice], shown=repr(choice))
+    return ToolChoice("invalid", shown=repr(choice))
+
+
+def _format_constraint(request: CreateResponseRequest) -> Constraint | None:
+    """text.format: a JSON schema (flat, as Responses spells it), a JSON object, or text."""
+    spec = request.text.format if request.text else None
+    kind = spec.get("type") if spec else None
+    if spec is None or kind in (None, "text"):
+        return None
+    if kind == "json_object":
+        return Constraint(json_schema={"type": "object"})
+    if kind != "json_schema":
+        raise InvalidRequest(f"unknown response_format type {kind!r}", param="text.format.type")
+    if not isinstance(spec.get("name", "output"), str):
+        raise InvalidRequest("text.format must be an object with a name and a schema", param="text.format")
+    return schema_constraint(spec.get("schema"), "text.format.schema", spec.get("strict") is True)
+
+
+def _sampling(request: CreateResponseRequest) -> SamplingFields:
+    """The sampling fields a Responses request has, in the pipeline's vocabulary (checked by its model)."""
+    if request.max_output_tokens is not None and request.max_output_tokens > INT32_MAX:
+        raise InvalidRequest(f"max_output_tokens: must be at most {INT32_MAX}", param="max_output_tokens")
+    fields: dict[str, Any] = {"model": request.model, "temperature": request.temperature, "top_p": request.top_p,
+                              "user": request.user}
+    return SamplingFields.model_construct(**{name: value for name, value in fields.items() if value is not None})
+
+
+MODES: dict[str, ToolChoiceKind] = {"auto": "auto", "none": "none", "required": "required"}
 
 
 def next_start(conversation: list[dict[str, Any]], start: int) -> int | None:
@@ -183,22 +212,3 @@ def next_start(conversation: list[dict[str, Any]], start: int) -> int | None:
                                                  and conversation[index].get("role") == "user"):
         index += 1
     return index if index < len(conversation) else None
-
-
-# A chat request's parameters as a Responses request spells them (prefixes; the rest of the path is kept).
-CHAT_TO_RESPONSES_PARAMS = (("max_completion_tokens", "max_output_tokens"), ("response_format.json_schema", "text.format"),
-                            ("response_format", "text.format"), ("reasoning_effort", "reasoning.effort"),
-                            ("tool_choice.function", "tool_choice"))
-TOOL_FUNCTION = re.compile(r"^tools\[(\d+)\]\.function")
-
-
-def responses_param(chat_param: str | None) -> str | None:
-    """A chat request's parameter as this request spelled it: a 400 names what the client sent."""
-    if chat_param is None:
-        return None
-    if chat_param == "messages" or chat_param.startswith("messages["):  # (the items' numbers differ)
-        return "input"
-    for chat_name, name in CHAT_TO_RESPONSES_PARAMS:
-        if chat_param == chat_name or chat_param.startswith(chat_name + ".") or chat_param.startswith(chat_name + "["):
-            return name + chat_param[len(chat_name):]
-    return TOOL_FUNCTION.sub(r"tools[\1]", chat_param)  # Responses' function tools are flat
