@@ -56,7 +56,7 @@ def run(events, show_thinking=True):
     wire = stream.start()
     for event in events:
         stats.observe(event)
-        wire += stream.add(event)
+        wire += stream.add(0, event)
     return stream.message, wire
 
 

@@ -87,7 +87,7 @@ def logged_run(*events) -> tuple[ResponseBuilder, dict, list[dict]]:
     builder.mcp.tools = {"lookup": ("srv", False)}
     logged = [builder.lifecycle("response.created")]
     for event in events:
-        logged += builder.add(event)
+        logged += builder.add(0, event)
     return builder, {**logged[0]["response"], "status": "in_progress"}, logged
 
 

@@ -162,7 +162,7 @@ async def test_a_follower_gets_every_event_when_the_run_ends_while_it_reads_the_
 def test_a_failed_response_closes_its_open_item_as_incomplete_without_a_gap():
     builder = ResponseBuilder({"id": "resp_1", "status": "in_progress", "output": [], "error": None})
     events = [builder.lifecycle("response.created")]
-    events += builder.add(Text("partial answer"))
+    events += builder.add(0, Text("partial answer"))
     events += builder.fail(ServerError("the engine failed"))
     assert [e["sequence_number"] for e in events] == list(range(len(events)))
     kinds = [e["type"] for e in events]

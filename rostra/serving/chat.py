@@ -80,7 +80,7 @@ class ChatStream(GenerationStream):
         super().__init__(job)
         self.choices = {run.index: _ChoiceState() for run in job.runs}
 
-    def start(self) -> list[dict[str, Any]]:
+    def opening(self) -> list[dict[str, Any]]:
         chunks = [self.chunk([{"index": run.index, "delta": {"role": "assistant", "content": ""},
                                "logprobs": None, "finish_reason": None}]) for run in self.job.runs]
         if self.options.return_token_ids and chunks:  # vLLM: the prompt's ids on the first chunk

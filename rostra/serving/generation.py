@@ -11,7 +11,7 @@ import time
 import uuid
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, AsyncGenerator, Awaitable, Callable, Sequence
+from typing import Any, AsyncGenerator, Awaitable, Callable, Protocol, Sequence
 
 from rostra import __version__
 from rostra.engines.base import Engine, EngineError
@@ -418,11 +418,47 @@ class OverChatJob:
         return self.chat.runs
 
 
+class EventRenderer(Protocol):
+    """An API's renderer (Chat chunks, Completions chunks, Messages events, Responses events): what a stream sends
+    at its start, for each semantic event and at its end, each folded as it goes into the answer `result()`
+    returns, so a non-streamed answer is the fold of the very events a stream sends."""
+
+    def start(self) -> list[dict[str, Any]]: ...
+
+    def add(self, index: int, event: Event) -> list[dict[str, Any]]: ...
+
+    def end(self) -> list[dict[str, Any]]: ...
+
+    def result(self) -> dict[str, Any]: ...
+
+
+async def rendered(events: AsyncGenerator[tuple[int, Event], None],
+                   renderer: EventRenderer) -> AsyncGenerator[dict[str, Any], None]:
+    """The one stream loop of every API: the renderer's output for the choices' merged events.
+    aclosing: a client that leaves closes this stream, and with it the generations, at once."""
+    for out in renderer.start():
+        yield out
+    async with aclosing(events):
+        async for index, event in events:
+            for out in renderer.add(index, event):
+                yield out
+    for out in renderer.end():
+        yield out
+
+
+async def folded(events: AsyncGenerator[tuple[int, Event], None], renderer: EventRenderer) -> dict[str, Any]:
+    """The non-streamed answer: the same loop, its output folded by the renderer instead of sent."""
+    async with aclosing(rendered(events, renderer)) as outputs:
+        async for _ in outputs:
+            pass
+    return renderer.result()
+
+
 class GenerationStream:
-    """One request's output, streamed or not. `add` turns a semantic event into the chunk a stream sends
-    and folds that same chunk into the state `response()` returns, so a non-streamed response is the fold
-    of the stream by construction. Subclasses write the event -> chunk mapping (`render`) and the fold of
-    one chunk's choice (`fold_choice`) for their API, once."""
+    """One request's output, streamed or not (an EventRenderer): `add` turns a semantic event into the chunk a
+    stream sends and folds that same chunk into the state `response()` returns, so a non-streamed response is
+    the fold of the stream by construction. Subclasses write the event -> chunk mapping (`render`) and the fold
+    of one chunk's choice (`fold_choice`) for their API, once."""
 
     object_name: str
     # Chat chunks carry "usage": null until the last one when usage is asked for; the spec
@@ -434,14 +470,31 @@ class GenerationStream:
         self.options = job.options
 
     def start(self) -> list[dict[str, Any]]:
-        return []
-
-    def add(self, index: int, event: Event) -> dict[str, Any] | None:
-        chunk = self.render(index, event)
-        if chunk is not None:
+        chunks = self.opening()
+        for chunk in chunks:
             for choice in chunk["choices"]:
                 self.fold_choice(choice)
-        return chunk
+        return chunks
+
+    def opening(self) -> list[dict[str, Any]]:
+        """The chunks sent before any event (Chat: each choice's role)."""
+        return []
+
+    def add(self, index: int, event: Event) -> list[dict[str, Any]]:
+        chunk = self.render(index, event)
+        if chunk is None:
+            return []
+        for choice in chunk["choices"]:
+            self.fold_choice(choice)
+        return [chunk]
+
+    def end(self) -> list[dict[str, Any]]:
+        """After the last event: the usage chunk, when asked for."""
+        usage_chunk = self.usage_chunk()
+        return [] if usage_chunk is None else [usage_chunk]
+
+    def result(self) -> dict[str, Any]:
+        return self.response()
 
     def render(self, index: int, event: Event) -> dict[str, Any] | None:
         raise NotImplementedError
@@ -491,26 +544,8 @@ class GenerationService:
             if self.on_finished is not None:
                 self.on_finished(job, reasons or ["abort"])
 
-    async def stream(self, job: Job, deadline: Deadline = NO_DEADLINE) -> AsyncGenerator[dict[str, Any], None]:
-        output = self.output(job)
-        for chunk in output.start():
-            yield chunk
-        # aclosing: a client that leaves closes this stream, and with it the generations, at once.
-        async with aclosing(deadline.bound(self.events(job))) as events:
-            async for index, event in events:
-                rendered = output.add(index, event)
-                if rendered is not None:
-                    yield rendered
-        usage_chunk = output.usage_chunk()
-        if usage_chunk is not None:
-            yield usage_chunk
+    def stream(self, job: Job, deadline: Deadline = NO_DEADLINE) -> AsyncGenerator[dict[str, Any], None]:
+        return rendered(deadline.bound(self.events(job)), self.output(job))
 
     async def complete(self, job: Job, deadline: Deadline = NO_DEADLINE) -> dict[str, Any]:
-        output = self.output(job)
-        for chunk in output.start():
-            for choice in chunk["choices"]:
-                output.fold_choice(choice)
-        async with aclosing(deadline.bound(self.events(job))) as events:
-            async for index, event in events:
-                output.add(index, event)
-        return output.response()
+        return await folded(deadline.bound(self.events(job)), self.output(job))

@@ -22,7 +22,7 @@ from rostra.guided.constraints import schema_constraint
 from rostra.protocol.common import INT32_MAX, SamplingFields
 from rostra.serving.chat import ChatService
 from rostra.serving.deadline import NO_DEADLINE, Deadline
-from rostra.serving.generation import Job, OverChatJob
+from rostra.serving.generation import Job, OverChatJob, folded, rendered
 from rostra.serving.reasoning_crypto import ReasoningSealer
 from rostra.turn import Budget, TemplateOptions, ToolChoice, ToolChoiceKind, Turn
 
@@ -78,24 +78,19 @@ class MessagesService:
 
     async def stream(self, job: MessagesJob, deadline: Deadline = NO_DEADLINE) -> AsyncGenerator[dict[str, Any], None]:
         """The stream's events; an error after message_start is Anthropic's `error` event, and ends it."""
-        output = MessageStream(job.id, job.model, job.stats, job.options)
-        for started in output.start():
-            yield started
         try:
-            async with aclosing(deadline.bound(self.chat.events(job.chat))) as events:
-                async for _, event in events:
-                    for rendered in output.add(event):
-                        yield rendered
+            async with aclosing(rendered(deadline.bound(self.chat.events(job.chat)), self.renderer(job))) as events:
+                async for event in events:
+                    yield event
         except Exception as exc:
             yield error_body(exc if isinstance(exc, APIError) else ServerError(f"internal error: {type(exc).__name__}"))
 
     async def complete(self, job: MessagesJob, deadline: Deadline = NO_DEADLINE) -> dict[str, Any]:
-        output = MessageStream(job.id, job.model, job.stats, job.options)
-        output.start()
-        async with aclosing(deadline.bound(self.chat.events(job.chat))) as events:
-            async for _, event in events:
-                output.add(event)
-        return output.message
+        return await folded(deadline.bound(self.chat.events(job.chat)), self.renderer(job))
+
+    @staticmethod
+    def renderer(job: MessagesJob) -> MessageStream:
+        return MessageStream(job.id, job.model, job.stats, job.options)
 
 
 def _tool_choice(request: MessagesRequestFields, have_tools: bool, thinking: bool) -> ToolChoice:

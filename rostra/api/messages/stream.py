@@ -3,7 +3,8 @@
 Anthropic's stream: `message_start` (the message, empty), then per content block `content_block_start`,
 its deltas (`text_delta`, `thinking_delta` then one `signature_delta`, `input_json_delta`) and
 `content_block_stop`; a `ping` after the first block opens; then `message_delta` (stop reason, usage) and
-`message_stop`. `MessageStream.add` renders one semantic event as those events and folds each of them
+`message_stop`. `MessageStream` is the Messages API's EventRenderer (rostra/serving/generation.py): `add` renders
+one semantic event as those events and folds each of them
 into `message` the way the SDK's stream accumulator does, so a non-streamed answer is the fold of the
 very events a stream sends.
 """
@@ -55,7 +56,8 @@ class MessageStream:
     def start(self) -> list[dict[str, Any]]:
         return [self._fold({"type": "message_start", "message": {**self.message, "content": []}})]
 
-    def add(self, event: Event) -> list[dict[str, Any]]:
+    def add(self, index: int, event: Event) -> list[dict[str, Any]]:
+        """The events a semantic event makes (a Message has one choice: `index` is 0)."""
         if isinstance(event, Text) and event.text:
             if self._open != "text" and event.text.isspace():  # whitespace between calls is no text block
                 self._spaces += event.text
@@ -79,6 +81,12 @@ class MessageStream:
         if isinstance(event, Finish):
             return self._close() + self._ping() + self._finish(event)
         return []
+
+    def end(self) -> list[dict[str, Any]]:
+        return []  # message_stop came with the Finish event
+
+    def result(self) -> dict[str, Any]:
+        return self.message
 
     def _block(self, kind: str) -> list[dict[str, Any]]:
         """Opens a text or thinking block unless one of that kind is being written."""

@@ -45,6 +45,7 @@ class ResponseBuilder:
         # A compaction turn's: the whole answer is the summary, sealed into one compaction item at the end.
         self.compaction: ReasoningSealer | None = None
         self._held = ""  # whitespace outside any message, until text follows it
+        self.finish_reason = "stop"  # the last model turn's
         self._held_logprobs: list[dict[str, Any]] = []
 
     # -- the envelope ------------------------------------------------------------------------
@@ -57,8 +58,21 @@ class ResponseBuilder:
         """response.created / in_progress / completed / incomplete / failed / cancelled... with a snapshot."""
         return self.event(kind, response=snapshot(self.response))
 
-    # -- semantic events -----------------------------------------------------------------------
-    def add(self, event: Event) -> list[dict[str, Any]]:
+    # -- semantic events: each model turn through the one loop (rostra/serving/generation.py `rendered`), the
+    # builder its EventRenderer; the response's lifecycle events are the service's, around turns and tool calls.
+    def start(self) -> list[dict[str, Any]]:
+        return []
+
+    def end(self) -> list[dict[str, Any]]:
+        return []
+
+    def result(self) -> dict[str, Any]:
+        return self.response
+
+    def add(self, index: int, event: Event) -> list[dict[str, Any]]:
+        """The events one semantic event makes (a response has one choice: `index` is 0)."""
+        if isinstance(event, Finish):
+            self.finish_reason = event.reason
         if self.compaction is not None:
             return self._summary(event, self.compaction)
         if isinstance(event, Text) and self.freeform is not None:

@@ -32,10 +32,9 @@ from rostra.api.responses.to_chat import LOGPROBS, forced_freeform, next_start, 
 from rostra.api.responses.tools import Tool, ignored_tools, parse_tools
 from rostra.errors import APIError, InvalidRequest, NotFound
 from rostra.generation_defaults import GenerationDefaults
-from rostra.parsing.events import Finish
 from rostra.serving.chat import ChatService
 from rostra.serving.deadline import NO_DEADLINE, Deadline
-from rostra.serving.generation import Job, OverChatJob
+from rostra.serving.generation import Job, OverChatJob, rendered
 from rostra.serving.reasoning_crypto import ReasoningSealer, opened
 from rostra.store.base import ResponseStore, StoreError
 from rostra.store.tenancy import EVERYONE, Tenant
@@ -248,7 +247,6 @@ class ResponsesService:
         yield builder.lifecycle("response.created")
         builder.response["status"] = "in_progress"
         yield builder.lifecycle("response.in_progress")
-        reason = "stop"
         try:
             if job.approved:  # the first step of the stored turn; the first model turn then reads their results
                 await job.loop.run_approved(job.approved)
@@ -263,12 +261,10 @@ class ResponsesService:
             while True:  # one model turn, then the MCP calls it made, as long as the model makes some
                 start = len(builder.response["output"])
                 chat = self.chat_for(job.request.model)
-                async with aclosing(deadline.bound(chat.events(job.chat))) as events:
-                    async for _, event in events:
-                        for out in builder.add(event):
-                            yield out
-                        if isinstance(event, Finish):
-                            reason = event.reason
+                async with aclosing(rendered(deadline.bound(chat.events(job.chat)), builder)) as outputs:
+                    async for out in outputs:
+                        yield out
+                reason = builder.finish_reason
                 calls, builder.mcp.pending_calls = builder.mcp.pending_calls, []
                 if not calls:
                     break
