@@ -180,6 +180,18 @@ def test_responses_api_in_front_of_a_chat_only_upstream(two_model_gateway):
     assert final["output"][1]["content"][0]["text"] == "2 + 2 = 4."
 
 
+def test_counting_a_relayed_models_prompt_starts_no_upstream_generation(two_model_gateway, tools_upstream):
+    """The gateway has no tokenizer for an upstream's model: a count is refused (501), and never asked of the
+    upstream as a generation (a Responses count once prepared, and so opened, a relayed generation)."""
+    served = _requests_served(tools_upstream)
+    responses = post(two_model_gateway.base_url, "/v1/responses/input_tokens", {"model": "alpha", "input": "Hi"})
+    messages = post(two_model_gateway.base_url, "/v1/messages/count_tokens",
+                    {"model": "alpha", "messages": [{"role": "user", "content": "Hi"}]})
+    assert responses.status_code == 501 and responses.json()["error"]["code"] == "count_not_supported"
+    assert messages.status_code == 501 and messages.json()["type"] == "error"
+    assert _requests_served(tools_upstream) == served
+
+
 def test_raw_mode_parses_tool_calls_with_rostras_own_parser(raw_gateway):
     whole = check("chat", post(raw_gateway.base_url, "/v1/chat/completions",
                                ask("alpha", "weather in Oslo", tools=TOOLS)).json())

@@ -34,7 +34,7 @@ from rostra.errors import APIError, InvalidRequest, NotFound
 from rostra.generation_defaults import GenerationDefaults
 from rostra.serving.chat import ChatService
 from rostra.serving.deadline import NO_DEADLINE, Deadline
-from rostra.serving.generation import Job, OverChatJob, rendered
+from rostra.serving.generation import Job, OverChatJob, check_context, rendered
 from rostra.serving.reasoning_crypto import ReasoningSealer, opened
 from rostra.store.base import ResponseStore, StoreError
 from rostra.store.tenancy import EVERYONE, Tenant
@@ -51,6 +51,18 @@ INCLUDABLE = {LOGPROBS, ENCRYPTED_REASONING, "file_search_call.results", "web_se
 # The output items a later turn of the conversation reads again.
 REPLAYED = {"message", "function_call", "reasoning", "function_call_output", "custom_tool_call",
             "custom_tool_call_output", "local_shell_call", "local_shell_call_output", *MCP_ITEM_TYPES}
+
+
+@dataclass
+class TurnInputs:
+    """What a request's first model turn reads (see ResponsesService._inputs)."""
+
+    items: list[dict[str, Any]]  # the request's input items, as stored
+    tools: list[Tool]
+    conversation: list[dict[str, Any]]  # the stored history, then the input items
+    loop: ToolLoop = field(default_factory=lambda: ToolLoop(McpTools()))
+    ready: list[dict[str, Any]] = field(default_factory=list)  # output items made before the model runs (MCP)
+    approved: list[dict[str, Any]] = field(default_factory=list)  # approved MCP calls not run yet
 
 
 @dataclass
@@ -115,6 +127,25 @@ class ResponsesService:
             raise InvalidRequest("background responses must be stored (store: true)", param="background")
         if request.background:  # before any work: a full server says so at once
             self.runs.check_room()
+        inputs = await self._inputs(request, tenant)
+        items, tools, conversation, loop = inputs.items, inputs.tools, inputs.conversation, inputs.loop
+        if compaction_requested(items):
+            return await self._compact(request, tools, conversation, items)
+        ready, approved = inputs.ready, inputs.approved
+        defaults = self.chat_for(request.model).defaults
+        builder = ResponseBuilder(base_response(request, tools, defaults), offer(tools)[1],
+                                  summary=bool(request.reasoning and request.reasoning.summary))
+        freeform = forced_freeform(request, tools)
+        builder.freeform = freeform.name if freeform else None
+        job = await self._turn(request, tools, conversation + ready, loop.chat_tools(), builder)
+        builder.mcp.tools = loop.tools.labels()
+        if ENCRYPTED_REASONING in (request.include or []):
+            builder.sealer = self.sealer
+        return ResponseJob(request, job, builder, items, conversation, loop, ready, [job], tools, approved, tenant)
+
+    async def _inputs(self, request: CreateResponseRequest, tenant: Tenant) -> TurnInputs:
+        """What the request's first model turn reads: its items, the stored conversation it continues, its tools
+        and the MCP servers' (listed), and the approved MCP calls (with the results of those that already ran)."""
         for index, value in enumerate(request.include or []):
             if value not in INCLUDABLE:
                 raise InvalidRequest(f"include: unknown value {value!r}", param=f"include[{index}]")
@@ -135,7 +166,7 @@ class ResponsesService:
         conversation = (opened(history, self.sealer, "conversation" if reference else "previous_response_id")
                         + opened(items, self.sealer))
         if compaction_requested(items):
-            return await self._compact(request, tools, conversation, items)
+            return TurnInputs(items, tools, conversation)
         servers = requested_servers(tools, self.mcp_policy)
         functions = set(offer(tools)[1].by_model_name)  # names MCP tools must not take
         loop = ToolLoop(await resolve(servers, conversation, functions) if servers else McpTools(),
@@ -144,16 +175,7 @@ class ResponsesService:
         ran = await self._ran_before(approved, tenant)  # a retry's calls keep their first run's result
         ready = loop.tools.listings + [ran.get(call["id"], call) for call in approved]
         approved = [call for call in approved if call["id"] not in ran]
-        defaults = self.chat_for(request.model).defaults
-        builder = ResponseBuilder(base_response(request, tools, defaults), offer(tools)[1],
-                                  summary=bool(request.reasoning and request.reasoning.summary))
-        freeform = forced_freeform(request, tools)
-        builder.freeform = freeform.name if freeform else None
-        job = await self._turn(request, tools, conversation + ready, loop.chat_tools(), builder)
-        builder.mcp.tools = loop.tools.labels()
-        if ENCRYPTED_REASONING in (request.include or []):
-            builder.sealer = self.sealer
-        return ResponseJob(request, job, builder, items, conversation, loop, ready, [job], tools, approved, tenant)
+        return TurnInputs(items, tools, conversation, loop, ready, approved)
 
     async def _compact(self, request: CreateResponseRequest, tools: list[Tool], conversation: list[dict[str, Any]],
                        items: list[dict[str, Any]]) -> ResponseJob:
@@ -165,13 +187,25 @@ class ResponsesService:
 
     async def count_input_tokens(self, request: CreateResponseRequest) -> int:
         """The prompt's tokens as POST /v1/responses would count them (stored history, instructions, tools and
-        template included): the same preparation, never run. Output and delivery fields do not count."""
+        template included): the same turn through the same template, never prepared for a generation (a model
+        an upstream serves is not counted: 501). Output and delivery fields do not count; a prompt the context
+        cannot hold is a 400, unless `truncation: "auto"` drops its oldest turns as the response would."""
         counted = request.model_copy(update={"max_output_tokens": None, "background": False, "stream": False})
-        job = await self.prepare(counted)
-        try:
-            return job.chat.stats.prompt_tokens
-        finally:
-            await job.close()
+        inputs = await self._inputs(counted, EVERYONE)
+        chat = self.chat_for(counted.model)
+        context_length = chat.engine.model_info(counted.model).context_length
+        conversation, dropped = inputs.conversation + inputs.ready, 0
+        while True:
+            if compaction_requested(inputs.items):
+                turn = response_turn(summary_request(counted), [], asking_for_summary(conversation[dropped:]))
+            else:
+                turn = response_turn(counted, inputs.tools, conversation[dropped:], inputs.loop.chat_tools())
+            tokens = await chat.count_prompt_tokens(turn)
+            start = next_start(conversation, dropped) if counted.truncation == "auto" else None
+            if tokens < context_length or start is None:
+                check_context(tokens, None, context_length, "input", "max_output_tokens")
+                return tokens
+            dropped = start
 
     async def _turn(self, request: CreateResponseRequest, tools: list[Tool], conversation: list[dict[str, Any]],
                     mcp_tools: list[dict[str, Any]], builder: ResponseBuilder) -> Job:
