@@ -1,4 +1,4 @@
-"""The one gate (rostra/server/gate.py) in-process: /v1/embeddings, /v1/messages/count_tokens, /tokenize and
+"""The one gate (rostra/http/gate.py) in-process: /v1/embeddings, /v1/messages/count_tokens, /tokenize and
 /detokenize take an admission slot before their model lease, the request's deadline bounds the admission wait,
 a client that goes away while waiting leaves no count behind, and counting never refuses a long prompt."""
 

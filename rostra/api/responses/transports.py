@@ -10,8 +10,9 @@ from fastapi import APIRouter, Request, WebSocket
 from starlette.responses import JSONResponse, Response
 
 from rostra.api.responses.models import CreateResponseRequest
-from rostra.server.context import server_context
-from rostra.server.request_body import parse_body
+from rostra.api.responses.services import responses_of
+from rostra.http.context import server_context
+from rostra.http.request_body import parse_body
 
 log = logging.getLogger("rostra.responses")
 router = APIRouter()
@@ -22,7 +23,7 @@ async def count_input_tokens(request: Request) -> Response:
     body = await parse_body(request, CreateResponseRequest)
     context = server_context(request)
     async with await context.models.acquire(body.model):
-        tokens = await context.responses.count_input_tokens(body)
+        tokens = await responses_of(request).count_input_tokens(body)
     return JSONResponse({"object": "response.input_tokens", "input_tokens": tokens})
 
 

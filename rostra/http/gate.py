@@ -14,9 +14,9 @@ from typing import Awaitable, Callable, TypeVar
 
 from starlette.requests import Request
 
-from rostra.server.context import server_context
-from rostra.server.models.bundle import ModelBundle
-from rostra.server.sse import until_disconnected
+from rostra.http.context import server_context
+from rostra.http.sse import until_disconnected
+from rostra.models.bundle import ModelBundle
 from rostra.serving.deadline import Deadline
 
 T = TypeVar("T")

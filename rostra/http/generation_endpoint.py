@@ -17,9 +17,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from rostra.errors import InvalidRequest
-from rostra.server.context import server_context
-from rostra.server.models.bundle import ModelBundle
-from rostra.server.sse import EventStreamResponse, json_bytes, until_disconnected
+from rostra.http.context import server_context
+from rostra.http.sse import EventStreamResponse, json_bytes, until_disconnected
+from rostra.models.bundle import ModelBundle
 from rostra.serving.deadline import Deadline
 
 log = logging.getLogger("rostra.server")
@@ -34,7 +34,7 @@ async def serve_generation(request: Request, service_of: Callable[[ModelBundle],
     context = server_context(request)
     settings = context.settings
     # The deadline bounds the admission wait and a model's load too. Admission first: --max-concurrency also
-    # bounds the loads requests cause (server/gate.py, the same gate for the other engine work).
+    # bounds the loads requests cause (gate.py, the same gate for the other engine work).
     deadline = Deadline.after(settings.request_timeout)
     await deadline.wait_for(context.admission.acquire())
     release: Callable[[], None] | None = context.admission.release  # handed on to whatever outlives this call
