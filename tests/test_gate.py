@@ -112,3 +112,29 @@ def test_a_generation_whose_client_goes_away_while_waiting_for_admission_is_drop
             return waiting, exchange.status, counts, after.status_code
     waiting, status, counts, after = run(scenario())
     assert waiting == 1 and status == 499 and counts == (1, 0) and after == 200
+
+
+@pytest.mark.parametrize("hang_up_first", [True, False])
+@pytest.mark.parametrize("path,body", GENERATIONS[:2] + ROUTES[2:3])
+def test_a_hang_up_in_the_loop_turn_its_slot_is_granted_loses_no_slot(tmp_path, path, body, hang_up_first):
+    """The slot freed and the client gone in one loop turn, in either order: whether the request is dropped or
+    runs and then notices, the slot and the lease come back, and the server serves the next request."""
+    async def scenario():
+        async with InProcessServer(tmp_path, SCRIPT, max_concurrency=1, max_queue=4) as server:
+            await admission(server).acquire()
+            exchange = server.call("POST", path, body)
+            while admission(server).waiting == 0:
+                await asyncio.sleep(0)
+            if hang_up_first:
+                exchange.hang_up()
+                admission(server).release()
+            else:
+                admission(server).release()
+                exchange.hang_up()
+            await exchange.finished(timeout=5)
+            counts = admission(server).running, admission(server).waiting
+            leases = sum(slot.leases for slot in server.app.state.rostra.models.slots)
+            after = await server.client.post(path, json=body)
+            return counts, leases, after.status_code
+    counts, leases, after = run(scenario())
+    assert counts == (0, 0) and leases == 0 and after == 200
