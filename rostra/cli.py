@@ -14,8 +14,8 @@ from rostra import __version__
 from rostra.config import Settings
 from rostra.engines.registry import ENGINES, FlagGroup, build_engine
 from rostra.model_aliases import ModelAlias
-from rostra.server.models.checks import MAX_PARALLEL, SettingError, check_ranges
-from rostra.server.models.specs import ModelConfigError, parse_size
+from rostra.models.checks import MAX_PARALLEL, SettingError, check_ranges
+from rostra.models.specs import ModelConfigError, parse_size
 from rostra.parsing.reasoning import reasoning_parser_names
 from rostra.parsing.tools import tool_parser_names
 
@@ -405,7 +405,7 @@ def serve(settings: Settings) -> None:
     from rostra.generation_defaults import GenerationConfigError
     from rostra.generation_defaults import resolve as resolve_defaults
     from rostra.server.app import create_app
-    from rostra.server.models.specs import command_line_specs
+    from rostra.models.specs import command_line_specs
     from rostra.store import SqliteResponseStore, StoreError, default_data_dir, open_store
 
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")

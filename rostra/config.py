@@ -11,7 +11,7 @@ from rostra.model_aliases import ModelAlias
 @dataclass
 class Settings:
     model: str | None = None  # a GGUF path (transformers: a checkpoint dir or hub id); None: the embedded model
-    # Many models (rostra/server/models/): every MODEL given (more than one: each its own model), a directory
+    # Many models (rostra/models/): every MODEL given (more than one: each its own model), a directory
     # of them, a YAML file of per-model settings, and when they are loaded and unloaded.
     models: list[str] = field(default_factory=list)
     models_dir: str | None = None

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from rostra import cli
-from rostra.server.middleware import ApiKeyMiddleware
+from rostra.http.middleware import ApiKeyMiddleware
 from servers import DATA, RunningServer
 from wire import check_error
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from mmproj_gguf import mmproj_path
 from rostra.config import Settings
 from rostra.embedded import embedded_model_path
-from rostra.server.models.specs import command_line_specs, read_models_config
+from rostra.models.specs import command_line_specs, read_models_config
 
 CACHE = Path(__file__).resolve().parent.parent / ".cache"
 

@@ -1,4 +1,4 @@
-"""Many models in one server (rostra/server/models/): one real `rostra serve --models-dir DIR --models-config FILE`
+"""Many models in one server (rostra/models/): one real `rostra serve --models-dir DIR --models-config FILE`
 over real HTTP with the openai SDK. The embedded SmolLM2 GGUF is served three ways (from the directory, and under
 two configurations of the config file: another template, other defaults), next to the MiniLM embedding checkpoint
 and a broken GGUF. The memory budget holds one model at a time, so every switch evicts; `smol-b` has a short TTL.
@@ -20,7 +20,7 @@ import pytest
 from openai import NotFoundError, OpenAI
 
 from rostra.embedded import embedded_model_path
-from rostra.server.models.specs import estimated_size
+from rostra.models.specs import estimated_size
 from servers import DATA, RunningServer
 from spec import validate
 

@@ -1,4 +1,4 @@
-"""The model manager (rostra/server/models/manager.py) in-process, with fake engines: every pair of events in
+"""The model manager (rostra/models/manager.py) in-process, with fake engines: every pair of events in
 one loop turn (issue 33): an unload beginning vs a request acquiring, two loads at once against the limits,
 a waiter's timeout vs its model becoming loaded."""
 
@@ -13,8 +13,8 @@ import pytest
 from rostra.config import Settings
 from rostra.engines.base import Engine
 from rostra.errors import RequestTimeout, ServiceUnavailable
-from rostra.server.models.manager import Lease, ModelManager
-from rostra.server.models.specs import ModelSpec
+from rostra.models.manager import Lease, ModelManager
+from rostra.models.specs import ModelSpec
 
 
 class FakeEngine(Engine):

@@ -1,4 +1,4 @@
-"""What a many-models server serves (rostra/server/models/specs.py): sizes, the config file, the directory."""
+"""What a many-models server serves (rostra/models/specs.py): sizes, the config file, the directory."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from rostra.config import Settings
 from rostra.embedded import embedded_model_path
-from rostra.server.models.specs import ModelConfigError, command_line_specs, parse_size, read_models_config
+from rostra.models.specs import ModelConfigError, command_line_specs, parse_size, read_models_config
 
 
 @pytest.mark.parametrize("text, size", [("12GB", 12_000_000_000), ("512MiB", 512 * 1024**2), ("1.5g", 1_500_000_000),

@@ -11,8 +11,8 @@ import pytest
 
 from rostra.config import Settings
 from rostra.embedded import embedded_model_path
-from rostra.server.models.checks import MAX_PARALLEL
-from rostra.server.models.specs import ModelConfigError, read_models_config
+from rostra.models.checks import MAX_PARALLEL
+from rostra.models.specs import ModelConfigError, read_models_config
 
 
 def config(tmp_path, entry: str):

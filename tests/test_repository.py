@@ -75,3 +75,118 @@ def test_long_functions_are_found(tmp_path):
     (package / "m.py").write_text(f"def short():\n{lines}\n\nclass C:\n    @staticmethod\n    async def long():\n{method}")
     found = long_functions(package)
     assert found == ["pkg/m.py:65 long (61 lines)"]
+
+
+def layer_of(module: str, package: Path) -> str:
+    """The layer a dotted module belongs to: a top-level package or module under `package`, or an `api/*` front end
+    (each API is a layer of its own: they must not lean on one another either)."""
+    parts = module.split(".")[1:]
+    if not parts:
+        return package.name
+    if parts[0] == "api" and len(parts) > 1:
+        return f"api.{parts[1]}"
+    return parts[0]
+
+
+def imported_modules(path: Path, module: str, package: Path) -> list[tuple[str, int]]:
+    """Every module of `package` that `path` (module `module`) imports, with its line: top-level, function-local and
+    TYPE_CHECKING imports alike (a cycle that only a deferred import hides is still a cycle)."""
+    import ast
+
+    found = []
+    here = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(here[: len(here) - node.level + 1] + ([base] if base else []))
+            # `from rostra.api import messages` imports the subpackage, not just the parent's __init__
+            found += [(f"{base}.{alias.name}" if _is_module(f"{base}.{alias.name}", package) else base,
+                       node.lineno) for alias in node.names]
+    return [(name, line) for name, line in found if name.split(".")[0] == package.name]
+
+
+def _is_module(dotted: str, package: Path) -> bool:
+    relative = Path(*dotted.split(".")[1:]) if "." in dotted else Path()
+    target = package / relative
+    return target.with_suffix(".py").is_file() or (target / "__init__.py").is_file()
+
+
+def layer_cycles(package: Path) -> list[str]:
+    """Each cycle between `package`'s layers, as `a -> b -> a` followed by the import that makes each step."""
+    edges: dict[str, dict[str, str]] = {}
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package.parent).with_suffix("")
+        module = ".".join(relative.parts[:-1] if relative.name == "__init__" else relative.parts)
+        source = layer_of(module, package)
+        for name, line in imported_modules(path, module, package):
+            target = layer_of(name, package)
+            if target != source:
+                edges.setdefault(source, {}).setdefault(target, f"{path.relative_to(package.parent)}:{line} {name}")
+    return [_describe(cycle, edges) for cycle in _cycles(edges)]
+
+
+def _cycles(edges: dict[str, dict[str, str]]) -> list[list[str]]:
+    """One shortest cycle through each layer that lies on any, deduplicated (breadth-first from each layer)."""
+    seen: set[frozenset[str]] = set()
+    cycles = []
+    for start in sorted(edges):
+        paths = {start: [start]}
+        queue = [start]
+        while queue:
+            node = queue.pop(0)
+            if start in edges.get(node, {}):
+                cycle = paths[node]
+                if frozenset(cycle) not in seen:
+                    seen.add(frozenset(cycle))
+                    cycles.append(cycle + [start])
+                break
+            for target in sorted(edges.get(node, {})):
+                if target not in paths:
+                    paths[target] = paths[node] + [target]
+                    queue.append(target)
+    return cycles
+
+
+def _describe(cycle: list[str], edges: dict[str, dict[str, str]]) -> str:
+    steps = "; ".join(edges[a][b] for a, b in zip(cycle, cycle[1:]))
+    return f"{' -> '.join(cycle)} ({steps})"
+
+
+def test_no_import_cycle_between_layers():
+    """ARCHITECTURE.md principle 8: layers point down. A package that imports one that imports it back has no place
+    in the stack; the message names the cycle and the import that makes each step."""
+    assert layer_cycles(ROOT / "rostra") == []
+
+
+def test_import_cycles_are_found(tmp_path):
+    package = tmp_path / "pkg"
+    for folder in ("low", "high", "api/one", "api/two"):
+        (package / folder).mkdir(parents=True)
+        (package / folder / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "low" / "a.py").write_text("def f():\n    from pkg.high import b\n")  # a deferred import counts
+    (package / "high" / "b.py").write_text("from ..low.a import f\n")
+    (package / "api" / "one" / "r.py").write_text("from pkg.api import two\n")
+    (package / "api" / "two" / "r.py").write_text("import pkg.low.a\nfrom pkg.api.one import r\n")
+    assert layer_cycles(package) == [
+        "api.one -> api.two -> api.one (pkg/api/one/r.py:1 pkg.api.two; pkg/api/two/r.py:2 pkg.api.one.r)",
+        "high -> low -> high (pkg/high/b.py:1 pkg.low.a; pkg/low/a.py:2 pkg.high.b)",
+    ]
+
+
+def test_http_plumbing_and_model_lifecycle_name_no_api():
+    """Below the APIs: rostra/http/ (SSE, bodies, the serving endpoint, the gate, middleware) and rostra/models/ (model
+    lifecycle, which is below HTTP too) hold what the composition root builds without importing it."""
+    package = ROOT / "rostra"
+    above = {"http": ("api", "server", "playground", "cli", "batch_command"),
+             "models": ("api", "server", "playground", "cli", "batch_command", "http")}
+    offenders = []
+    for layer, higher in above.items():
+        for path in sorted((package / layer).rglob("*.py")):
+            module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            offenders += [f"{path.relative_to(ROOT)}:{line} {name}" for name, line in
+                          imported_modules(path, module, package) if name.partition(".")[2].partition(".")[0] in higher]
+    assert offenders == []

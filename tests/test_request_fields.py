@@ -10,11 +10,11 @@ import json
 
 import pytest
 
+from rostra.api.responses.models import CreateResponseRequest
 from rostra.errors import InvalidRequest
+from rostra.http.request_body import check_fields
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.protocol.completions import CompletionRequest
-from rostra.api.responses.models import CreateResponseRequest
-from rostra.server.request_body import check_fields
 from spec import SPEC_PATH
 
 SCHEMAS = {"CreateChatCompletionRequest": ChatCompletionRequest, "CreateCompletionRequest": CompletionRequest,

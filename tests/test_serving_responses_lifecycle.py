@@ -9,6 +9,7 @@ import pytest
 
 from harness import MODEL, InProcessServer
 from rostra.api.responses.render import ResponseBuilder
+from rostra.api.responses.service import ResponsesService
 from rostra.parsing.events import Text
 from rostra.errors import ServerError
 from rostra.store.base import StoreError
@@ -147,7 +148,8 @@ async def test_a_follower_gets_every_event_when_the_run_ends_while_it_reads_the_
 
         async def events_then_late(response_id, after):
             snapshot = await stored_events(response_id, after)
-            while queued["id"] in server.app.state.rostra.responses.runs.live:  # the run ends while the store is read
+            runs = server.app.state.rostra.services.get(ResponsesService).runs
+            while queued["id"] in runs.live:  # the run ends while the store is read
                 await asyncio.sleep(0.01)
             return snapshot
 

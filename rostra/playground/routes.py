@@ -11,8 +11,9 @@ from pathlib import Path
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse
 
+from rostra.api.responses.services import responses_of
 from rostra.errors import NotFound
-from rostra.server.context import server_context
+from rostra.http.context import server_context
 
 STATIC = Path(__file__).parent / "static"
 MEDIA_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
@@ -55,7 +56,7 @@ async def config(request: Request) -> dict[str, object]:
     """What the page cannot learn from the OpenAI API: the MCP tool servers configured here (--tool-server),
     which a request enables by label. Behind the API key like every call."""
     _check_enabled(request)
-    return {"tool_servers": sorted(server_context(request).responses.mcp_policy.tool_servers)}
+    return {"tool_servers": sorted(responses_of(request).mcp_policy.tool_servers)}
 
 
 @router.get("/playground/{name}", include_in_schema=False)

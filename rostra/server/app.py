@@ -1,8 +1,10 @@
 """The composition root: the models, settings and store become services, routes and middleware.
 
-Routes live in rostra/server/routes/ (one module per API) and reach the services through the
-ServerContext kept in `app.state.rostra`; every generation request goes through one endpoint shape
-(rostra/server/generation_endpoint.py).
+The only package that knows every API: it builds their services (the server's Responses and Conversations, each
+model's Messages and Embeddings) into the ServerContext kept in `app.state.rostra` and the model bundles, mounts
+their routes (rostra/server/routes/, the APIs' own routes.py) and registers their error envelopes. The HTTP
+plumbing below (rostra/http/) and the model lifecycle below that (rostra/models/) never import an API; every
+generation request goes through one endpoint shape (rostra/http/generation_endpoint.py).
 """
 
 from __future__ import annotations
@@ -15,30 +17,34 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from rostra import __version__, generation_defaults
+from rostra.api.batches.service import BatchesService
+from rostra.api.embeddings.service import EmbeddingsService
+from rostra.api.messages.service import MessagesService
 from rostra.api.responses.conversations import ConversationsService
 from rostra.api.responses.mcp.tools import McpPolicy, parse_tool_servers
 from rostra.api.responses.service import ResponsesService
 from rostra.config import Settings
 from rostra.engines.base import Engine
 from rostra.engines.registry import build_engine
-from rostra.playground import routes as playground
-from rostra.server.admission import Admission
-from rostra.api.batches.service import BatchesService
-from rostra.server.batches import build_batches
-from rostra.server.context import ServerContext
-from rostra.server.error_handlers import install_error_handlers
-from rostra.server.metrics import Metrics
-from rostra.server.middleware import (
+from rostra.http.admission import Admission
+from rostra.http.context import ServerContext
+from rostra.http.envelopes import ErrorEnvelopes
+from rostra.http.error_handlers import install_error_handlers
+from rostra.http.metrics import Metrics
+from rostra.http.middleware import (
     PUBLIC_PATHS,
     AccessLogMiddleware,
     ApiKeyMiddleware,
     BodySizeLimitMiddleware,
     RequestIdMiddleware,
 )
-from rostra.server.models.bundle import ModelBundle, build_bundle
-from rostra.server.models.manager import ModelManager, ModelSlot
-from rostra.server.models.specs import ModelSpec
-from rostra.server.routes import ROUTERS
+from rostra.models.bundle import ModelBundle, build_bundle
+from rostra.models.manager import ModelManager, ModelSlot
+from rostra.models.specs import ModelSpec
+from rostra.playground import routes as playground
+from rostra.server.batches import build_batches
+from rostra.server.routes import ENVELOPES, ROUTERS
+from rostra.service_set import ServiceSet
 from rostra.serving.reasoning_crypto import ReasoningSealer, decode_key
 from rostra.store import default_data_dir
 from rostra.store.base import ResponseStore
@@ -70,7 +76,11 @@ def build_context(settings: Settings, store: ResponseStore, specs: list[ModelSpe
     sealer = reasoning_sealer(settings)  # one key seals Responses' encrypted reasoning and Messages' signatures
 
     def make_bundle(spec: ModelSpec, engine: Engine) -> ModelBundle:
-        return build_bundle(spec.name, engine, spec.settings, sealer, metrics.observer(spec.name))
+        bundle = build_bundle(spec.name, engine, spec.settings, metrics.observer(spec.name))
+        bundle.services.add(MessagesService(bundle.chat, sealer,
+                                            keep_attribution=spec.settings.keep_attribution_line))
+        bundle.services.add(EmbeddingsService(engine, bundle.served_names))
+        return bundle
 
     def on_change(slot: ModelSlot) -> None:
         name = slot.spec.name
@@ -87,7 +97,8 @@ def build_context(settings: Settings, store: ResponseStore, specs: list[ModelSpe
     responses = ResponsesService(models.chat_for, store, mcp_policy(settings), sealer,
                                  lease_seconds=settings.lease_seconds, shutdown_grace=settings.shutdown_grace,
                                  max_background=settings.max_background_responses or None)
-    return ServerContext(settings, store, models, responses, ConversationsService(store), admission, metrics)
+    return ServerContext(settings, store, models, admission, metrics,
+                         ServiceSet(responses, ConversationsService(store)))
 
 
 def single_model_spec(engine: Engine, settings: Settings) -> ModelSpec:
@@ -100,28 +111,30 @@ def single_model_spec(engine: Engine, settings: Settings) -> ModelSpec:
 async def lifespan(app: FastAPI):
     context: ServerContext = app.state.rostra
     batches: BatchesService = app.state.batches
+    responses = context.services.get(ResponsesService)
     await context.store.open()
     await batches.store.open()
-    await context.responses.start()  # recovery, then lease keeping (several replicas may share the store)
+    await responses.start()  # recovery, then lease keeping (several replicas may share the store)
     try:
         await context.models.start()  # the preloaded models (a classic server's one model)
         batches.worker.start()  # batch lines run behind online requests, from now on
         yield
     finally:
         await batches.worker.stop()  # the lines it was running are taken over once their chunk's lease expires
-        await context.responses.stop()
+        await responses.stop()
         await context.models.stop()
         await batches.store.close()
         await context.store.close()
 
 
-def add_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
+def add_middleware(app: FastAPI, settings: Settings, metrics: Metrics, envelopes: ErrorEnvelopes) -> None:
     """Outermost last: request id, access log, CORS, API keys, body size."""
-    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes, upload_bytes=settings.max_file_bytes)
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes, upload_bytes=settings.max_file_bytes,
+                       envelopes=envelopes)
     public = (PUBLIC_PATHS | ({"/metrics"} if settings.public_metrics else set())
               | (playground.PUBLIC_PATHS if settings.ui else set()))
     app.add_middleware(ApiKeyMiddleware, api_keys=settings.api_keys, public_paths=public,
-                       admin_keys=settings.admin_keys, shared_store=settings.shared_store)
+                       admin_keys=settings.admin_keys, shared_store=settings.shared_store, envelopes=envelopes)
     if settings.allowed_origins:  # CORS is off unless asked for
         app.add_middleware(CORSMiddleware, allow_origins=settings.allowed_origins,
                            allow_methods=settings.allowed_methods, allow_headers=settings.allowed_headers,
@@ -145,8 +158,11 @@ def create_app(engine: Engine | None, settings: Settings, store: ResponseStore,
     app.router.redirect_slashes = False
     app.state.rostra = context
     app.state.batches = build_batches(app, settings, store, context.admission, context.models)
-    install_error_handlers(app)
+    envelopes = ErrorEnvelopes()
+    for register in ENVELOPES:  # each API whose clients read an error envelope of their own
+        register(envelopes)
+    install_error_handlers(app, envelopes)
     for router in ROUTERS:
         app.include_router(router)
-    add_middleware(app, settings, context.metrics)
+    add_middleware(app, settings, context.metrics, envelopes)
     return app

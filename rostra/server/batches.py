@@ -20,8 +20,8 @@ from rostra.api.batches.objects import ENDPOINTS
 from rostra.api.batches.service import BatchesService
 from rostra.api.batches.worker import BatchSettings, BatchWorker
 from rostra.config import Settings
-from rostra.server.admission import Admission
-from rostra.server.models.manager import ModelManager
+from rostra.http.admission import Admission
+from rostra.models.manager import ModelManager
 from rostra.store import SqliteResponseStore, default_data_dir
 from rostra.store.base import ResponseStore
 from rostra.store.batch_sqlite import STORE_FILENAME, SqliteBatchStore

@@ -14,7 +14,7 @@ from starlette.responses import Response, StreamingResponse
 from rostra.api.batches.service import BatchesService, CreateBatchBody
 from rostra.api.responses.routes import tenant_of
 from rostra.errors import InvalidRequest, ServiceUnavailable
-from rostra.server.request_body import check_page, parse_body
+from rostra.http.request_body import check_page, parse_body
 
 router = APIRouter()
 UPLOAD_CHUNK = 1024 * 1024

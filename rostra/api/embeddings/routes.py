@@ -6,16 +6,17 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from rostra.api.embeddings.request import EmbeddingRequest
-from rostra.server.gate import gated
-from rostra.server.generation_endpoint import CLIENT_CLOSED, json_response
-from rostra.server.request_body import parse_body
+from rostra.api.embeddings.service import EmbeddingsService
+from rostra.http.gate import gated
+from rostra.http.generation_endpoint import CLIENT_CLOSED, json_response
+from rostra.http.request_body import parse_body
 
 router = APIRouter()
 
 
 async def create_embeddings(request: Request) -> Response:
     body = await parse_body(request, EmbeddingRequest)
-    result = await gated(request, body.model, lambda model: model.embeddings.create(body))
+    result = await gated(request, body.model, lambda model: model.services.get(EmbeddingsService).create(body))
     return Response(status_code=CLIENT_CLOSED) if result is None else json_response(result)
 
 

@@ -12,21 +12,34 @@ import logging
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from rostra.api.messages.errors import error_response
+from rostra.api.messages.errors import error_body, error_response
 from rostra.api.messages.models import CountTokensRequest, MessagesRequest
+from rostra.api.messages.service import MessagesService
 from rostra.errors import APIError, ServerError
-from rostra.server.gate import gated
-from rostra.server.generation_endpoint import CLIENT_CLOSED, json_response, serve_generation
-from rostra.server.request_body import parse_body
+from rostra.http.envelopes import ErrorEnvelopes
+from rostra.http.gate import gated
+from rostra.http.generation_endpoint import CLIENT_CLOSED, json_response, serve_generation
+from rostra.http.request_body import parse_body
+from rostra.models.bundle import ModelBundle
 
 log = logging.getLogger("rostra.server")
 router = APIRouter()
 
 
+def register_envelope(envelopes: ErrorEnvelopes) -> None:
+    """What refuses a request before these routes run (a missing key, a body too large, an unknown path under
+    /v1/messages) answers in Anthropic's envelope too."""
+    envelopes.register("/v1/messages", error_body)
+
+
+def messages_of(model: ModelBundle) -> MessagesService:
+    return model.services.get(MessagesService)
+
+
 async def create_message(request: Request) -> Response:
     try:
         body = await parse_body(request, MessagesRequest)
-        return await serve_generation(request, lambda model: model.messages, body, responses_api=True)
+        return await serve_generation(request, messages_of, body, responses_api=True)
     except Exception as exc:
         return _error(request, exc)
 
@@ -34,7 +47,7 @@ async def create_message(request: Request) -> Response:
 async def count_tokens(request: Request) -> Response:
     try:
         body = await parse_body(request, CountTokensRequest)
-        count = await gated(request, body.model, lambda model: model.messages.count_tokens(body))
+        count = await gated(request, body.model, lambda model: messages_of(model).count_tokens(body))
         return Response(status_code=CLIENT_CLOSED) if count is None else json_response({"input_tokens": count})
     except Exception as exc:
         return _error(request, exc)

@@ -15,10 +15,10 @@ from rostra.api.responses.models import (
     CreateResponseRequest,
     UpdateConversationBody,
 )
-from rostra.server.context import server_context
-from rostra.server.generation_endpoint import serve_generation
-from rostra.server.request_body import check_page, parse_body
-from rostra.server.sse import EventStreamResponse
+from rostra.api.responses.services import conversations_of, responses_of
+from rostra.http.generation_endpoint import serve_generation
+from rostra.http.request_body import check_page, parse_body
+from rostra.http.sse import EventStreamResponse
 from rostra.store.tenancy import EVERYONE, Tenant
 
 router = APIRouter()
@@ -33,14 +33,14 @@ def tenant_of(request: Request) -> Tenant:
 @router.post("/v1/responses")
 async def create_response(request: Request) -> Response:
     body = await parse_body(request, CreateResponseRequest)
-    responses = server_context(request).responses.for_tenant(tenant_of(request))
+    responses = responses_of(request).for_tenant(tenant_of(request))
     return await serve_generation(request, lambda model: responses, body, responses_api=True)
 
 
 @router.get("/v1/responses/{response_id}", response_model=None)
 async def retrieve_response(request: Request, response_id: str, stream: bool = False,
                             starting_after: int | None = None) -> dict[str, Any] | Response:
-    responses, tenant = server_context(request).responses, tenant_of(request)
+    responses, tenant = responses_of(request), tenant_of(request)
     if stream:
         await responses.retrieve(response_id, tenant)  # 404 before the stream starts
         return EventStreamResponse(responses.follow(response_id, starting_after, tenant), responses_api=True)
@@ -49,19 +49,19 @@ async def retrieve_response(request: Request, response_id: str, stream: bool = F
 
 @router.post("/v1/responses/{response_id}/cancel")
 async def cancel_response(request: Request, response_id: str) -> dict[str, Any]:
-    return await server_context(request).responses.cancel(response_id, tenant_of(request))
+    return await responses_of(request).cancel(response_id, tenant_of(request))
 
 
 @router.delete("/v1/responses/{response_id}")
 async def delete_response(request: Request, response_id: str) -> dict[str, Any]:
-    return await server_context(request).responses.delete(response_id, tenant_of(request))
+    return await responses_of(request).delete(response_id, tenant_of(request))
 
 
 @router.get("/v1/responses/{response_id}/input_items")
 async def list_input_items(request: Request, response_id: str, after: str | None = None, limit: int = 20,
                            order: str = "desc") -> dict[str, Any]:
     check_page(limit, order)
-    return await server_context(request).responses.input_items(response_id, after, limit, order,
+    return await responses_of(request).input_items(response_id, after, limit, order,
                                                                tenant_of(request))
 
 
@@ -69,7 +69,7 @@ async def list_input_items(request: Request, response_id: str, after: str | None
 @router.post("/v1/conversations")
 async def create_conversation(request: Request) -> dict[str, Any]:
     body = await parse_body(request, CreateConversationBody)
-    return await server_context(request).conversations.create(body, tenant_of(request))
+    return await conversations_of(request).create(body, tenant_of(request))
 
 
 @router.get("/v1/conversations")
@@ -77,44 +77,44 @@ async def list_conversations(request: Request, after: str | None = None, limit: 
                              order: str = "desc") -> dict[str, Any]:
     """An extension: OpenAI's Conversations API has no listing (the playground's sidebar needs one)."""
     check_page(limit, order)
-    return await server_context(request).conversations.list_all(after, limit, order, tenant_of(request))
+    return await conversations_of(request).list_all(after, limit, order, tenant_of(request))
 
 
 @router.get("/v1/conversations/{conversation_id}")
 async def retrieve_conversation(request: Request, conversation_id: str) -> dict[str, Any]:
-    return await server_context(request).conversations.retrieve(conversation_id, tenant_of(request))
+    return await conversations_of(request).retrieve(conversation_id, tenant_of(request))
 
 
 @router.post("/v1/conversations/{conversation_id}")
 async def update_conversation(request: Request, conversation_id: str) -> dict[str, Any]:
     body = await parse_body(request, UpdateConversationBody)
-    return await server_context(request).conversations.update(conversation_id, body, tenant_of(request))
+    return await conversations_of(request).update(conversation_id, body, tenant_of(request))
 
 
 @router.delete("/v1/conversations/{conversation_id}")
 async def delete_conversation(request: Request, conversation_id: str) -> dict[str, Any]:
-    return await server_context(request).conversations.delete(conversation_id, tenant_of(request))
+    return await conversations_of(request).delete(conversation_id, tenant_of(request))
 
 
 @router.post("/v1/conversations/{conversation_id}/items")
 async def create_items(request: Request, conversation_id: str) -> dict[str, Any]:
     body = await parse_body(request, CreateConversationItemsBody)
-    return await server_context(request).conversations.add_items(conversation_id, body, tenant_of(request))
+    return await conversations_of(request).add_items(conversation_id, body, tenant_of(request))
 
 
 @router.get("/v1/conversations/{conversation_id}/items")
 async def list_items(request: Request, conversation_id: str, after: str | None = None, limit: int = 20,
                      order: str = "desc") -> dict[str, Any]:
     check_page(limit, order)
-    return await server_context(request).conversations.list_items(conversation_id, after, limit, order,
+    return await conversations_of(request).list_items(conversation_id, after, limit, order,
                                                                   tenant_of(request))
 
 
 @router.get("/v1/conversations/{conversation_id}/items/{item_id}")
 async def retrieve_item(request: Request, conversation_id: str, item_id: str) -> dict[str, Any]:
-    return await server_context(request).conversations.get_item(conversation_id, item_id, tenant_of(request))
+    return await conversations_of(request).get_item(conversation_id, item_id, tenant_of(request))
 
 
 @router.delete("/v1/conversations/{conversation_id}/items/{item_id}")
 async def delete_item(request: Request, conversation_id: str, item_id: str) -> dict[str, Any]:
-    return await server_context(request).conversations.delete_item(conversation_id, item_id, tenant_of(request))
+    return await conversations_of(request).delete_item(conversation_id, item_id, tenant_of(request))

@@ -10,8 +10,10 @@ from fastapi import APIRouter, Request, WebSocket
 from starlette.responses import JSONResponse, Response
 
 from rostra.api.responses.models import CreateResponseRequest
-from rostra.server.context import server_context
-from rostra.server.request_body import parse_body
+from rostra.api.responses.services import responses_of
+from rostra.http.gate import gated
+from rostra.http.generation_endpoint import CLIENT_CLOSED
+from rostra.http.request_body import parse_body
 
 log = logging.getLogger("rostra.responses")
 router = APIRouter()
@@ -20,9 +22,11 @@ router = APIRouter()
 @router.post("/v1/responses/input_tokens")
 async def count_input_tokens(request: Request) -> Response:
     body = await parse_body(request, CreateResponseRequest)
-    context = server_context(request)
-    async with await context.models.acquire(body.model):
-        tokens = await context.responses.count_input_tokens(body)
+    responses = responses_of(request)
+    # Through the gate, as every piece of engine work: admission, the model's lease, the deadline, the disconnect.
+    tokens = await gated(request, body.model, lambda _: responses.count_input_tokens(body))
+    if tokens is None:
+        return Response(status_code=CLIENT_CLOSED)
     return JSONResponse({"object": "response.input_tokens", "input_tokens": tokens})
 
 

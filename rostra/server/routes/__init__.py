@@ -1,5 +1,10 @@
 """The HTTP routes, one module per API; each module's `router` is included by the composition root (app.py).
-The front ends that have a package of their own (rostra/api/<name>/) bring their router from there."""
+The front ends that have a package of their own (rostra/api/<name>/) bring their router from there, and those
+whose clients read an error envelope of their own register it (rostra/http/envelopes.py)."""
+
+from typing import Callable
+
+from rostra.http.envelopes import ErrorEnvelopes
 
 from rostra.api.batches import routes as batches
 from rostra.api.embeddings import routes as embeddings
@@ -12,3 +17,5 @@ from rostra.server.routes import admin, completions, models, ops, tokenize
 ROUTERS = [ops.router, models.router, completions.router, responses.router,
            responses_transports.router, tokenize.router, admin.router,
            messages.router, embeddings.router, batches.router, playground_router]
+
+ENVELOPES: list[Callable[[ErrorEnvelopes], None]] = [messages.register_envelope]

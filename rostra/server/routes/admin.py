@@ -9,9 +9,9 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict
 
 from rostra.errors import InvalidRequest
-from rostra.server.context import server_context
-from rostra.server.models.manager import ModelSlot
-from rostra.server.request_body import parse_body
+from rostra.http.context import server_context
+from rostra.http.request_body import parse_body
+from rostra.models.manager import ModelSlot
 
 router = APIRouter()
 MAX_DAYS = 100_000  # some 270 years: any real age fits, and the cutoff stays a valid timestamp

@@ -5,10 +5,10 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from rostra.http.generation_endpoint import serve_generation
+from rostra.http.request_body import parse_body
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.protocol.completions import CompletionRequest
-from rostra.server.generation_endpoint import serve_generation
-from rostra.server.request_body import parse_body
 
 router = APIRouter()
 

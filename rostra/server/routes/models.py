@@ -15,9 +15,9 @@ from fastapi import APIRouter, Request
 
 from rostra import generation_defaults
 from rostra.errors import NotFound
+from rostra.http.context import ServerContext, server_context
+from rostra.models.manager import ModelSlot
 from rostra.server.codex_catalog import CodexModel, codex_model
-from rostra.server.context import ServerContext, server_context
-from rostra.server.models.manager import ModelSlot
 
 router = APIRouter()
 

@@ -6,9 +6,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from rostra import __version__
-from rostra.server.context import server_context
-from rostra.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
-from rostra.server.models.readiness import readiness
+from rostra.http.context import server_context
+from rostra.http.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from rostra.models.readiness import readiness
 
 router = APIRouter()
 
@@ -33,7 +33,7 @@ async def health(request: Request):
 @router.get("/health/ready")
 async def ready(request: Request):
     """Readiness (Kubernetes' readinessProbe, a load balancer): 200 when every model that must be up can take
-    work, else 503 with the reasons (server/models/readiness.py). Public; the per-model details need a key."""
+    work, else 503 with the reasons (rostra/models/readiness.py). Public; the per-model details need a key."""
     state = await readiness(server_context(request).models)
     body: dict = {"status": "ready" if state.ready else "unavailable"}
     if request.scope.get("state", {}).get("authorized", True):

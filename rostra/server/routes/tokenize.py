@@ -7,13 +7,13 @@ from fastapi.responses import Response
 from pydantic import ValidationError
 
 from rostra.errors import InvalidRequest
+from rostra.http.gate import gated
+from rostra.http.generation_endpoint import CLIENT_CLOSED
+from rostra.http.request_body import param_from_location, parse_body
+from rostra.models.bundle import ModelBundle
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.serving.chat_turn import chat_turn
 from rostra.protocol.tokenize import DetokenizeRequest, TokenizeRequest
-from rostra.server.gate import gated
-from rostra.server.generation_endpoint import CLIENT_CLOSED
-from rostra.server.models.bundle import ModelBundle
-from rostra.server.request_body import param_from_location, parse_body
 from rostra.serving.validation import check_model
 
 router = APIRouter()

@@ -35,7 +35,7 @@ def json_bytes(payload: dict[str, Any]) -> bytes:
     token, and it encodes a chat chunk in ~0.9 us where the standard library takes ~9.6 us. What orjson
     refuses (integers over 64 bits) falls back to the standard library; NaN and infinities, which are not
     JSON, come out as null rather than as `NaN`. Non-streamed answers are encoded the same way
-    (rostra/server/generation_endpoint.py)."""
+    (rostra/http/generation_endpoint.py)."""
     try:
         return orjson.dumps(payload, option=orjson.OPT_NON_STR_KEYS)
     except TypeError:

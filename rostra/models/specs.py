@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rostra.config import Settings
-from rostra.server.models.checks import SettingError, check_ranges, check_types
+from rostra.models.checks import SettingError, check_ranges, check_types
 
 # The settings a model may have of its own (the flags of `rostra serve` that describe the model).
 PER_MODEL_SETTINGS = frozenset({

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from rostra.server.models.manager import ModelManager, ModelSlot
+from rostra.models.manager import ModelManager, ModelSlot
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from rostra.errors import InvalidRequest
-from rostra.server.context import server_context
-from rostra.server.models.bundle import ModelBundle
-from rostra.server.sse import EventStreamResponse, json_bytes, until_disconnected
+from rostra.http.context import server_context
+from rostra.http.gate import admit
+from rostra.http.sse import EventStreamResponse, json_bytes, until_disconnected
+from rostra.models.bundle import ModelBundle
 from rostra.serving.deadline import Deadline
 
 log = logging.getLogger("rostra.server")
@@ -31,20 +32,19 @@ async def serve_generation(request: Request, service_of: Callable[[ModelBundle],
     """`service_of`: the service of the request's model that serves it (its chat, completions or messages;
     the server's Responses service). The model is leased (loaded first if need be) for as long as the request
     runs, stream and background run included: it is never unloaded under it."""
-    context = server_context(request)
-    settings = context.settings
-    # The deadline bounds the admission wait and a model's load too. Admission first: --max-concurrency also
-    # bounds the loads requests cause (server/gate.py, the same gate for the other engine work).
+    settings = server_context(request).settings
+    # The deadline bounds the admission wait and a model's load too; a client gone while they last is dropped at
+    # once (gate.py: the same gate as the other engine work's).
     deadline = Deadline.after(settings.request_timeout)
-    await deadline.wait_for(context.admission.acquire())
-    release: Callable[[], None] | None = context.admission.release  # handed on to whatever outlives this call
+    admitted = await admit(request, body.model, deadline)
+    if admitted is None:
+        return Response(status_code=CLIENT_CLOSED)
+    release: Callable[[], None] | None = admitted.release  # handed on to whatever outlives this call
     try:
-        lease = await deadline.wait_for(context.models.acquire(body.model))
-        release = _both(context.admission.release, lease.release)
-        if lease.bundle.engine.task == "embed":
+        if admitted.bundle.engine.task == "embed":
             raise InvalidRequest(f"the model '{body.model}' is an embedding model (served with --task embed): it "
                                  "answers POST /v1/embeddings only", param="model", code="model_not_generative")
-        service = service_of(lease.bundle)
+        service = service_of(admitted.bundle)
         if request.headers.get("x-request-id") and hasattr(body, "request_id"):
             body.request_id = request.headers["x-request-id"][:256]  # vLLM's: the header names the completion
         job = await service.prepare(body)
@@ -76,13 +76,6 @@ async def serve_generation(request: Request, service_of: Callable[[ModelBundle],
 
 
 MANY_CHOICES = 16
-
-
-def _both(first: Callable[[], None], second: Callable[[], None]) -> Callable[[], None]:
-    def release() -> None:
-        first()
-        second()
-    return release
 
 
 def json_response(body: dict) -> Response:

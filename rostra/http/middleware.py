@@ -1,4 +1,5 @@
-"""Pure ASGI middleware (no buffering, so streams stay streams): request ids and API keys."""
+"""Pure ASGI middleware (no buffering, so streams stay streams): request ids, API keys, body size, access log.
+An error they answer with leaves in the envelope its path's API registered (envelopes.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import logging
 import os
 import time
 
-from rostra.api.messages.errors import error_body
 from rostra.errors import APIError, PayloadTooLarge, Unauthorized
-from rostra.server.error_log import MAX_ERROR_BODY, MAX_LOGGED_BODY, ErrorSummary, read_error, redacted_body
+from rostra.http.envelopes import ErrorEnvelopes
+from rostra.http.error_log import MAX_ERROR_BODY, MAX_LOGGED_BODY, ErrorSummary, read_error, redacted_body
 from rostra.store.tenancy import EVERYONE, Tenant, fingerprint
 
 
@@ -53,7 +54,8 @@ class ApiKeyMiddleware:
     API routes too); without API keys, the one tenant that sees all."""
 
     def __init__(self, app, api_keys: list[str], public_paths: frozenset[str] = PUBLIC_PATHS,
-                 admin_keys: list[str] | None = None, shared_store: bool = False):
+                 admin_keys: list[str] | None = None, shared_store: bool = False,
+                 envelopes: ErrorEnvelopes | None = None):
         if any(not key.strip() for key in [*api_keys, *(admin_keys or [])]):
             raise ValueError("empty API keys are refused")
         self.app = app
@@ -62,6 +64,7 @@ class ApiKeyMiddleware:
         self.tenants = [Tenant(fingerprint(key), sees_all=shared_store) for key in self.keys]
         self.admin_tenants = [Tenant(fingerprint(key), sees_all=True) for key in self.admin_keys]
         self.public_paths = public_paths
+        self.envelopes = envelopes or ErrorEnvelopes()
 
     @staticmethod
     def _match(scope, keys: list[bytes]) -> int | None:
@@ -94,37 +97,36 @@ class ApiKeyMiddleware:
             path = scope["path"]
             if path.startswith("/admin"):  # admin routes: only the admin key, and only when one is set
                 if not (self.admin_keys and self._authorized(scope, self.admin_keys)):
-                    return await _send_error(send, Unauthorized("an admin key is required"))
+                    return await _send_error(scope, send, Unauthorized("an admin key is required"), self.envelopes)
             elif path in self.public_paths:
                 authorized = not self.keys or self._authorized(scope, self.keys)
                 scope.setdefault("state", {})["authorized"] = authorized
             elif (tenant := self._tenant(scope)) is not None:
                 scope.setdefault("state", {})["tenant"] = tenant
             else:
-                if path.startswith("/v1/messages"):  # Anthropic's clients read their own envelope
-                    return await _send_json(send, 401, error_body(Unauthorized("invalid x-api-key")))
-                return await _send_error(send, Unauthorized())
+                return await _send_error(scope, send, Unauthorized(), self.envelopes)
         await self.app(scope, receive, send)
 
 
 class BodySizeLimitMiddleware:
     """Request bodies above the limit are refused with 413, whether or not they declare a length."""
 
-    def __init__(self, app, max_bytes: int, upload_bytes: int | None = None):
+    def __init__(self, app, max_bytes: int, upload_bytes: int | None = None,
+                 envelopes: ErrorEnvelopes | None = None):
         self.app = app
         self.max_bytes = max_bytes
+        self.envelopes = envelopes or ErrorEnvelopes()
         self.upload_bytes = upload_bytes  # POST /v1/files: a file upload has its own limit (--max-file-bytes)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         if scope["path"] == "/v1/files" and self.upload_bytes is not None:
-            return await BodySizeLimitMiddleware(self.app, self.upload_bytes)(scope, receive, send)
+            return await BodySizeLimitMiddleware(self.app, self.upload_bytes, envelopes=self.envelopes)(
+                scope, receive, send)
         declared = dict(scope["headers"]).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.max_bytes:
-            if scope["path"].startswith("/v1/messages"):  # Anthropic's clients read their own envelope
-                return await _send_json(send, 413, error_body(self._error()))
-            return await _send_error(send, self._error())
+            return await _send_error(scope, send, self._error(), self.envelopes)
         received = 0
 
         async def counting_receive():
@@ -141,16 +143,15 @@ class BodySizeLimitMiddleware:
         return PayloadTooLarge(f"request body larger than {self.max_bytes} bytes")
 
 
-async def _send_error(send, error) -> None:
-    body = json.dumps(error.body()).encode()
+async def _send_error(scope, send, error: APIError, envelopes: ErrorEnvelopes) -> None:
+    """`error` in the envelope of the API whose path this is; the access log reads it from the scope (an envelope
+    may have no `param` or `code`)."""
+    state = scope.setdefault("state", {})
+    state["error"] = error
+    body = json.dumps(envelopes.body(scope["path"], error, state.get("request_id"))).encode()
     await send({"type": "http.response.start", "status": error.status_code,
                 "headers": [(b"content-type", b"application/json")]})
     await send({"type": "http.response.body", "body": body})
-
-
-async def _send_json(send, status: int, body: dict) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]})
-    await send({"type": "http.response.body", "body": json.dumps(body).encode()})
 
 
 access_log = logging.getLogger("rostra.requests")

@@ -1,16 +1,15 @@
-"""One loaded model and everything built on its engine: template, parsers, generation defaults and the
-per-model services (Chat, Completions, Messages, Embeddings). The Responses service and the store are the
-server's, shared by every model (rostra/server/context.py)."""
+"""One loaded model and everything built on its engine: template, parsers, generation defaults, the pipeline's
+services (Chat, Completions) and the APIs' per-model services (Messages, Embeddings), which the composition root
+builds on those and adds to `services` (this layer is below the APIs: it never names one). The Responses service
+and the store are the server's, shared by every model (rostra/http/context.py)."""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from rostra import generation_defaults
-from rostra.api.embeddings.service import EmbeddingsService
-from rostra.api.messages.service import MessagesService
 from rostra.config import Settings
 from rostra.engines.base import Engine
 from rostra.generation_defaults import GenerationDefaults
@@ -20,10 +19,10 @@ from rostra.parsing.reasoning import reasoning_parser_class
 from rostra.parsing.tools import detect_tool_parser, layered_tool_parser, tool_parser_class
 from rostra.parsing.tools.base import ToolParser
 from rostra.prompt.chat_template import ChatTemplate
+from rostra.service_set import ServiceSet
 from rostra.serving.chat import ChatService
 from rostra.serving.completions import CompletionService
 from rostra.serving.generation import Job
-from rostra.serving.reasoning_crypto import ReasoningSealer
 
 log = logging.getLogger("rostra.server")
 JobObserver = Callable[[Job, list[str]], None]
@@ -33,20 +32,19 @@ JobObserver = Callable[[Job, list[str]], None]
 class ModelBundle:
     name: str  # the canonical name (metrics' model_name)
     engine: Engine
-    settings: Settings  # the server's, with this model's own (rostra/server/models/specs.py)
+    settings: Settings  # the server's, with this model's own (rostra/models/specs.py)
     template: ChatTemplate
     chat: ChatService
     completions: CompletionService
-    messages: MessagesService  # Anthropic's Messages API, over `chat`
-    embeddings: EmbeddingsService
     # The names the API accepts: those given, else the engine's (a gateway's change as upstreams come and go).
     served_names: Callable[[], list[str]]
     # What a request that leaves sampling fields out gets (--generation-config, --override-generation-config).
     generation_defaults: GenerationDefaults
+    # The APIs' services of this model (Messages over `chat`, Embeddings), by class: `services.get(MessagesService)`.
+    services: ServiceSet = field(default_factory=ServiceSet)
 
 
-def build_bundle(name: str, engine: Engine, settings: Settings, sealer: ReasoningSealer,
-                 on_finished: JobObserver) -> ModelBundle:
+def build_bundle(name: str, engine: Engine, settings: Settings, on_finished: JobObserver) -> ModelBundle:
     """Raises GenerationConfigError for a bad --generation-config; does no IO but reading those files."""
     template = ChatTemplate(settings.chat_template_source() or engine.chat_template, engine.bos_token,
                             engine.eos_token)
@@ -56,8 +54,7 @@ def build_bundle(name: str, engine: Engine, settings: Settings, sealer: Reasonin
     primary = tool_parser_class(parser_name)
     # The class itself, or (the default) a factory like it that layers the lenient parsers after it.
     tool_parser: Callable[..., ToolParser] = primary if settings.strict_tool_parsing else layered_tool_parser(primary)
-    field = settings.reasoning_field
-    fields = ("reasoning_content", "reasoning") if field == "both" else (field,)
+    fields = ("reasoning_content", "reasoning") if settings.reasoning_field == "both" else (settings.reasoning_field,)
     reasoning = settings.reasoning_parser
 
     defaults = generation_defaults.resolve(settings.generation_config, engine.recommended_sampling,
@@ -78,6 +75,4 @@ def build_bundle(name: str, engine: Engine, settings: Settings, sealer: Reasonin
     completions = CompletionService(engine, served_names, defaults, max_choices=settings.max_choices,
                                     fit_budgets=fit)
     chat.on_finished = completions.on_finished = on_finished
-    messages = MessagesService(chat, sealer, keep_attribution=settings.keep_attribution_line)
-    return ModelBundle(name, engine, settings, template, chat, completions, messages,
-                       EmbeddingsService(engine, served_names), served_names, defaults)
+    return ModelBundle(name, engine, settings, template, chat, completions, served_names, defaults)

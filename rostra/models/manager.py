@@ -23,8 +23,8 @@ from typing import Any, Callable, Literal
 from rostra.config import Settings
 from rostra.engines.base import Engine
 from rostra.errors import APIError, Conflict, NotFound, RequestTimeout, ServiceUnavailable
-from rostra.server.models.bundle import ModelBundle
-from rostra.server.models.specs import ModelSpec, scan_models_dir
+from rostra.models.bundle import ModelBundle
+from rostra.models.specs import ModelSpec, scan_models_dir
 
 log = logging.getLogger("rostra.models")
 State = Literal["unloaded", "loading", "loaded", "unloading"]
