@@ -1,11 +1,11 @@
 """The typed turn: what every API's request becomes before the shared pipeline prepares it.
 
-Chat Completions (serving/chat_turn.py), the Messages API (api/messages/to_turn.py) and the Responses API
-(api/responses/to_chat.py) each convert their own wire request into a `Turn`; `ChatService.prepare_turn` takes the
+Chat Completions (serving/chat_turn.py), the Messages API (api/messages/history.py and service.py) and the
+Responses API (api/responses/to_chat.py) each convert their own wire request into a `Turn`; `ChatService.prepare_turn` takes the
 turn and never sees a wire model of another API. Each piece that can still fail in the pipeline (a content
 part, a tool's schema, the tool choice, the output budget) carries the parameter path its client wrote, so a
-400 names `messages[0].content[1]` on Chat, a block's path on Messages and `input...` on Responses without
-being translated afterwards.
+400 names `messages[0].content[1]` on Chat, a block's path on Messages and `input[id=...].content[1]` on
+Responses without being translated afterwards.
 
 Sampling stays in OpenAI's and vLLM's vocabulary (`SamplingFields`, which Chat requests are): Messages and
 Responses fill the few fields they have (temperature, top_p, top_k, stop) and leave vLLM's extensions at
@@ -19,6 +19,7 @@ from typing import Any, Literal, Mapping, Union
 
 from rostra.guided.constraints import Constraint
 from rostra.protocol.common import SamplingFields
+
 
 @dataclass(frozen=True)
 class OutputOptions:
@@ -46,7 +47,6 @@ class OutputOptions:
                    continuous_usage=bool(stream and stream.include_usage and stream.continuous_usage_stats))
 
 
-
 Role = Literal["system", "developer", "user", "assistant", "tool", "function"]
 
 
@@ -66,12 +66,11 @@ class ImagePart:
 
 @dataclass(frozen=True)
 class UnreadablePart:
-    """A part of a type no model here reads (Chat's input_audio, a file...): a 400 naming it once rendered, or
-    where it stands in a message no image may stand in."""
+    """A part no model here reads (Chat's input_audio, a file, an `image_url` part without its url): a 400
+    naming it once rendered."""
 
     type: str
     param: str
-    has_image_url: bool = False  # Chat: an `image_url` part without its url
 
 
 ContentPart = Union[TextPart, ImagePart, UnreadablePart]
