@@ -16,6 +16,10 @@ class Admission:
         self.waiting = 0
         self._slots = asyncio.Semaphore(max_running) if max_running else None
 
+    def has_free_slot(self) -> bool:
+        """A slot is free and no one waits for one: acquire() takes it at once, without suspending its caller."""
+        return self._slots is None or not self._slots.locked()
+
     async def acquire(self) -> None:
         if self._slots is not None:
             if self._slots.locked() and self.waiting >= self.max_waiting:

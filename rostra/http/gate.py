@@ -17,9 +17,11 @@ from typing import Awaitable, Callable, TypeVar
 
 from starlette.requests import Request
 
-from rostra.http.context import ServerContext, server_context
+from rostra.http.admission import Admission
+from rostra.http.context import server_context
 from rostra.http.sse import until_disconnected
 from rostra.models.bundle import ModelBundle
+from rostra.models.manager import Lease
 from rostra.serving.deadline import Deadline
 
 T = TypeVar("T")
@@ -37,29 +39,46 @@ class Admitted:
 async def admit(request: Request, model: str | None, deadline: Deadline) -> Admitted | None:
     """An admission slot, then a lease on `model`, both within `deadline`; None, holding nothing, when the client
     went away first. Beyond the queue a 429, past the deadline a 504 (neither holds anything either)."""
-    taking = asyncio.ensure_future(_take(server_context(request), model, deadline))
+    context = server_context(request)
+    admission = context.admission
+    if admission.has_free_slot():
+        # Taken here, at once, in the route's own task: a request that need not wait never yields its place to one
+        # that comes after it (batch lines stay behind online requests by watching the queue, api/batches/worker.py).
+        await admission.acquire()
+    elif await _watched(request, _slot(admission, deadline), lambda _: admission.release()) is None:
+        return None
     try:
-        return await until_disconnected(request, taking)
-    except BaseException:  # this call cancelled just as the slot and lease came: they go back, not astray
-        if taking.done() and not taking.cancelled() and taking.exception() is None:
-            taking.result().release()
+        lease = await _watched(request, deadline.wait_for(context.models.acquire(model)), Lease.release)
+    except BaseException:  # refused, timed out, or cancelled: the slot goes back at once
+        admission.release()
         raise
-
-
-async def _take(context: ServerContext, model: str | None, deadline: Deadline) -> Admitted:
-    await deadline.wait_for(context.admission.acquire())
-    try:
-        lease = await deadline.wait_for(context.models.acquire(model))
-    except BaseException:  # refused, timed out, or cancelled by a disconnect: the slot goes back at once
-        context.admission.release()
-        raise
+    if lease is None:
+        admission.release()
+        return None
 
     def release() -> None:
         try:
             lease.release()
         finally:
-            context.admission.release()
+            admission.release()
     return Admitted(lease.bundle, release)
+
+
+async def _slot(admission: Admission, deadline: Deadline) -> bool:
+    await deadline.wait_for(admission.acquire())
+    return True
+
+
+async def _watched(request: Request, work: Awaitable[T], give_back: Callable[[T], None]) -> T | None:
+    """`work`'s result unless the client goes away first (None); what it got is given back if this call is cancelled
+    just as it came, so that nothing goes astray."""
+    task = asyncio.ensure_future(work)
+    try:
+        return await until_disconnected(request, task)
+    except BaseException:
+        if task.done() and not task.cancelled() and task.exception() is None:
+            give_back(task.result())
+        raise
 
 
 async def gated(request: Request, model: str | None, work: Callable[[ModelBundle], Awaitable[T]]) -> T | None:
