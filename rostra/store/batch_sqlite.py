@@ -7,18 +7,17 @@ writes that take the write lock up front, leases).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
 from rostra.store.base import StoreError
 from rostra.store.batch_store import BatchLine, BatchStore, ChunkClaim, LineCounts, PendingLine, WorkFilter
-from rostra.store.sqlite import _statements, _transaction, _translated
+from rostra.store.sqlite_connection import ConnectionThread
+from rostra.store.sqlite_connection import transaction as _transaction
 from rostra.store.tables import dumps
 from rostra.store.tenancy import EVERYONE, Tenant
 
@@ -51,46 +50,16 @@ STORE_FILENAME = "batches.sqlite3"
 class SqliteBatchStore(BatchStore):
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self._conn: sqlite3.Connection | None = None
-        self._executor: ThreadPoolExecutor | None = None
+        self._thread = ConnectionThread(self.path, MIGRATIONS, "batch store", "rostra-batch-store")
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
-        if self._executor is None or self._conn is None:
-            raise StoreError("the batch store is not open")
-        try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, fn, self._conn, *args)
-        except sqlite3.Error as exc:
-            raise _translated(exc) from exc
+        return await self._thread.run(fn, *args)
 
     async def open(self) -> None:
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rostra-batch-store")
-        self._conn = await asyncio.get_running_loop().run_in_executor(self._executor, self._connect)
-
-    def _connect(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        conn.execute("PRAGMA busy_timeout = 10000")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
-        with _transaction(conn):
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > len(MIGRATIONS):
-                raise StoreError(f"the batch store has schema version {version}, newer than this rostra knows")
-            for number in range(version + 1, len(MIGRATIONS) + 1):
-                for statement in _statements(MIGRATIONS[number - 1]):
-                    conn.execute(statement)
-                conn.execute(f"PRAGMA user_version = {number}")
-        return conn
+        await self._thread.open()
 
     async def close(self) -> None:
-        if self._executor is None:
-            return
-        executor, conn = self._executor, self._conn
-        self._executor = self._conn = None
-        if conn is not None:
-            await asyncio.get_running_loop().run_in_executor(executor, conn.close)
-        executor.shutdown(wait=True)
+        await self._thread.close()
 
     # -- files ----------------------------------------------------------------------------------
 
