@@ -10,12 +10,20 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from rostra.store.base import StoreError
-from rostra.store.batch_store import BatchLine, BatchStore, ChunkClaim, LineCounts, PendingLine, WorkFilter
+from rostra.store.batch_store import (
+    BatchLine,
+    BatchStore,
+    ChunkClaim,
+    LineCounts,
+    LineResult,
+    PendingLine,
+    WorkFilter,
+)
 from rostra.store.sqlite_connection import ConnectionThread
 from rostra.store.sqlite_connection import transaction as _transaction
 from rostra.store.tables import dumps
@@ -41,9 +49,15 @@ MIGRATIONS: list[str] = [
         request TEXT, result TEXT, failed INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (batch_id, number)
     );
     """,
+    # 2: files that expire (expires_after): when, NULL for never.
+    """
+    ALTER TABLE files ADD COLUMN expires_at INTEGER;
+    CREATE INDEX files_by_expiry ON files(expires_at) WHERE expires_at IS NOT NULL;
+    """,
 ]
 _VISIBLE = "(? OR tenant IS NULL OR tenant = ?)"
 _FREE = "(owner IS NULL OR lease_until < ?)"  # nobody holds the lease (parameter: now)
+_LIVE = "(expires_at IS NULL OR expires_at > ?)"  # a file not expired (parameter: now)
 STORE_FILENAME = "batches.sqlite3"
 
 
@@ -65,8 +79,8 @@ class SqliteBatchStore(BatchStore):
 
     async def create_file(self, file: dict, tenant: str | None) -> None:
         await self._run(lambda conn: conn.execute(
-            "INSERT OR REPLACE INTO files (id, tenant, created_at, purpose, body) VALUES (?, ?, ?, ?, ?)",
-            (file["id"], tenant, file["created_at"], file["purpose"], dumps(file))))
+            "INSERT OR REPLACE INTO files (id, tenant, created_at, purpose, expires_at, body) VALUES (?, ?, ?, ?, ?, ?)",
+            (file["id"], tenant, file["created_at"], file["purpose"], file.get("expires_at"), dumps(file))))
 
     async def get_file(self, file_id: str, tenant: Tenant = EVERYONE) -> dict | None:
         return await self._run(_get, "files", file_id, tenant)
@@ -77,7 +91,12 @@ class SqliteBatchStore(BatchStore):
 
     async def delete_file(self, file_id: str, tenant: Tenant = EVERYONE) -> bool:
         return await self._run(lambda conn: conn.execute(
-            f"DELETE FROM files WHERE id = ? AND {_VISIBLE}", (file_id, *tenant.sql_params())).rowcount > 0)
+            f"DELETE FROM files WHERE id = ? AND {_VISIBLE} AND {_LIVE}",
+            (file_id, *tenant.sql_params(), time.time())).rowcount > 0)
+
+    async def delete_expired_files(self) -> list[str]:
+        return await self._run(lambda conn: [row[0] for row in conn.execute(
+            "DELETE FROM files WHERE expires_at <= ? RETURNING id", (time.time(),)).fetchall()])
 
     # -- batches ----------------------------------------------------------------------------------
 
@@ -135,19 +154,16 @@ class SqliteBatchStore(BatchStore):
     async def counts(self, batch_id: str) -> LineCounts:
         return await self._run(_counts, batch_id)
 
-    def results_sync(self, batch_id: str, failed: bool) -> Iterator[tuple[str | None, str | None]]:
-        conn = sqlite3.connect(self.path)
-        try:
-            condition = "failed = 1 OR result IS NULL" if failed else "failed = 0 AND result IS NOT NULL"
-            yield from conn.execute(f"SELECT custom_id, result FROM batch_lines WHERE batch_id = ? AND ({condition}) "
-                                    "ORDER BY number", (batch_id,))
-        finally:
-            conn.close()
-
+    async def results_page(self, batch_id: str, failed: bool, after: int, limit: int) -> list[LineResult]:
+        condition = "failed = 1 OR result IS NULL" if failed else "failed = 0 AND result IS NOT NULL"
+        return await self._run(lambda conn: [LineResult(*row) for row in conn.execute(
+            f"SELECT number, custom_id, result FROM batch_lines WHERE batch_id = ? AND number > ? AND ({condition}) "
+            "ORDER BY number LIMIT ?", (batch_id, after, limit))])
 
 def _get(conn: sqlite3.Connection, table: str, object_id: str, tenant: Tenant) -> dict | None:
-    row = conn.execute(f"SELECT body FROM {table} WHERE id = ? AND {_VISIBLE}",
-                       (object_id, *tenant.sql_params())).fetchone()
+    live, now = (f" AND {_LIVE}", (time.time(),)) if table == "files" else ("", ())
+    row = conn.execute(f"SELECT body FROM {table} WHERE id = ? AND {_VISIBLE}{live}",
+                       (object_id, *tenant.sql_params(), *now)).fetchone()
     return None if row is None else json.loads(row[0])
 
 
@@ -156,6 +172,8 @@ def _page(conn: sqlite3.Connection, table: str, after: str | None, limit: int, o
     compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")  # fixed strings only
     with _transaction(conn, "DEFERRED"):
         where, params = f"WHERE {_VISIBLE}", tuple[Any, ...](tenant.sql_params())
+        if table == "files":
+            where, params = f"{where} AND {_LIVE}", (*params, time.time())
         if purpose is not None:
             where, params = f"{where} AND purpose = ?", (*params, purpose)
         if after is not None:

@@ -203,10 +203,10 @@ class PostgresResponseStore(ResponseStore):
         try:
             pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=self.pool_size)
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-            raise StoreError(f"cannot connect to the response store at {_redacted(self.dsn)}: {exc}") from exc
+            raise StoreError(f"cannot connect to the response store at {redacted(self.dsn)}: {exc}") from exc
         try:
             async with pool.acquire() as conn:
-                await _migrate(conn)
+                await migrate(conn)
             await self._listen()
         except BaseException:
             await pool.close()
@@ -484,24 +484,26 @@ async def _append_items(conn: asyncpg.Connection, conversation_id: str, items: l
         [(conversation_id, last + 1 + offset, item.get("id"), dumps(item)) for offset, item in enumerate(items)])
 
 
-async def _migrate(conn: asyncpg.Connection) -> None:
+async def migrate(conn: asyncpg.Connection, migrations: list[str] = MIGRATIONS, table: str = "rostra_schema",
+                  what: str = "response store") -> None:
+    """Apply the migrations not applied yet (`table` counts them: a fixed name, never a request's)."""
     # Under a transaction-scoped advisory lock: replicas starting together apply each migration once.
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
-        await conn.execute("CREATE TABLE IF NOT EXISTS rostra_schema (version INTEGER NOT NULL)")
-        version = await conn.fetchval("SELECT version FROM rostra_schema")
+        await conn.execute(f"CREATE TABLE IF NOT EXISTS {table} (version INTEGER NOT NULL)")
+        version = await conn.fetchval(f"SELECT version FROM {table}")
         if version is None:
             version = 0
-            await conn.execute("INSERT INTO rostra_schema (version) VALUES (0)")
-        if version > len(MIGRATIONS):
-            raise StoreError(f"the response store has schema version {version}, newer than "
-                             f"this rostra knows ({len(MIGRATIONS)})")
-        for number in range(version + 1, len(MIGRATIONS) + 1):
-            await conn.execute(MIGRATIONS[number - 1])  # a multi-statement script: simple protocol
-            await conn.execute("UPDATE rostra_schema SET version = $1", number)
+            await conn.execute(f"INSERT INTO {table} (version) VALUES (0)")
+        if version > len(migrations):
+            raise StoreError(f"the {what} has schema version {version}, newer than "
+                             f"this rostra knows ({len(migrations)})")
+        for number in range(version + 1, len(migrations) + 1):
+            await conn.execute(migrations[number - 1])  # a multi-statement script: simple protocol
+            await conn.execute(f"UPDATE {table} SET version = $1", number)
 
 
-def _redacted(dsn: str) -> str:
+def redacted(dsn: str) -> str:
     """The DSN without its password, for messages."""
     if "@" not in dsn or "://" not in dsn:
         return dsn
