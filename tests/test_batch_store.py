@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import tracemalloc
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -257,4 +258,28 @@ def test_a_cancel_during_validation_wins(backend):
         assert (await store.get_batch("batch_f"))["status"] == "cancelling"
         page, more = await store.list_batches(after=None, limit=5)
         assert [b["id"] for b in page] == ["batch_f"] and not more
+    run(backend, body)
+
+
+def test_a_large_file_never_sits_in_memory(backend):
+    """48 MiB in and out a MiB at a time: Python's allocations peak at a few chunks, not at the file's size."""
+    size, chunk = 48 * 1024 * 1024, 1024 * 1024
+
+    async def generated() -> AsyncIterator[bytes]:
+        for n in range(size // chunk):
+            yield bytes([n % 256]) * chunk
+
+    async def body(pair):
+        _, blobs = pair
+        tracemalloc.start()
+        try:
+            assert await blobs.write("file-large", generated()) == size
+            total = 0
+            async for part in blobs.read("file-large"):
+                assert part == bytes([total // chunk % 256]) * len(part)
+                total += len(part)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert total == size and peak < 8 * chunk, peak
     run(backend, body)
