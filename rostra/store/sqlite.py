@@ -32,6 +32,8 @@ from rostra.store.base import (
 )
 from rostra.store.process_lock import StoreUsers
 from rostra.store.sqlite_connection import MEMORY, ConnectionThread
+from rostra.store.sqlite_images import MIGRATION as IMAGES_MIGRATION
+from rostra.store.sqlite_images import forget_unused, loaded, stored_bodies
 from rostra.store.sqlite_connection import transaction as _transaction
 from rostra.store.tables import ItemTable, dumps
 from rostra.store.tenancy import EVERYONE, Tenant
@@ -107,6 +109,8 @@ MIGRATIONS: list[str] = [
     ALTER TABLE conversations ADD COLUMN tenant TEXT;
     CREATE INDEX conversations_by_tenant ON conversations(tenant, created_at, id);
     """,
+    # 6: images stored once (sqlite_images.py).
+    IMAGES_MIGRATION,
 ]
 # Rows a tenant may see (parameters: Tenant.sql_params()).
 _VISIBLE = "(? OR tenant IS NULL OR tenant = ?)"
@@ -146,7 +150,7 @@ def _page(conn: sqlite3.Connection, table: ItemTable, owner: str, after: str | N
         rows = conn.execute(
             f"SELECT body FROM {table.items} WHERE {where} ORDER BY position {direction} LIMIT ?",
             (*params, limit + 1)).fetchall()
-    return [json.loads(body) for (body,) in rows[:limit]], len(rows) > limit
+    return loaded(conn, [body for (body,) in rows[:limit]]), len(rows) > limit
 
 
 def _keep_output_items(conn: sqlite3.Connection, response: dict) -> None:
@@ -222,10 +226,11 @@ class SqliteResponseStore(ResponseStore):
                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (response["id"], response.get("created_at"), response.get("status"), dumps(response),
                      owner, lease_until, tenant))
+                bodies = stored_bodies(conn, response["id"], input_items)
                 conn.executemany(
                     "INSERT INTO input_items (response_id, position, item_id, body) VALUES (?, ?, ?, ?)",
-                    [(response["id"], position, item.get("id"), dumps(item))
-                     for position, item in enumerate(input_items)])
+                    [(response["id"], position, item.get("id"), body)
+                     for position, (item, body) in enumerate(zip(input_items, bodies))])
                 _keep_output_items(conn, response)
         except sqlite3.IntegrityError as exc:
             raise StoreError(f"response {response['id']!r} already exists") from exc
@@ -276,7 +281,7 @@ class SqliteResponseStore(ResponseStore):
                             (item_id, *tenant.sql_params())).fetchone()
                or conn.execute(f"SELECT body FROM input_items WHERE item_id = ? AND {visible('input_items')} "
                                "ORDER BY rowid LIMIT 1", (item_id, *tenant.sql_params())).fetchone())
-        return None if row is None else json.loads(row[0])
+        return None if row is None else loaded(conn, [row[0]])[0]
 
     async def get(self, response_id: str, tenant: Tenant = EVERYONE) -> dict | None:
         return await self._run(self._get_sync, response_id, tenant)
@@ -293,7 +298,10 @@ class SqliteResponseStore(ResponseStore):
     @staticmethod
     def _delete_sync(conn: sqlite3.Connection, response_id: str) -> bool:
         # Input items and events go with it: ON DELETE CASCADE (foreign_keys is ON).
-        return conn.execute("DELETE FROM responses WHERE id = ?", (response_id,)).rowcount > 0
+        with _transaction(conn):
+            deleted = conn.execute("DELETE FROM responses WHERE id = ?", (response_id,)).rowcount > 0
+            forget_unused(conn)
+        return deleted
 
     async def delete_finished_before(self, created_before: int) -> int:
         return await self._run(self._delete_finished_before_sync, created_before)
@@ -302,8 +310,10 @@ class SqliteResponseStore(ResponseStore):
     def _delete_finished_before_sync(conn: sqlite3.Connection, created_before: int) -> int:
         placeholders = ", ".join("?" for _ in RUNNING_STATUSES)
         with _transaction(conn):
-            return conn.execute(f"DELETE FROM responses WHERE created_at < ? AND status NOT IN ({placeholders})",
-                                (created_before, *RUNNING_STATUSES)).rowcount
+            deleted = conn.execute(f"DELETE FROM responses WHERE created_at < ? AND status NOT IN ({placeholders})",
+                                   (created_before, *RUNNING_STATUSES)).rowcount
+            forget_unused(conn)
+        return deleted
 
     # -- input items ------------------------------------------------------------------------
 
@@ -467,7 +477,10 @@ class SqliteResponseStore(ResponseStore):
     @staticmethod
     def _delete_conversation_sync(conn: sqlite3.Connection, conversation_id: str) -> bool:
         # Its items go with it: ON DELETE CASCADE.
-        return conn.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,)).rowcount > 0
+        with _transaction(conn):
+            deleted = conn.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,)).rowcount > 0
+            forget_unused(conn)
+        return deleted
 
     async def add_conversation_items(self, conversation_id: str, items: list[dict]) -> None:
         await self._run(self._add_conversation_items_sync, conversation_id, items)
@@ -490,7 +503,7 @@ class SqliteResponseStore(ResponseStore):
     def _get_conversation_item_sync(conn: sqlite3.Connection, conversation_id: str, item_id: str) -> dict | None:
         row = conn.execute("SELECT body FROM conversation_items WHERE conversation_id = ? AND item_id = ?",
                            (conversation_id, item_id)).fetchone()
-        return None if row is None else json.loads(row[0])
+        return None if row is None else loaded(conn, [row[0]])[0]
 
     async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:
         return await self._run(self._delete_conversation_item_sync, conversation_id, item_id)
@@ -505,6 +518,8 @@ def _append_items(conn: sqlite3.Connection, conversation_id: str, items: list[di
     """Items after the conversation's last one (inside the caller's transaction)."""
     last = conn.execute("SELECT COALESCE(MAX(position), -1) FROM conversation_items WHERE conversation_id = ?",
                         (conversation_id,)).fetchone()[0]
+    bodies = stored_bodies(conn, conversation_id, items)
     conn.executemany(
         "INSERT INTO conversation_items (conversation_id, position, item_id, body) VALUES (?, ?, ?, ?)",
-        [(conversation_id, last + 1 + offset, item.get("id"), dumps(item)) for offset, item in enumerate(items)])
+        [(conversation_id, last + 1 + offset, item.get("id"), body)
+         for offset, (item, body) in enumerate(zip(items, bodies))])
