@@ -113,7 +113,7 @@ def report(args: argparse.Namespace, result: dict) -> str:
     online_rate, batch_rate = args.lines / result["online_s"], args.lines / result["batch_s"]
     idle, busy = result["idle"], result["busy"]
     return "\n".join([
-        f"{time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, load average {result['load'][0]:.1f} at the "
+        f"ended {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, load average {result['load'][0]:.1f} at the "
         f"start, {result['load'][1]:.1f} at the end (other work on the machine: figures far from quiet ones)",
         f"{args.lines} lines, max_tokens {args.max_tokens}, --parallel {args.parallel}, "
         f"--batch-concurrency {args.batch_concurrency}",
