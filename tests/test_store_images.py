@@ -180,3 +180,22 @@ async def test_a_previous_response_id_chain_of_twenty_turns_repeating_a_1_mb_ima
 def anyio_backend():
     return "asyncio"
 
+
+
+def test_a_delete_and_a_create_of_the_same_image_in_one_loop_turn(kind):
+    """The sweep of unused images never takes one a create (committing at the same moment) has just used."""
+    async def main():
+        store = store_of(kind)
+        await store.open()
+        try:
+            done = {"object": "response", "status": "completed", "output": []}
+            for round_ in range(6):
+                old, new = f"resp_old{round_}", f"resp_new{round_}"
+                await store.create({"id": old, "created_at": 1, **done}, [message("old")])
+                steps = [store.delete(old), store.create({"id": new, "created_at": 2, **done}, [message("new")])]
+                await asyncio.gather(*(steps if round_ % 2 else steps[::-1]))
+                assert (await store.input_items(new))[0] == [message("new")]
+                await store.delete(new)
+        finally:
+            await store.close()
+    asyncio.run(main())
