@@ -3,9 +3,9 @@
 A batch's lines are stored once it is validated, each with its result once it has one (the output or error line,
 as written to the batch's output or error file). Lines are grouped in chunks, and a process runs a chunk under a
 lease (`owner`, renewed while it runs): several serving processes (on one SQLite store, or replicas on one
-PostgreSQL database: batch_postgres.py) share a batch chunk by chunk, and a chunk whose runner died is taken over once its lease has expired. A line's result is written only while
-its writer holds the chunk's lease and only if the line has none yet, so no line is ever answered twice; a restart
-loses at most the lines that were running. Validation and finalization (writing the output files) run under a lease
+PostgreSQL database: batch_postgres.py) share a batch chunk by chunk, and a chunk whose runner died is taken over
+once its lease has expired. A line's result is written only while its writer holds the chunk's lease and only if
+the line has none yet, so no line is ever answered twice; a restart loses at most the lines that were running. Validation and finalization (writing the output files) run under a lease
 on the batch itself.
 
 Files and batches belong to a tenant (rostra/store/tenancy.py) as responses do.
