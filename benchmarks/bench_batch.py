@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -82,6 +83,7 @@ async def ttfts(client: httpx.AsyncClient, model: str, args: argparse.Namespace,
 
 
 async def bench(args: argparse.Namespace) -> dict:
+    load_before = os.getloadavg()[0]
     port = free_port()
     data = tempfile.mkdtemp(prefix="bench-batch-")
     process = subprocess.Popen([sys.executable, "-m", "rostra.cli", "serve", "--port", str(port), "--parallel",
@@ -103,13 +105,16 @@ async def bench(args: argparse.Namespace) -> dict:
     finally:
         stop_process(process)
     assert batch["request_counts"]["completed"] == args.lines, batch
-    return {"online_s": online_seconds, "batch_s": batch_seconds, "idle": idle, "busy": busy}
+    return {"online_s": online_seconds, "batch_s": batch_seconds, "idle": idle, "busy": busy,
+            "load": (load_before, os.getloadavg()[0])}
 
 
 def report(args: argparse.Namespace, result: dict) -> str:
     online_rate, batch_rate = args.lines / result["online_s"], args.lines / result["batch_s"]
     idle, busy = result["idle"], result["busy"]
     return "\n".join([
+        f"ended {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, load average {result['load'][0]:.1f} at the "
+        f"start, {result['load'][1]:.1f} at the end (other work on the machine: figures far from quiet ones)",
         f"{args.lines} lines, max_tokens {args.max_tokens}, --parallel {args.parallel}, "
         f"--batch-concurrency {args.batch_concurrency}",
         "| | lines/s | seconds |", "|---|---|---|",

@@ -209,6 +209,9 @@ def _store_flags(group: FlagGroup) -> None:
                        help="lines of a batch a process leases at a time (default 50)")
     group.add_argument("--batch-window", type=float, default=24 * 3600.0,
                        help="seconds a batch may run before it expires (default 86400: OpenAI's '24h')")
+    group.add_argument("--min-file-expiry", type=int, default=3600,
+                       help="shortest expires_after (files) and output_expires_after (batches) accepted, in seconds "
+                            "(default 3600, as OpenAI)")
     group.add_argument("--max-background-responses", type=int, default=256,
                        help="background responses queued or running at once; more get 429 (default 256, 0: no "
                             "limit)")
@@ -311,7 +314,7 @@ def _check_numbers(args: argparse.Namespace) -> None:
     if args.cache_ram is not None and args.cache_ram < -1:
         raise SystemExit(f"--cache-ram: MiB of host memory, 0 for none or -1 for no limit, not {args.cache_ram}")
     for flag, value in (("--batch-concurrency", args.batch_concurrency), ("--batch-chunk-lines", args.batch_chunk_lines),
-                        ("--max-file-bytes", args.max_file_bytes)):
+                        ("--max-file-bytes", args.max_file_bytes), ("--min-file-expiry", args.min_file_expiry)):
         if value < 1:
             raise SystemExit(f"{flag}: must be at least 1, not {value}")
     if not args.batch_window > 0:
@@ -374,6 +377,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     max_concurrency=args.max_concurrency, max_queue=args.max_queue,
                     max_file_bytes=args.max_file_bytes, batch_concurrency=args.batch_concurrency,
                     batch_chunk_lines=args.batch_chunk_lines, batch_window=args.batch_window,
+                    min_file_expiry=args.min_file_expiry,
                     max_body_bytes=args.max_body_bytes, max_choices=args.max_choices,
                     stream_write_timeout=args.stream_write_timeout, raw_special_tokens=args.raw_special_tokens,
                     trust_request_chat_template=args.trust_request_chat_template,

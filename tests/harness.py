@@ -37,7 +37,7 @@ class InProcessServer:
     def __init__(self, directory: Path, script: list[dict], **settings):
         self.engine = load_engine("scripted", script_path=str(write_script(directory, script)),
                                   tokenizer_path=embedded_model_path(), model_name=MODEL, max_model_len=4096)
-        self.store = open_store(directory / "data")
+        self.store = open_store(directory / "data", settings.get("store"))  # a PostgreSQL URL, or SQLite here
         self.app = create_app(self.engine, Settings(engine="scripted", **settings), self.store)
         self._stack = AsyncExitStack()
 

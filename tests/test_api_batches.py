@@ -27,6 +27,14 @@ def anyio_backend():
     return "asyncio"
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def stored(request) -> dict:
+    """Where files and batches live: SQLite and a directory (the default), or a real PostgreSQL server."""
+    if request.param == "sqlite":
+        return {}
+    return {"store": request.getfixturevalue("postgres").new_database()}
+
+
 def sdk(server: InProcessServer, key: str = "none") -> AsyncOpenAI:
     transport = httpx.ASGITransport(app=server.app)
     return AsyncOpenAI(base_url="http://rostra/v1", api_key=key, max_retries=0,
@@ -66,8 +74,8 @@ async def run_batch(client: AsyncOpenAI, lines: list, endpoint: str = CHAT):
 
 
 @pytest.mark.anyio
-async def test_files_upload_list_retrieve_content_delete(tmp_path):
-    async with InProcessServer(tmp_path, SCRIPT) as server:
+async def test_files_upload_list_retrieve_content_delete(tmp_path, stored):
+    async with InProcessServer(tmp_path, SCRIPT, **stored) as server:
         client = sdk(server)
         content = b'{"a": 1}\n' * 1000
         made = await client.files.create(file=("data.jsonl", content), purpose="user_data")
@@ -92,7 +100,7 @@ async def test_files_upload_list_retrieve_content_delete(tmp_path):
         with pytest.raises(NotFoundError):
             await client.files.retrieve(made.id)
         check_error(await server.client.get(f"/v1/files/{made.id}/content"), 404)
-        assert not (tmp_path / "data" / "files" / made.id).exists()  # its content is gone from the disk too
+        assert not await server.app.state.batches.blobs.exists(made.id)  # its content is gone too
 
 
 @pytest.mark.anyio
@@ -108,8 +116,8 @@ async def test_upload_refusals(tmp_path):
 
 
 @pytest.mark.anyio
-async def test_a_batch_answers_each_line_as_online_and_reports_bad_lines(tmp_path):
-    async with InProcessServer(tmp_path, SCRIPT) as server:
+async def test_a_batch_answers_each_line_as_online_and_reports_bad_lines(tmp_path, stored):
+    async with InProcessServer(tmp_path, SCRIPT, **stored) as server:
         client = sdk(server)
         lines = [chat_line("a", "hello"), chat_line("b", "what?", max_tokens=2), "{not json",
                  {**chat_line("c", "hello"), "url": "/v1/completions"}, chat_line("a", "again"),
@@ -172,8 +180,8 @@ async def test_embeddings_responses_and_completions_lines(tmp_path):
 
 
 @pytest.mark.anyio
-async def test_cancel(tmp_path):
-    async with InProcessServer(tmp_path, SCRIPT, batch_concurrency=1, batch_chunk_lines=2) as server:
+async def test_cancel(tmp_path, stored):
+    async with InProcessServer(tmp_path, SCRIPT, batch_concurrency=1, batch_chunk_lines=2, **stored) as server:
         client = sdk(server)
         upload = await client.files.create(file=("r.jsonl", jsonl([chat_line(f"s{n}", "slow") for n in range(20)])),
                                            purpose="batch")
@@ -193,14 +201,79 @@ async def test_cancel(tmp_path):
 
 
 @pytest.mark.anyio
-async def test_expiry(tmp_path):
-    async with InProcessServer(tmp_path, SCRIPT, batch_concurrency=1, batch_chunk_lines=1, batch_window=1.0) as server:
+async def test_expiry(tmp_path, stored):
+    async with InProcessServer(tmp_path, SCRIPT, batch_concurrency=1, batch_chunk_lines=1, batch_window=1.0,
+                               **stored) as server:
         client = sdk(server)
         done = await run_batch(client, [chat_line(f"s{n}", "slow") for n in range(10)])
         assert done.status == "expired" and done.expired_at
         answered, errors = await lines_of(client, done.output_file_id), await lines_of(client, done.error_file_id)
         assert len(answered) < 10 and len(answered) + len(errors) == 10
         assert {line["error"]["code"] for line in errors} == {"batch_expired"}
+
+
+@pytest.mark.anyio
+async def test_files_expire_after_their_expires_after(tmp_path, stored):
+    async with InProcessServer(tmp_path, SCRIPT, min_file_expiry=1, **stored) as server:
+        client = sdk(server)
+        soon = await client.files.create(file=("s.jsonl", b"{}\n"), purpose="user_data",
+                                         expires_after={"anchor": "created_at", "seconds": 1})
+        kept = await client.files.create(file=("k.jsonl", b"{}\n"), purpose="user_data")
+        raw = (await server.client.get(f"/v1/files/{soon.id}")).json()
+        validate("OpenAIFile", raw)
+        assert raw["expires_at"] == raw["created_at"] + 1 and kept.expires_at is None
+        assert (await client.files.content(soon.id)).content == b"{}\n"
+        await asyncio.sleep(2.1)
+        with pytest.raises(NotFoundError):
+            await client.files.retrieve(soon.id)
+        check_error(await server.client.get(f"/v1/files/{soon.id}/content"), 404)
+        check_error(await server.client.delete(f"/v1/files/{soon.id}"), 404)
+        assert [file.id for file in (await client.files.list()).data] == [kept.id]
+        blobs = server.app.state.batches.blobs
+        assert await blobs.exists(soon.id)  # until the worker's sweep
+        await server.app.state.batches.worker.delete_expired_files()
+        assert not await blobs.exists(soon.id) and await blobs.exists(kept.id)
+
+
+@pytest.mark.anyio
+async def test_expires_after_refusals(tmp_path):
+    async with InProcessServer(tmp_path, SCRIPT) as server:  # OpenAI's bounds: an hour to 30 days
+        for fields, param in (({"expires_after[anchor]": "created_at", "expires_after[seconds]": "60"},
+                               "expires_after.seconds"),
+                              ({"expires_after[anchor]": "created_at", "expires_after[seconds]": "2592001"},
+                               "expires_after.seconds"),
+                              ({"expires_after[anchor]": "created_at", "expires_after[seconds]": "soon"},
+                               "expires_after.seconds"),
+                              ({"expires_after[anchor]": "last_active_at", "expires_after[seconds]": "3600"},
+                               "expires_after.anchor")):
+            check_error(await server.client.post("/v1/files", files={"file": ("a.jsonl", b"{}\n")},
+                                                 data={"purpose": "batch", **fields}), 400, param)
+        upload = await sdk(server).files.create(file=("a.jsonl", jsonl([chat_line("a", "hello")])), purpose="batch",
+                                                expires_after={"anchor": "created_at", "seconds": 3600})
+        assert upload.expires_at == upload.created_at + 3600
+        body = {"input_file_id": upload.id, "endpoint": CHAT, "completion_window": "24h",
+                "output_expires_after": {"anchor": "created_at", "seconds": 10}}
+        check_error(await server.client.post("/v1/batches", json=body), 400, "output_expires_after.seconds")
+
+
+@pytest.mark.anyio
+async def test_a_batchs_output_files_expire_after_output_expires_after(tmp_path, stored):
+    async with InProcessServer(tmp_path, SCRIPT, min_file_expiry=1, **stored) as server:
+        client = sdk(server)
+        upload = await client.files.create(file=("r.jsonl", jsonl([chat_line("a", "hello"), "{bad"])), purpose="batch")
+        made = await client.batches.create(input_file_id=upload.id, endpoint=CHAT, completion_window="24h",
+                                           output_expires_after={"anchor": "created_at", "seconds": 2})
+        done = await finished(client, made.id)
+        raw = (await server.client.get(f"/v1/batches/{made.id}")).json()
+        validate("Batch", raw)
+        assert "output_expires_after" not in raw  # not a field of OpenAI's batch object
+        for file_id in (done.output_file_id, done.error_file_id):
+            file = await client.files.retrieve(file_id)
+            assert file.expires_at == file.created_at + 2
+        await asyncio.sleep(3.1)
+        for file_id in (done.output_file_id, done.error_file_id):
+            check_error(await server.client.get(f"/v1/files/{file_id}/content"), 404)
+        assert (await client.files.retrieve(upload.id)).id == upload.id  # the input file has no expiry
 
 
 @pytest.mark.anyio

@@ -1,10 +1,12 @@
 """Batches on real `rostra serve` processes: kill -9 in the middle of a batch and a restart answer every line exactly
-once; two processes on one store (one data directory) share one batch chunk by chunk and take over a dead one's."""
+once; two processes on one store (one data directory, or one PostgreSQL database with data directories of their own)
+share one batch chunk by chunk and take over a dead one's."""
 
 from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 from openai import OpenAI
@@ -90,6 +92,30 @@ def test_two_processes_share_one_batch_and_take_over_a_dead_ones_chunks(tmp_path
         answered_exactly_once(api_b, wait(api_b, batch_id), 60)
         ran = [log.read_text().count(f"batch {batch_id} chunk") for log in (a.log_path, b.log_path)]
         assert all(count > 0 for count in ran), ran
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_two_replicas_on_postgresql_share_one_batch_and_take_over_a_dead_ones_chunks(tmp_path, postgres):
+    """Replicas with data directories of their own (as on two machines): the batch, its input and output files all
+    live in the database."""
+    script = script_file(tmp_path)
+    dsn = postgres.new_database()
+    a = RunningServer(["--engine", "scripted", "--script", str(script), "--lease-seconds", LEASE, "--store", dsn,
+                       "--batch-chunk-lines", "4", "--batch-concurrency", "2"], log_level="info")
+    b = RunningServer(["--engine", "scripted", "--script", str(script), "--lease-seconds", LEASE, "--store", dsn,
+                       "--batch-chunk-lines", "4", "--batch-concurrency", "2"], log_level="info")
+    try:
+        assert a.data_dir != b.data_dir
+        api_a, api_b = client(a), client(b)
+        batch_id = start_batch(api_a, 60)
+        wait(api_b, batch_id, done=30)
+        a.kill()  # kill -9 mid-batch: its chunks in flight are taken over by b once their lease expires
+        answered_exactly_once(api_b, wait(api_b, batch_id), 60)
+        ran = [log.read_text().count(f"batch {batch_id} chunk") for log in (a.log_path, b.log_path)]
+        assert all(count > 0 for count in ran), ran
+        assert not list((Path(a.data_dir) / "files").glob("*")) and not list((Path(b.data_dir) / "files").glob("*"))
     finally:
         a.stop()
         b.stop()

@@ -366,9 +366,9 @@ def test_sqlite_migrations(tmp_path):
         await store.create(response("resp_m"), items(1))
     run_with_store(backend, nothing)
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 5
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 6
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert {"responses", "input_items", "events", "conversations", "conversation_items"} <= tables
+    assert {"responses", "input_items", "events", "conversations", "conversation_items", "images", "image_uses"} <= tables
 
     # Reopening does not run migration 1 again (CREATE TABLE would fail on existing tables)
     # and keeps the data.
@@ -376,7 +376,7 @@ def test_sqlite_migrations(tmp_path):
         return await store.get("resp_m")
     assert run_with_store(backend, reopen)["id"] == "resp_m"
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 6
 
     # A database from a newer rostra is refused rather than misread.
     newer = tmp_path / "newer.sqlite3"

@@ -1,9 +1,9 @@
 """The Files and Batch APIs of one server: their store, the file contents and the batch worker, wired to the app.
 
 Files and batches live beside the Responses store: a SQLite file (`batches.sqlite3`) and a `files/` directory in
-the data directory (or beside the SQLite file `--store sqlite:///...` names). Several serving processes on one data
-directory share them. With a PostgreSQL `--store`, files and batches still live in the data directory: replicas on
-one machine share them through it (README "Files and batches").
+the data directory (or beside the SQLite file `--store sqlite:///...` names), which several serving processes on
+one data directory share; with a PostgreSQL `--store`, in that database, contents included, which replicas on any
+machine share (README "Files and batches").
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from rostra.api.batches.worker import BatchSettings, BatchWorker
 from rostra.config import Settings
 from rostra.http.admission import Admission
 from rostra.models.manager import ModelManager
-from rostra.store import SqliteResponseStore, default_data_dir
+from rostra.store import POSTGRES_SCHEMES, SqliteResponseStore, default_data_dir
 from rostra.store.base import ResponseStore
 from rostra.store.batch_sqlite import STORE_FILENAME, SqliteBatchStore
-from rostra.store.batch_store import WorkFilter
-from rostra.store.blobs import DirectoryBlobs
+from rostra.store.batch_store import BatchStore, WorkFilter
+from rostra.store.blobs import Blobs, DirectoryBlobs
 
 log = logging.getLogger("rostra.batches")
 
@@ -38,14 +38,20 @@ def batches_dir(settings: Settings, responses: ResponseStore) -> Path:
     return Path(settings.data_dir) if settings.data_dir else default_data_dir()
 
 
+def open_batch_store(settings: Settings, responses: ResponseStore) -> tuple[BatchStore, Blobs]:
+    """PostgreSQL when `--store` names it, else SQLite and a directory beside the Responses store. Not opened yet."""
+    if settings.store and settings.store.startswith(POSTGRES_SCHEMES):
+        from rostra.store.batch_postgres import PostgresBatchStore, PostgresBlobs  # asyncpg only where it is used
+
+        postgres = PostgresBatchStore(settings.store)
+        return postgres, PostgresBlobs(postgres)
+    root = batches_dir(settings, responses)
+    return SqliteBatchStore(root / STORE_FILENAME), DirectoryBlobs(root / "files")
+
+
 def build_batches(app: FastAPI, settings: Settings, responses: ResponseStore, admission: Admission,
                   models: ModelManager) -> BatchesService:
-    root = batches_dir(settings, responses)
-    if settings.store and not settings.store.startswith("sqlite:///"):
-        log.warning("files and batches are kept in %s, not in the --store database: replicas on other machines "
-                    "do not share them", root)
-    store = SqliteBatchStore(root / STORE_FILENAME)
-    blobs = DirectoryBlobs(root / "files")
+    store, blobs = open_batch_store(settings, responses)
     # The app's own routes with their error handlers, without the middleware (the key check, the body limit, the
     # access log): a line is answered as its request is online, as the batch's owner.
     async def lines_app(scope: Scope, receive: Receive, send: Send) -> None:
@@ -73,4 +79,4 @@ def build_batches(app: FastAPI, settings: Settings, responses: ResponseStore, ad
         concurrency=settings.batch_concurrency, lease_seconds=settings.lease_seconds,
         chunk_lines=settings.batch_chunk_lines, poll_interval=min(0.5, settings.lease_seconds / 4),
         window_seconds=int(settings.batch_window) or 1), busy, work)
-    return BatchesService(store, blobs, worker, settings.max_file_bytes)
+    return BatchesService(store, blobs, worker, settings.max_file_bytes, settings.min_file_expiry)

@@ -7,18 +7,25 @@ writes that take the write lock up front, leases).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from rostra.store.base import StoreError
-from rostra.store.batch_store import BatchLine, BatchStore, ChunkClaim, LineCounts, PendingLine, WorkFilter
-from rostra.store.sqlite import _statements, _transaction, _translated
+from rostra.store.batch_store import (
+    BatchLine,
+    BatchStore,
+    ChunkClaim,
+    LineCounts,
+    LineResult,
+    PendingLine,
+    WorkFilter,
+)
+from rostra.store.sqlite_connection import ConnectionThread
+from rostra.store.sqlite_connection import transaction as _transaction
 from rostra.store.tables import dumps
 from rostra.store.tenancy import EVERYONE, Tenant
 
@@ -42,62 +49,38 @@ MIGRATIONS: list[str] = [
         request TEXT, result TEXT, failed INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (batch_id, number)
     );
     """,
+    # 2: files that expire (expires_after): when, NULL for never.
+    """
+    ALTER TABLE files ADD COLUMN expires_at INTEGER;
+    CREATE INDEX files_by_expiry ON files(expires_at) WHERE expires_at IS NOT NULL;
+    """,
 ]
 _VISIBLE = "(? OR tenant IS NULL OR tenant = ?)"
 _FREE = "(owner IS NULL OR lease_until < ?)"  # nobody holds the lease (parameter: now)
+_LIVE = "(expires_at IS NULL OR expires_at > ?)"  # a file not expired (parameter: now)
 STORE_FILENAME = "batches.sqlite3"
 
 
 class SqliteBatchStore(BatchStore):
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self._conn: sqlite3.Connection | None = None
-        self._executor: ThreadPoolExecutor | None = None
+        self._thread = ConnectionThread(self.path, MIGRATIONS, "batch store", "rostra-batch-store")
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
-        if self._executor is None or self._conn is None:
-            raise StoreError("the batch store is not open")
-        try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, fn, self._conn, *args)
-        except sqlite3.Error as exc:
-            raise _translated(exc) from exc
+        return await self._thread.run(fn, *args)
 
     async def open(self) -> None:
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rostra-batch-store")
-        self._conn = await asyncio.get_running_loop().run_in_executor(self._executor, self._connect)
-
-    def _connect(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        conn.execute("PRAGMA busy_timeout = 10000")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
-        with _transaction(conn):
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > len(MIGRATIONS):
-                raise StoreError(f"the batch store has schema version {version}, newer than this rostra knows")
-            for number in range(version + 1, len(MIGRATIONS) + 1):
-                for statement in _statements(MIGRATIONS[number - 1]):
-                    conn.execute(statement)
-                conn.execute(f"PRAGMA user_version = {number}")
-        return conn
+        await self._thread.open()
 
     async def close(self) -> None:
-        if self._executor is None:
-            return
-        executor, conn = self._executor, self._conn
-        self._executor = self._conn = None
-        if conn is not None:
-            await asyncio.get_running_loop().run_in_executor(executor, conn.close)
-        executor.shutdown(wait=True)
+        await self._thread.close()
 
     # -- files ----------------------------------------------------------------------------------
 
     async def create_file(self, file: dict, tenant: str | None) -> None:
         await self._run(lambda conn: conn.execute(
-            "INSERT OR REPLACE INTO files (id, tenant, created_at, purpose, body) VALUES (?, ?, ?, ?, ?)",
-            (file["id"], tenant, file["created_at"], file["purpose"], dumps(file))))
+            "INSERT OR REPLACE INTO files (id, tenant, created_at, purpose, expires_at, body) VALUES (?, ?, ?, ?, ?, ?)",
+            (file["id"], tenant, file["created_at"], file["purpose"], file.get("expires_at"), dumps(file))))
 
     async def get_file(self, file_id: str, tenant: Tenant = EVERYONE) -> dict | None:
         return await self._run(_get, "files", file_id, tenant)
@@ -108,7 +91,12 @@ class SqliteBatchStore(BatchStore):
 
     async def delete_file(self, file_id: str, tenant: Tenant = EVERYONE) -> bool:
         return await self._run(lambda conn: conn.execute(
-            f"DELETE FROM files WHERE id = ? AND {_VISIBLE}", (file_id, *tenant.sql_params())).rowcount > 0)
+            f"DELETE FROM files WHERE id = ? AND {_VISIBLE} AND {_LIVE}",
+            (file_id, *tenant.sql_params(), time.time())).rowcount > 0)
+
+    async def delete_expired_files(self) -> list[str]:
+        return await self._run(lambda conn: [row[0] for row in conn.execute(
+            "DELETE FROM files WHERE expires_at <= ? RETURNING id", (time.time(),)).fetchall()])
 
     # -- batches ----------------------------------------------------------------------------------
 
@@ -166,19 +154,16 @@ class SqliteBatchStore(BatchStore):
     async def counts(self, batch_id: str) -> LineCounts:
         return await self._run(_counts, batch_id)
 
-    def results_sync(self, batch_id: str, failed: bool) -> Iterator[tuple[str | None, str | None]]:
-        conn = sqlite3.connect(self.path)
-        try:
-            condition = "failed = 1 OR result IS NULL" if failed else "failed = 0 AND result IS NOT NULL"
-            yield from conn.execute(f"SELECT custom_id, result FROM batch_lines WHERE batch_id = ? AND ({condition}) "
-                                    "ORDER BY number", (batch_id,))
-        finally:
-            conn.close()
-
+    async def results_page(self, batch_id: str, failed: bool, after: int, limit: int) -> list[LineResult]:
+        condition = "failed = 1 OR result IS NULL" if failed else "failed = 0 AND result IS NOT NULL"
+        return await self._run(lambda conn: [LineResult(*row) for row in conn.execute(
+            f"SELECT number, custom_id, result FROM batch_lines WHERE batch_id = ? AND number > ? AND ({condition}) "
+            "ORDER BY number LIMIT ?", (batch_id, after, limit))])
 
 def _get(conn: sqlite3.Connection, table: str, object_id: str, tenant: Tenant) -> dict | None:
-    row = conn.execute(f"SELECT body FROM {table} WHERE id = ? AND {_VISIBLE}",
-                       (object_id, *tenant.sql_params())).fetchone()
+    live, now = (f" AND {_LIVE}", (time.time(),)) if table == "files" else ("", ())
+    row = conn.execute(f"SELECT body FROM {table} WHERE id = ? AND {_VISIBLE}{live}",
+                       (object_id, *tenant.sql_params(), *now)).fetchone()
     return None if row is None else json.loads(row[0])
 
 
@@ -187,6 +172,8 @@ def _page(conn: sqlite3.Connection, table: str, after: str | None, limit: int, o
     compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")  # fixed strings only
     with _transaction(conn, "DEFERRED"):
         where, params = f"WHERE {_VISIBLE}", tuple[Any, ...](tenant.sql_params())
+        if table == "files":
+            where, params = f"{where} AND {_LIVE}", (*params, time.time())
         if purpose is not None:
             where, params = f"{where} AND purpose = ?", (*params, purpose)
         if after is not None:

@@ -2,10 +2,10 @@
 
 A batch's lines are stored once it is validated, each with its result once it has one (the output or error line,
 as written to the batch's output or error file). Lines are grouped in chunks, and a process runs a chunk under a
-lease (`owner`, renewed while it runs): several serving processes (on one SQLite store) share a batch chunk by
-chunk, and a chunk whose runner died is taken over once its lease has expired. A line's result is written only while
-its writer holds the chunk's lease and only if the line has none yet, so no line is ever answered twice; a restart
-loses at most the lines that were running. Validation and finalization (writing the output files) run under a lease
+lease (`owner`, renewed while it runs): several serving processes (on one SQLite store, or replicas on one
+PostgreSQL database: batch_postgres.py) share a batch chunk by chunk, and a chunk whose runner died is taken over
+once its lease has expired. A line's result is written only while its writer holds the chunk's lease and only if
+the line has none yet, so no line is ever answered twice; a restart loses at most the lines that were running. Validation and finalization (writing the output files) run under a lease
 on the batch itself.
 
 Files and batches belong to a tenant (rostra/store/tenancy.py) as responses do.
@@ -14,7 +14,7 @@ Files and batches belong to a tenant (rostra/store/tenancy.py) as responses do.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from rostra.store.tenancy import EVERYONE, Tenant
@@ -59,6 +59,18 @@ class WorkFilter:
 
 
 @dataclass(frozen=True)
+class LineResult:
+    """A line as its batch's output or error file writes it: its result, or None for a line never answered."""
+
+    number: int
+    custom_id: str | None
+    result: str | None
+
+
+RESULTS_PAGE = 500  # lines read per query while an output file is written
+
+
+@dataclass(frozen=True)
 class LineCounts:
     total: int
     completed: int
@@ -87,6 +99,11 @@ class BatchStore(ABC):
 
     @abstractmethod
     async def delete_file(self, file_id: str, tenant: Tenant = EVERYONE) -> bool: ...
+
+    @abstractmethod
+    async def delete_expired_files(self) -> list[str]:
+        """Forget the files whose `expires_at` has passed (get_file and list_files no longer see them from that
+        moment); their ids, for their contents to be deleted."""
 
     # -- batches ----------------------------------------------------------------------------------
 
@@ -144,7 +161,14 @@ class BatchStore(ABC):
     async def counts(self, batch_id: str) -> LineCounts: ...
 
     @abstractmethod
-    def results_sync(self, batch_id: str, failed: bool) -> Iterator[tuple[str | None, str | None]]:
-        """Blocking, on a connection of its own (run it in a thread): (custom_id, result) in line order, of the
-        answered lines (failed: False) or of the failed and unanswered ones (result None), as the output and
-        error files are written from them."""
+    async def results_page(self, batch_id: str, failed: bool, after: int, limit: int) -> list[LineResult]:
+        """Up to `limit` lines numbered above `after`, in order: the answered ones (failed: False), or the failed
+        and unanswered ones (failed: True)."""
+
+    async def results(self, batch_id: str, failed: bool) -> AsyncIterator[LineResult]:
+        """Every such line in order, a page at a time (a batch's output is never held whole in memory)."""
+        after = -1
+        while page := await self.results_page(batch_id, failed, after, RESULTS_PAGE):
+            for line in page:
+                yield line
+            after = page[-1].number

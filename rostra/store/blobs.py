@@ -1,10 +1,9 @@
 """File contents (the Files API's uploads, a batch's output and error files), kept apart from their metadata.
 
-`DirectoryBlobs` keeps each file as one file on disk under the data directory (`DATA_DIR/files/<id>`): contents
-are streamed in and out in chunks, never held whole in memory, and every process on the machine that shares the
-SQLite store shares the directory. (PostgreSQL replicas on other machines would need the contents in the database,
-a table of chunks behind this same interface; rostra keeps files on the local disk of the data directory: see
-README "Files and batches".)
+Contents are streamed in and out in chunks, never held whole in memory. `DirectoryBlobs` keeps each file as one
+file on disk under the data directory (`DATA_DIR/files/<id>`), which every process on the machine that shares the
+SQLite store shares; `PostgresBlobs` (batch_postgres.py) keeps them in the database, so replicas on other machines
+share them too.
 """
 
 from __future__ import annotations
@@ -12,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import AsyncIterator, Iterable
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from rostra.errors import PayloadTooLarge
@@ -21,7 +21,53 @@ CHUNK_BYTES = 1024 * 1024
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 
 
-class DirectoryBlobs:
+class Blobs(ABC):
+    @abstractmethod
+    async def write(self, blob_id: str, chunks: AsyncIterator[bytes], max_bytes: int | None = None) -> int:
+        """Keep the chunks as the blob's contents, replacing any it had; a reader sees the old contents or the new,
+        never half of them. Returns the size; PayloadTooLarge (and nothing kept) past `max_bytes`."""
+
+    @abstractmethod
+    def read(self, blob_id: str) -> AsyncIterator[bytes]:
+        """The contents in chunks."""
+
+    @abstractmethod
+    async def exists(self, blob_id: str) -> bool: ...
+
+    @abstractmethod
+    async def delete(self, blob_id: str) -> None: ...
+
+
+def too_large(max_bytes: int) -> PayloadTooLarge:
+    return PayloadTooLarge(f"the file is larger than the limit of {max_bytes} bytes (--max-file-bytes)")
+
+
+async def lines_of(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The lines of a stream of chunks (without their newlines)."""
+    rest = b""
+    async for chunk in chunks:
+        *lines, rest = (rest + chunk).split(b"\n")
+        for line in lines:
+            yield line
+    if rest:
+        yield rest
+
+
+async def rechunked(lines: AsyncIterator[bytes], size: int = CHUNK_BYTES) -> AsyncIterator[bytes]:
+    """Lines, each followed by a newline, gathered into chunks of about `size` bytes."""
+    pending: list[bytes] = []
+    length = 0
+    async for line in lines:
+        pending.append(line + b"\n")
+        length += len(line) + 1
+        if length >= size:
+            yield b"".join(pending)
+            pending, length = [], 0
+    if pending:
+        yield b"".join(pending)
+
+
+class DirectoryBlobs(Blobs):
     def __init__(self, root: Path):
         self.root = Path(root)
 
@@ -42,7 +88,7 @@ class DirectoryBlobs:
             async for chunk in chunks:
                 size += len(chunk)
                 if max_bytes is not None and size > max_bytes:
-                    raise PayloadTooLarge(f"the file is larger than the limit of {max_bytes} bytes (--max-file-bytes)")
+                    raise too_large(max_bytes)
                 await asyncio.to_thread(handle.write, chunk)
             await asyncio.to_thread(_close_synced, handle)
             await asyncio.to_thread(os.replace, partial, target)
@@ -50,21 +96,6 @@ class DirectoryBlobs:
             handle.close()
             partial.unlink(missing_ok=True)
             raise
-        return size
-
-    def write_lines_sync(self, blob_id: str, lines: Iterable[bytes]) -> int:
-        """Blocking (call it in a thread): the lines, each followed by a newline, as one file. Returns the size."""
-        target = self.path(blob_id)
-        partial = target.with_name(target.name + ".partial")
-        self.root.mkdir(parents=True, exist_ok=True)
-        size = 0
-        with open(partial, "wb") as handle:
-            for line in lines:
-                handle.write(line + b"\n")
-                size += len(line) + 1
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(partial, target)
         return size
 
     async def read(self, blob_id: str) -> AsyncIterator[bytes]:
@@ -76,8 +107,8 @@ class DirectoryBlobs:
         finally:
             handle.close()
 
-    def exists(self, blob_id: str) -> bool:
-        return self.path(blob_id).is_file()
+    async def exists(self, blob_id: str) -> bool:
+        return await asyncio.to_thread(self.path(blob_id).is_file)
 
     async def delete(self, blob_id: str) -> None:
         await asyncio.to_thread(self.path(blob_id).unlink, missing_ok=True)

@@ -27,6 +27,8 @@ from rostra.store.base import (
     numbered,
     settle_failed,
 )
+from rostra.store.postgres_images import MIGRATION as IMAGES_MIGRATION
+from rostra.store.postgres_images import forget_unused, loaded, stored_bodies
 from rostra.store.tables import ItemTable, dumps
 from rostra.store.tenancy import EVERYONE, Tenant
 
@@ -102,6 +104,8 @@ MIGRATIONS: list[str] = [
     ALTER TABLE rostra_conversations ADD COLUMN tenant TEXT;
     CREATE INDEX rostra_conversations_by_tenant ON rostra_conversations (tenant, created_at, id);
     """,
+    # 4: images stored once (postgres_images.py), as SQLite's migration 6.
+    IMAGES_MIGRATION,
 ]
 
 
@@ -148,7 +152,8 @@ async def _page(pool: asyncpg.Pool, table: ItemTable, owner: str, after: str | N
             f"SELECT body FROM {table.items} WHERE {table.owner_column} = $1 "
             f"AND ($2::int IS NULL OR position {compare} $2) ORDER BY position {direction} LIMIT $3",
             owner, bound, limit + 1)
-    return [json.loads(row["body"]) for row in rows[:limit]], len(rows) > limit
+        page = await loaded(conn, [row["body"] for row in rows[:limit]])
+    return page, len(rows) > limit
 
 
 class _NotifiedWatch(Watch):
@@ -203,10 +208,10 @@ class PostgresResponseStore(ResponseStore):
         try:
             pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=self.pool_size)
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-            raise StoreError(f"cannot connect to the response store at {_redacted(self.dsn)}: {exc}") from exc
+            raise StoreError(f"cannot connect to the response store at {redacted(self.dsn)}: {exc}") from exc
         try:
             async with pool.acquire() as conn:
-                await _migrate(conn)
+                await migrate(conn)
             await self._listen()
         except BaseException:
             await pool.close()
@@ -271,9 +276,11 @@ class PostgresResponseStore(ResponseStore):
                     owner, lease, tenant)
             except asyncpg.UniqueViolationError as exc:
                 raise StoreError(f"response {response['id']!r} already exists") from exc
+            bodies = await stored_bodies(conn, response["id"], input_items)
             await conn.executemany(
                 "INSERT INTO rostra_input_items (response_id, position, item_id, body) VALUES ($1, $2, $3, $4)",
-                [(response["id"], position, item.get("id"), dumps(item)) for position, item in enumerate(input_items)])
+                [(response["id"], position, item.get("id"), body)
+                 for position, (item, body) in enumerate(zip(input_items, bodies))])
             await _keep_output_items(conn, response)
 
     async def update(self, response: dict) -> None:
@@ -312,7 +319,7 @@ class PostgresResponseStore(ResponseStore):
                 or await self.pool.fetchval(f"SELECT body FROM rostra_input_items WHERE item_id = $1 AND "
                                             f"{visible('rostra_input_items')} ORDER BY response_id, position LIMIT 1",
                                             item_id, *tenant.sql_params()))
-        return None if body is None else json.loads(body)
+        return None if body is None else (await loaded(self.pool, [body]))[0]
 
     async def get(self, response_id: str, tenant: Tenant = EVERYONE) -> dict | None:
         body = await self.pool.fetchval(f"SELECT body FROM rostra_responses WHERE id = $1 AND {_visible(2)}",
@@ -324,11 +331,13 @@ class PostgresResponseStore(ResponseStore):
         deleted = await self.pool.fetchval(
             "WITH gone AS (DELETE FROM rostra_responses WHERE id = $1 RETURNING id) "
             f"SELECT pg_notify('{CHANNEL}', id) IS NOT NULL FROM gone", response_id)
+        await forget_unused(self.pool)
         return bool(deleted)
 
     async def delete_finished_before(self, created_before: int) -> int:
         done = await self.pool.execute(
             f"DELETE FROM rostra_responses WHERE created_at < $1 AND NOT {_RUNNING}", created_before)
+        await forget_unused(self.pool)
         return int(done.split()[-1])
 
     # -- input items ------------------------------------------------------------------------
@@ -448,6 +457,7 @@ class PostgresResponseStore(ResponseStore):
     async def delete_conversation(self, conversation_id: str) -> bool:
         # Its items go with it: ON DELETE CASCADE.
         done = await self.pool.execute("DELETE FROM rostra_conversations WHERE id = $1", conversation_id)
+        await forget_unused(self.pool)
         return done != "DELETE 0"
 
     async def add_conversation_items(self, conversation_id: str, items: list[dict]) -> None:
@@ -466,7 +476,7 @@ class PostgresResponseStore(ResponseStore):
         body = await self.pool.fetchval(
             "SELECT body FROM rostra_conversation_items WHERE conversation_id = $1 AND item_id = $2",
             conversation_id, item_id)
-        return None if body is None else json.loads(body)
+        return None if body is None else (await loaded(self.pool, [body]))[0]
 
     async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:
         done = await self.pool.execute(
@@ -479,29 +489,33 @@ async def _append_items(conn: asyncpg.Connection, conversation_id: str, items: l
     """Items after the conversation's last one (inside the caller's transaction)."""
     last = await conn.fetchval("SELECT COALESCE(MAX(position), -1) FROM rostra_conversation_items "
                                "WHERE conversation_id = $1", conversation_id)
+    bodies = await stored_bodies(conn, conversation_id, items)
     await conn.executemany(
         "INSERT INTO rostra_conversation_items (conversation_id, position, item_id, body) VALUES ($1, $2, $3, $4)",
-        [(conversation_id, last + 1 + offset, item.get("id"), dumps(item)) for offset, item in enumerate(items)])
+        [(conversation_id, last + 1 + offset, item.get("id"), body)
+         for offset, (item, body) in enumerate(zip(items, bodies))])
 
 
-async def _migrate(conn: asyncpg.Connection) -> None:
+async def migrate(conn: asyncpg.Connection, migrations: list[str] = MIGRATIONS, table: str = "rostra_schema",
+                  what: str = "response store") -> None:
+    """Apply the migrations not applied yet (`table` counts them: a fixed name, never a request's)."""
     # Under a transaction-scoped advisory lock: replicas starting together apply each migration once.
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
-        await conn.execute("CREATE TABLE IF NOT EXISTS rostra_schema (version INTEGER NOT NULL)")
-        version = await conn.fetchval("SELECT version FROM rostra_schema")
+        await conn.execute(f"CREATE TABLE IF NOT EXISTS {table} (version INTEGER NOT NULL)")
+        version = await conn.fetchval(f"SELECT version FROM {table}")
         if version is None:
             version = 0
-            await conn.execute("INSERT INTO rostra_schema (version) VALUES (0)")
-        if version > len(MIGRATIONS):
-            raise StoreError(f"the response store has schema version {version}, newer than "
-                             f"this rostra knows ({len(MIGRATIONS)})")
-        for number in range(version + 1, len(MIGRATIONS) + 1):
-            await conn.execute(MIGRATIONS[number - 1])  # a multi-statement script: simple protocol
-            await conn.execute("UPDATE rostra_schema SET version = $1", number)
+            await conn.execute(f"INSERT INTO {table} (version) VALUES (0)")
+        if version > len(migrations):
+            raise StoreError(f"the {what} has schema version {version}, newer than "
+                             f"this rostra knows ({len(migrations)})")
+        for number in range(version + 1, len(migrations) + 1):
+            await conn.execute(migrations[number - 1])  # a multi-statement script: simple protocol
+            await conn.execute(f"UPDATE {table} SET version = $1", number)
 
 
-def _redacted(dsn: str) -> str:
+def redacted(dsn: str) -> str:
     """The DSN without its password, for messages."""
     if "@" not in dsn or "://" not in dsn:
         return dsn

@@ -1,9 +1,7 @@
 """The Responses API store on SQLite.
 
-One connection, used only from one dedicated worker thread: every blocking sqlite call runs
-there via `loop.run_in_executor`, so the event loop never blocks on disk and access to the
-connection is serialised without locks. The connection is in autocommit mode
-(`isolation_level=None`); multi-statement writes open their own explicit transactions.
+One connection, used only from one dedicated worker thread (sqlite_connection.py, as the batch store's): the event
+loop never blocks on disk and access to the connection is serialised without locks.
 
 Several server processes on one machine may share the file, as replicas share PostgreSQL: WAL mode (readers never
 wait for the writer), a busy timeout (a writer waits for another's transaction instead of failing), writes that take
@@ -15,12 +13,10 @@ own that no file holds (an embedding-only server's).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,12 +27,14 @@ from rostra.store.base import (
     ResponseStore,
     Settle,
     StoreError,
-    StoreFull,
-    StoreWriteFailed,
     numbered,
     settle_failed,
 )
 from rostra.store.process_lock import StoreUsers
+from rostra.store.sqlite_connection import MEMORY, ConnectionThread
+from rostra.store.sqlite_images import MIGRATION as IMAGES_MIGRATION
+from rostra.store.sqlite_images import forget_unused, loaded, stored_bodies
+from rostra.store.sqlite_connection import transaction as _transaction
 from rostra.store.tables import ItemTable, dumps
 from rostra.store.tenancy import EVERYONE, Tenant
 
@@ -111,52 +109,12 @@ MIGRATIONS: list[str] = [
     ALTER TABLE conversations ADD COLUMN tenant TEXT;
     CREATE INDEX conversations_by_tenant ON conversations(tenant, created_at, id);
     """,
+    # 6: images stored once (sqlite_images.py).
+    IMAGES_MIGRATION,
 ]
 # Rows a tenant may see (parameters: Tenant.sql_params()).
 _VISIBLE = "(? OR tenant IS NULL OR tenant = ?)"
 _RUNNING = "status IN (" + ", ".join(f"'{status}'" for status in RUNNING_STATUSES) + ")"
-
-
-def _statements(script: str) -> Iterator[str]:
-    """Split a script into single statements. `executescript` would commit any open transaction
-    first, so migrations run statement by statement inside our own transaction instead;
-    `sqlite3.complete_statement` keeps semicolons inside e.g. triggers or strings intact."""
-    buffer = ""
-    for piece in script.split(";"):
-        buffer += piece + ";"
-        if sqlite3.complete_statement(buffer):
-            if buffer.strip(" \t\r\n;"):
-                yield buffer
-            buffer = ""
-    if buffer.strip(" \t\r\n;"):
-        raise StoreError(f"incomplete SQL statement in migration: {buffer!r}")
-
-
-@contextlib.contextmanager
-def _transaction(conn: sqlite3.Connection, mode: str = "IMMEDIATE") -> Iterator[None]:
-    """BEGIN ... COMMIT, or ROLLBACK if the block raises. IMMEDIATE takes the write lock up
-    front, so a concurrent writer (another process) waits for busy_timeout instead of failing
-    half-way through."""
-    conn.execute(f"BEGIN {mode}")
-    try:
-        yield
-    except BaseException:
-        # Some errors (e.g. disk full) already rolled the transaction back themselves.
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
-def _translated(exc: sqlite3.Error) -> Exception:
-    """A full disk as what the API answers for it (507), a failing write as a 503; the rest as it is."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    primary = None if code is None else code & 0xFF  # extended codes keep the primary one in their low byte
-    if primary == sqlite3.SQLITE_FULL:
-        return StoreFull()
-    if primary == sqlite3.SQLITE_IOERR:  # a file-size limit (EFBIG) reads as an I/O error, not SQLITE_FULL
-        return StoreWriteFailed()
-    return exc
 
 
 _RESPONSE_ITEMS = ItemTable("responses", "input_items", "response_id", "response")
@@ -192,7 +150,7 @@ def _page(conn: sqlite3.Connection, table: ItemTable, owner: str, after: str | N
         rows = conn.execute(
             f"SELECT body FROM {table.items} WHERE {where} ORDER BY position {direction} LIMIT ?",
             (*params, limit + 1)).fetchall()
-    return [json.loads(body) for (body,) in rows[:limit]], len(rows) > limit
+    return loaded(conn, [body for (body,) in rows[:limit]]), len(rows) > limit
 
 
 def _keep_output_items(conn: sqlite3.Connection, response: dict) -> None:
@@ -203,14 +161,12 @@ def _keep_output_items(conn: sqlite3.Connection, response: dict) -> None:
                       if item.get("id")])
 
 
-MEMORY = ":memory:"
 
 
 class SqliteResponseStore(ResponseStore):
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self._conn: sqlite3.Connection | None = None
-        self._executor: ThreadPoolExecutor | None = None
+        self._thread = ConnectionThread(self.path, MIGRATIONS, "response store", "rostra-store")
         self._users = StoreUsers(self.path.with_name(self.path.name + ".lock"))
 
     @classmethod
@@ -237,82 +193,21 @@ class SqliteResponseStore(ResponseStore):
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run `fn(conn, *args)` on the worker thread."""
-        if self._executor is None or self._conn is None:
-            raise StoreError("the response store is not open")
-        conn = self._conn
-        try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, fn, conn, *args)
-        except sqlite3.Error as exc:
-            raise _translated(exc) from exc
+        return await self._thread.run(fn, *args)
 
     async def open(self) -> None:
-        if self._executor is not None:
-            raise StoreError("the response store is already open")
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rostra-store")
-        try:
-            self._conn = await asyncio.get_running_loop().run_in_executor(self._executor, self._connect)
-        except BaseException:
-            self._executor.shutdown(wait=False)
-            self._executor = None
-            raise
-
-    def _connect(self) -> sqlite3.Connection:
-        if self._on_disk:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path if self._on_disk else MEMORY, check_same_thread=False, isolation_level=None)
-        try:
-            # Wait for another process's write lock instead of failing at once.
-            conn.execute("PRAGMA busy_timeout = 5000")
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if self._on_disk and str(mode).lower() != "wal":
-                raise StoreError(f"could not put {self.path} in WAL mode (got {mode!r})")
-            # NORMAL is durable across application crashes in WAL mode; only an OS crash or
-            # power loss can lose the last commits.
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            self._migrate(conn)
-        except sqlite3.Error as exc:
-            conn.close()
-            raise StoreError(f"cannot open response store {self.path}: {exc}") from exc
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    @staticmethod
-    def _migrate(conn: sqlite3.Connection) -> None:
-        # The version is read inside the write transaction, so two processes starting together
-        # cannot both apply the same migration. PRAGMA user_version is transactional.
-        with _transaction(conn):
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > len(MIGRATIONS):
-                raise StoreError(f"the response store has schema version {version}, newer than "
-                                 f"this rostra knows ({len(MIGRATIONS)})")
-            for number in range(version + 1, len(MIGRATIONS) + 1):
-                for statement in _statements(MIGRATIONS[number - 1]):
-                    conn.execute(statement)
-                conn.execute(f"PRAGMA user_version = {number}")
+        await self._thread.open()
 
     async def close(self) -> None:
-        if self._executor is None:
-            self.release()
-            return
-        executor, conn = self._executor, self._conn
-        self._executor = self._conn = None
         try:
-            if conn is not None:
-                await asyncio.get_running_loop().run_in_executor(executor, self._close_sync, conn)
+            await self._thread.close(self._checkpoint)
         finally:
-            executor.shutdown(wait=True)
             self.release()  # after its last write: a process that starts now finds this one gone
 
     @staticmethod
-    def _close_sync(conn: sqlite3.Connection) -> None:
-        try:
-            # Fold the WAL back into the main file so it is self-contained when we are gone.
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        finally:
-            conn.close()
+    def _checkpoint(conn: sqlite3.Connection) -> None:
+        # Fold the WAL back into the main file so it is self-contained when we are gone.
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # -- responses --------------------------------------------------------------------------
 
@@ -331,10 +226,11 @@ class SqliteResponseStore(ResponseStore):
                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (response["id"], response.get("created_at"), response.get("status"), dumps(response),
                      owner, lease_until, tenant))
+                bodies = stored_bodies(conn, response["id"], input_items)
                 conn.executemany(
                     "INSERT INTO input_items (response_id, position, item_id, body) VALUES (?, ?, ?, ?)",
-                    [(response["id"], position, item.get("id"), dumps(item))
-                     for position, item in enumerate(input_items)])
+                    [(response["id"], position, item.get("id"), body)
+                     for position, (item, body) in enumerate(zip(input_items, bodies))])
                 _keep_output_items(conn, response)
         except sqlite3.IntegrityError as exc:
             raise StoreError(f"response {response['id']!r} already exists") from exc
@@ -385,7 +281,7 @@ class SqliteResponseStore(ResponseStore):
                             (item_id, *tenant.sql_params())).fetchone()
                or conn.execute(f"SELECT body FROM input_items WHERE item_id = ? AND {visible('input_items')} "
                                "ORDER BY rowid LIMIT 1", (item_id, *tenant.sql_params())).fetchone())
-        return None if row is None else json.loads(row[0])
+        return None if row is None else loaded(conn, [row[0]])[0]
 
     async def get(self, response_id: str, tenant: Tenant = EVERYONE) -> dict | None:
         return await self._run(self._get_sync, response_id, tenant)
@@ -402,7 +298,10 @@ class SqliteResponseStore(ResponseStore):
     @staticmethod
     def _delete_sync(conn: sqlite3.Connection, response_id: str) -> bool:
         # Input items and events go with it: ON DELETE CASCADE (foreign_keys is ON).
-        return conn.execute("DELETE FROM responses WHERE id = ?", (response_id,)).rowcount > 0
+        with _transaction(conn):
+            deleted = conn.execute("DELETE FROM responses WHERE id = ?", (response_id,)).rowcount > 0
+            forget_unused(conn)
+        return deleted
 
     async def delete_finished_before(self, created_before: int) -> int:
         return await self._run(self._delete_finished_before_sync, created_before)
@@ -411,8 +310,10 @@ class SqliteResponseStore(ResponseStore):
     def _delete_finished_before_sync(conn: sqlite3.Connection, created_before: int) -> int:
         placeholders = ", ".join("?" for _ in RUNNING_STATUSES)
         with _transaction(conn):
-            return conn.execute(f"DELETE FROM responses WHERE created_at < ? AND status NOT IN ({placeholders})",
-                                (created_before, *RUNNING_STATUSES)).rowcount
+            deleted = conn.execute(f"DELETE FROM responses WHERE created_at < ? AND status NOT IN ({placeholders})",
+                                   (created_before, *RUNNING_STATUSES)).rowcount
+            forget_unused(conn)
+        return deleted
 
     # -- input items ------------------------------------------------------------------------
 
@@ -576,7 +477,10 @@ class SqliteResponseStore(ResponseStore):
     @staticmethod
     def _delete_conversation_sync(conn: sqlite3.Connection, conversation_id: str) -> bool:
         # Its items go with it: ON DELETE CASCADE.
-        return conn.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,)).rowcount > 0
+        with _transaction(conn):
+            deleted = conn.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,)).rowcount > 0
+            forget_unused(conn)
+        return deleted
 
     async def add_conversation_items(self, conversation_id: str, items: list[dict]) -> None:
         await self._run(self._add_conversation_items_sync, conversation_id, items)
@@ -599,7 +503,7 @@ class SqliteResponseStore(ResponseStore):
     def _get_conversation_item_sync(conn: sqlite3.Connection, conversation_id: str, item_id: str) -> dict | None:
         row = conn.execute("SELECT body FROM conversation_items WHERE conversation_id = ? AND item_id = ?",
                            (conversation_id, item_id)).fetchone()
-        return None if row is None else json.loads(row[0])
+        return None if row is None else loaded(conn, [row[0]])[0]
 
     async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:
         return await self._run(self._delete_conversation_item_sync, conversation_id, item_id)
@@ -614,6 +518,8 @@ def _append_items(conn: sqlite3.Connection, conversation_id: str, items: list[di
     """Items after the conversation's last one (inside the caller's transaction)."""
     last = conn.execute("SELECT COALESCE(MAX(position), -1) FROM conversation_items WHERE conversation_id = ?",
                         (conversation_id,)).fetchone()[0]
+    bodies = stored_bodies(conn, conversation_id, items)
     conn.executemany(
         "INSERT INTO conversation_items (conversation_id, position, item_id, body) VALUES (?, ?, ?, ?)",
-        [(conversation_id, last + 1 + offset, item.get("id"), dumps(item)) for offset, item in enumerate(items)])
+        [(conversation_id, last + 1 + offset, item.get("id"), body)
+         for offset, (item, body) in enumerate(zip(items, bodies))])

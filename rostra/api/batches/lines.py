@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from rostra.api.batches.objects import LineError, refused_line
@@ -75,13 +75,7 @@ def checked_lines(endpoint: str, raw_lines: Iterable[bytes]) -> tuple[list[Batch
     return lines, checker.model
 
 
-def next_block(raw_lines: Iterator[bytes], checker: LineChecker, first: int, size: int) -> list[BatchLine]:
-    """Blocking: up to `size` more non-empty lines checked, numbered from `first` (a large file is validated and
-    stored a block at a time, never held whole in memory)."""
-    block: list[BatchLine] = []
-    for raw in raw_lines:
-        if raw.strip():
-            block.append(checker.check(first + len(block), raw))
-            if len(block) == size:
-                break
-    return block
+def check_block(checker: LineChecker, raw_lines: list[bytes], first: int) -> list[BatchLine]:
+    """Blocking (run it in a thread): a block of non-empty lines checked, numbered from `first` (a large file is
+    validated and stored a block at a time, never held whole in memory)."""
+    return [checker.check(first + offset, raw) for offset, raw in enumerate(raw_lines)]

@@ -14,14 +14,25 @@ from rostra.store.batch_store import LineCounts
 ENDPOINTS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses", "/v1/messages")
 FILE_PURPOSES = ("batch", "user_data")
 FINAL_STATUSES = ("completed", "failed", "expired", "cancelled")
+# expires_after's bounds in seconds, as OpenAI's (an hour to 30 days; the least is a setting, --min-file-expiry)
+MIN_EXPIRY, MAX_EXPIRY = 3600, 30 * 24 * 3600
+# The batch's output_expires_after, kept in the stored batch for its finalizer but not in the object shown: OpenAI's
+# batch object has no such field.
+OUTPUT_EXPIRY = "output_expires_after"
+
+
+def shown_batch(batch: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in batch.items() if key != OUTPUT_EXPIRY}
 
 
 def new_id(prefix: str) -> str:
     return f"{prefix}{secrets.token_hex(12)}"
 
 
-def file_object(file_id: str, filename: str, purpose: str, size: int, expires_at: int | None = None) -> dict[str, Any]:
-    return {"id": file_id, "object": "file", "bytes": size, "created_at": int(time.time()), "filename": filename,
+def file_object(file_id: str, filename: str, purpose: str, size: int, expires_at: int | None = None,
+                created_at: int | None = None) -> dict[str, Any]:
+    created_at = int(time.time()) if created_at is None else created_at
+    return {"id": file_id, "object": "file", "bytes": size, "created_at": created_at, "filename": filename,
             "purpose": purpose, "status": "processed", "expires_at": expires_at, "status_details": None}
 
 

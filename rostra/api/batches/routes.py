@@ -8,10 +8,11 @@ from typing import Any
 from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, Request
-from starlette.datastructures import UploadFile
+from starlette.datastructures import FormData, UploadFile
 from starlette.responses import Response, StreamingResponse
 
-from rostra.api.batches.service import BatchesService, CreateBatchBody
+from rostra.api.batches.objects import shown_batch
+from rostra.api.batches.service import BatchesService, CreateBatchBody, ExpiresAfter
 from rostra.api.responses.routes import tenant_of
 from rostra.errors import InvalidRequest, ServiceUnavailable
 from rostra.http.request_body import check_page, parse_body
@@ -38,9 +39,22 @@ async def upload_file(request: Request) -> dict[str, Any]:
             raise InvalidRequest("file: a file part is required (multipart/form-data)", param="file")
         if not isinstance(purpose, str):
             raise InvalidRequest("purpose is required", param="purpose")
-        return present(await files.upload(upload.filename or "upload", purpose, _chunks(upload), tenant_of(request)))
+        return present(await files.upload(upload.filename or "upload", purpose, _chunks(upload), tenant_of(request),
+                                          _expires_after(form)))
     finally:
         await form.close()
+
+
+def _expires_after(form: FormData) -> ExpiresAfter | None:
+    """`expires_after[anchor]` and `expires_after[seconds]`, as the SDKs send a nested form field."""
+    anchor, seconds = form.get("expires_after[anchor]"), form.get("expires_after[seconds]")
+    if anchor is None and seconds is None:
+        return None
+    if anchor != "created_at":
+        raise InvalidRequest("expires_after.anchor must be 'created_at'", param="expires_after.anchor")
+    if not isinstance(seconds, str) or not seconds.strip().isdigit():
+        raise InvalidRequest("expires_after.seconds must be a whole number of seconds", param="expires_after.seconds")
+    return ExpiresAfter(anchor="created_at", seconds=int(seconds))
 
 
 def present(value: dict[str, Any]) -> dict[str, Any]:
@@ -92,20 +106,21 @@ async def delete_file(request: Request, file_id: str) -> dict[str, Any]:
 @router.post("/v1/batches")
 async def create_batch(request: Request) -> dict[str, Any]:
     body = await parse_body(request, CreateBatchBody)
-    return present(await service(request).create_batch(body, tenant_of(request)))
+    return present(shown_batch(await service(request).create_batch(body, tenant_of(request))))
 
 
 @router.get("/v1/batches")
 async def list_batches(request: Request, after: str | None = None, limit: int = 20) -> dict[str, Any]:
     check_page(limit, "desc")
-    return present(await service(request).list_batches(after, limit, tenant_of(request)))
+    page = await service(request).list_batches(after, limit, tenant_of(request))
+    return present({**page, "data": [shown_batch(batch) for batch in page["data"]]})
 
 
 @router.get("/v1/batches/{batch_id}")
 async def retrieve_batch(request: Request, batch_id: str) -> dict[str, Any]:
-    return present(await service(request).get_batch(batch_id, tenant_of(request)))
+    return present(shown_batch(await service(request).get_batch(batch_id, tenant_of(request))))
 
 
 @router.post("/v1/batches/{batch_id}/cancel")
 async def cancel_batch(request: Request, batch_id: str) -> dict[str, Any]:
-    return present(await service(request).cancel_batch(batch_id, tenant_of(request)))
+    return present(shown_batch(await service(request).cancel_batch(batch_id, tenant_of(request))))

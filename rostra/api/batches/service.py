@@ -2,20 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import time
 from collections.abc import AsyncIterator
 
 from pydantic import BaseModel, ConfigDict
 
-from rostra.api.batches.objects import ENDPOINTS, FILE_PURPOSES, batch_object, file_object, new_id, with_counts
+from rostra.api.batches.objects import (
+    ENDPOINTS,
+    FILE_PURPOSES,
+    MAX_EXPIRY,
+    MIN_EXPIRY,
+    OUTPUT_EXPIRY,
+    batch_object,
+    file_object,
+    new_id,
+    with_counts,
+)
 from rostra.api.batches.worker import BatchWorker
 from rostra.errors import InvalidRequest, NotFound
 from rostra.store.base import StoreError
 from rostra.store.batch_store import BatchStore
-from rostra.store.blobs import DirectoryBlobs
+from rostra.store.blobs import Blobs
 from rostra.store.tenancy import Tenant
+
+
+class ExpiresAfter(BaseModel):
+    """When a file expires: `seconds` after its creation (OpenAI's `expires_after`, `output_expires_after`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    anchor: Literal["created_at"]
+    seconds: int
 
 
 class CreateBatchBody(BaseModel):
@@ -25,29 +44,43 @@ class CreateBatchBody(BaseModel):
     endpoint: str
     completion_window: str
     metadata: dict[str, str] | None = None
-    output_expires_after: dict[str, Any] | None = None
+    output_expires_after: ExpiresAfter | None = None
 
 
 class BatchesService:
-    def __init__(self, store: BatchStore, blobs: DirectoryBlobs, worker: BatchWorker, max_file_bytes: int):
+    def __init__(self, store: BatchStore, blobs: Blobs, worker: BatchWorker, max_file_bytes: int,
+                 min_file_expiry: int = MIN_EXPIRY):
         self.store, self.blobs, self.worker = store, blobs, worker
         self.max_file_bytes = max_file_bytes
+        self.min_file_expiry = min_file_expiry
+
+    def check_expiry(self, expires_after: ExpiresAfter | None, param: str) -> int | None:
+        """The seconds asked for, within OpenAI's bounds (the least: --min-file-expiry)."""
+        if expires_after is None:
+            return None
+        if not self.min_file_expiry <= expires_after.seconds <= MAX_EXPIRY:
+            raise InvalidRequest(f"{param}.seconds must be between {self.min_file_expiry} and {MAX_EXPIRY}, not "
+                                 f"{expires_after.seconds}", param=f"{param}.seconds")
+        return expires_after.seconds
 
     # -- files ----------------------------------------------------------------------------------
 
-    async def upload(self, filename: str, purpose: str, chunks: AsyncIterator[bytes], tenant: Tenant) -> dict[str, Any]:
+    async def upload(self, filename: str, purpose: str, chunks: AsyncIterator[bytes], tenant: Tenant,
+                     expires_after: ExpiresAfter | None = None) -> dict[str, Any]:
         if purpose not in FILE_PURPOSES:
             raise InvalidRequest(f"purpose must be one of {', '.join(FILE_PURPOSES)}, not {purpose!r}",
                                  param="purpose")
+        seconds = self.check_expiry(expires_after, "expires_after")
         file_id = new_id("file-")
         size = await self.blobs.write(file_id, chunks, self.max_file_bytes)
-        file = file_object(file_id, filename, purpose, size)
+        now = int(time.time())
+        file = file_object(file_id, filename, purpose, size, None if seconds is None else now + seconds, now)
         await self.store.create_file(file, tenant.key)
         return file
 
     async def get_file(self, file_id: str, tenant: Tenant) -> dict[str, Any]:
         file = await self.store.get_file(file_id, tenant)
-        if file is None or not self.blobs.exists(file_id):
+        if file is None or not await self.blobs.exists(file_id):
             raise NotFound(f"No such File object: {file_id}", param="file_id")
         return file
 
@@ -78,6 +111,7 @@ class BatchesService:
                                  param="endpoint")
         if body.completion_window != "24h":
             raise InvalidRequest("completion_window must be '24h'", param="completion_window")
+        self.check_expiry(body.output_expires_after, "output_expires_after")
         file = await self.store.get_file(body.input_file_id, tenant)
         if file is None:
             raise NotFound(f"No such File object: {body.input_file_id}", param="input_file_id")
@@ -85,6 +119,8 @@ class BatchesService:
             raise InvalidRequest(f"the input file's purpose is {file['purpose']!r}, not 'batch'",
                                  param="input_file_id")
         batch = batch_object(body.input_file_id, body.endpoint, body.metadata, self.worker.settings.window_seconds)
+        if body.output_expires_after is not None:  # kept for the finalizer; not part of the object shown
+            batch[OUTPUT_EXPIRY] = body.output_expires_after.model_dump()
         await self.store.create_batch(batch, tenant.key)
         self.worker.wake()
         return batch

@@ -15,14 +15,14 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 
 from rostra.api.batches.dispatch import Asgi, run_line
-from rostra.api.batches.lines import LineChecker, next_block
-from rostra.api.batches.objects import LineError, answered_line, file_object, refused_line, with_counts
-from rostra.store.batch_store import BatchStore, ChunkClaim, PendingLine, WorkFilter
-from rostra.store.blobs import DirectoryBlobs
+from rostra.api.batches.lines import LineChecker, check_block
+from rostra.api.batches.objects import OUTPUT_EXPIRY, LineError, answered_line, file_object, refused_line, with_counts
+from rostra.store.batch_store import BatchStore, ChunkClaim, LineResult, PendingLine, WorkFilter
+from rostra.store.blobs import Blobs, lines_of, rechunked
 from rostra.store.tables import dumps
 
 log = logging.getLogger("rostra.batches")
@@ -36,6 +36,7 @@ class BatchSettings:
     chunk_lines: int = 50
     poll_interval: float = 0.5  # how often an idle worker looks for work
     window_seconds: int = 24 * 3600  # the completion window ("24h")
+    sweep_interval: float = 60.0  # how often expired files are deleted (they are invisible from their expiry on)
 
 
 def output_file_id(batch_id: str, kind: str) -> str:
@@ -44,7 +45,7 @@ def output_file_id(batch_id: str, kind: str) -> str:
 
 
 class BatchWorker:
-    def __init__(self, store: BatchStore, blobs: DirectoryBlobs, app: Asgi, settings: BatchSettings,
+    def __init__(self, store: BatchStore, blobs: Blobs, app: Asgi, settings: BatchSettings,
                  busy: Callable[[], bool], work: Callable[[], WorkFilter]):
         self.store, self.blobs, self.app, self.settings = store, blobs, app, settings
         self.busy = busy  # an online request waits for a slot: batch lines wait too
@@ -52,6 +53,7 @@ class BatchWorker:
         self.owner = f"worker-{secrets.token_hex(6)}"
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+        self._next_sweep = 0.0  # when to delete the expired files next (time.monotonic())
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name="rostra-batch-worker")
@@ -83,6 +85,9 @@ class BatchWorker:
 
     async def step(self) -> bool:
         """One piece of work, if there is one: a batch's phase, else a chunk of lines. False when idle."""
+        if time.monotonic() >= self._next_sweep:
+            self._next_sweep = time.monotonic() + self.settings.sweep_interval
+            await self.delete_expired_files()
         claimed = await self.store.claim_batch(self.owner, self.settings.lease_seconds, self.work())
         if claimed is not None:
             await self._advance(*claimed)
@@ -92,6 +97,13 @@ class BatchWorker:
             return False
         await self._run_chunk(chunk)
         return True
+
+    async def delete_expired_files(self) -> None:
+        """The contents of the files past their `expires_at` (the store forgets them first: they are a 404 from
+        then on, whichever process deletes the contents)."""
+        for file_id in await self.store.delete_expired_files():
+            await self.blobs.delete(file_id)
+            log.info("file %s expired: deleted", file_id)
 
     async def _advance(self, batch: dict[str, Any], tenant: str | None) -> None:
         if batch["status"] == "validating":
@@ -111,20 +123,13 @@ class BatchWorker:
         now = int(time.time())
         checker = LineChecker(batch["endpoint"])
         stored = 0
-        try:
-            handle = await asyncio.to_thread(open, self.blobs.path(batch["input_file_id"]), "rb")
-        except OSError:
-            handle = None
-        try:
-            while handle is not None and (block := await asyncio.to_thread(next_block, handle, checker, stored,
-                                                                            VALIDATION_BLOCK)):
-                if not await self.store.add_lines(batch["id"], self.owner, block, self.settings.chunk_lines):
+        async with contextlib.aclosing(_input_lines(self.blobs, batch["input_file_id"])) as raw_lines:
+            while block := await _next_raw_block(raw_lines, VALIDATION_BLOCK):
+                lines = await asyncio.to_thread(check_block, checker, block, stored)
+                if not await self.store.add_lines(batch["id"], self.owner, lines, self.settings.chunk_lines):
                     return  # the lease was lost: another process validates it
-                stored += len(block)
+                stored += len(lines)
                 await self.store.renew_batch(batch["id"], self.owner, self.settings.lease_seconds)
-        finally:
-            if handle is not None:
-                handle.close()
         if not stored:
             error = {"code": "empty_file", "message": "the input file has no lines (or is gone)", "param": None,
                      "line": None}
@@ -143,13 +148,16 @@ class BatchWorker:
         """Write the output and error files (the lines not answered, if cancelled or expired, as errors)."""
         unanswered = LineError(f"batch_{status}", f"the batch was {status} before this line ran")
         written = {}
+        expires_after = (batch.get(OUTPUT_EXPIRY) or {}).get("seconds")
         for kind, failed in (("output", False), ("error", True)):
             file_id = output_file_id(batch["id"], kind[0])
-            size = await asyncio.to_thread(self.blobs.write_lines_sync, file_id,
-                                           _result_lines(self.store.results_sync(batch["id"], failed), unanswered))
+            size = await self.blobs.write(file_id, rechunked(_result_lines(self.store.results(batch["id"], failed),
+                                                                           unanswered)))
             if size:
-                await self.store.create_file(file_object(file_id, f"{batch['id']}_{kind}.jsonl", "batch_output",
-                                                         size), tenant)
+                now = int(time.time())
+                await self.store.create_file(file_object(
+                    file_id, f"{batch['id']}_{kind}.jsonl", "batch_output", size,
+                    None if expires_after is None else now + expires_after, created_at=now), tenant)
                 written[f"{kind}_file_id"] = file_id
             else:
                 await self.blobs.delete(file_id)
@@ -207,6 +215,24 @@ class BatchWorker:
                 return
 
 
-def _result_lines(rows: Iterator[tuple[str | None, str | None]], unanswered: LineError) -> Iterator[bytes]:
-    for custom_id, result in rows:
-        yield (result if result is not None else dumps(refused_line(custom_id, unanswered))).encode()
+async def _result_lines(rows: AsyncIterator[LineResult], unanswered: LineError) -> AsyncIterator[bytes]:
+    async for row in rows:
+        yield (row.result if row.result is not None else dumps(refused_line(row.custom_id, unanswered))).encode()
+
+
+async def _input_lines(blobs: Blobs, file_id: str) -> AsyncGenerator[bytes, None]:
+    """The non-empty lines of a batch's input file (none if it is gone)."""
+    if not await blobs.exists(file_id):
+        return
+    async for line in lines_of(blobs.read(file_id)):
+        if line.strip():
+            yield line
+
+
+async def _next_raw_block(lines: AsyncIterator[bytes], size: int) -> list[bytes]:
+    block: list[bytes] = []
+    async for line in lines:
+        block.append(line)
+        if len(block) == size:
+            break
+    return block

@@ -1,0 +1,326 @@
+"""The Files and Batch APIs' store on PostgreSQL (batch_store.py says what it keeps), with the files' contents in
+the database too (`PostgresBlobs`): replicas on different machines share files and batches.
+
+Leases are taken with `FOR UPDATE SKIP LOCKED` (two replicas never take the same chunk) and their times come from
+the database's clock, as the Responses store's do. Its own schema version (`rostra_batch_schema`), so the Files and
+Batch tables migrate apart from the Responses tables in the same database.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+
+from rostra.store.base import StoreError
+from rostra.store.batch_store import (
+    BatchLine,
+    BatchStore,
+    ChunkClaim,
+    LineCounts,
+    LineResult,
+    PendingLine,
+    WorkFilter,
+)
+from rostra.store.blobs import Blobs, too_large
+from rostra.store.postgres import NOW, migrate, redacted
+from rostra.store.tables import dumps
+from rostra.store.tenancy import EVERYONE, Tenant
+
+MIGRATIONS: list[str] = [
+    """
+    CREATE TABLE rostra_files (
+        id TEXT PRIMARY KEY, tenant TEXT, created_at BIGINT, purpose TEXT, expires_at BIGINT, body TEXT NOT NULL,
+        seq BIGSERIAL
+    );
+    CREATE INDEX rostra_files_by_time ON rostra_files (created_at, seq);
+    CREATE INDEX rostra_files_by_expiry ON rostra_files (expires_at) WHERE expires_at IS NOT NULL;
+    CREATE TABLE rostra_file_chunks (
+        file_id TEXT NOT NULL, position INTEGER NOT NULL, data BYTEA NOT NULL, PRIMARY KEY (file_id, position)
+    );
+    CREATE TABLE rostra_batches (
+        id TEXT PRIMARY KEY, tenant TEXT, created_at BIGINT, status TEXT, endpoint TEXT, model TEXT,
+        expires_at BIGINT, body TEXT NOT NULL, owner TEXT, lease_until DOUBLE PRECISION, seq BIGSERIAL
+    );
+    CREATE INDEX rostra_batches_by_status ON rostra_batches (status);
+    CREATE TABLE rostra_batch_chunks (
+        batch_id TEXT NOT NULL REFERENCES rostra_batches(id) ON DELETE CASCADE, chunk INTEGER NOT NULL, owner TEXT,
+        lease_until DOUBLE PRECISION, done BOOLEAN NOT NULL DEFAULT FALSE, PRIMARY KEY (batch_id, chunk)
+    );
+    CREATE TABLE rostra_batch_lines (
+        batch_id TEXT NOT NULL REFERENCES rostra_batches(id) ON DELETE CASCADE, number INTEGER NOT NULL,
+        chunk INTEGER NOT NULL, custom_id TEXT, request TEXT, result TEXT, failed BOOLEAN NOT NULL DEFAULT FALSE,
+        PRIMARY KEY (batch_id, number)
+    );
+    CREATE INDEX rostra_batch_lines_by_chunk ON rostra_batch_lines (batch_id, chunk);
+    """,
+]
+SCHEMA_TABLE = "rostra_batch_schema"
+
+
+def _visible(first: int) -> str:
+    return f"(${first}::bool OR tenant IS NULL OR tenant = ${first + 1}::text)"
+
+
+_LIVE = f"(expires_at IS NULL OR expires_at > {NOW})"  # a file not expired
+_FREE = f"(owner IS NULL OR lease_until < {NOW})"  # nobody holds the lease
+
+
+class PostgresBatchStore(BatchStore):
+    def __init__(self, dsn: str, *, pool_size: int = 5):
+        self.dsn, self.pool_size = dsn, pool_size
+        self._pool: asyncpg.Pool | None = None
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        if self._pool is None:
+            raise StoreError("the batch store is not open")
+        return self._pool
+
+    async def open(self) -> None:
+        try:
+            pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=self.pool_size)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise StoreError(f"cannot connect to the batch store at {redacted(self.dsn)}: {exc}") from exc
+        try:
+            async with pool.acquire() as conn:
+                await migrate(conn, MIGRATIONS, SCHEMA_TABLE, "batch store")
+        except BaseException:
+            await pool.close()
+            raise
+        self._pool = pool
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    # -- files ----------------------------------------------------------------------------------
+
+    async def create_file(self, file: dict, tenant: str | None) -> None:
+        await self.pool.execute(
+            "INSERT INTO rostra_files (id, tenant, created_at, purpose, expires_at, body) VALUES ($1, $2, $3, $4, $5, "
+            "$6) ON CONFLICT (id) DO UPDATE SET tenant = $2, created_at = $3, purpose = $4, expires_at = $5, body = $6",
+            file["id"], tenant, file["created_at"], file["purpose"], file.get("expires_at"), dumps(file))
+
+    async def get_file(self, file_id: str, tenant: Tenant = EVERYONE) -> dict | None:
+        body = await self.pool.fetchval(f"SELECT body FROM rostra_files WHERE id = $1 AND {_visible(2)} AND {_LIVE}",
+                                        file_id, *tenant.sql_params())
+        return None if body is None else json.loads(body)
+
+    async def list_files(self, *, after: str | None, limit: int, order: str, purpose: str | None,
+                         tenant: Tenant = EVERYONE) -> tuple[list[dict], bool]:
+        return await self._page("rostra_files", after, limit, order, purpose, tenant)
+
+    async def delete_file(self, file_id: str, tenant: Tenant = EVERYONE) -> bool:
+        done = await self.pool.execute(f"DELETE FROM rostra_files WHERE id = $1 AND {_visible(2)} AND {_LIVE}",
+                                       file_id, *tenant.sql_params())
+        return done != "DELETE 0"
+
+    async def delete_expired_files(self) -> list[str]:
+        rows = await self.pool.fetch(f"DELETE FROM rostra_files WHERE expires_at <= {NOW} RETURNING id")
+        return [row["id"] for row in rows]
+
+    async def _page(self, table: str, after: str | None, limit: int, order: str, purpose: str | None,
+                    tenant: Tenant) -> tuple[list[dict], bool]:
+        compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")  # fixed strings only
+        conditions, params = [_visible(1)], list[Any](tenant.sql_params())
+        if table == "rostra_files":
+            conditions.append(_LIVE)
+        if purpose is not None:
+            params.append(purpose)
+            conditions.append(f"purpose = ${len(params)}")
+        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            if after is not None:
+                row = await conn.fetchrow(f"SELECT created_at, seq FROM {table} WHERE {' AND '.join(conditions)} "
+                                          f"AND id = ${len(params) + 1}", *params, after)
+                if row is None:
+                    raise StoreError(f"no object {after!r} to list after")
+                params += [row["created_at"], row["seq"]]
+                conditions.append(f"(created_at, seq) {compare} (${len(params) - 1}, ${len(params)})")
+            # seq: the order they were made in, within one second too
+            rows = await conn.fetch(f"SELECT body FROM {table} WHERE {' AND '.join(conditions)} "
+                                    f"ORDER BY created_at {direction}, seq {direction} LIMIT ${len(params) + 1}",
+                                    *params, limit + 1)
+        return [json.loads(row["body"]) for row in rows[:limit]], len(rows) > limit
+
+    # -- batches ----------------------------------------------------------------------------------
+
+    async def create_batch(self, batch: dict, tenant: str | None) -> None:
+        await self.pool.execute(
+            "INSERT INTO rostra_batches (id, tenant, created_at, status, endpoint, expires_at, body) "
+            "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            batch["id"], tenant, batch["created_at"], batch["status"], batch["endpoint"], batch["expires_at"],
+            dumps(batch))
+
+    async def get_batch(self, batch_id: str, tenant: Tenant = EVERYONE) -> dict | None:
+        body = await self.pool.fetchval(f"SELECT body FROM rostra_batches WHERE id = $1 AND {_visible(2)}",
+                                        batch_id, *tenant.sql_params())
+        return None if body is None else json.loads(body)
+
+    async def list_batches(self, *, after: str | None, limit: int, tenant: Tenant = EVERYONE
+                           ) -> tuple[list[dict], bool]:
+        return await self._page("rostra_batches", after, limit, "desc", None, tenant)
+
+    async def update_batch(self, batch: dict, owner: str | None = None) -> bool:
+        if owner is None:
+            done = await self.pool.execute("UPDATE rostra_batches SET status = $1, body = $2, model = $3 WHERE id = $4",
+                                           batch["status"], dumps(batch), batch.get("model"), batch["id"])
+        else:
+            # A cancel that came during validation wins over the validator's move to in_progress.
+            done = await self.pool.execute(
+                "UPDATE rostra_batches SET status = $1, body = $2, model = $3, owner = NULL, lease_until = NULL "
+                f"WHERE id = $4 AND owner = $5 AND lease_until >= {NOW} "
+                "AND NOT (status = 'cancelling' AND $1 = 'in_progress')",
+                batch["status"], dumps(batch), batch.get("model"), batch["id"], owner)
+        return done != "UPDATE 0"
+
+    async def request_cancel(self, batch_id: str, cancelling: dict) -> dict | None:
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute("UPDATE rostra_batches SET status = 'cancelling', body = $1 WHERE id = $2 AND status IN "
+                               "('validating', 'in_progress')", dumps(cancelling), batch_id)
+            body = await conn.fetchval("SELECT body FROM rostra_batches WHERE id = $1", batch_id)
+        return None if body is None else json.loads(body)
+
+    async def claim_batch(self, owner: str, lease_seconds: float, work: WorkFilter
+                          ) -> tuple[dict, str | None] | None:
+        served, params = _served(work, 1)
+        async with self.pool.acquire() as conn, conn.transaction():
+            row = await conn.fetchrow(
+                f"SELECT id, body, tenant FROM rostra_batches b WHERE {_FREE} AND (status = 'validating' OR "
+                f"({served} AND (status = 'finalizing' OR (status = 'cancelling' AND NOT EXISTS ("
+                f"SELECT 1 FROM rostra_batch_chunks c WHERE c.batch_id = b.id AND c.owner IS NOT NULL AND "
+                f"c.lease_until >= {NOW})) OR (status = 'in_progress' AND (expires_at <= {NOW} OR NOT EXISTS ("
+                "SELECT 1 FROM rostra_batch_chunks c WHERE c.batch_id = b.id AND NOT c.done)))))) "
+                "ORDER BY created_at, seq LIMIT 1 FOR UPDATE SKIP LOCKED", *params)
+            if row is None:
+                return None
+            await conn.execute(f"UPDATE rostra_batches SET owner = $1, lease_until = {NOW} + $2::float8 "
+                               "WHERE id = $3", owner, lease_seconds, row["id"])
+        return json.loads(row["body"]), row["tenant"]
+
+    async def renew_batch(self, batch_id: str, owner: str, lease_seconds: float) -> bool:
+        done = await self.pool.execute(f"UPDATE rostra_batches SET lease_until = {NOW} + $1::float8 "
+                                       "WHERE id = $2 AND owner = $3", lease_seconds, batch_id, owner)
+        return done != "UPDATE 0"
+
+    async def add_lines(self, batch_id: str, owner: str, lines: list[BatchLine], chunk_lines: int) -> bool:
+        async with self.pool.acquire() as conn, conn.transaction():
+            # The row lock holds the lease for the whole transaction.
+            if await conn.fetchval(f"SELECT 1 FROM rostra_batches WHERE id = $1 AND owner = $2 AND "
+                                   f"lease_until >= {NOW} FOR UPDATE", batch_id, owner) is None:
+                return False
+            await conn.executemany(
+                "INSERT INTO rostra_batch_lines (batch_id, number, chunk, custom_id, request, result, failed) "
+                "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+                [(batch_id, line.number, line.number // chunk_lines, line.custom_id, line.request, line.result,
+                  line.failed) for line in lines])
+            await conn.executemany("INSERT INTO rostra_batch_chunks (batch_id, chunk) VALUES ($1, $2) "
+                                   "ON CONFLICT DO NOTHING",
+                                   [(batch_id, chunk) for chunk in sorted({line.number // chunk_lines
+                                                                           for line in lines})])
+        return True
+
+    async def claim_chunk(self, owner: str, lease_seconds: float, work: WorkFilter) -> ChunkClaim | None:
+        served, params = _served(work, 1, "b")
+        async with self.pool.acquire() as conn, conn.transaction():
+            row = await conn.fetchrow(
+                "SELECT c.batch_id, c.chunk, b.body, b.tenant FROM rostra_batch_chunks c JOIN rostra_batches b ON "
+                f"b.id = c.batch_id WHERE NOT c.done AND (c.owner IS NULL OR c.lease_until < {NOW}) AND "
+                f"b.status = 'in_progress' AND b.expires_at > {NOW} AND {served} "
+                "ORDER BY b.created_at, b.seq, c.chunk LIMIT 1 FOR UPDATE OF c SKIP LOCKED", *params)
+            if row is None:
+                return None
+            await conn.execute(f"UPDATE rostra_batch_chunks SET owner = $1, lease_until = {NOW} + $2::float8 "
+                               "WHERE batch_id = $3 AND chunk = $4", owner, lease_seconds, row["batch_id"], row["chunk"])
+            pending = await conn.fetch("SELECT number, custom_id, request FROM rostra_batch_lines WHERE batch_id = $1 "
+                                       "AND chunk = $2 AND result IS NULL ORDER BY number", row["batch_id"], row["chunk"])
+        return ChunkClaim(json.loads(row["body"]), row["tenant"], row["chunk"],
+                          [PendingLine(line["number"], line["custom_id"], line["request"]) for line in pending])
+
+    async def renew_chunk(self, batch_id: str, chunk: int, owner: str, lease_seconds: float) -> bool:
+        done = await self.pool.execute(
+            f"UPDATE rostra_batch_chunks SET lease_until = {NOW} + $1::float8 WHERE batch_id = $2 AND chunk = $3 AND "
+            f"owner = $4 AND lease_until >= {NOW} AND EXISTS (SELECT 1 FROM rostra_batches WHERE id = $2 AND "
+            f"status = 'in_progress' AND expires_at > {NOW})", lease_seconds, batch_id, chunk, owner)
+        return done != "UPDATE 0"
+
+    async def record_line(self, batch_id: str, chunk: int, owner: str, number: int, result: str,
+                          failed: bool) -> bool:
+        async with self.pool.acquire() as conn, conn.transaction():
+            # The chunk's row lock: a takeover waits for this write, or this write sees the lease gone.
+            if await conn.fetchval(f"SELECT 1 FROM rostra_batch_chunks WHERE batch_id = $1 AND chunk = $2 AND "
+                                   f"owner = $3 AND lease_until >= {NOW} FOR UPDATE", batch_id, chunk, owner) is None:
+                return False
+            done = await conn.execute("UPDATE rostra_batch_lines SET result = $1, failed = $2 WHERE batch_id = $3 "
+                                      "AND number = $4 AND result IS NULL", result, failed, batch_id, number)
+        return done != "UPDATE 0"
+
+    async def release_chunk(self, batch_id: str, chunk: int, owner: str) -> None:
+        await self.pool.execute(
+            "UPDATE rostra_batch_chunks SET owner = NULL, lease_until = NULL, done = NOT EXISTS (SELECT 1 FROM "
+            "rostra_batch_lines WHERE batch_id = $1 AND chunk = $2 AND result IS NULL) WHERE batch_id = $1 AND "
+            "chunk = $2 AND owner = $3", batch_id, chunk, owner)
+
+    async def counts(self, batch_id: str) -> LineCounts:
+        row = await self.pool.fetchrow(
+            "SELECT COUNT(*) AS total, COUNT(result) AS answered, COUNT(*) FILTER (WHERE failed) AS failed "
+            "FROM rostra_batch_lines WHERE batch_id = $1", batch_id)
+        return LineCounts(row["total"], row["answered"] - row["failed"], row["failed"])
+
+    async def results_page(self, batch_id: str, failed: bool, after: int, limit: int) -> list[LineResult]:
+        condition = "failed OR result IS NULL" if failed else "NOT failed AND result IS NOT NULL"
+        rows = await self.pool.fetch(
+            f"SELECT number, custom_id, result FROM rostra_batch_lines WHERE batch_id = $1 AND number > $2 AND "
+            f"({condition}) ORDER BY number LIMIT $3", batch_id, after, limit)
+        return [LineResult(row["number"], row["custom_id"], row["result"]) for row in rows]
+
+
+def _served(work: WorkFilter, first: int, table: str = "b") -> tuple[str, list[list[str]]]:
+    """The condition "a batch this process serves", its parameters numbered from `first`."""
+    condition = f"{table}.endpoint = ANY(${first}::text[])"
+    if work.models is None:
+        return condition, [list(work.endpoints)]
+    return f"{condition} AND {table}.model = ANY(${first + 1}::text[])", [list(work.endpoints), list(work.models)]
+
+
+class PostgresBlobs(Blobs):
+    """File contents as rows of chunks (of the size they were written in) in the batch store's database."""
+
+    def __init__(self, store: PostgresBatchStore):
+        self.store = store
+
+    async def write(self, blob_id: str, chunks: AsyncIterator[bytes], max_bytes: int | None = None) -> int:
+        size = 0
+        async with self.store.pool.acquire() as conn, conn.transaction():  # seen whole, or not at all
+            await conn.execute("DELETE FROM rostra_file_chunks WHERE file_id = $1", blob_id)
+            position = 0
+            async for chunk in chunks:
+                size += len(chunk)
+                if max_bytes is not None and size > max_bytes:
+                    raise too_large(max_bytes)
+                if chunk:
+                    await conn.execute("INSERT INTO rostra_file_chunks (file_id, position, data) VALUES ($1, $2, $3)",
+                                       blob_id, position, chunk)
+                    position += 1
+            if position == 0:  # an empty file still exists
+                await conn.execute("INSERT INTO rostra_file_chunks (file_id, position, data) VALUES ($1, 0, '')",
+                                   blob_id)
+        return size
+
+    async def read(self, blob_id: str) -> AsyncIterator[bytes]:
+        position = 0
+        while (data := await self.store.pool.fetchval("SELECT data FROM rostra_file_chunks WHERE file_id = $1 AND "
+                                                      "position = $2", blob_id, position)) is not None:
+            if data:
+                yield bytes(data)
+            position += 1
+
+    async def exists(self, blob_id: str) -> bool:
+        return await self.store.pool.fetchval("SELECT 1 FROM rostra_file_chunks WHERE file_id = $1 LIMIT 1",
+                                              blob_id) is not None
+
+    async def delete(self, blob_id: str) -> None:
+        await self.store.pool.execute("DELETE FROM rostra_file_chunks WHERE file_id = $1", blob_id)

@@ -1,0 +1,44 @@
+"""Images stored once (images.py) on SQLite: the `images` table, and which response or conversation uses which."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from rostra.store.images import join_images, needs_joining, references, split_images
+from rostra.store.tables import dumps
+
+MIGRATION = """
+    CREATE TABLE images (sha256 TEXT PRIMARY KEY, url TEXT NOT NULL);
+    CREATE TABLE image_uses (owner TEXT NOT NULL, sha256 TEXT NOT NULL, PRIMARY KEY (owner, sha256));
+    CREATE INDEX image_uses_by_image ON image_uses(sha256);
+"""
+
+
+def stored_bodies(conn: sqlite3.Connection, owner: str, items: list[dict]) -> list[str]:
+    """The items' bodies as stored, their images kept once (inside the caller's transaction)."""
+    split = split_images(items)
+    if split.images:
+        conn.executemany("INSERT OR IGNORE INTO images (sha256, url) VALUES (?, ?)", list(split.images.items()))
+        conn.executemany("INSERT OR IGNORE INTO image_uses (owner, sha256) VALUES (?, ?)",
+                         [(owner, digest) for digest in split.images])
+    return [dumps(item) for item in split.items]
+
+
+def loaded(conn: sqlite3.Connection, bodies: list[str]) -> list[dict]:
+    """Stored bodies as they were written, their images put back."""
+    values = [json.loads(body) for body in bodies]
+    marked = [index for index, body in enumerate(bodies) if needs_joining(body)]
+    wanted = sorted(set().union(*(references(values[index]) for index in marked)))
+    images = dict(conn.execute(f"SELECT sha256, url FROM images WHERE sha256 IN ({', '.join('?' for _ in wanted)})",
+                               wanted).fetchall()) if wanted else {}
+    for index in marked:
+        values[index] = join_images(values[index], images)
+    return values
+
+
+def forget_unused(conn: sqlite3.Connection) -> None:
+    """After deleting responses or conversations: their uses, and the images nobody uses any more."""
+    conn.execute("DELETE FROM image_uses WHERE owner NOT IN (SELECT id FROM responses) AND owner NOT IN "
+                 "(SELECT id FROM conversations)")
+    conn.execute("DELETE FROM images WHERE sha256 NOT IN (SELECT sha256 FROM image_uses)")

@@ -1,0 +1,285 @@
+"""The Files and Batch APIs' store and file contents, one suite run on both backends (SQLite with a directory of
+files, and a real PostgreSQL server holding the contents too): files and their expiry, contents streamed in and out,
+chunk leases with owner-checked writes, a line written once, takeover after a lease expires, result pages."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import tracemalloc
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from rostra.errors import PayloadTooLarge
+from rostra.store.base import StoreError
+from rostra.store.batch_postgres import PostgresBatchStore, PostgresBlobs
+from rostra.store.batch_sqlite import SqliteBatchStore
+from rostra.store.batch_store import BatchLine, BatchStore, WorkFilter
+from rostra.store.blobs import Blobs, DirectoryBlobs
+from rostra.store.tenancy import Tenant
+
+CHAT = "/v1/chat/completions"
+WORK = WorkFilter((CHAT,))
+
+
+class Backend:
+    def __init__(self, kind: str, location: str | Path):
+        self.kind, self.location = kind, location
+
+    def new(self) -> tuple[BatchStore, Blobs]:
+        """Another store on the same data: a restart, or another replica."""
+        if self.kind == "sqlite":
+            root = Path(self.location)
+            return SqliteBatchStore(root / "batches.sqlite3"), DirectoryBlobs(root / "files")
+        store = PostgresBatchStore(str(self.location))
+        return store, PostgresBlobs(store)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request, tmp_path) -> Backend:
+    if request.param == "sqlite":
+        return Backend("sqlite", tmp_path)
+    return Backend("postgres", request.getfixturevalue("postgres").new_database())
+
+
+def run(backend: Backend, body, replicas: int = 1):
+    """`await body(*stores)` with `replicas` stores open on the backend (each a (store, blobs) pair)."""
+    async def main():
+        opened = [backend.new() for _ in range(replicas)]
+        for store, _ in opened:
+            await store.open()
+        try:
+            return await body(*opened)
+        finally:
+            for store, _ in opened:
+                await store.close()
+    return asyncio.run(main())
+
+
+def file(file_id: str, created_at: int = 1700000000, expires_at: int | None = None, purpose: str = "batch") -> dict:
+    return {"id": file_id, "object": "file", "bytes": 1, "created_at": created_at, "filename": "f.jsonl",
+            "purpose": purpose, "status": "processed", "expires_at": expires_at}
+
+
+def batch(batch_id: str, expires_in: float = 3600) -> dict:
+    return {"id": batch_id, "object": "batch", "endpoint": CHAT, "status": "validating", "created_at": int(time.time()),
+            "expires_at": int(time.time() + expires_in), "input_file_id": "file-in", "model": None}
+
+
+async def chunks_of(*parts: bytes) -> AsyncIterator[bytes]:
+    for part in parts:
+        yield part
+
+
+async def read_all(blobs: Blobs, blob_id: str) -> bytes:
+    return b"".join([chunk async for chunk in blobs.read(blob_id)])
+
+
+async def started(store: BatchStore, batch_id: str, count: int, chunk_lines: int, expires_in: float = 3600) -> None:
+    """A batch of `count` lines validated and in progress (line 1 refused at validation)."""
+    await store.create_batch(batch(batch_id, expires_in), None)
+    claimed = await store.claim_batch("validator", 5, WORK)
+    assert claimed is not None and claimed[0]["id"] == batch_id
+    lines = [BatchLine(n, f"c{n}", None, '{"error": true}', failed=True) if n == 1 else
+             BatchLine(n, f"c{n}", f'{{"n": {n}}}') for n in range(count)]
+    assert await store.add_lines(batch_id, "validator", lines, chunk_lines)
+    assert await store.update_batch({**claimed[0], "status": "in_progress"}, "validator")
+
+
+def test_files_round_trip_page_and_tenants(backend):
+    async def body(pair):
+        store, _ = pair
+        for n in range(5):
+            await store.create_file(file(f"file-{n}", created_at=1700000000 + n // 2,
+                                         purpose="batch" if n % 2 == 0 else "user_data"), "key-a" if n < 4 else None)
+        assert (await store.get_file("file-0"))["purpose"] == "batch"
+        assert await store.get_file("file-0", Tenant("key-b", sees_all=False)) is None
+        assert await store.get_file("file-4", Tenant("key-b", sees_all=False)) is not None  # no tenant: shared
+        page, more = await store.list_files(after=None, limit=2, order="asc", purpose=None)
+        assert [f["id"] for f in page] == ["file-0", "file-1"] and more
+        page, more = await store.list_files(after="file-1", limit=10, order="asc", purpose=None)
+        assert [f["id"] for f in page] == ["file-2", "file-3", "file-4"] and not more
+        page, _ = await store.list_files(after=None, limit=10, order="desc", purpose="batch")
+        assert [f["id"] for f in page] == ["file-4", "file-2", "file-0"]
+        with pytest.raises(StoreError):
+            await store.list_files(after="file-nope", limit=10, order="asc", purpose=None)
+        assert not await store.delete_file("file-0", Tenant("key-b", sees_all=False))
+        assert await store.delete_file("file-0", Tenant("key-a", sees_all=False))
+        assert await store.get_file("file-0") is None
+    run(backend, body)
+
+
+def test_expired_files_are_gone_at_once_and_deleted_by_the_sweep(backend):
+    async def body(pair):
+        store, _ = pair
+        now = int(time.time())
+        await store.create_file(file("file-soon", expires_at=now + 1), None)
+        await store.create_file(file("file-later", expires_at=now + 3600), None)
+        await store.create_file(file("file-never"), None)
+        assert await store.get_file("file-soon") is not None
+        assert await store.delete_expired_files() == []
+        await asyncio.sleep(2.1)
+        assert await store.get_file("file-soon") is None  # before any sweep
+        page, _ = await store.list_files(after=None, limit=10, order="asc", purpose=None)
+        assert {f["id"] for f in page} == {"file-later", "file-never"}
+        assert not await store.delete_file("file-soon")
+        assert await store.delete_expired_files() == ["file-soon"]
+        assert await store.delete_expired_files() == []
+    run(backend, body)
+
+
+def test_contents_stream_in_and_out_whole_or_not_at_all(backend):
+    async def body(pair):
+        _, blobs = pair
+        parts = [bytes([n]) * 100_000 for n in range(7)]
+        assert await blobs.write("file-a", chunks_of(*parts)) == 700_000
+        assert await read_all(blobs, "file-a") == b"".join(parts)
+        assert [len(chunk) > 0 async for chunk in blobs.read("file-a")]  # more than one chunk, each non-empty
+        assert await blobs.write("file-empty", chunks_of()) == 0
+        assert await blobs.exists("file-empty") and await read_all(blobs, "file-empty") == b""
+        with pytest.raises(PayloadTooLarge):
+            await blobs.write("file-big", chunks_of(b"x" * 60, b"y" * 60), max_bytes=100)
+        assert not await blobs.exists("file-big")
+        # a rewrite (a finalizer that died half-way, replaced) replaces the contents whole
+        assert await blobs.write("file-a", chunks_of(b"new")) == 3
+        assert await read_all(blobs, "file-a") == b"new"
+        await blobs.delete("file-a")
+        assert not await blobs.exists("file-a")
+    run(backend, body)
+
+
+def test_a_replica_reads_what_another_wrote(backend):
+    async def body(first, second):
+        await first[1].write("file-shared", chunks_of(b"line one\n", b"line two\n"))
+        await first[0].create_file(file("file-shared"), None)
+        assert await second[0].get_file("file-shared") is not None
+        assert await read_all(second[1], "file-shared") == b"line one\nline two\n"
+    run(backend, body, replicas=2)
+
+
+def test_chunks_are_leased_and_each_line_written_once(backend):
+    async def body(pair):
+        store, _ = pair
+        await started(store, "batch_a", 6, chunk_lines=3)
+        one = await store.claim_chunk("one", 5, WORK)
+        two = await store.claim_chunk("two", 5, WORK)
+        assert one is not None and two is not None and {one.chunk, two.chunk} == {0, 1}
+        assert await store.claim_chunk("three", 5, WORK) is None  # both leased
+        first = one if one.chunk == 0 else two
+        assert [line.number for line in first.lines] == [0, 2]  # line 1 was refused at validation
+        owner = "one" if first is one else "two"
+        assert not await store.record_line("batch_a", 0, "two" if owner == "one" else "one", 0, "x", False)
+        assert await store.record_line("batch_a", 0, owner, 0, '{"ok": 0}', False)
+        assert not await store.record_line("batch_a", 0, owner, 0, '{"again": 0}', False)  # written once
+        assert (await store.counts("batch_a")).completed == 1
+        await store.release_chunk("batch_a", 0, owner)
+        again = await store.claim_chunk("four", 5, WORK)  # line 2 is still unanswered
+        assert again is not None and again.chunk == 0 and [line.number for line in again.lines] == [2]
+    run(backend, body)
+
+
+def test_a_dead_runners_chunk_is_taken_over_and_its_late_write_refused(backend):
+    async def body(first, second):
+        store_a, store_b = first[0], second[0]
+        await started(store_a, "batch_b", 4, chunk_lines=4)
+        claim = await store_a.claim_chunk("a", 0.5, WORK)
+        assert claim is not None and await store_b.claim_chunk("b", 5, WORK) is None
+        await asyncio.sleep(1.0)  # a stops renewing: its lease expires
+        assert not await store_a.renew_chunk("batch_b", 0, "a", 5)
+        taken = await store_b.claim_chunk("b", 5, WORK)
+        assert taken is not None and [line.number for line in taken.lines] == [0, 2, 3]
+        assert not await store_a.record_line("batch_b", 0, "a", 0, '{"late": true}', False)
+        for number in (0, 2, 3):
+            assert await store_b.record_line("batch_b", 0, "b", number, f'{{"n": {number}}}', False)
+        await store_b.release_chunk("batch_b", 0, "b")
+        counts = await store_b.counts("batch_b")
+        assert (counts.total, counts.completed, counts.failed) == (4, 3, 1)
+        # every chunk done: the batch is claimed for finalizing
+        claimed = await store_b.claim_batch("b", 5, WORK)
+        assert claimed is not None and claimed[0]["id"] == "batch_b"
+        answered = [(row.number, row.result) async for row in store_b.results("batch_b", failed=False)]
+        assert answered == [(0, '{"n": 0}'), (2, '{"n": 2}'), (3, '{"n": 3}')]
+        refused = [(row.number, row.custom_id) async for row in store_b.results("batch_b", failed=True)]
+        assert refused == [(1, "c1")]
+    run(backend, body, replicas=2)
+
+
+def test_claims_in_one_loop_turn_never_share_a_chunk(backend):
+    async def body(*replicas):
+        await started(replicas[0][0], "batch_c", 40, chunk_lines=4)
+        claims = await asyncio.gather(*(store.claim_chunk(f"r{n}-{k}", 5, WORK)
+                                        for n, (store, _) in enumerate(replicas) for k in range(4)))
+        chunks = [claim.chunk for claim in claims if claim is not None]
+        assert len(chunks) == len(set(chunks)) == 10 - 2  # 10 chunks; two claims found none left
+        batch_claims = await asyncio.gather(*(store.claim_batch(f"f{n}", 5, WorkFilter((CHAT,)))
+                                              for n, (store, _) in enumerate(replicas)))
+        assert batch_claims == [None, None]  # in progress, chunks running
+    run(backend, body, replicas=2)
+
+
+def test_results_page_through_many_lines(backend):
+    async def body(pair):
+        store, _ = pair
+        await started(store, "batch_d", 1203, chunk_lines=500)
+        while (claim := await store.claim_chunk("w", 30, WORK)) is not None:
+            for line in claim.lines:
+                assert await store.record_line("batch_d", claim.chunk, "w", line.number, f'"{line.number}"', False)
+            await store.release_chunk("batch_d", claim.chunk, "w")
+        numbers = [row.number async for row in store.results("batch_d", failed=False)]
+        assert numbers == [n for n in range(1203) if n != 1]
+    run(backend, body)
+
+
+def test_an_expired_batch_stops_its_chunks_and_is_claimed_to_be_finalized(backend):
+    async def body(pair):
+        store, _ = pair
+        await started(store, "batch_e", 4, chunk_lines=2, expires_in=1.5)
+        claim = await store.claim_chunk("w", 5, WORK)
+        assert claim is not None
+        await asyncio.sleep(2.1)
+        assert not await store.renew_chunk("batch_e", claim.chunk, "w", 5)
+        assert await store.claim_chunk("w2", 5, WORK) is None
+        claimed = await store.claim_batch("f", 5, WORK)
+        assert claimed is not None and claimed[0]["status"] == "in_progress"
+    run(backend, body)
+
+
+def test_a_cancel_during_validation_wins(backend):
+    async def body(pair):
+        store, _ = pair
+        await store.create_batch(batch("batch_f"), None)
+        claimed = await store.claim_batch("v", 5, WORK)
+        assert claimed is not None
+        cancelling = await store.request_cancel("batch_f", {**claimed[0], "status": "cancelling"})
+        assert cancelling is not None and cancelling["status"] == "cancelling"
+        assert not await store.update_batch({**claimed[0], "status": "in_progress"}, "v")
+        assert (await store.get_batch("batch_f"))["status"] == "cancelling"
+        page, more = await store.list_batches(after=None, limit=5)
+        assert [b["id"] for b in page] == ["batch_f"] and not more
+    run(backend, body)
+
+
+def test_a_large_file_never_sits_in_memory(backend):
+    """48 MiB in and out a MiB at a time: Python's allocations peak at a few chunks, not at the file's size."""
+    size, chunk = 48 * 1024 * 1024, 1024 * 1024
+
+    async def generated() -> AsyncIterator[bytes]:
+        for n in range(size // chunk):
+            yield bytes([n % 256]) * chunk
+
+    async def body(pair):
+        _, blobs = pair
+        tracemalloc.start()
+        try:
+            assert await blobs.write("file-large", generated()) == size
+            total = 0
+            async for part in blobs.read("file-large"):
+                assert part == bytes([total // chunk % 256]) * len(part)
+                total += len(part)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert total == size and peak < 8 * chunk, peak
+    run(backend, body)
