@@ -19,6 +19,7 @@ import httpx
 from rostra.config import Settings
 from rostra.embedded import embedded_model_path
 from rostra.engines import load_engine
+from rostra.engines.registry import build_engine
 from rostra.server.app import create_app
 from rostra.store import open_store
 
@@ -35,10 +36,16 @@ class InProcessServer:
     """`async with InProcessServer(tmp_path, script_lines, max_concurrency=1) as server: ...`"""
 
     def __init__(self, directory: Path, script: list[dict], **settings):
-        self.engine = load_engine("scripted", script_path=str(write_script(directory, script)),
-                                  tokenizer_path=embedded_model_path(), model_name=MODEL, max_model_len=4096)
+        """`upstreams=[URL]`: a gateway (the remote engine) in front of them instead of the scripted engine."""
+        if settings.get("upstreams"):
+            settings = {"engine": "remote", **settings}
+            self.engine = build_engine(Settings(**settings))
+        else:
+            settings = {"engine": "scripted", **settings}
+            self.engine = load_engine("scripted", script_path=str(write_script(directory, script)),
+                                      tokenizer_path=embedded_model_path(), model_name=MODEL, max_model_len=4096)
         self.store = open_store(directory / "data")
-        self.app = create_app(self.engine, Settings(engine="scripted", **settings), self.store)
+        self.app = create_app(self.engine, Settings(**settings), self.store)
         self._stack = AsyncExitStack()
 
     async def __aenter__(self) -> "InProcessServer":
