@@ -4,17 +4,23 @@ Serving-layer tests run in milliseconds here. `InProcessServer.client` is an htt
 `ASGITransport` (whole answers); `call()` drives the ASGI app by hand, so a test can read a stream as it
 comes and hang up (`http.disconnect`) whenever it likes. End-to-end tests keep using real `rostra serve`
 processes (servers.py).
+
+`served(...)` is the same app for tests written against a sync client (an SDK's sync client, httpx.post):
+starlette's TestClient, an httpx.Client that runs the app (and its lifespan) on an event loop of its own.
+Answers come whole, streams included: a test that hangs up mid-stream uses `call()`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from contextlib import AsyncExitStack
+from collections.abc import Iterator
+from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from starlette.testclient import TestClient
 
 from rostra.config import Settings
 from rostra.embedded import embedded_model_path
@@ -24,6 +30,7 @@ from rostra.server.app import create_app
 from rostra.store import open_store
 
 MODEL = "scripted"
+BASE_URL = "http://rostra"
 
 
 def write_script(directory: Path, lines: list[dict]) -> Path:
@@ -32,18 +39,32 @@ def write_script(directory: Path, lines: list[dict]) -> Path:
     return path
 
 
+def read_script(path: Path) -> list[dict]:
+    """A script file of tests/data as lines for InProcessServer."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@contextmanager
+def served(directory: Path, script: list[dict], **settings) -> Iterator[TestClient]:
+    """`with served(tmp_path, lines, api_keys=[KEY]) as http: http.post("/v1/messages", ...)`; an SDK's sync
+    client takes it as its `http_client` (base URL `BASE_URL`)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with TestClient(InProcessServer(directory, script, **settings).app, base_url=BASE_URL) as client:
+        yield client
+
+
 class InProcessServer:
     """`async with InProcessServer(tmp_path, script_lines, max_concurrency=1) as server: ...`"""
 
     def __init__(self, directory: Path, script: list[dict], **settings):
-        """`upstreams=[URL]`: a gateway (the remote engine) in front of them instead of the scripted engine."""
-        if settings.get("upstreams"):
-            settings = {"engine": "remote", **settings}
-            self.engine = build_engine(Settings(**settings))
-        else:
-            settings = {"engine": "scripted", **settings}
+        """Another engine than the scripted one, built as `rostra serve` builds it: `engine="transformers",
+        model=PATH`, or `upstreams=[URL]` (a gateway, the remote engine, in front of them)."""
+        settings = {"engine": "remote" if settings.get("upstreams") else "scripted", **settings}
+        if settings["engine"] == "scripted":
             self.engine = load_engine("scripted", script_path=str(write_script(directory, script)),
                                       tokenizer_path=embedded_model_path(), model_name=MODEL, max_model_len=4096)
+        else:
+            self.engine = build_engine(Settings(**settings))
         self.store = open_store(directory / "data")
         self.app = create_app(self.engine, Settings(**settings), self.store)
         self._stack = AsyncExitStack()
