@@ -19,9 +19,7 @@ import datetime
 import io
 import itertools
 import signal
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import AsyncIterator
@@ -29,8 +27,8 @@ from typing import AsyncIterator
 import httpx
 from PIL import Image
 
-from bench_serving import (Level, chat_stream, free_port, llama_server_params, machine_info, rostra_version,
-                           rounds_table, stop_process, table, wait_ready)
+from bench_serving import (Level, chat_stream, launched, llama_server_params, machine_info, rostra_version,
+                           rounds_table, table, wait_ready)
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).parent / "results" / "images.md"
@@ -81,22 +79,16 @@ async def level(client: httpx.AsyncClient, model: str, ids: itertools.count, c: 
 
 @contextlib.asynccontextmanager
 async def running(kind: str, args: argparse.Namespace) -> AsyncIterator[tuple[httpx.AsyncClient, str]]:
-    port = free_port()
-    common = ["--model", args.model, "--mmproj", str(args.mmproj), "--port", str(port)]
-    command = ([sys.executable, "-m", "rostra.cli", "serve", args.model, "--mmproj", str(args.mmproj), "--port",
-                str(port), "--parallel", str(args.parallel), "--max-model-len", str(args.max_model_len),
-                "--log-level", "warning"] if kind == "rostra"
-               else [sys.executable, __file__, "--reference-server", *common, "--parallel", str(args.parallel),
-                     "--max-model-len", str(args.max_model_len)])
-    log = tempfile.NamedTemporaryFile(prefix=f"bench-images-{kind}-", suffix=".log", delete=False)
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=600,
-                                     limits=httpx.Limits(max_keepalive_connections=0)) as client:
-            yield client, await wait_ready(client, process)
-    finally:
-        stop_process(process)
-        log.close()
+    def command(port: int, data_dir: str) -> list[str]:
+        common = ["--parallel", str(args.parallel), "--max-model-len", str(args.max_model_len), "--port", str(port)]
+        if kind == "rostra":
+            return [sys.executable, "-m", "rostra.cli", "serve", args.model, "--mmproj", str(args.mmproj), *common,
+                    "--log-level", "warning", "--data-dir", data_dir]
+        return [sys.executable, __file__, "--reference-server", "--model", args.model, "--mmproj", str(args.mmproj),
+                *common]
+
+    async with launched(kind, command, wait_ready, httpx.Limits(max_keepalive_connections=0)) as (client, _, model):
+        yield client, model
 
 
 def reference_server(args: argparse.Namespace) -> None:

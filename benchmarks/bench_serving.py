@@ -29,7 +29,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AsyncIterator, Iterator, cast
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, cast
 
 import httpx
 
@@ -170,20 +170,25 @@ def server_command(kind: str, args: argparse.Namespace, port: int) -> list[str]:
     return [sys.executable, __file__, "--reference-server", "--model", args.model, *common]
 
 
-async def wait_ready(client: httpx.AsyncClient, process: subprocess.Popen, timeout: float = 300) -> str:
-    """Wait for /health, then return the model name the server lists."""
+async def wait_healthy(client: httpx.AsyncClient, process: subprocess.Popen, timeout: float = 300) -> None:
+    """Until /health answers 200 (the process exiting first, or the timeout, is an error)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"server exited with code {process.returncode}")
         try:
             if (await client.get("/health")).status_code == 200:
-                models = (await client.get("/v1/models")).json()["data"]
-                return models[0]["id"]
+                return
         except httpx.TransportError:
             pass
         await asyncio.sleep(0.5)
     raise RuntimeError("server did not become ready in time")
+
+
+async def wait_ready(client: httpx.AsyncClient, process: subprocess.Popen, timeout: float = 300) -> str:
+    """Wait for /health, then return the model name the server lists."""
+    await wait_healthy(client, process, timeout)
+    return (await client.get("/v1/models")).json()["data"][0]["id"]
 
 
 async def chat_stream(client: httpx.AsyncClient, body: dict) -> AsyncIterator[dict]:
@@ -277,27 +282,43 @@ async def measure_levels(client: httpx.AsyncClient, model: str, kind: str, args:
 
 
 @contextlib.asynccontextmanager
-async def running_server(kind: str, args: argparse.Namespace) -> AsyncIterator[tuple[httpx.AsyncClient, str]]:
-    """A started server of `kind`, ready: a client for it and the model name it lists. Stopped on leaving."""
+async def launched(kind: str, command: Callable[[int, str], list[str]],
+                   ready: Callable[[httpx.AsyncClient, subprocess.Popen], Awaitable[Any]],
+                   limits: httpx.Limits | None = None, env: dict[str, str] | None = None, timeout: float = 600,
+                   ) -> AsyncIterator[tuple[httpx.AsyncClient, subprocess.Popen, Any]]:
+    """A server process (any benchmark's): `command(port, data_dir)` started on a free port with a fresh data
+    directory, its output to a temporary log; once `ready(client, process)` has answered, a client for it, the
+    process and that answer. A failure prints the log's tail; the process is stopped on leaving."""
     port = free_port()
     log = tempfile.NamedTemporaryFile(prefix=f"bench-{kind}-", suffix=".log", delete=False)
-    process = subprocess.Popen(server_command(kind, args, port), stdout=log, stderr=subprocess.STDOUT)
+    with tempfile.TemporaryDirectory(prefix="bench-data-") as data_dir:
+        process = subprocess.Popen(command(port, data_dir), stdout=log, stderr=subprocess.STDOUT, env=env)
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=timeout,
+                                         limits=limits or httpx.Limits()) as client:
+                answer = await ready(client, process)
+                print(f"[{kind}] ready on port {port}", flush=True)
+                yield client, process, answer
+        except Exception:
+            print(f"[{kind}] failed; server exit code {process.poll()}; log tail ({log.name}):\n"
+                  + Path(log.name).read_text()[-3000:], file=sys.stderr)
+            raise
+        finally:
+            stop_process(process)
+            log.close()
+    os.unlink(log.name)
+
+
+@contextlib.asynccontextmanager
+async def running_server(kind: str, args: argparse.Namespace) -> AsyncIterator[tuple[httpx.AsyncClient, str]]:
+    """A started server of `kind`, ready: a client for it and the model name it lists. Stopped on leaving."""
     # One connection per request, no keep-alive: llama.cpp's HTTP server may close an idle kept-alive
     # connection just as the client reuses it ("Server disconnected"). A local connect costs well under 1 ms.
     limits = httpx.Limits(max_connections=max(args.concurrency) + 4, max_keepalive_connections=0)
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=600, limits=limits) as client:
-            model = await wait_ready(client, process)
-            print(f"[{kind}] ready on port {port}, model {model!r}", flush=True)
-            yield client, model
-    except Exception:
-        print(f"[{kind}] failed; server exit code {process.poll()}; log tail ({log.name}):\n"
-              + Path(log.name).read_text()[-3000:], file=sys.stderr)
-        raise
-    finally:
-        stop_process(process)
-        log.close()
-    os.unlink(log.name)
+    async with launched(kind, lambda port, _: server_command(kind, args, port), wait_ready, limits) as (
+            client, _, model):
+        print(f"[{kind}] model {model!r}", flush=True)
+        yield client, model
 
 
 async def bench_server(kind: str, args: argparse.Namespace) -> dict[int, Level]:
