@@ -27,6 +27,7 @@ from rostra.embedded import embedded_model_path
 from rostra.engines import load_engine
 from rostra.engines.registry import build_engine
 from rostra.server.app import create_app
+from rostra.server.models.specs import command_line_specs
 from rostra.store import open_store
 
 MODEL = "scripted"
@@ -58,14 +59,19 @@ class InProcessServer:
 
     def __init__(self, directory: Path, script: list[dict], **settings):
         """Another engine than the scripted one, built as `rostra serve` builds it: `engine="transformers",
-        model=PATH`, or `upstreams=[URL]` (a gateway, the remote engine, in front of them)."""
+        model=PATH`, or `upstreams=[URL]` (a gateway, the remote engine, in front of them); or many models
+        (`models_config=PATH`, `models_dir=PATH`)."""
+        self.store = open_store(directory / "data")
+        if Settings(**settings).many_models:  # `models_config=` / `models_dir=`: the models they declare
+            self.engine = None
+            self.app = create_app(None, Settings(**settings), self.store, command_line_specs(Settings(**settings)))
+            return
         settings = {"engine": "remote" if settings.get("upstreams") else "scripted", **settings}
         if settings["engine"] == "scripted":
             self.engine = load_engine("scripted", script_path=str(write_script(directory, script)),
                                       tokenizer_path=embedded_model_path(), model_name=MODEL, max_model_len=4096)
         else:
             self.engine = build_engine(Settings(**settings))
-        self.store = open_store(directory / "data")
         self.app = create_app(self.engine, Settings(**settings), self.store)
         self._stack = AsyncExitStack()
 
