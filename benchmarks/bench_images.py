@@ -18,6 +18,7 @@ import contextlib
 import datetime
 import io
 import itertools
+import os
 import signal
 import sys
 import time
@@ -80,7 +81,8 @@ async def level(client: httpx.AsyncClient, model: str, ids: itertools.count, c: 
 @contextlib.asynccontextmanager
 async def running(kind: str, args: argparse.Namespace) -> AsyncIterator[tuple[httpx.AsyncClient, str]]:
     def command(port: int, data_dir: str) -> list[str]:
-        common = ["--parallel", str(args.parallel), "--max-model-len", str(args.max_model_len), "--port", str(port)]
+        common = ["--parallel", str(args.parallel), "--max-model-len", str(args.max_model_len), "--port", str(port),
+                  *(["--threads", str(args.threads)] if args.threads else [])]
         if kind == "rostra":
             return [sys.executable, "-m", "rostra.cli", "serve", args.model, "--mmproj", str(args.mmproj), *common,
                     "--log-level", "warning", "--data-dir", data_dir]
@@ -94,7 +96,6 @@ async def running(kind: str, args: argparse.Namespace) -> AsyncIterator[tuple[ht
 def reference_server(args: argparse.Namespace) -> None:
     import xllamacpp
 
-    args.threads = None
     params = llama_server_params(args, args.port)
     params.mmproj.path = str(args.mmproj)
     server = xllamacpp.Server(params)  # noqa: F841 (serves until killed)
@@ -129,6 +130,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--parallel", type=int, default=4)
     parser.add_argument("--max-model-len", type=int, default=2048)
+    parser.add_argument("--threads", type=int, help="llama.cpp's threads in both servers (default: their own)")
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--reference-server", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -144,6 +146,7 @@ def main() -> None:
         return reference_server(args)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped: the servers are stopped too
     started = datetime.datetime.now(datetime.timezone.utc)
+    load_at_start = f"{os.getloadavg()[0]:.1f}"
     results = asyncio.run(paired(args))
     report = f"""# Image benchmark: rostra vs llama.cpp server (`--mmproj`)
 
@@ -151,7 +154,8 @@ def main() -> None:
 - model `{Path(args.model).name}`, projector `{Path(args.mmproj).name}`; one {args.image_size}x{args.image_size} PNG
   per request (a different one each time), {args.max_tokens} tokens out (`ignore_eos`, temperature 0), streamed
 - {args.rounds} paired rounds (each level on one server right after the other, order alternating), medians;
-  both servers {args.parallel} slots, {args.max_model_len} context per slot
+  both servers {args.parallel} slots, {args.max_model_len} context per slot, {args.threads or 'default'} threads
+- machine load (1-minute average) at the start and the end: {load_at_start} / {os.getloadavg()[0]:.1f}
 - command: `python benchmarks/bench_images.py {' '.join(sys.argv[1:])}`
 
 {table(results["rostra"], results["reference"])}
