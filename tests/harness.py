@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,8 +129,12 @@ class Exchange:
 
     async def wait_for(self, text: str, timeout: float = 10) -> None:
         """Until the body so far contains `text`."""
+        await self.wait_until(lambda exchange: text.encode() in b"".join(exchange.chunks), timeout)
+
+    async def wait_until(self, done: Callable[["Exchange"], bool], timeout: float = 10) -> None:
+        """Until `done(self)` holds of what has arrived so far."""
         async with asyncio.timeout(timeout):
-            while text.encode() not in b"".join(self.chunks):
+            while not done(self):
                 self._arrived.clear()
                 await self._arrived.wait()
 
