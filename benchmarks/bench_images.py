@@ -28,8 +28,8 @@ from typing import AsyncIterator
 import httpx
 from PIL import Image
 
-from bench_serving import (Level, chat_stream, launched, llama_server_params, machine_info, rostra_version,
-                           rounds_table, table, wait_ready)
+from bench_serving import (Level, chat_stream, launched, llama_server_params, machine_info, paired_rounds,
+                           rostra_version, rounds_table, table, wait_ready)
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).parent / "results" / "images.md"
@@ -104,20 +104,12 @@ def reference_server(args: argparse.Namespace) -> None:
 
 
 async def paired(args: argparse.Namespace) -> dict[str, list[dict[int, Level]]]:
-    results: dict[str, list[dict[int, Level]]] = {kind: [] for kind in KINDS}
     async with contextlib.AsyncExitStack() as stack:
         servers = {kind: await stack.enter_async_context(running(kind, args)) for kind in KINDS}
         ids = {kind: itertools.count() for kind in KINDS}
         for kind, (client, model) in servers.items():  # warm-up
             await one_request(client, model, next(ids[kind]), args)
-        for n in range(args.rounds):
-            for kind in KINDS:
-                results[kind].append({})
-            for c in args.concurrency:
-                for kind in KINDS if n % 2 == 0 else KINDS[::-1]:
-                    client, model = servers[kind]
-                    results[kind][n][c] = await level(client, model, ids[kind], c, args, kind)
-    return results
+        return await paired_rounds(KINDS, args, lambda kind, c: level(*servers[kind], ids[kind], c, args, kind))
 
 
 def main() -> None:

@@ -29,11 +29,12 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, cast
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Sequence, TypeVar, cast
 
 import httpx
 
 RESULTS = Path(__file__).parent / "results" / "serving.md"
+T = TypeVar("T")
 KINDS = ("rostra", "reference")
 PROMPT = "Write a long story about a lighthouse keeper who finds a message in a bottle. (request {i})"
 
@@ -332,20 +333,32 @@ async def bench_paired(args: argparse.Namespace) -> dict[str, list[dict[int, Lev
     rounds and second in odd ones. Load from elsewhere on the machine changes over minutes; two runs
     seconds apart see nearly the same, so the ratio of each pair is far steadier than that of rounds
     minutes apart."""
-    results: dict[str, list[dict[int, Level]]] = {kind: [] for kind in KINDS}
     async with contextlib.AsyncExitStack() as stack:
         servers = {kind: await stack.enter_async_context(running_server(kind, args)) for kind in KINDS}
         ids = {kind: itertools.count() for kind in KINDS}  # the same prompts for both, in the same order
         for kind, (client, model) in servers.items():
             await warm_up(client, model, ids[kind], args)
-        for n in range(args.rounds):
-            print(f"--- round {n + 1}/{args.rounds}", flush=True)
-            for kind in KINDS:
-                results[kind].append({})
-            for c in args.concurrency:
-                for kind in (KINDS if n % 2 == 0 else KINDS[::-1]):
-                    client, model = servers[kind]
-                    results[kind][n][c] = await measure_level(client, model, kind, ids[kind], c, args)
+        return await paired_rounds(KINDS, args, lambda kind, c: measure_level(*servers[kind], kind, ids[kind], c,
+                                                                               args))
+
+
+async def paired_rounds(kinds: Sequence[str], args: argparse.Namespace, measure: Callable[[str, int], Awaitable[T]],
+                        loads: list[str] | None = None) -> dict[str, list[dict[int, T]]]:
+    """`args.rounds` rounds, each running every level (`args.concurrency`) on each server in turn, seconds
+    apart, the order rotating by round: `measure(kind, c)` per level; each round's machine load printed (and
+    added to `loads`)."""
+    results: dict[str, list[dict[int, T]]] = {kind: [] for kind in kinds}
+    for n in range(args.rounds):
+        load = f"round {n + 1}: {os.getloadavg()[0]:.2f}"
+        print(f"--- round {n + 1}/{args.rounds} (load {load.split(': ')[1]})", flush=True)
+        if loads is not None:
+            loads.append(load)
+        order = [*kinds[n % len(kinds):], *kinds[:n % len(kinds)]]
+        for kind in kinds:
+            results[kind].append({})
+        for c in args.concurrency:
+            for kind in order:
+                results[kind][n][c] = await measure(kind, c)
     return results
 
 

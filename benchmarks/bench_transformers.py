@@ -39,6 +39,7 @@ from bench_serving import (  # noqa: E402  (the sibling module, importable once 
     measure_level,
     measure_levels,
     median_of_rounds,
+    paired_rounds,
     rostra_version,
     rounds_table,
     wait_healthy,
@@ -79,26 +80,16 @@ async def bench_server(kind: str, args: argparse.Namespace) -> dict[int, Level]:
 
 async def bench_paired(args: argparse.Namespace, loads: list[str]) -> dict[str, list[dict[int, Level]]]:
     """Every server started once; then each round runs every level on each server in turn, seconds apart
-    (the order rotating by round), so a pair's ratio sees the same load (bench_serving.bench_paired)."""
+    (the order rotating by round), so a pair's ratio sees the same load (bench_serving.paired_rounds)."""
     kinds = list(args.servers)
     model = str(args.checkpoint)  # every server answers to the path it was given
-    results: dict[str, list[dict[int, Level]]] = {kind: [] for kind in kinds}
     async with contextlib.AsyncExitStack() as stack:
         clients = {kind: await stack.enter_async_context(running_server(kind, args)) for kind in kinds}
         ids = {kind: itertools.count() for kind in kinds}  # the same prompts for every server, in the same order
         for kind in kinds:
             await warm_up(clients[kind], model, ids[kind], args, ignore_eos=False)
-        for n in range(args.rounds):
-            print(f"--- round {n + 1}/{args.rounds}", flush=True)
-            loads.append(f"round {n + 1}: {os.getloadavg()[0]:.2f}")
-            order = kinds[n % len(kinds):] + kinds[:n % len(kinds)]
-            for kind in kinds:
-                results[kind].append({})
-            for c in args.concurrency:
-                for kind in order:
-                    results[kind][n][c] = await measure_level(clients[kind], model, kind, ids[kind], c, args,
-                                                              ignore_eos=False)
-    return results
+        return await paired_rounds(kinds, args, lambda kind, c: measure_level(
+            clients[kind], model, kind, ids[kind], c, args, ignore_eos=False), loads)
 
 
 def table(results: dict[str, list[dict[int, Level]]]) -> str:

@@ -38,6 +38,7 @@ from bench_serving import (  # noqa: E402  (the sibling module, importable once 
     launched,
     machine_info,
     measure_level,
+    paired_rounds,
     rostra_version,
     wait_ready,
     warm_up,
@@ -96,22 +97,14 @@ async def measured_level(client: httpx.AsyncClient, pid: int, kind: str, ids, c:
 
 
 async def bench_paired(args: argparse.Namespace) -> dict[str, list[dict[int, Measured]]]:
-    results: dict[str, list[dict[int, Measured]]] = {kind: [] for kind in KINDS}
     async with contextlib.AsyncExitStack() as stack:
         # One after the other: two engines loading at once would slow both starts on a small machine.
         servers = {kind: await stack.enter_async_context(running_server(kind, args)) for kind in KINDS}
         ids = {kind: itertools.count() for kind in KINDS}  # the same prompts for both, in the same order
         for kind, (client, _) in servers.items():
             await warm_up(client, MODEL, ids[kind], args)
-        for n in range(args.rounds):
-            print(f"--- round {n + 1}/{args.rounds} (load {os.getloadavg()[0]:.2f})", flush=True)
-            for kind in KINDS:
-                results[kind].append({})
-            for c in args.concurrency:
-                for kind in (KINDS if n % 2 == 0 else KINDS[::-1]):
-                    client, pid = servers[kind]
-                    results[kind][n][c] = await measured_level(client, pid, kind, ids[kind], c, args)
-    return results
+        return await paired_rounds(KINDS, args, lambda kind, c: measured_level(*servers[kind], kind, ids[kind], c,
+                                                                                args))
 
 
 def table(results: dict[str, list[dict[int, Measured]]], concurrency: list[int]) -> str:
