@@ -1,15 +1,15 @@
 """The soak over every API and engine (issue 33): one real `rostra serve --models-config` holding the scripted
 engine, the embedded llama.cpp model (`parallel: 2`), an embedding GGUF on llama.cpp (tests/bert_gguf.py), the
 MiniLM checkpoint on the transformers engine (its embeddings batcher) and a gateway model in front of a scripted
-`rostra serve` upstream. Hundreds of requests over Chat, Completions, Responses (a background one, cancelled
-too), Messages, embeddings, count_tokens, tokenize and a small batch, behind `--max-concurrency 4`, with
+`rostra serve` upstream. Hundreds of requests over Chat, Completions, Responses (background ones, some cancelled),
+Messages, embeddings, count_tokens, tokenize and two small batches, behind `--max-concurrency 4`, with
 clients that hang up at random moments (waiting for admission, before the first byte, mid-stream) and a
 `--request-timeout` the slow ones run past.
 
 At the end nothing is leaked, each read back from a gauge or a /health detail: llama.cpp slots free ==
 parallel, model leases 0, admission slots held and queued 0, engine queues (the batcher's) 0, the gateway's
 upstream requests in flight 0 (and the upstream's own running 0), the server's open fds back near their
-baseline; then `parallel` concurrent llama.cpp requests complete together, and the batch has finished.
+baseline; then `parallel` concurrent llama.cpp requests complete together. The batches have finished.
 """
 
 from __future__ import annotations
@@ -246,7 +246,7 @@ def leaks(server: RunningServer, upstream: RunningServer, fd_baseline: float) ->
     return found
 
 
-def settled_leaks(server: RunningServer, upstream: RunningServer, fd_baseline: float, timeout: float = 15) -> list[str]:
+def settled_leaks(server: RunningServer, upstream: RunningServer, fd_baseline: float, timeout: float = 30) -> list[str]:
     """Leaks once the last disconnects have reached the server (a dropped stream is noticed within ~1 s)."""
     deadline = time.monotonic() + timeout
     while (found := leaks(server, upstream, fd_baseline)) and time.monotonic() < deadline:
@@ -270,7 +270,8 @@ def test_soak_every_api_and_engine_leaks_nothing(server, upstream):
     fd_baseline = gauges(server.base_url)["process_open_fds"]
     statuses = asyncio.run(storm(server.base_url, requests=REQUESTS, seed=33))
     print(f"statuses {statuses}, {time.monotonic() - started:.1f} s")
-    assert statuses.get(200, 0) > REQUESTS // 3 and statuses.get(None, 0) > REQUESTS // 10, statuses
+    # It served (200s), and its clients hung up (None) at every stage: the storm was one.
+    assert statuses.get(200, 0) > REQUESTS // 6 and statuses.get(None, 0) > REQUESTS // 10, statuses
     assert settled_leaks(server, upstream, fd_baseline) == []
     asyncio.run(full_capacity(server.base_url))
     assert server.process.poll() is None and upstream.process.poll() is None
