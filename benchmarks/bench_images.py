@@ -18,10 +18,9 @@ import contextlib
 import datetime
 import io
 import itertools
+import os
 import signal
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import AsyncIterator
@@ -29,8 +28,8 @@ from typing import AsyncIterator
 import httpx
 from PIL import Image
 
-from bench_serving import (Level, chat_stream, free_port, llama_server_params, machine_info, rostra_version,
-                           rounds_table, stop_process, table, wait_ready)
+from bench_serving import (Level, chat_stream, launched, llama_server_params, machine_info, paired_rounds,
+                           rostra_version, rounds_table, table, wait_ready)
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).parent / "results" / "images.md"
@@ -81,28 +80,22 @@ async def level(client: httpx.AsyncClient, model: str, ids: itertools.count, c: 
 
 @contextlib.asynccontextmanager
 async def running(kind: str, args: argparse.Namespace) -> AsyncIterator[tuple[httpx.AsyncClient, str]]:
-    port = free_port()
-    common = ["--model", args.model, "--mmproj", str(args.mmproj), "--port", str(port)]
-    command = ([sys.executable, "-m", "rostra.cli", "serve", args.model, "--mmproj", str(args.mmproj), "--port",
-                str(port), "--parallel", str(args.parallel), "--max-model-len", str(args.max_model_len),
-                "--log-level", "warning"] if kind == "rostra"
-               else [sys.executable, __file__, "--reference-server", *common, "--parallel", str(args.parallel),
-                     "--max-model-len", str(args.max_model_len)])
-    log = tempfile.NamedTemporaryFile(prefix=f"bench-images-{kind}-", suffix=".log", delete=False)
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=600,
-                                     limits=httpx.Limits(max_keepalive_connections=0)) as client:
-            yield client, await wait_ready(client, process)
-    finally:
-        stop_process(process)
-        log.close()
+    def command(port: int, data_dir: str) -> list[str]:
+        common = ["--parallel", str(args.parallel), "--max-model-len", str(args.max_model_len), "--port", str(port),
+                  *(["--threads", str(args.threads)] if args.threads else [])]
+        if kind == "rostra":
+            return [sys.executable, "-m", "rostra.cli", "serve", args.model, "--mmproj", str(args.mmproj), *common,
+                    "--log-level", "warning", "--data-dir", data_dir]
+        return [sys.executable, __file__, "--reference-server", "--model", args.model, "--mmproj", str(args.mmproj),
+                *common]
+
+    async with launched(kind, command, wait_ready, httpx.Limits(max_keepalive_connections=0)) as (client, _, model):
+        yield client, model
 
 
 def reference_server(args: argparse.Namespace) -> None:
     import xllamacpp
 
-    args.threads = None
     params = llama_server_params(args, args.port)
     params.mmproj.path = str(args.mmproj)
     server = xllamacpp.Server(params)  # noqa: F841 (serves until killed)
@@ -111,20 +104,12 @@ def reference_server(args: argparse.Namespace) -> None:
 
 
 async def paired(args: argparse.Namespace) -> dict[str, list[dict[int, Level]]]:
-    results: dict[str, list[dict[int, Level]]] = {kind: [] for kind in KINDS}
     async with contextlib.AsyncExitStack() as stack:
         servers = {kind: await stack.enter_async_context(running(kind, args)) for kind in KINDS}
         ids = {kind: itertools.count() for kind in KINDS}
         for kind, (client, model) in servers.items():  # warm-up
             await one_request(client, model, next(ids[kind]), args)
-        for n in range(args.rounds):
-            for kind in KINDS:
-                results[kind].append({})
-            for c in args.concurrency:
-                for kind in KINDS if n % 2 == 0 else KINDS[::-1]:
-                    client, model = servers[kind]
-                    results[kind][n][c] = await level(client, model, ids[kind], c, args, kind)
-    return results
+        return await paired_rounds(KINDS, args, lambda kind, c: level(*servers[kind], ids[kind], c, args, kind))
 
 
 def main() -> None:
@@ -137,6 +122,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--parallel", type=int, default=4)
     parser.add_argument("--max-model-len", type=int, default=2048)
+    parser.add_argument("--threads", type=int, help="llama.cpp's threads in both servers (default: their own)")
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--reference-server", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -152,6 +138,7 @@ def main() -> None:
         return reference_server(args)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped: the servers are stopped too
     started = datetime.datetime.now(datetime.timezone.utc)
+    load_at_start = f"{os.getloadavg()[0]:.1f}"
     results = asyncio.run(paired(args))
     report = f"""# Image benchmark: rostra vs llama.cpp server (`--mmproj`)
 
@@ -159,7 +146,8 @@ def main() -> None:
 - model `{Path(args.model).name}`, projector `{Path(args.mmproj).name}`; one {args.image_size}x{args.image_size} PNG
   per request (a different one each time), {args.max_tokens} tokens out (`ignore_eos`, temperature 0), streamed
 - {args.rounds} paired rounds (each level on one server right after the other, order alternating), medians;
-  both servers {args.parallel} slots, {args.max_model_len} context per slot
+  both servers {args.parallel} slots, {args.max_model_len} context per slot, {args.threads or 'default'} threads
+- machine load (1-minute average) at the start and the end: {load_at_start} / {os.getloadavg()[0]:.1f}
 - command: `python benchmarks/bench_images.py {' '.join(sys.argv[1:])}`
 
 {table(results["rostra"], results["reference"])}

@@ -29,11 +29,12 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AsyncIterator, Iterator, cast
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Sequence, TypeVar, cast
 
 import httpx
 
 RESULTS = Path(__file__).parent / "results" / "serving.md"
+T = TypeVar("T")
 KINDS = ("rostra", "reference")
 PROMPT = "Write a long story about a lighthouse keeper who finds a message in a bottle. (request {i})"
 
@@ -170,20 +171,25 @@ def server_command(kind: str, args: argparse.Namespace, port: int) -> list[str]:
     return [sys.executable, __file__, "--reference-server", "--model", args.model, *common]
 
 
-async def wait_ready(client: httpx.AsyncClient, process: subprocess.Popen, timeout: float = 300) -> str:
-    """Wait for /health, then return the model name the server lists."""
+async def wait_healthy(client: httpx.AsyncClient, process: subprocess.Popen, timeout: float = 300) -> None:
+    """Until /health answers 200 (the process exiting first, or the timeout, is an error)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"server exited with code {process.returncode}")
         try:
             if (await client.get("/health")).status_code == 200:
-                models = (await client.get("/v1/models")).json()["data"]
-                return models[0]["id"]
+                return
         except httpx.TransportError:
             pass
         await asyncio.sleep(0.5)
     raise RuntimeError("server did not become ready in time")
+
+
+async def wait_ready(client: httpx.AsyncClient, process: subprocess.Popen, timeout: float = 300) -> str:
+    """Wait for /health, then return the model name the server lists."""
+    await wait_healthy(client, process, timeout)
+    return (await client.get("/v1/models")).json()["data"][0]["id"]
 
 
 async def chat_stream(client: httpx.AsyncClient, body: dict) -> AsyncIterator[dict]:
@@ -277,27 +283,43 @@ async def measure_levels(client: httpx.AsyncClient, model: str, kind: str, args:
 
 
 @contextlib.asynccontextmanager
-async def running_server(kind: str, args: argparse.Namespace) -> AsyncIterator[tuple[httpx.AsyncClient, str]]:
-    """A started server of `kind`, ready: a client for it and the model name it lists. Stopped on leaving."""
+async def launched(kind: str, command: Callable[[int, str], list[str]],
+                   ready: Callable[[httpx.AsyncClient, subprocess.Popen], Awaitable[Any]],
+                   limits: httpx.Limits | None = None, env: dict[str, str] | None = None, timeout: float = 600,
+                   ) -> AsyncIterator[tuple[httpx.AsyncClient, subprocess.Popen, Any]]:
+    """A server process (any benchmark's): `command(port, data_dir)` started on a free port with a fresh data
+    directory, its output to a temporary log; once `ready(client, process)` has answered, a client for it, the
+    process and that answer. A failure prints the log's tail; the process is stopped on leaving."""
     port = free_port()
     log = tempfile.NamedTemporaryFile(prefix=f"bench-{kind}-", suffix=".log", delete=False)
-    process = subprocess.Popen(server_command(kind, args, port), stdout=log, stderr=subprocess.STDOUT)
+    with tempfile.TemporaryDirectory(prefix="bench-data-") as data_dir:
+        process = subprocess.Popen(command(port, data_dir), stdout=log, stderr=subprocess.STDOUT, env=env)
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=timeout,
+                                         limits=limits or httpx.Limits()) as client:
+                answer = await ready(client, process)
+                print(f"[{kind}] ready on port {port}", flush=True)
+                yield client, process, answer
+        except Exception:
+            print(f"[{kind}] failed; server exit code {process.poll()}; log tail ({log.name}):\n"
+                  + Path(log.name).read_text()[-3000:], file=sys.stderr)
+            raise
+        finally:
+            stop_process(process)
+            log.close()
+    os.unlink(log.name)
+
+
+@contextlib.asynccontextmanager
+async def running_server(kind: str, args: argparse.Namespace) -> AsyncIterator[tuple[httpx.AsyncClient, str]]:
+    """A started server of `kind`, ready: a client for it and the model name it lists. Stopped on leaving."""
     # One connection per request, no keep-alive: llama.cpp's HTTP server may close an idle kept-alive
     # connection just as the client reuses it ("Server disconnected"). A local connect costs well under 1 ms.
     limits = httpx.Limits(max_connections=max(args.concurrency) + 4, max_keepalive_connections=0)
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=600, limits=limits) as client:
-            model = await wait_ready(client, process)
-            print(f"[{kind}] ready on port {port}, model {model!r}", flush=True)
-            yield client, model
-    except Exception:
-        print(f"[{kind}] failed; server exit code {process.poll()}; log tail ({log.name}):\n"
-              + Path(log.name).read_text()[-3000:], file=sys.stderr)
-        raise
-    finally:
-        stop_process(process)
-        log.close()
-    os.unlink(log.name)
+    async with launched(kind, lambda port, _: server_command(kind, args, port), wait_ready, limits) as (
+            client, _, model):
+        print(f"[{kind}] model {model!r}", flush=True)
+        yield client, model
 
 
 async def bench_server(kind: str, args: argparse.Namespace) -> dict[int, Level]:
@@ -311,20 +333,32 @@ async def bench_paired(args: argparse.Namespace) -> dict[str, list[dict[int, Lev
     rounds and second in odd ones. Load from elsewhere on the machine changes over minutes; two runs
     seconds apart see nearly the same, so the ratio of each pair is far steadier than that of rounds
     minutes apart."""
-    results: dict[str, list[dict[int, Level]]] = {kind: [] for kind in KINDS}
     async with contextlib.AsyncExitStack() as stack:
         servers = {kind: await stack.enter_async_context(running_server(kind, args)) for kind in KINDS}
         ids = {kind: itertools.count() for kind in KINDS}  # the same prompts for both, in the same order
         for kind, (client, model) in servers.items():
             await warm_up(client, model, ids[kind], args)
-        for n in range(args.rounds):
-            print(f"--- round {n + 1}/{args.rounds}", flush=True)
-            for kind in KINDS:
-                results[kind].append({})
-            for c in args.concurrency:
-                for kind in (KINDS if n % 2 == 0 else KINDS[::-1]):
-                    client, model = servers[kind]
-                    results[kind][n][c] = await measure_level(client, model, kind, ids[kind], c, args)
+        return await paired_rounds(KINDS, args, lambda kind, c: measure_level(*servers[kind], kind, ids[kind], c,
+                                                                               args))
+
+
+async def paired_rounds(kinds: Sequence[str], args: argparse.Namespace, measure: Callable[[str, int], Awaitable[T]],
+                        loads: list[str] | None = None) -> dict[str, list[dict[int, T]]]:
+    """`args.rounds` rounds, each running every level (`args.concurrency`) on each server in turn, seconds
+    apart, the order rotating by round: `measure(kind, c)` per level; each round's machine load printed (and
+    added to `loads`)."""
+    results: dict[str, list[dict[int, T]]] = {kind: [] for kind in kinds}
+    for n in range(args.rounds):
+        load = f"round {n + 1}: {os.getloadavg()[0]:.2f}"
+        print(f"--- round {n + 1}/{args.rounds} (load {load.split(': ')[1]})", flush=True)
+        if loads is not None:
+            loads.append(load)
+        order = [*kinds[n % len(kinds):], *kinds[:n % len(kinds)]]
+        for kind in kinds:
+            results[kind].append({})
+        for c in args.concurrency:
+            for kind in order:
+                results[kind][n][c] = await measure(kind, c)
     return results
 
 

@@ -25,10 +25,7 @@ import datetime
 import itertools
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import AsyncIterator
 
@@ -37,14 +34,15 @@ import httpx
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_serving import (  # noqa: E402  (the sibling module, importable once the folder is on the path)
     Level,
-    free_port,
+    launched,
     machine_info,
     measure_level,
     measure_levels,
     median_of_rounds,
+    paired_rounds,
     rostra_version,
     rounds_table,
-    stop_process,
+    wait_healthy,
     warm_up,
 )
 
@@ -64,41 +62,13 @@ def server_command(kind: str, args: argparse.Namespace, port: int, data_dir: str
     return command + (["--continuous-batching"] if kind == "tf-serve-cb" else [])
 
 
-async def wait_healthy(client: httpx.AsyncClient, process: subprocess.Popen, timeout: float = 300) -> None:
-    # Only /health: `transformers serve`'s /v1/models scans the Hub cache and fails without one.
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited with code {process.returncode}")
-        try:
-            if (await client.get("/health")).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        await asyncio.sleep(0.5)
-    raise RuntimeError("server did not become ready in time")
-
-
 @contextlib.asynccontextmanager
 async def running_server(kind: str, args: argparse.Namespace) -> AsyncIterator[httpx.AsyncClient]:
     """A started, healthy server of `kind` (a client for it); stopped on leaving."""
-    port = free_port()
-    log = tempfile.NamedTemporaryFile(prefix=f"bench-{kind}-", suffix=".log", delete=False)
-    with tempfile.TemporaryDirectory(prefix="bench-data-") as data_dir:
-        process = subprocess.Popen(server_command(kind, args, port, data_dir), stdout=log, stderr=subprocess.STDOUT)
-        try:
-            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=600) as client:
-                await wait_healthy(client, process)
-                print(f"[{kind}] ready on port {port}", flush=True)
-                yield client
-        except Exception:
-            print(f"[{kind}] failed; server exit code {process.poll()}; log tail ({log.name}):\n"
-                  + Path(log.name).read_text()[-3000:], file=sys.stderr)
-            raise
-        finally:
-            stop_process(process)
-            log.close()
-    os.unlink(log.name)
+    # Ready at /health only: `transformers serve`'s /v1/models scans the Hub cache and fails without one.
+    async with launched(kind, lambda port, data_dir: server_command(kind, args, port, data_dir), wait_healthy) as (
+            client, _, _):
+        yield client
 
 
 async def bench_server(kind: str, args: argparse.Namespace) -> dict[int, Level]:
@@ -110,26 +80,16 @@ async def bench_server(kind: str, args: argparse.Namespace) -> dict[int, Level]:
 
 async def bench_paired(args: argparse.Namespace, loads: list[str]) -> dict[str, list[dict[int, Level]]]:
     """Every server started once; then each round runs every level on each server in turn, seconds apart
-    (the order rotating by round), so a pair's ratio sees the same load (bench_serving.bench_paired)."""
+    (the order rotating by round), so a pair's ratio sees the same load (bench_serving.paired_rounds)."""
     kinds = list(args.servers)
     model = str(args.checkpoint)  # every server answers to the path it was given
-    results: dict[str, list[dict[int, Level]]] = {kind: [] for kind in kinds}
     async with contextlib.AsyncExitStack() as stack:
         clients = {kind: await stack.enter_async_context(running_server(kind, args)) for kind in kinds}
         ids = {kind: itertools.count() for kind in kinds}  # the same prompts for every server, in the same order
         for kind in kinds:
             await warm_up(clients[kind], model, ids[kind], args, ignore_eos=False)
-        for n in range(args.rounds):
-            print(f"--- round {n + 1}/{args.rounds}", flush=True)
-            loads.append(f"round {n + 1}: {os.getloadavg()[0]:.2f}")
-            order = kinds[n % len(kinds):] + kinds[:n % len(kinds)]
-            for kind in kinds:
-                results[kind].append({})
-            for c in args.concurrency:
-                for kind in order:
-                    results[kind][n][c] = await measure_level(clients[kind], model, kind, ids[kind], c, args,
-                                                              ignore_eos=False)
-    return results
+        return await paired_rounds(kinds, args, lambda kind, c: measure_level(
+            clients[kind], model, kind, ids[kind], c, args, ignore_eos=False), loads)
 
 
 def table(results: dict[str, list[dict[int, Level]]]) -> str:

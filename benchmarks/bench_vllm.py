@@ -24,9 +24,7 @@ import datetime
 import itertools
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import AsyncIterator
@@ -37,11 +35,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_serving import (  # noqa: E402  (the sibling module, importable once the folder is on the path)
     Level,
     cpu_seconds,
-    free_port,
+    launched,
     machine_info,
     measure_level,
+    paired_rounds,
     rostra_version,
-    stop_process,
     wait_ready,
     warm_up,
 )
@@ -83,26 +81,12 @@ def server_command(kind: str, args: argparse.Namespace, port: int, data_dir: str
 @contextlib.asynccontextmanager
 async def running_server(kind: str, args: argparse.Namespace) -> AsyncIterator[tuple[httpx.AsyncClient, int]]:
     """A started, ready server of `kind`: a client for it and its process id. Stopped on leaving."""
-    port = free_port()
-    log = tempfile.NamedTemporaryFile(prefix=f"bench-{kind}-", suffix=".log", delete=False)
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
-    with tempfile.TemporaryDirectory(prefix="bench-data-") as data_dir:
-        process = subprocess.Popen(server_command(kind, args, port, data_dir), stdout=log, stderr=subprocess.STDOUT,
-                                   env=env)
-        limits = httpx.Limits(max_connections=max(args.concurrency) + 4, max_keepalive_connections=0)
-        try:
-            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=900, limits=limits) as client:
-                await wait_ready(client, process, timeout=1200)
-                print(f"[{kind}] ready on port {port}", flush=True)
-                yield client, process.pid
-        except Exception:
-            print(f"[{kind}] failed; exit code {process.poll()}; log tail ({log.name}):\n"
-                  + Path(log.name).read_text()[-3000:], file=sys.stderr)
-            raise
-        finally:
-            stop_process(process)
-            log.close()
-    os.unlink(log.name)
+    limits = httpx.Limits(max_connections=max(args.concurrency) + 4, max_keepalive_connections=0)
+    async with launched(kind, lambda port, data_dir: server_command(kind, args, port, data_dir),
+                        lambda client, process: wait_ready(client, process, timeout=1200), limits, env=env,
+                        timeout=900) as (client, process, _):
+        yield client, process.pid
 
 
 async def measured_level(client: httpx.AsyncClient, pid: int, kind: str, ids, c: int,
@@ -113,22 +97,14 @@ async def measured_level(client: httpx.AsyncClient, pid: int, kind: str, ids, c:
 
 
 async def bench_paired(args: argparse.Namespace) -> dict[str, list[dict[int, Measured]]]:
-    results: dict[str, list[dict[int, Measured]]] = {kind: [] for kind in KINDS}
     async with contextlib.AsyncExitStack() as stack:
         # One after the other: two engines loading at once would slow both starts on a small machine.
         servers = {kind: await stack.enter_async_context(running_server(kind, args)) for kind in KINDS}
         ids = {kind: itertools.count() for kind in KINDS}  # the same prompts for both, in the same order
         for kind, (client, _) in servers.items():
             await warm_up(client, MODEL, ids[kind], args)
-        for n in range(args.rounds):
-            print(f"--- round {n + 1}/{args.rounds} (load {os.getloadavg()[0]:.2f})", flush=True)
-            for kind in KINDS:
-                results[kind].append({})
-            for c in args.concurrency:
-                for kind in (KINDS if n % 2 == 0 else KINDS[::-1]):
-                    client, pid = servers[kind]
-                    results[kind][n][c] = await measured_level(client, pid, kind, ids[kind], c, args)
-    return results
+        return await paired_rounds(KINDS, args, lambda kind, c: measured_level(*servers[kind], kind, ids[kind], c,
+                                                                                args))
 
 
 def table(results: dict[str, list[dict[int, Measured]]], concurrency: list[int]) -> str:

@@ -41,10 +41,11 @@ def headers(key: str) -> dict[str, str]:
     return {"x-api-key": key, "anthropic-version": "2023-06-01"}
 
 
-def sse_events(base_url: str, body: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    """A streamed request's events, each named (`event:`) as its type says and valid as the SDK's event."""
+def sse_events(base_url: str, body: dict[str, Any], key: str, http: httpx.Client | None = None) -> list[dict[str, Any]]:
+    """A streamed request's events, each named (`event:`) as its type says and valid as the SDK's event;
+    `http`: the client to send it with (an in-process app's; default: a new connection)."""
     events = []
-    with httpx.stream("POST", f"{base_url}/v1/messages", json={**body, "stream": True}, headers=headers(key),
+    with (http.stream if http is not None else httpx.stream)("POST", f"{base_url}/v1/messages", json={**body, "stream": True}, headers=headers(key),
                       timeout=60) as response:
         assert response.status_code == 200, response.read()
         assert response.headers["content-type"].startswith("text/event-stream")

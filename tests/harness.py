@@ -4,25 +4,34 @@ Serving-layer tests run in milliseconds here. `InProcessServer.client` is an htt
 `ASGITransport` (whole answers); `call()` drives the ASGI app by hand, so a test can read a stream as it
 comes and hang up (`http.disconnect`) whenever it likes. End-to-end tests keep using real `rostra serve`
 processes (servers.py).
+
+`served(...)` is the same app for tests written against a sync client (an SDK's sync client, httpx.post):
+starlette's TestClient, an httpx.Client that runs the app (and its lifespan) on an event loop of its own.
+Answers come whole, streams included: a test that hangs up mid-stream uses `call()`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from contextlib import AsyncExitStack
+from collections.abc import Callable, Iterator
+from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from starlette.testclient import TestClient
 
 from rostra.config import Settings
 from rostra.embedded import embedded_model_path
 from rostra.engines import load_engine
+from rostra.engines.registry import build_engine
 from rostra.server.app import create_app
+from rostra.models.specs import command_line_specs
 from rostra.store import open_store
 
 MODEL = "scripted"
+BASE_URL = "http://rostra"
 
 
 def write_script(directory: Path, lines: list[dict]) -> Path:
@@ -31,14 +40,39 @@ def write_script(directory: Path, lines: list[dict]) -> Path:
     return path
 
 
+def read_script(path: Path) -> list[dict]:
+    """A script file of tests/data as lines for InProcessServer."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@contextmanager
+def served(directory: Path, script: list[dict], **settings) -> Iterator[TestClient]:
+    """`with served(tmp_path, lines, api_keys=[KEY]) as http: http.post("/v1/messages", ...)`; an SDK's sync
+    client takes it as its `http_client` (base URL `BASE_URL`)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with TestClient(InProcessServer(directory, script, **settings).app, base_url=BASE_URL) as client:
+        yield client
+
+
 class InProcessServer:
     """`async with InProcessServer(tmp_path, script_lines, max_concurrency=1) as server: ...`"""
 
     def __init__(self, directory: Path, script: list[dict], **settings):
-        self.engine = load_engine("scripted", script_path=str(write_script(directory, script)),
-                                  tokenizer_path=embedded_model_path(), model_name=MODEL, max_model_len=4096)
+        """Another engine than the scripted one, built as `rostra serve` builds it: `engine="transformers",
+        model=PATH`, or `upstreams=[URL]` (a gateway, the remote engine, in front of them); or many models
+        (`models_config=PATH`, `models_dir=PATH`)."""
         self.store = open_store(directory / "data", settings.get("store"))  # a PostgreSQL URL, or SQLite here
-        self.app = create_app(self.engine, Settings(engine="scripted", **settings), self.store)
+        if Settings(**settings).many_models:  # `models_config=` / `models_dir=`: the models they declare
+            self.engine = None
+            self.app = create_app(None, Settings(**settings), self.store, command_line_specs(Settings(**settings)))
+            return
+        settings = {"engine": "remote" if settings.get("upstreams") else "scripted", **settings}
+        if settings["engine"] == "scripted":
+            self.engine = load_engine("scripted", script_path=str(write_script(directory, script)),
+                                      tokenizer_path=embedded_model_path(), model_name=MODEL, max_model_len=4096)
+        else:
+            self.engine = build_engine(Settings(**settings))
+        self.app = create_app(self.engine, Settings(**settings), self.store)
         self._stack = AsyncExitStack()
 
     async def __aenter__(self) -> "InProcessServer":
@@ -95,8 +129,12 @@ class Exchange:
 
     async def wait_for(self, text: str, timeout: float = 10) -> None:
         """Until the body so far contains `text`."""
+        await self.wait_until(lambda exchange: text.encode() in b"".join(exchange.chunks), timeout)
+
+    async def wait_until(self, done: Callable[["Exchange"], bool], timeout: float = 10) -> None:
+        """Until `done(self)` holds of what has arrived so far."""
         async with asyncio.timeout(timeout):
-            while text.encode() not in b"".join(self.chunks):
+            while not done(self):
                 self._arrived.clear()
                 await self._arrived.wait()
 

@@ -3,6 +3,9 @@
 The script (tests/data/messages.jsonl) writes what Qwen3-style models emit: `<think>` thinking and Hermes
 `<tool_call>` markup (the format of Qwen2.5/Qwen3's chat templates), read by the same parsers as Chat
 Completions. Every body and stream event is checked against the SDK's types (anthropic_wire.py).
+
+The app runs in-process (tests/harness.py: the sync SDK over starlette's TestClient); one smoke goes through a
+real `rostra serve` over loopback, and the prefix-cache test through the embedded model's real server.
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ import httpx
 import pytest
 
 from anthropic_wire import check_count, check_message, event_sequence, headers, sse_events
-from conftest import scripted
-from servers import RunningServer
+from harness import BASE_URL, read_script, served
+from servers import DATA
 
 KEY = "messages-key"
 MODEL = "scripted"
@@ -24,23 +27,25 @@ WEATHER = {"name": "get_weather", "description": "The weather in a city",
                             "required": ["city"]}}
 
 
+SCRIPT = read_script(DATA / "messages.jsonl")
+
+
 @pytest.fixture(scope="module")
-def server():
-    server = RunningServer(list(scripted("messages.jsonl", "--reasoning-parser", "qwen3", "--tool-call-parser",
-                                         "hermes", "--api-key", KEY, "--max-model-len", "4096")))
-    yield server
-    server.stop()
+def server(tmp_path_factory):
+    with served(tmp_path_factory.mktemp("messages"), SCRIPT, reasoning_parser="qwen3", tool_call_parser="hermes",
+                api_keys=[KEY], max_model_len=4096) as http:
+        yield http
 
 
 @pytest.fixture(scope="module")
 def client(server) -> anthropic.Anthropic:
-    client = anthropic.Anthropic(base_url=server.base_url, api_key=KEY, max_retries=0)
+    client = anthropic.Anthropic(base_url=BASE_URL, api_key=KEY, max_retries=0, http_client=server)
     client._server = server  # type: ignore[attr-defined]
     return client
 
 
-def post(server, body, path="/v1/messages", key=KEY) -> httpx.Response:
-    return httpx.post(f"{server.base_url}{path}", json=body, headers=headers(key), timeout=60)
+def post(server: httpx.Client, body, path="/v1/messages", key=KEY) -> httpx.Response:
+    return server.post(path, json=body, headers=headers(key))
 
 
 def ask(text, **extra):
@@ -85,7 +90,7 @@ def test_stream_is_the_anthropic_sequence_and_folds_into_create(server, text, re
     whole = post(server, body)
     assert whole.status_code == 200, whole.text
     message = check_message(whole.json())
-    events = sse_events(server.base_url, body, KEY)
+    events = sse_events(BASE_URL, body, KEY, server)
     sequence = event_sequence(events)
     assert sequence[0] == "message_start" and sequence[-2:] == ["message_delta", "message_stop"]
     assert sequence[1:3] == ["content_block_start", "ping"] and sequence.count("ping") == 1
@@ -251,7 +256,7 @@ def test_thinking_display_omitted_keeps_it_in_the_signature(server, client):
     sees its thinking again (the signature holds it)."""
     thinking = {**THINKING, "display": "omitted"}
     body = ask("think then answer", max_tokens=2048, thinking=thinking)
-    events = sse_events(server.base_url, body, KEY)
+    events = sse_events(BASE_URL, body, KEY, server)
     assert "thinking_delta" not in event_sequence(events)
     message = fold(events)
     assert message.content[0].type == "thinking" and message.content[0].thinking == "" and message.content[0].signature
@@ -326,8 +331,8 @@ def claude_code_request(nonce: str) -> dict:
 
 
 def test_claude_code_request_is_served(server):
-    response = httpx.post(f"{server.base_url}/v1/messages?beta=true", json=claude_code_request("572"), timeout=60,
-                          headers={**headers(KEY), "anthropic-beta": "claude-code-20250219,interleaved-thinking-2025-05-14",
+    response = server.post("/v1/messages?beta=true", json=claude_code_request("572"),
+                           headers={**headers(KEY), "anthropic-beta": "claude-code-20250219,interleaved-thinking-2025-05-14",
                                    "x-app": "cli"})
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
     assert "event: message_stop" in response.text
@@ -366,7 +371,7 @@ def test_errors_in_anthropics_envelope(server, body, status, kind, words):
 def test_sdk_raises_its_errors(server, client):
     with pytest.raises(anthropic.NotFoundError):
         client.messages.create(model="nope", max_tokens=8, messages=[{"role": "user", "content": "hello"}])
-    wrong = anthropic.Anthropic(base_url=server.base_url, api_key="wrong", max_retries=0)
+    wrong = anthropic.Anthropic(base_url=BASE_URL, api_key="wrong", max_retries=0, http_client=server)
     with pytest.raises(anthropic.AuthenticationError) as error:
         wrong.messages.create(model=MODEL, max_tokens=8, messages=[{"role": "user", "content": "hello"}])
     assert error.value.body["error"]["type"] == "authentication_error"
@@ -376,33 +381,28 @@ def test_sdk_raises_its_errors(server, client):
 
 
 def test_auth_by_bearer_too_and_head_probe(server):
-    bearer = httpx.post(f"{server.base_url}/v1/messages", json=ask("hello"), timeout=30,
-                        headers={"authorization": f"Bearer {KEY}"})
+    bearer = server.post("/v1/messages", json=ask("hello"), headers={"authorization": f"Bearer {KEY}"})
     assert bearer.status_code == 200
-    assert httpx.head(f"{server.base_url}/", timeout=10).status_code == 200
+    assert server.head("/").status_code == 200
 
 
-def test_unknown_fields_are_named_then_ignored_with_the_flag():
+def test_unknown_fields_are_named_then_ignored_with_the_flag(tmp_path):
     body = ask("hello", fancy_new_field=1)
-    strict = RunningServer(list(scripted("messages.jsonl", "--request-timeout", "2", "--keep-attribution-line")))
-    relaxed = RunningServer(list(scripted("messages.jsonl", "--unknown-params", "ignore")))
-    try:
-        refused = httpx.post(f"{strict.base_url}/v1/messages", json=body, timeout=30)
+    with served(tmp_path / "strict", SCRIPT, request_timeout=2, keep_attribution_line=True) as strict, \
+            served(tmp_path / "relaxed", SCRIPT, unknown_params="ignore") as relaxed:
+        refused = strict.post("/v1/messages", json=body)
         assert refused.status_code == 400 and "fancy_new_field" in refused.json()["error"]["message"]
-        assert httpx.post(f"{relaxed.base_url}/v1/messages", json=body, timeout=30).status_code == 200
+        assert relaxed.post("/v1/messages", json=body).status_code == 200
         # --keep-attribution-line: the line is part of the prompt, and changes it
         request = {k: v for k, v in claude_code_request("572").items() if k not in ("max_tokens", "stream", "metadata")}
-        counts = {httpx.post(f"{strict.base_url}/v1/messages/count_tokens", timeout=30, json={
+        counts = {strict.post("/v1/messages/count_tokens", json={
             **request, "system": [{"type": "text", "text": f"x-anthropic-billing-header: cc_version={n};"}]}
         ).json()["input_tokens"] for n in ("1", "1.2.3.4.5.6")}
         assert len(counts) == 2
         # an error once the stream has started: Anthropic's `error` event, and the stream ends
-        events = sse_events(strict.base_url, ask("slow story", max_tokens=512), "")
+        events = sse_events(BASE_URL, ask("slow story", max_tokens=512), "", strict)
         assert [e["type"] for e in events][0] == "message_start" and events[-1]["type"] == "error"
         assert events[-1]["error"]["type"] == "timeout_error"
-    finally:
-        strict.stop()
-        relaxed.stop()
 
 
 def test_prefix_cache_holds_when_only_the_attribution_line_changes(real_server):
@@ -422,3 +422,12 @@ def test_prefix_cache_holds_when_only_the_attribution_line_changes(real_server):
     total = usages[0].input_tokens + usages[0].cache_read_input_tokens
     assert total > 500 and usages[1].input_tokens + usages[1].cache_read_input_tokens == total
     assert usages[1].cache_read_input_tokens >= total - 16  # all but the tail llama.cpp re-reads
+
+
+def test_real_process_smoke(scripted_server):
+    """The Messages API of a real `rostra serve` over loopback: the SDK's create and stream."""
+    client = anthropic.Anthropic(base_url=scripted_server.base_url, api_key="none", max_retries=0)
+    message = client.messages.create(model=MODEL, max_tokens=64, messages=[{"role": "user", "content": "say hello"}])
+    assert check_message(message.model_dump(mode="json", exclude_none=True)).content[0].text
+    events = sse_events(scripted_server.base_url, ask("say hello", max_tokens=64), "none")
+    assert fold(events).content[0].text == message.content[0].text

@@ -1,42 +1,38 @@
 """The Messages API's refusals as Anthropic words them, and what the anthropic SDK does with them: the threads
 beta's fallback (its default tool_runner), unknown `anthropic-beta` values, the parameter a 400 names, tool_result
-blocks that answer no tool_use, unknown keys in content blocks."""
+blocks that answer no tool_use, unknown keys in content blocks; the access log's record of each failure. The app
+runs in-process (tests/harness.py; its log read from pytest's caplog)."""
 
 from __future__ import annotations
 
 import json
-import time
+import logging
 
 import anthropic
 import httpx
-import httpx2
 import pytest
 from anthropic import beta_tool
 
 from anthropic_wire import headers
-from conftest import scripted
-from servers import RunningServer
+from harness import BASE_URL, read_script, served
+from servers import DATA
 
 KEY = "messages-errors-key"
 MODEL = "scripted"
 
 
-@pytest.fixture(scope="module")
-def server():
-    server = RunningServer(list(scripted("messages.jsonl", "--tool-call-parser", "hermes", "--api-key", KEY,
-                                         "--max-model-len", "4096")), log_level="info")
-    yield server
-    server.stop()
+SCRIPT = read_script(DATA / "messages.jsonl")
 
 
 @pytest.fixture(scope="module")
-def client(server) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=server.base_url, api_key=KEY, max_retries=0)
+def server(tmp_path_factory):
+    with served(tmp_path_factory.mktemp("messages-errors"), SCRIPT, tool_call_parser="hermes", api_keys=[KEY],
+                max_model_len=4096) as http:
+        yield http
 
 
-def post(server, body, extra_headers=None) -> httpx.Response:
-    return httpx.post(f"{server.base_url}/v1/messages", json=body, headers={**headers(KEY), **(extra_headers or {})},
-                      timeout=60)
+def post(server: httpx.Client, body, extra_headers=None) -> httpx.Response:
+    return server.post("/v1/messages", json=body, headers={**headers(KEY), **(extra_headers or {})})
 
 
 def ask(text, **extra):
@@ -52,15 +48,16 @@ def test_a_thread_gets_the_error_the_sdk_falls_back_on(server):
     assert body["error"]["details"]["error_code"] == "thread_unsupported_request"
     # The SDK maps it to its own class, as it does Anthropic's.
     with pytest.raises(anthropic.BadRequestError) as raised:
-        anthropic.Anthropic(base_url=server.base_url, api_key=KEY, max_retries=0).messages.create(
+        anthropic.Anthropic(base_url=BASE_URL, api_key=KEY, max_retries=0, http_client=server).messages.create(
             **ask("hello"), extra_body={"thread": {"type": "create"}})
     assert type(raised.value).__name__ == "ThreadUnsupportedRequestError"
 
 
 def test_the_sdks_default_tool_runner_completes_its_round_trip(server):
     asked, sent = [], []
-    recorder = httpx2.Client(event_hooks={"request": [lambda request: sent.append(json.loads(request.read()))]})
-    client = anthropic.Anthropic(base_url=server.base_url, api_key=KEY, max_retries=0, http_client=recorder)
+    hooks = server.event_hooks
+    server.event_hooks = {"request": [lambda request: sent.append(json.loads(request.read()))], "response": []}
+    client = anthropic.Anthropic(base_url=BASE_URL, api_key=KEY, max_retries=0, http_client=server)
 
     @beta_tool
     def get_weather(city: str, days: int = 1) -> str:
@@ -75,7 +72,10 @@ def test_the_sdks_default_tool_runner_completes_its_round_trip(server):
 
     runner = client.beta.messages.tool_runner(model=MODEL, max_tokens=256, tools=[get_weather],
                                               messages=[{"role": "user", "content": "weather in Oslo"}])
-    replies = list(runner)
+    try:
+        replies = list(runner)
+    finally:
+        server.event_hooks = hooks
     assert asked == ["Oslo"]
     assert replies[0].stop_reason == "tool_use" and replies[-1].stop_reason == "end_turn"
     assert replies[-1].content[0].text == "It is sunny in Oslo."
@@ -136,27 +136,21 @@ def test_unknown_keys_in_content_blocks_are_a_400(server, block, path):
                            ).startswith("messages[0].mood")
 
 
-def access_records(server, last) -> list[dict]:
-    """The access log's warning lines (failures), once one that `last` picks is written (the line follows the
-    response by a moment)."""
-    deadline = time.monotonic() + 10
-    while True:
-        records = [json.loads(line.split("rostra.requests: ", 1)[1])
-                   for line in server.log_path.read_text().splitlines()
-                   if "rostra.requests: " in line and "WARNING" in line]
-        if any(last(record) for record in records) or time.monotonic() > deadline:
-            return records
-        time.sleep(0.05)
+def access_records(caplog: pytest.LogCaptureFixture) -> list[dict]:
+    """The access log's warning lines (failures)."""
+    return [json.loads(record.getMessage()) for record in caplog.records
+            if record.name == "rostra.requests" and record.levelno == logging.WARNING]
 
 
-def test_every_error_is_logged_for_the_operator_without_secrets(server):
-    chat = httpx.post(f"{server.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {KEY}"},
-                      json={"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "temperature": 7})
+def test_every_error_is_logged_for_the_operator_without_secrets(server, caplog):
+    caplog.set_level(logging.INFO)
+    chat = server.post("/v1/chat/completions", headers={"authorization": f"Bearer {KEY}"},
+                       json={"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "temperature": 7})
     assert chat.status_code == 400
     post(server, ask("hello", top_k=2**40))
     post(server, ask("hello", thread={"type": "create"}))
-    httpx.post(f"{server.base_url}/v1/chat/completions", headers={"authorization": "Bearer wrong-key-42"}, json={})
-    records = access_records(server, lambda r: r["status"] == 401)
+    server.post("/v1/chat/completions", headers={"authorization": "Bearer wrong-key-42"}, json={})
+    records = access_records(caplog)
     temperature = next(r for r in records if r.get("error", {}).get("param") == "temperature")
     assert temperature["status"] == 400 and temperature["error"]["type"] == "invalid_request_error"
     assert "temperature" in temperature["error"]["message"] and "body" not in temperature  # bodies: only if asked
@@ -165,25 +159,20 @@ def test_every_error_is_logged_for_the_operator_without_secrets(server):
     assert any(r["status"] == 401 and r["error"]["code"] == "invalid_api_key" for r in records)
     thread = next(r for r in records if r.get("error", {}).get("param") == "thread")
     assert thread["error"]["code"] == "thread_unsupported_request"
-    log = server.log_path.read_text()
+    log = caplog.text
     assert KEY not in log and "wrong-key-42" not in log
 
 
-def test_request_bodies_are_logged_when_asked_with_keys_redacted(tmp_path):
-    logged = RunningServer(list(scripted("messages.jsonl", "--api-key", KEY, "--log-request-bodies")),
-                           log_level="warning")
-    try:
+def test_request_bodies_are_logged_when_asked_with_keys_redacted(tmp_path, caplog):
+    caplog.set_level(logging.INFO)
+    with served(tmp_path, SCRIPT, api_keys=[KEY], log_request_bodies=True) as logged:
         body = {"model": MODEL, "input": "hi", "tools": [
             {"type": "mcp", "server_label": "x", "server_url": "https://example.com/mcp", "authorization": "tok-99",
              "headers": {"X-Secret": "hdr-77"}}], "api_key": "sk-inline-55", "temperature": 9}
-        refused = httpx.post(f"{logged.base_url}/v1/responses", json=body, headers={"authorization": f"Bearer {KEY}"})
+        refused = logged.post("/v1/responses", json=body, headers={"authorization": f"Bearer {KEY}"})
         assert refused.status_code == 400
-        record = next(r for r in access_records(logged, lambda r: r["route"] == "/v1/responses")
-                      if r["route"] == "/v1/responses")
-        log = logged.log_path.read_text()
-        assert record["body"]["input"] == "hi" and record["body"]["api_key"] == "[redacted]"
-        assert record["body"]["tools"][0]["authorization"] == "[redacted]"
-        for secret in ("tok-99", "hdr-77", "sk-inline-55", KEY):
-            assert secret not in log
-    finally:
-        logged.stop()
+    record = next(r for r in access_records(caplog) if r["route"] == "/v1/responses")
+    assert record["body"]["input"] == "hi" and record["body"]["api_key"] == "[redacted]"
+    assert record["body"]["tools"][0]["authorization"] == "[redacted]"
+    for secret in ("tok-99", "hdr-77", "sk-inline-55", KEY):
+        assert secret not in caplog.text

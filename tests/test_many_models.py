@@ -1,5 +1,5 @@
-"""Many models in one server (rostra/models/): one real `rostra serve --models-dir DIR --models-config FILE`
-over real HTTP with the openai SDK. The embedded SmolLM2 GGUF is served three ways (from the directory, and under
+"""Many models in one server (rostra/models/): `--models-dir DIR --models-config FILE`, the app in-process
+(tests/harness.py) driven by the openai SDK; the gateway-among-models test runs a real `rostra serve`. The embedded SmolLM2 GGUF is served three ways (from the directory, and under
 two configurations of the config file: another template, other defaults), next to the MiniLM embedding checkpoint
 and a broken GGUF. The memory budget holds one model at a time, so every switch evicts; `smol-b` has a short TTL.
 
@@ -9,6 +9,7 @@ needs them (a request, or the admin routes) and checks what follows.
 
 from __future__ import annotations
 
+import logging
 import re
 import shutil
 import threading
@@ -20,6 +21,7 @@ import pytest
 from openai import NotFoundError, OpenAI
 
 from rostra.embedded import embedded_model_path
+from harness import BASE_URL, served
 from rostra.models.specs import estimated_size
 from servers import DATA, RunningServer
 from spec import validate
@@ -62,31 +64,29 @@ models:
     ttl: {TTL}
 """)
     budget = estimated_size(str(embedded_model_path()), "llamacpp") * 3 // 2  # one model at a time
-    running = RunningServer(["--models-dir", str(models_dir), "--models-config", str(config), "--memory-budget",
-                             str(budget), "--preload", "smol-a", "--api-key", API_KEY, "--admin-key", ADMIN_KEY,
-                             "--threads", "1"], log_level="info")
-    yield running
-    running.stop()
+    with served(tmp_path_factory.mktemp("many-models"), [], models_dir=str(models_dir), models_config=str(config),
+                memory_budget=budget, preload=["smol-a"], api_keys=[API_KEY], admin_keys=[ADMIN_KEY],
+                threads=1) as http:
+        yield http
 
 
 @pytest.fixture(scope="module")
 def client(server) -> OpenAI:
-    return OpenAI(base_url=server.v1, api_key=API_KEY, max_retries=0)
+    return OpenAI(base_url=f"{BASE_URL}/v1", api_key=API_KEY, max_retries=0, http_client=server)
 
 
 def states(server) -> dict[str, str]:
-    listed = httpx.get(f"{server.v1}/models", headers=API).json()
+    listed = server.get("/v1/models", headers=API).json()
     validate("ListModelsResponse", listed)
     return {card["id"]: card["state"] for card in listed["data"]}
 
 
 def admin(server, action: str, model: str, key: str = ADMIN_KEY) -> httpx.Response:
-    return httpx.post(f"{server.base_url}/admin/models/{action}", json={"model": model},
-                      headers={"Authorization": f"Bearer {key}"}, timeout=120)
+    return server.post(f"/admin/models/{action}", json={"model": model}, headers={"Authorization": f"Bearer {key}"})
 
 
 def loads(server, model: str) -> float:
-    text = httpx.get(f"{server.base_url}/metrics", headers=API).text
+    text = server.get("/metrics", headers=API).text
     found = re.search(rf'^rostra_model_load_seconds_count{{model_name="{re.escape(model)}"}} (\S+)$', text, re.M)
     return float(found.group(1)) if found else 0.0
 
@@ -99,7 +99,7 @@ def ask(client: OpenAI, model: str, text: str = "Say hi.", **fields):
 
 
 def test_every_model_is_listed_with_its_state_and_defaults(server):
-    listed = httpx.get(f"{server.v1}/models", headers=API).json()
+    listed = server.get("/v1/models", headers=API).json()
     cards = {card["id"]: card for card in listed["data"]}
     assert {"smol-a", "smol-b", "smol-b-alias", "smol", "minilm", "broken"} <= set(cards)
     assert cards["smol-a"]["state"] in ("loaded", "unloaded")  # preloaded, unless evicted by an earlier test
@@ -156,18 +156,17 @@ def test_a_request_during_an_unload_still_answers(server, client):
     assert answer.choices[0].finish_reason in ("stop", "length")
 
 
-def test_a_broken_model_fails_only_its_own_requests(server, client):
-    with httpx.Client(timeout=60) as http:
-        broken = http.post(f"{server.v1}/chat/completions", headers=API,
-                           json={"model": "broken", "messages": [{"role": "user", "content": "hi"}]})
+def test_a_broken_model_fails_only_its_own_requests(server, client, caplog):
+    caplog.set_level(logging.INFO)
+    broken = server.post("/v1/chat/completions", headers=API,
+                         json={"model": "broken", "messages": [{"role": "user", "content": "hi"}]})
     assert broken.status_code == 503
     error = broken.json()["error"]
     assert error["code"] == "model_load_failed" and "the model 'broken' could not be loaded" in error["message"]
-    assert "load_error" in next(card for card in httpx.get(f"{server.v1}/models", headers=API).json()["data"]
+    assert "load_error" in next(card for card in server.get("/v1/models", headers=API).json()["data"]
                                 if card["id"] == "broken")
     assert ask(client, "smol-a").choices[0].message is not None  # the others keep serving
-    log = server.log_path.read_text()
-    assert "model broken failed to load" in log
+    assert "model broken failed to load" in caplog.text
 
 
 def test_a_conversation_may_switch_model(client):
@@ -203,7 +202,7 @@ def test_admin_routes_need_the_admin_key(server):
 
 def test_metrics_are_per_model(server, client):
     ask(client, "smol-a")
-    text = httpx.get(f"{server.base_url}/metrics", headers=API).text
+    text = server.get("/metrics", headers=API).text
     assert re.search(r'^vllm:prompt_tokens_total\{model_name="smol-a"\} [1-9]', text, re.M)
     assert 'rostra_model_loaded{model_name="broken"} 0.0' in text
 

@@ -88,6 +88,11 @@ class EmbeddingBatcher:
             self._ready.notify()
         self._thread.join()
 
+    def waiting_requests(self) -> int:
+        """The requests with inputs in the queue (/metrics; 0 once idle, whatever was cancelled)."""
+        with self._ready:
+            return len({id(job) for job, _ in self._pending})
+
     async def embed(self, inputs: list[list[int]]) -> list[list[float]]:
         loop = asyncio.get_running_loop()
         job = _Job(inputs, loop.create_future(), loop, [None] * len(inputs), len(inputs))

@@ -157,6 +157,9 @@ class TransformersEmbeddingEngine(Engine):
 
     # -- embeddings ------------------------------------------------------------------------------------
 
+    def queued_requests(self) -> int:
+        return self._batcher.waiting_requests()
+
     async def embed(self, inputs: list[list[int]]) -> list[list[float]]:
         if self.hf_model is None:
             raise EngineError("engine not started")

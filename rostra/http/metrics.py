@@ -18,7 +18,7 @@ import functools
 import time
 from typing import Callable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from rostra.engines.base import Engine
@@ -61,8 +61,15 @@ class Metrics:
                             "accounting: the share of sequence slots in use).", labels, registry=reg)
         Gauge("rostra_requests_waiting_for_slot", "Requests waiting for a --max-concurrency slot.",
               registry=reg).set_function(lambda: admission.waiting)
+        # The leak gauges (a soak reads them back to 0 once idle): admission slots held, model leases held.
+        Gauge("rostra_requests_admitted", "Requests holding an admission slot (engine work under way).",
+              registry=reg).set_function(lambda: admission.running)
+        self._leases = Gauge("rostra_model_leases", "Requests holding a lease on the model.", labels, registry=reg)
+        ProcessCollector(registry=reg)  # process_open_fds, process_resident_memory_bytes, ...
         self._engine_running = Gauge("rostra_engine_running_generations", "Generations holding engine capacity.",
                                      labels, registry=reg)
+        self._engine_queued = Gauge("rostra_engine_queued_requests", "Requests the engine holds but does not run "
+                                    "yet (its slot queue, the embeddings batcher's queue).", labels, registry=reg)
         self._slots = Gauge("rostra_engine_slots", "Sequences the engine runs at once.", labels, registry=reg)
         self._loaded = Gauge("rostra_model_loaded", "1 while the model is loaded.", labels, registry=reg)
         self._load_seconds = Histogram("rostra_model_load_seconds", "Time to load a model.", labels,
@@ -74,8 +81,9 @@ class Metrics:
         self.http_requests = Counter("rostra_http_requests", "HTTP requests by route and status.",
                                      ["route", "method", "status"], registry=reg)
 
-    def add_model(self, model: str, waiting_for_load: Callable[[], float]) -> None:
+    def add_model(self, model: str, waiting_for_load: Callable[[], float], leases: Callable[[], float]) -> None:
         self._load_waits[model] = waiting_for_load
+        self._leases.labels(model).set_function(leases)
         self._track(model)
         self._loaded.labels(model).set(0)
 
@@ -97,6 +105,7 @@ class Metrics:
         self._engines[model] = engine
         self._track(model)
         self._engine_running.labels(model).set_function(engine.running_requests)
+        self._engine_queued.labels(model).set_function(engine.queued_requests)
         self._slots.labels(model).set(engine.parallel)
         speculative_tokens = engine.speculative_tokens
         for index, gauge in enumerate(self._speculative):  # (drafted, accepted)
@@ -108,7 +117,7 @@ class Metrics:
     def model_unloaded(self, model: str) -> None:
         self._engines.pop(model, None)
         self._loaded.labels(model).set(0)
-        for gauge in (self._engine_running, self._slots, *self._speculative):
+        for gauge in (self._engine_running, self._engine_queued, self._slots, *self._speculative):
             try:
                 gauge.remove(model)
             except KeyError:

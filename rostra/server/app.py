@@ -87,7 +87,7 @@ def build_context(settings: Settings, store: ResponseStore, specs: list[ModelSpe
         if slot.bundle is not None:
             metrics.model_loaded(name, slot.bundle.engine, slot.load_seconds)
         elif slot.state == "unloaded":
-            metrics.add_model(name, lambda: slot.waiting)
+            metrics.add_model(name, lambda: slot.waiting, lambda: slot.leases)
         else:
             metrics.model_unloaded(name)
 
