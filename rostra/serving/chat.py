@@ -204,8 +204,10 @@ class ChatService(GenerationService):
             raise NotImplementedHere(f"the model '{request.model}' is served by an upstream server: rostra cannot "
                                      "count its tokens (count them with the upstream's own tokenizer)",
                                      param="model", code="count_not_supported")
-        rendered = await self.render(request)
-        return len(await rendered.tokenize(self.engine))
+        images = await self.load_images(request)
+        rendered = await self.render(request, images)
+        token_ids = await rendered.tokenize(self.engine)
+        return await self.engine.prompt_length(Prompt(token_ids, images=images.images, text=rendered.text))
 
     async def prepare(self, request: ChatCompletionRequest, fit_context: bool | None = None) -> Job:
         """`fit_context`: whether a max_tokens longer than the room the prompt leaves is cut to that room rather
@@ -226,7 +228,8 @@ class ChatService(GenerationService):
         text = rendered.text
         context_length = engine.model_info(request.model).context_length
         token_ids = truncate_prompt(await rendered.tokenize(engine), request.truncate_prompt_tokens, context_length)
-        requested, max_tokens = self._budget(request, len(token_ids), context_length, fit_context)
+        prompt_tokens = await engine.prompt_length(Prompt(token_ids, images=images.images, text=text))
+        requested, max_tokens = self._budget(request, prompt_tokens, context_length, fit_context)
         top_logprobs = (request.top_logprobs or 0) if request.logprobs else None
         params = sampling_params(request, max_tokens, top_logprobs, constraint, self.defaults,
                                  **await engine_extensions(engine, request))
@@ -258,7 +261,7 @@ class ChatService(GenerationService):
                       prefix)
             for index in range(request.n)
         ]
-        stats = RequestStats(prompt_tokens=len(token_ids), reasoning_tokens=0 if self.reasoning_parser else None)
+        stats = RequestStats(prompt_tokens=prompt_tokens, reasoning_tokens=0 if self.reasoning_parser else None)
         stats.note_budget(requested, max_tokens)
         return Job(request, job_id("chatcmpl", request), request.model, runs, stats,
                    reasoning_fields=self.reasoning_fields if request.include_reasoning else ())
