@@ -92,7 +92,8 @@ class TransformersEngine(Engine):
         self.model = ModelInfo(id=name, context_length=min(max_model_len or trained, trained))
         # A vision checkpoint: its processor expands each image's token into the image's tokens (transformers_vision).
         self.vision = VisionProcessor.load(model, self.device, self.dtype) if has_vision(self.config) else None
-        self.chat_template = self.tokenizer.chat_template or (self.vision and self.vision.processor.chat_template)
+        processor_template = self.vision.processor.chat_template if self.vision is not None else None
+        self.chat_template = self.tokenizer.chat_template or processor_template
         self.bos_token = self.tokenizer.bos_token or ""
         self.eos_token = self.tokenizer.eos_token or ""
         try:

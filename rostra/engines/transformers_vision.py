@@ -69,10 +69,7 @@ class VisionProcessor:
     def expand(self, prompt: Prompt) -> VisionInputs:
         """The prompt with each image token replaced by its image's tokens, and the images' tensors; a 400 when
         the image tokens and the images do not pair up (a message that holds the image token's text)."""
-        positions = [index for index, token in enumerate(prompt.token_ids) if token == self.image_token_id]
-        if len(positions) != len(prompt.images):
-            raise InvalidRequest(f"the messages hold the text {self.image_token}, which this model reads as an "
-                                 "image", param="messages")
+        positions = self.image_positions(prompt)
         processed = [self.process(image) for image in prompt.images]
         token_ids: list[int] = []
         start = 0
@@ -84,6 +81,14 @@ class VisionProcessor:
         names = processed[0].tensors if processed else {}
         tensors = {name: torch.cat([image.tensors[name] for image in processed]) for name in names}
         return VisionInputs(token_ids, tensors)
+
+    def image_positions(self, prompt: Prompt) -> list[int]:
+        """Where the prompt's image tokens are; a 400 when they do not pair up with its images."""
+        positions = [index for index, token in enumerate(prompt.token_ids) if token == self.image_token_id]
+        if len(positions) != len(prompt.images):
+            raise InvalidRequest(f"the messages hold the text {self.image_token}, which this model reads as an "
+                                 "image", param="messages")
+        return positions
 
     def count(self, prompt: Prompt) -> int:
         """The prompt's length once its images are expanded (what the model evaluates)."""
