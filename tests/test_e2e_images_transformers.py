@@ -142,4 +142,14 @@ def test_image_token_text_in_a_message_is_a_400(server):
     messages[0]["content"][0]["text"] = "What is <image> here?"
     reply = httpx.post(f"{server.v1}/chat/completions", json={**chat_body(PNG), "messages": messages}, timeout=60)
     assert reply.status_code == 400 and "<image>" in reply.json()["error"]["message"]
+    scored = httpx.post(f"{server.v1}/chat/completions", json=chat_body(PNG, prompt_logprobs=1), timeout=60)
+    assert scored.status_code == 400 and scored.json()["error"]["param"] == "prompt_logprobs"
     assert httpx.post(f"{server.v1}/chat/completions", json=chat_body(PNG), timeout=60).status_code == 200
+
+
+def test_constraints_hold_with_an_image(server):
+    """A grammar (vLLM's guided_choice) masks the sampling of a prompt with images as of a text prompt."""
+    client = OpenAI(base_url=server.v1, api_key="none", max_retries=0)
+    choices = ["red", "green", "blue"]
+    reply = client.chat.completions.create(**chat_body(PNG), extra_body={"guided_choice": choices})
+    assert reply.choices[0].message.content in choices and reply.choices[0].finish_reason == "stop"

@@ -20,7 +20,7 @@ from PIL import Image
 
 from images import encoded, pattern, pixels
 from llava_checkpoint import IMAGE_TOKEN, IMAGE_TOKENS, tiny_llava
-from rostra.core import Prompt, PromptImage
+from rostra.core import Prompt, PromptImage, SamplingParams
 from rostra.engines.vllm import VllmEngine
 from rostra.engines.vllm_images import image_prompt, pil_images
 from rostra.errors import InvalidRequest
@@ -29,6 +29,7 @@ from vllm_env import VLLM_INSTALLED
 CACHE = Path(__file__).resolve().parent.parent / ".cache"
 PNG = encoded(pattern(40, 28), "PNG")
 IMAGE = PromptImage(PNG, 40, 28)
+PARAMS = SamplingParams(max_tokens=4)
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +72,7 @@ def test_image_prompt_is_vllms_tokens_prompt():
 def test_the_adapter_sends_one_image_token_per_image(adapter):
     assert adapter.takes_images("any") and adapter.image_marker(IMAGE) == IMAGE_TOKEN
     ids = prompt_ids(adapter, f"<|im_start|>user\nLook.{IMAGE_TOKEN}{IMAGE_TOKEN}<|im_end|>\n")
-    built = asyncio.run(adapter._engine_prompt(Prompt(ids, images=(IMAGE, IMAGE))))
+    built = asyncio.run(adapter._engine_prompt(Prompt(ids, images=(IMAGE, IMAGE)), PARAMS))
     assert built["prompt_token_ids"] == ids  # vLLM's processor expands the image tokens itself
     assert [(image.size, image.tobytes()) for image in built["multi_modal_data"]["image"]] == [pixels(PNG)] * 2
     # counted as the processor expands them: each image token becomes the image's 16 tokens
@@ -81,9 +82,12 @@ def test_the_adapter_sends_one_image_token_per_image(adapter):
 def test_image_tokens_that_do_not_pair_up_are_a_400(adapter):
     typed = prompt_ids(adapter, f"what is {IMAGE_TOKEN}?{IMAGE_TOKEN}")
     with pytest.raises(InvalidRequest, match="<image>"):
-        asyncio.run(adapter._engine_prompt(Prompt(typed, images=(IMAGE,))))
+        asyncio.run(adapter._engine_prompt(Prompt(typed, images=(IMAGE,)), PARAMS))
     with pytest.raises(InvalidRequest):
         asyncio.run(adapter.prompt_length(Prompt(prompt_ids(adapter, f"a {IMAGE_TOKEN}"))))
+    with pytest.raises(InvalidRequest, match="prompt_logprobs"):
+        asyncio.run(adapter._engine_prompt(Prompt(prompt_ids(adapter, IMAGE_TOKEN), images=(IMAGE,)),
+                                           SamplingParams(max_tokens=4, prompt_logprobs=1)))
     text = prompt_ids(adapter, "plain text")
     assert asyncio.run(adapter.prompt_length(Prompt(text))) == len(text)
 

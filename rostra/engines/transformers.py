@@ -203,6 +203,7 @@ class TransformersEngine(Engine):
             constraint = await asyncio.to_thread(self._constraints.for_params, params)
         except ConstraintError as exc:
             raise EngineError(f"cannot enforce the constraint: {exc}") from exc
+        VisionProcessor.check_params(prompt, params)
         vision = await asyncio.to_thread(self.vision.expand, prompt) if self.vision is not None else None
         prompt_ids = vision.token_ids if vision is not None else list(prompt.token_ids)
         sampler = RequestSampler(params, prompt_ids, self.vocab_size, self._usable_vocab,

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from PIL import Image
 
-from rostra.core import Prompt, PromptImage
+from rostra.core import Prompt, PromptImage, SamplingParams
 from rostra.errors import InvalidRequest
 
 # Processed images kept for reuse: a request is counted (its budget, count_tokens) before it is generated, and a
@@ -81,6 +81,14 @@ class VisionProcessor:
         names = processed[0].tensors if processed else {}
         tensors = {name: torch.cat([image.tensors[name] for image in processed]) for name in names}
         return VisionInputs(token_ids, tensors)
+
+    @staticmethod
+    def check_params(prompt: Prompt, params: SamplingParams) -> None:
+        """What a prompt with images cannot have: prompt_logprobs (the model scores the expanded prompt, whose
+        image tokens are not the request's)."""
+        if prompt.images and params.prompt_logprobs is not None:
+            raise InvalidRequest("prompt_logprobs cannot be combined with images on this engine",
+                                 param="prompt_logprobs")
 
     def image_positions(self, prompt: Prompt) -> list[int]:
         """Where the prompt's image tokens are; a 400 when they do not pair up with its images."""

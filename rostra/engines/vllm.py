@@ -166,10 +166,11 @@ class VllmEngine(Engine):
             return len(prompt.token_ids)
         return await asyncio.to_thread(self.vision.count, prompt)
 
-    async def _engine_prompt(self, prompt: Prompt) -> Any:
+    async def _engine_prompt(self, prompt: Prompt, params: SamplingParams) -> Any:
         if self.vision is None:
             return engine_prompt(list(prompt.token_ids))
         self.vision.image_positions(prompt)  # a 400 when the image tokens and the images do not pair up
+        self.vision.check_params(prompt, params)
         if not prompt.images:
             return engine_prompt(list(prompt.token_ids))
         return image_prompt(list(prompt.token_ids), await asyncio.to_thread(pil_images, prompt.images))
@@ -203,11 +204,12 @@ class VllmEngine(Engine):
         if self._llm is None:
             raise EngineError("the vLLM engine is closed")
         top_n = params.top_logprobs or 0
+        engine_input = await self._engine_prompt(prompt, params)  # (its 400s are the client's, not vLLM's failures)
         self._running.add(request_id)
         try:
             sampling = _vllm_sampling_params(params)  # vLLM validates here too (ValueError)
             # Closing this generator early closes vLLM's, which aborts the request in vLLM.
-            stream = self._llm.generate(await self._engine_prompt(prompt), sampling, request_id)
+            stream = self._llm.generate(engine_input, sampling, request_id)
             async with aclosing(stream):
                 async for request_output in stream:
                     completion = request_output.outputs[0]
