@@ -9,6 +9,7 @@ import base64
 from pathlib import Path
 
 import anthropic
+import httpx
 import pytest
 from openai import OpenAI
 
@@ -129,3 +130,26 @@ def test_llama_cpp_default_marker_in_text_is_just_text(server):
     messages[0]["content"][0]["text"] = "what is <__media__> here?"
     reply = client.chat.completions.create(model=model, messages=messages, max_tokens=4, temperature=0)
     assert reply.choices[0].finish_reason in ("length", "stop")
+
+
+def test_counting_routes_count_images_as_llama_cpp_does(server, reference):
+    """/v1/messages/count_tokens, /v1/responses/input_tokens and usage all give llama.cpp's own count of a prompt
+    with images (the projector's 16 tokens per image, not the marker's text), before anything is generated."""
+    url = data_url(PNG)
+    expected = reference.handle_chat_completions({"model": "x", "messages": chat_messages(url), "temperature": 0,
+                                                  "max_tokens": 1})["usage"]["prompt_tokens"]
+    client = OpenAI(base_url=server.v1, api_key="none", max_retries=0)
+    model = client.models.list().data[0].id
+    inputs = [{"role": "user", "content": [{"type": "input_text", "text": QUESTION},
+                                           {"type": "input_image", "image_url": url}]}]
+    counted = httpx.post(f"{server.v1}/responses/input_tokens", json={"model": model, "input": inputs}, timeout=60)
+    assert counted.json()["input_tokens"] == expected
+    messages = anthropic.Anthropic(base_url=server.base_url, api_key="none", max_retries=0)
+    content = [{"type": "text", "text": QUESTION}, {"type": "image", "source": {
+        "type": "base64", "media_type": "image/png", "data": base64.b64encode(PNG).decode()}}]
+    count = messages.messages.count_tokens(model=model, messages=[{"role": "user", "content": content}])
+    message = messages.messages.create(model=model, max_tokens=2, messages=[{"role": "user", "content": content}])
+    # (Anthropic's input_tokens leave out what was read from the prompt cache: an earlier test's turn may be there)
+    assert count.input_tokens == expected == message.usage.input_tokens + (message.usage.cache_read_input_tokens or 0)
+    two = [{"role": "user", "content": [*content, content[1]]}]
+    assert messages.messages.count_tokens(model=model, messages=two).input_tokens == count.input_tokens + 16

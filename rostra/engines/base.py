@@ -92,6 +92,12 @@ class Engine(abc.ABC):
         """The text that stands for `image` where it appears in the rendered prompt (engines that take images)."""
         raise NotImplementedError
 
+    async def prompt_length(self, prompt: Prompt) -> int:
+        """The tokens the engine evaluates for `prompt` (usage, budgets, count_tokens): its token ids, where each
+        image counts as the tokens the engine gives it, not as its marker's text; a 400 for images and markers
+        that do not pair up. Engines that take images compute it."""
+        return len(prompt.token_ids)
+
     def speculative_tokens(self) -> tuple[int, int] | None:
         """Draft tokens proposed and accepted so far, where the engine drafts (speculative decoding); else None."""
         return None

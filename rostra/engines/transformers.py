@@ -17,14 +17,15 @@ from pathlib import Path
 from typing import AsyncGenerator
 
 import torch
-from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText, AutoTokenizer, GenerationConfig
 
 from rostra.engines.base import Engine, EngineError
-from rostra.core import EngineOutput, ModelInfo, Prompt, SamplingParams
+from rostra.core import EngineOutput, ModelInfo, Prompt, PromptImage, SamplingParams
 from rostra.engines.transformers_batch import BatchDecoder, Sequence, stackable_cache
 from rostra.engines.transformers_constraints import ConstraintCompiler, ConstraintError
 from rostra.engines.transformers_sampling import RequestSampler
 from rostra.engines.transformers_tokens import token_bytes_table
+from rostra.engines.transformers_vision import VisionProcessor, has_vision
 from rostra.generation_defaults import from_checkpoint_config
 from rostra.tokenizer import END_MARKERS
 
@@ -89,7 +90,10 @@ class TransformersEngine(Engine):
         trained = getattr(text_config, "max_position_embeddings", None) or 4096
         name = model_name or (Path(model).name if Path(model).exists() else model)
         self.model = ModelInfo(id=name, context_length=min(max_model_len or trained, trained))
-        self.chat_template = self.tokenizer.chat_template
+        # A vision checkpoint: its processor expands each image's token into the image's tokens (transformers_vision).
+        self.vision = VisionProcessor.load(model, self.device, self.dtype) if has_vision(self.config) else None
+        processor_template = self.vision.processor.chat_template if self.vision is not None else None
+        self.chat_template = self.tokenizer.chat_template or processor_template
         self.bos_token = self.tokenizer.bos_token or ""
         self.eos_token = self.tokenizer.eos_token or ""
         try:
@@ -105,7 +109,10 @@ class TransformersEngine(Engine):
         self._usable_vocab = min(len(self.tokenizer), self.vocab_size)
         self._token_bytes = token_bytes_table(self.tokenizer, silent_ids=self.eos_ids)
         self.special_token_ids = frozenset(set(self.tokenizer.all_special_ids) - self.eos_ids)
-        self.special_texts = tuple(self.tokenizer.get_added_vocab())  # special and added tokens alike
+        # Special and added tokens alike; not the image token, which rostra writes where each image stands (a
+        # message that holds its text is refused: the images would not pair up with their tokens).
+        self.special_texts = tuple(text for text in self.tokenizer.get_added_vocab()
+                                   if self.vision is None or text != self.vision.image_token)
         self.parallel = max(1, parallel)
         self.hf_model = None
         self._decoder: BatchDecoder | None = None
@@ -121,7 +128,8 @@ class TransformersEngine(Engine):
     def _load(self) -> None:
         if self.threads or self.device.type == "cpu":
             torch.set_num_threads(self.threads or cpu_threads())
-        model = AutoModelForCausalLM.from_pretrained(self.source, dtype=self.dtype)
+        auto_model = AutoModelForImageTextToText if self.vision is not None else AutoModelForCausalLM
+        model = auto_model.from_pretrained(self.source, dtype=self.dtype)
         # transformers declares `to` through functools.wraps(torch.nn.Module.to), which mypy reads as unbound.
         model = model.to(self.device).eval()  # type: ignore[arg-type]
         if not stackable_cache(model.config) and self.parallel > 1:
@@ -162,6 +170,18 @@ class TransformersEngine(Engine):
     def running_requests(self) -> int:
         return len(self._running)
 
+    def takes_images(self, model: str) -> bool:
+        return self.vision is not None and self.task == "generate"
+
+    def image_marker(self, image: PromptImage) -> str:
+        assert self.vision is not None
+        return self.vision.image_token
+
+    async def prompt_length(self, prompt: Prompt) -> int:
+        if self.vision is None:
+            return len(prompt.token_ids)
+        return await asyncio.to_thread(self.vision.count, prompt)
+
     def batch_size(self) -> int:
         """Sequences in the decode batch right now (requests still waiting for a row not counted)."""
         return self._decoder.running() if self._decoder is not None else 0
@@ -183,7 +203,10 @@ class TransformersEngine(Engine):
             constraint = await asyncio.to_thread(self._constraints.for_params, params)
         except ConstraintError as exc:
             raise EngineError(f"cannot enforce the constraint: {exc}") from exc
-        sampler = RequestSampler(params, prompt.token_ids, self.vocab_size, self._usable_vocab,
+        VisionProcessor.check_params(prompt, params)
+        vision = await asyncio.to_thread(self.vision.expand, prompt) if self.vision is not None else None
+        prompt_ids = vision.token_ids if vision is not None else list(prompt.token_ids)
+        sampler = RequestSampler(params, prompt_ids, self.vocab_size, self._usable_vocab,
                                  sorted(self.eos_ids), constraint, self.device)
 
         def deliver(item) -> None:  # called from the worker thread (and from abort, on the loop)
@@ -192,7 +215,8 @@ class TransformersEngine(Engine):
             except RuntimeError:  # the event loop is gone: nobody listens any more
                 sequence.cancelled.set()
 
-        sequence = Sequence(request_id, list(prompt.token_ids), params.max_tokens, sampler, deliver)
+        sequence = Sequence(request_id, prompt_ids, params.max_tokens, sampler, deliver,
+                            model_inputs=vision.tensors if vision is not None else {})
         self._running[request_id] = sequence
         self._decoder.submit(sequence)
         try:

@@ -60,6 +60,8 @@ class Sequence:
     next_input: int = -1  # the last sampled token: fed to the model at the next decode step
     # The prompt's scores (prompt_logprobs), handed over with the first output.
     prompt_scores: tuple[TokenStep | None, ...] | None = None
+    # What the prefill reads besides the token ids: a vision model's image tensors (pixel_values...).
+    model_inputs: dict[str, torch.Tensor] = field(default_factory=dict)
 
     def deliver_output(self, output: EngineOutput) -> None:
         if self.prompt_scores is not None:
@@ -101,12 +103,16 @@ PADDING_ALLOWANCE = 64
 
 def prefill_groups(waiting: list[Sequence]) -> list[list[Sequence]]:
     """Split the waiting requests into prefill groups: a prompt to be scored alone (it needs the
-    logits of every position, too costly for a whole group), the others longest first, a new group
-    whenever the next prompt would pad the current one past the allowance."""
-    groups = [[s] for s in waiting if s.sampler.params.prompt_logprobs is not None]
+    logits of every position, too costly for a whole group) and one with images alone (its image
+    tensors are its own), the others longest first, a new group whenever the next prompt would pad
+    the current one past the allowance."""
+    def alone(sequence: Sequence) -> bool:
+        return sequence.sampler.params.prompt_logprobs is not None or bool(sequence.model_inputs)
+
+    groups = [[s] for s in waiting if alone(s)]
     current: list[Sequence] = []
     real = 0
-    for sequence in sorted((s for s in waiting if s.sampler.params.prompt_logprobs is None),
+    for sequence in sorted((s for s in waiting if not alone(s)),
                            key=lambda s: len(s.prompt_ids), reverse=True):
         length = len(sequence.prompt_ids)
         if current:
@@ -228,12 +234,14 @@ class BatchDecoder:
         # leaving them out takes the plain causal path, as a prompt alone would.
         shape = {"attention_mask": mask, "position_ids": (mask.cumsum(dim=1) - 1).clamp(min=0)} if padded else {}
         top_n = group[0].sampler.params.prompt_logprobs  # (a scored prompt is always alone)
+        images = group[0].model_inputs  # (so is a prompt with images)
         cache = DynamicCache(config=self.model.config)
         # Only the last position's logits are needed (the lm head over a whole prompt is costly),
         # unless the prompt is to be scored.
         with self._threads(self.prefill_threads):
-            logits = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True, **shape,
+            logits = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True, **shape, **images,
                                 **(self._last_logits_only if top_n is None else {})).logits
+        group[0].model_inputs = {}  # (the image tensors are in the cache now)
         if top_n is not None:
             group[0].prompt_scores = self._score_prompt(group[0].prompt_ids, logits[0], top_n)
         log.debug("prefilled %d prompt(s), %d tokens padded to %d", len(group), int(mask.sum()), mask.numel())

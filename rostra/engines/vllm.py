@@ -43,8 +43,10 @@ from typing import Any, AsyncGenerator, Callable, Collection, Sequence
 
 import yaml
 
-from rostra.core import EngineOutput, FinishReason, ModelInfo, Prompt, SamplingParams, TokenStep, TopLogprob
+from rostra.core import (EngineOutput, FinishReason, ModelInfo, Prompt, PromptImage, SamplingParams, TokenStep,
+                         TopLogprob)
 from rostra.engines.base import Engine, EngineError
+from rostra.engines.vllm_images import image_prompt, pil_images
 from rostra.generation_defaults import FIELD_RANGES, checked
 from rostra.tokenizer import END_MARKERS, vocab_token_bytes
 
@@ -107,7 +109,11 @@ class VllmEngine(Engine):
         self.vocab_size = len(self._vocab_bytes)
         self.special_token_ids = frozenset(set(getattr(self._tokenizer, "all_special_ids", ()))
                                            - {self._tokenizer.eos_token_id})
-        self.special_texts = tuple(self._tokenizer.get_added_vocab())  # special and added tokens alike
+        # A vision model: its processor's image token stands for each image (vllm_images.py); like the transformers
+        # engine's, it is not guarded as special text (a message that holds it is refused: images would not pair up).
+        self.vision = _vision_processor(model, self._llm.model_config)
+        self.special_texts = tuple(text for text in self._tokenizer.get_added_vocab()  # special and added tokens
+                                   if self.vision is None or text != self.vision.image_token)
         self._running: set[str] = set()
         self._aborting: set[str] = set()
         config = self._llm.model_config
@@ -146,6 +152,29 @@ class VllmEngine(Engine):
     def running_requests(self) -> int:
         return len(self._running)
 
+    def takes_images(self, model: str) -> bool:
+        return self.vision is not None and self.task == "generate"
+
+    def image_marker(self, image: PromptImage) -> str:
+        assert self.vision is not None
+        return self.vision.image_token
+
+    async def prompt_length(self, prompt: Prompt) -> int:
+        """With images, as the checkpoint's processor expands them (vLLM's processor follows it; vLLM's own count
+        is reported when the generation ends)."""
+        if self.vision is None:
+            return len(prompt.token_ids)
+        return await asyncio.to_thread(self.vision.count, prompt)
+
+    async def _engine_prompt(self, prompt: Prompt, params: SamplingParams) -> Any:
+        if self.vision is None:
+            return engine_prompt(list(prompt.token_ids))
+        self.vision.image_positions(prompt)  # a 400 when the image tokens and the images do not pair up
+        self.vision.check_params(prompt, params)
+        if not prompt.images:
+            return engine_prompt(list(prompt.token_ids))
+        return image_prompt(list(prompt.token_ids), await asyncio.to_thread(pil_images, prompt.images))
+
     # /metrics' vLLM gauges from vLLM's own scheduler (its last report), bounded by the generations rostra has in
     # flight: vLLM reports after each step, so an idle engine's last report can be a step old.
 
@@ -175,11 +204,12 @@ class VllmEngine(Engine):
         if self._llm is None:
             raise EngineError("the vLLM engine is closed")
         top_n = params.top_logprobs or 0
+        engine_input = await self._engine_prompt(prompt, params)  # (its 400s are the client's, not vLLM's failures)
         self._running.add(request_id)
         try:
             sampling = _vllm_sampling_params(params)  # vLLM validates here too (ValueError)
             # Closing this generator early closes vLLM's, which aborts the request in vLLM.
-            stream = self._llm.generate(engine_prompt(list(prompt.token_ids)), sampling, request_id)
+            stream = self._llm.generate(engine_input, sampling, request_id)
             async with aclosing(stream):
                 async for request_output in stream:
                     completion = request_output.outputs[0]
@@ -233,6 +263,9 @@ class VllmEngine(Engine):
         cached = getattr(request_output, "num_cached_tokens", None)
         if output.finish_reason is not None and isinstance(cached, int):
             output = dataclasses.replace(output, cached_tokens=cached)
+        processed = getattr(request_output, "prompt_token_ids", None)
+        if output.finish_reason is not None and prompt.images and processed:  # vLLM's count, images expanded
+            output = dataclasses.replace(output, prompt_tokens=len(processed))
         return output
 
 
@@ -286,6 +319,21 @@ def engine_prompt(token_ids: list[int]) -> Any:
         from vllm import TokensPrompt
         return TokensPrompt(prompt_token_ids=token_ids)
     return tokens_input(token_ids)
+
+
+def _vision_processor(model: str, model_config: Any) -> Any:
+    """The checkpoint's processor (image token, expansion counts) for a model vLLM runs as multimodal, else None."""
+    if not getattr(model_config, "is_multimodal_model", False) or getattr(model_config, "runner_type", "") == "pooling":
+        return None
+    import torch
+
+    from rostra.engines.transformers_vision import VisionProcessor
+
+    try:
+        return VisionProcessor.load(model, torch.device("cpu"), torch.float32)
+    except (OSError, ValueError) as exc:  # no processor, or one without an image token: served as text only
+        log.warning("%s: vLLM runs it as multimodal, but rostra cannot give it images: %s", model, exc)
+        return None
 
 
 def pooled_vector(data: Any) -> list[float]:

@@ -206,8 +206,10 @@ class ChatService(GenerationService):
             raise NotImplementedHere(f"the model '{turn.model}' is served by an upstream server: rostra cannot "
                                      "count its tokens (count them with the upstream's own tokenizer)",
                                      param="model", code="count_not_supported")
-        rendered = await self.render(turn)
-        return len(await rendered.tokenize(self.engine))
+        images = await self.load_images(turn)
+        rendered = await self.render(turn, images)
+        token_ids = await rendered.tokenize(self.engine)
+        return await self.engine.prompt_length(Prompt(token_ids, images=images.images, text=rendered.text))
 
     async def prepare(self, request: ChatCompletionRequest) -> Job:
         """A Chat Completions request: relayed whole to an upstream that serves its model, else as its turn."""
@@ -234,7 +236,9 @@ class ChatService(GenerationService):
         rendered = await self.render(turn, images)
         context_length = engine.model_info(turn.model).context_length
         token_ids = truncate_prompt(await rendered.tokenize(engine), sampling.truncate_prompt_tokens, context_length)
-        max_tokens = self._budget(turn, len(token_ids), context_length)
+        # An image counts as the engine counts it (its tokens after the projector), not as its marker's text.
+        prompt_tokens = await engine.prompt_length(Prompt(token_ids, images=images.images, text=rendered.text))
+        max_tokens = self._budget(turn, prompt_tokens, context_length)
         top_logprobs = (turn.top_logprobs or 0) if turn.logprobs else None
         params = sampling_params(sampling, max_tokens, top_logprobs, constraint, self.defaults,
                                  **await engine_extensions(engine, sampling))
@@ -257,7 +261,7 @@ class ChatService(GenerationService):
                       prefix)
             for index in range(sampling.n)
         ]
-        stats = RequestStats(prompt_tokens=len(token_ids), reasoning_tokens=0 if self.reasoning_parser else None)
+        stats = RequestStats(prompt_tokens=prompt_tokens, reasoning_tokens=0 if self.reasoning_parser else None)
         stats.note_budget(turn.budget.requested, max_tokens)
         return Job(turn, job_id("chatcmpl", turn), turn.model, runs, stats,
                    reasoning_fields=self.reasoning_fields if turn.include_reasoning else ())
