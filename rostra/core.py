@@ -48,6 +48,18 @@ class NativeSamplers:
 
 
 @dataclass(frozen=True)
+class ThinkFirst:
+    """Think, then constrain (rostra/guided/think_first.py): the model thinks freely and the request's
+    constraint starts after its reasoning ends. The markers are the reasoning parser's."""
+
+    start: str
+    end: str
+    unopened_is_reasoning: bool  # an output that does not open with `start` is thinking (DeepSeek-R1)
+    opened: bool  # the prompt ends inside an open thinking block
+    budget: int  # the most tokens the thinking may take before it is closed for the model
+
+
+@dataclass(frozen=True)
 class SamplingParams:
     max_tokens: int
     temperature: float = 1.0
@@ -75,6 +87,9 @@ class SamplingParams:
     prompt_logprobs: int | None = None  # None: the prompt is not scored; N: its tokens' logprobs and top N
     samplers: NativeSamplers = NativeSamplers()
     priority: int = 0  # vLLM's: lower runs first, where the engine schedules by priority
+    # Set with a constraint on a reasoning model: the constraint applies to the answer only (engines never
+    # see it: rostra/guided/think_first.py runs the thinking and the answer as two generations).
+    think_first: ThinkFirst | None = None
 
 
 @dataclass(frozen=True)

@@ -213,20 +213,24 @@ def test_guided_regex(real_server):
         assert re.fullmatch(pattern, text), text
 
 
-def test_constrained_json_is_the_answer_not_the_thinking(real_reasoning_server):
-    """deepseek_r1 takes an output that opens no <think> for thinking; under a JSON schema the
-    engine allows no thinking at all, so the JSON must be the content, with no reasoning."""
+def test_constrained_json_comes_after_free_thinking(real_reasoning_server):
+    """deepseek_r1 takes an output that opens no <think> for thinking (R1's template opens it). Under a JSON
+    schema the model thinks freely first; the embedded model never closes its thinking, so at three quarters
+    of the budget the end marker is written for it and the answer comes constrained: free text in the
+    reasoning, JSON that obeys the schema in the content, streamed as it is whole."""
     import jsonschema
 
-    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+    schema = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12}}, "required": ["city"],
               "additionalProperties": False}
-    body = check("chat", post(real_reasoning_server.base_url, "/v1/chat/completions", {
-        "model": MODEL, "messages": [{"role": "user", "content": "Name a city."}], "max_tokens": 60,
-        "temperature": 0, "response_format": {"type": "json_schema", "json_schema": {"name": "c", "schema": schema}}}
-    ).json())
+    request = {"model": MODEL, "messages": [{"role": "user", "content": "Name a city."}], "max_tokens": 80,
+               "temperature": 0, "response_format": {"type": "json_schema", "json_schema": {"name": "c", "schema": schema}}}
+    body = check("chat", post(real_reasoning_server.base_url, "/v1/chat/completions", request).json())
     message = body["choices"][0]["message"]
-    assert "reasoning_content" not in message
+    assert message["reasoning_content"].strip() and "</think>" not in message["reasoning_content"]
     jsonschema.validate(json.loads(message["content"]), schema)
+    assert body["usage"]["completion_tokens"] <= 80
+    folded = fold_chat_stream(stream(real_reasoning_server.base_url, "/v1/chat/completions", request, "chat_chunk"))
+    assert (folded[0]["reasoning"], folded[0]["content"]) == (message["reasoning_content"], message["content"])
     free = post(real_reasoning_server.base_url, "/v1/chat/completions", {
         "model": MODEL, "messages": [{"role": "user", "content": "Name a city."}], "max_tokens": 8}).json()
     assert free["choices"][0]["message"]["reasoning_content"]  # unconstrained: never closed, all thinking
