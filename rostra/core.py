@@ -76,6 +76,8 @@ class SamplingParams:
     # Constrained decoding (structured outputs, forced tool calls): at most one of the two.
     json_schema: dict[str, Any] | None = None
     grammar: str | None = None  # GBNF
+    # vLLM's structural tag (rostra/guided/structural_tag.py), for engines that read it; `grammar` enforces it.
+    structural_tag: dict[str, Any] | None = None
     # vLLM's extensions. min_tokens: no end-of-generation token (nor stop_token_ids) before that many.
     min_tokens: int = 0
     stop_token_ids: tuple[int, ...] = ()

@@ -72,6 +72,7 @@ def _eos_ids(tokenizer, generation_config: GenerationConfig | None) -> set[int]:
 
 class TransformersEngine(Engine):
     enforces_constraints = True  # JSON schema, GBNF and llguidance grammars: all through llguidance
+    serves_structural_tags = True
     scores_prompts = True  # a forward pass over the prompt gives its logprobs (prompt_logprobs, echo)
     engine_name = "transformers"
 

@@ -115,7 +115,8 @@ async def generate(engine: Engine, request_id: str, prompt: Prompt,
                 yield output
         return
     constrained = dataclasses.replace(params, think_first=None)
-    free = dataclasses.replace(constrained, json_schema=None, grammar=None, max_tokens=max(1, plan.budget))
+    free = dataclasses.replace(constrained, json_schema=None, grammar=None, structural_tag=None,
+                               max_tokens=max(1, plan.budget))
     thinking = _Thinking(plan)
     async with aclosing(engine.generate(request_id, prompt, free)) as outputs:
         async for output in outputs:

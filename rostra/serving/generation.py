@@ -345,6 +345,7 @@ def sampling_params(request: SamplingFields, max_tokens: int, top_logprobs: int 
         ignore_eos=request.ignore_eos,
         json_schema=constraint.json_schema if constraint else None,
         grammar=constraint.grammar if constraint else None,
+        structural_tag=constraint.structural_tag if constraint else None,
         **extensions,
     )
 
