@@ -88,6 +88,8 @@ class SamplingParams:
     bad_words_ids: tuple[tuple[int, ...], ...] = ()
     prompt_logprobs: int | None = None  # None: the prompt is not scored; N: its tokens' logprobs and top N
     samplers: NativeSamplers = NativeSamplers()
+    tfs: float = 1.0  # tabby's tail-free sampling z: 1 is off
+    top_a: float = 0.0  # tabby's top-a: 0 is off
     priority: int = 0  # vLLM's: lower runs first, where the engine schedules by priority
     # Set with a constraint on a reasoning model: the constraint applies to the answer only (engines never
     # see it: rostra/guided/think_first.py runs the thinking and the answer as two generations).

@@ -23,7 +23,8 @@ CITY = {"type": "object", "properties": {"city": {"type": "string"}}, "required"
         "additionalProperties": False}
 CITY_FORMAT = {"type": "json_schema", "json_schema": {"name": "city", "schema": CITY}}
 QWEN3 = [
-    {"match": "Name a city", "output": "<think>\nThe user wants a city. Paris is one.\n</think>\n\n{\"city\": \"Paris\"}"},
+    {"match": "Name a city",
+     "output": "<think>\nThe user wants a city. Paris is one.\n</think>\n\n{\"city\": \"Paris\"}"},
     {"match": "Name a city", "output": "{\"city\": \"Paris\"}"},
     {"match": "Ponder", "output": "<think>\n" + "I keep thinking about it. " * 40},
     {"match": "Ponder", "output": "{\"city\": \"Oslo\"}"},
@@ -33,7 +34,8 @@ QWEN3 = [
     {"match": "Weather", "output": "[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}]"},
 ]
 DEEPSEEK_R1 = [
-    {"match": "Name a city", "output": "Okay, the user wants a city. Let me pick Paris.\n</think>\n\n{\"city\": \"Paris\"}"},
+    {"match": "Name a city",
+     "output": "Okay, the user wants a city. Let me pick Paris.\n</think>\n\n{\"city\": \"Paris\"}"},
     {"match": "Name a city", "output": "{\"city\": \"Paris\"}"},
 ]
 
@@ -77,7 +79,8 @@ async def test_qwen3_thinks_freely_then_answers_in_schema(tmp_path):
         assert message["reasoning_content"] == "\nThe user wants a city. Paris is one.\n"
         assert json.loads(message["content"]) == {"city": "Paris"}
         (prompt, free), (continued, constrained) = engine.calls[:2]
-        assert free.json_schema is None and free.think_first is None and free.max_tokens == 150
+        assert free.json_schema is None and free.think_first is None
+        assert free.max_tokens == 150 - 5  # three quarters, less the 5 tokens of "\n</think>\n\n"
         assert constrained.json_schema == CITY and constrained.think_first is None
         thinking = continued[len(prompt):]  # the prompt, then the thinking's own tokens up to </think>
         assert continued[:len(prompt)] == prompt and thinking
@@ -110,9 +113,9 @@ async def test_thinking_that_runs_out_of_budget_is_closed_and_the_answer_still_c
         assert json.loads(message["content"]) == {"city": "Oslo"}
         assert whole["choices"][0]["finish_reason"] == "stop"
         (prompt, free), (continued, constrained) = engine.calls[:2]
-        assert free.max_tokens == 45  # three quarters of the budget
+        assert free.max_tokens == 45 - 5  # three quarters of the budget, less the closing marker (5 tokens)
         written = continued[len(prompt):]
-        closing = "".join(server.engine.token_bytes(t).decode() for t in written[45:])
+        closing = "".join(server.engine.token_bytes(t).decode() for t in written[40:])
         assert closing == "\n</think>\n\n"  # the end marker, written for the model
         assert constrained.max_tokens == 60 - len(written)
         assert whole["usage"]["completion_tokens"] == len(written) + constrained_tokens(server, '{"city": "Oslo"}')

@@ -7,7 +7,8 @@ in the reasoning with the answer left empty. Here a constrained request on a rea
 two generations of one engine:
 
 1. free: the prompt, no constraint, at most `ThinkFirst.budget` tokens (three quarters of the
-   request's), watched by the reasoning parser's own state machine until the thinking ends;
+   request's, less the end marker's), watched by the reasoning parser's own state machine until the
+   thinking ends;
 2. constrained: the prompt, the thinking tokens exactly as sampled, and (where the thinking did not
    end: the budget ran out, or the model stopped inside it) the end marker written for the model;
    with the constraint and what is left of the request's budget (the two parts and the marker count
@@ -62,6 +63,7 @@ class _Thinking:
     """What the free generation wrote, as far as the thinking went."""
 
     plan: ThinkFirst
+    closing: list[int]  # the end marker's tokens
     steps: list[TokenStep] = field(default_factory=list)
     held: list[EngineOutput] = field(default_factory=list)  # while undecided whether the output thinks
     thought: bool = False  # the output is (or was) inside a thinking block
@@ -115,9 +117,11 @@ async def generate(engine: Engine, request_id: str, prompt: Prompt,
                 yield output
         return
     constrained = dataclasses.replace(params, think_first=None)
+    closing = await engine.tokenize(f"\n{plan.end}\n\n", False)  # written for the model if it thinks too long
+    # The thinking and the closing marker within the plan's share: the answer keeps the rest.
     free = dataclasses.replace(constrained, json_schema=None, grammar=None, structural_tag=None,
-                               max_tokens=max(1, plan.budget))
-    thinking = _Thinking(plan)
+                               max_tokens=max(1, plan.budget - len(closing)))
+    thinking = _Thinking(plan, closing)
     async with aclosing(engine.generate(request_id, prompt, free)) as outputs:
         async for output in outputs:
             for part in thinking.take(output):
@@ -139,17 +143,17 @@ async def _answer(engine: Engine, request_id: str, prompt: Prompt, params: Sampl
     """The constrained answer after the thinking, its end marker written first where the model did not."""
     written = [step.token_id for step in thinking.steps]
     if not thinking.ended:
-        close = await engine.tokenize(f"\n{thinking.plan.end}\n\n", False)
-        closing = tuple(TokenStep(token_id, engine.token_bytes(token_id)) for token_id in close)
+        closing = tuple(TokenStep(token_id, engine.token_bytes(token_id)) for token_id in thinking.closing)
         yield EngineOutput(closing[: max(0, params.max_tokens - len(written))])
-        written += close
+        written += thinking.closing
     left = params.max_tokens - len(written)
     if left <= 0:
         yield EngineOutput(finish_reason="length")
         return
-    continued = dataclasses.replace(prompt, token_ids=list(prompt.token_ids) + written,
-                                    text=None if prompt.text is None else prompt.text + await engine.detokenize(written))
-    async with aclosing(engine.generate(request_id, continued, dataclasses.replace(params, max_tokens=left))) as outputs:
+    text = None if prompt.text is None else prompt.text + await engine.detokenize(written)  # (a prompt with images)
+    continued = dataclasses.replace(prompt, token_ids=list(prompt.token_ids) + written, text=text)
+    answer = dataclasses.replace(params, max_tokens=left)
+    async with aclosing(engine.generate(request_id, continued, answer)) as outputs:
         async for output in outputs:
             # The prompt's cache hits and its size were reported by the free part; its tokens count on.
             count = None if output.completion_tokens is None else output.completion_tokens + len(written)

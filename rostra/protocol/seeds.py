@@ -91,6 +91,10 @@ class SeedFields(StrictModel):
                                      Field(max_length=MAX_SEQUENCE_BREAKERS)] | None = None
     xtc_probability: Annotated[float, Field(ge=0, le=1)] | None = None
     xtc_threshold: Annotated[float, Field(ge=0, le=1)] | None = None
+    # tabby's truncation samplers that llama.cpp lacks (the transformers engine runs them): tail-free
+    # sampling's z (1: off) and top-a's a (0: off)
+    tfs: Annotated[float, Field(gt=0, le=1)] | None = None
+    top_a: Annotated[float, Field(ge=0, le=1)] | None = None
 
     @model_validator(mode="after")
     def _fold_aliases(self) -> "SeedFields":
