@@ -85,7 +85,7 @@ def test_llama_cpp_enforces_it_after_each_trigger(real_server):
                                                                           "end": "."}]}
     body = check("chat", post(real_server.base_url, "/v1/chat/completions", {
         "model": "SmolLM2-135M-Instruct", "messages": [{"role": "user", "content": "Describe the sun and the moon."}],
-        "max_tokens": 80, "temperature": 0, "response_format": tag}).json())
+        "max_tokens": 48, "temperature": 0, "response_format": tag}).json())
     text = body["choices"][0]["message"]["content"]
     parts = text.split(" the")
     assert len(parts) > 1, text  # it wrote the trigger

@@ -174,3 +174,22 @@ async def test_constraint_binds_from_the_first_token_without_thinking(tmp_path, 
         assert json.loads(whole["choices"][0]["message"]["content"]) == {"city": "Paris"}
         assert len(engine.calls) == 2  # the whole answer and the stream: one generation each
         assert all(params.json_schema == CITY and params.think_first is None for _, params in engine.calls)
+
+
+SLOW = [
+    {"match": "Slowly", "output": "<think>\n" + "Still thinking. " * 30 + "\n</think>\n\n", "delay_ms": 20},
+    {"match": "Slowly", "output": "{\"city\": \"" + "Llanfair" * 20 + "\"}", "delay_ms": 20},
+]
+
+
+@pytest.mark.parametrize("gone_in", ["thinking", "answer"])
+async def test_a_client_gone_in_either_part_stops_the_generation(tmp_path, gone_in):
+    async with InProcessServer(tmp_path, SLOW, reasoning_parser="qwen3") as server:
+        engine = Recording(server.engine)
+        exchange = server.call("POST", "/v1/chat/completions",
+                               {**chat("Slowly, a city.", response_format=CITY_FORMAT, max_tokens=400), "stream": True})
+        await exchange.wait_for('"reasoning_content"' if gone_in == "thinking" else '"content":"{')
+        exchange.hang_up()
+        await exchange.finished()
+        assert server.engine.running_requests() == 0
+        assert len(engine.calls) == (1 if gone_in == "thinking" else 2)
