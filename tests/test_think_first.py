@@ -107,7 +107,8 @@ async def test_deepseek_r1_thinking_opened_by_the_template(tmp_path):
 async def test_thinking_that_runs_out_of_budget_is_closed_and_the_answer_still_comes(tmp_path):
     async with InProcessServer(tmp_path, QWEN3, reasoning_parser="qwen3") as server:
         engine = Recording(server.engine)
-        whole = await both(server, chat("Ponder a city.", response_format=CITY_FORMAT, max_tokens=60))
+        whole = await both(server, chat("Ponder a city.", response_format=CITY_FORMAT, max_tokens=60, logprobs=True,
+                                        top_logprobs=2))
         message = whole["choices"][0]["message"]
         assert message["reasoning_content"].startswith("\nI keep thinking about it.")
         assert json.loads(message["content"]) == {"city": "Oslo"}
@@ -119,6 +120,8 @@ async def test_thinking_that_runs_out_of_budget_is_closed_and_the_answer_still_c
         assert closing == "\n</think>\n\n"  # the end marker, written for the model
         assert constrained.max_tokens == 60 - len(written)
         assert whole["usage"]["completion_tokens"] == len(written) + constrained_tokens(server, '{"city": "Oslo"}')
+        # Every token has its logprob entry, the marker's written ones too (certain: 0, no alternatives).
+        assert len(whole["choices"][0]["logprobs"]["content"]) == whole["usage"]["completion_tokens"]
 
 
 async def test_an_output_that_opens_no_thinking_is_generated_again_constrained(tmp_path):
