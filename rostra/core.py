@@ -48,6 +48,18 @@ class NativeSamplers:
 
 
 @dataclass(frozen=True)
+class ThinkFirst:
+    """Think, then constrain (rostra/guided/think_first.py): the model thinks freely and the request's
+    constraint starts after its reasoning ends. The markers are the reasoning parser's."""
+
+    start: str
+    end: str
+    unopened_is_reasoning: bool  # an output that does not open with `start` is thinking (DeepSeek-R1)
+    opened: bool  # the prompt ends inside an open thinking block
+    budget: int  # the most tokens the thinking may take before it is closed for the model
+
+
+@dataclass(frozen=True)
 class SamplingParams:
     max_tokens: int
     temperature: float = 1.0
@@ -64,6 +76,8 @@ class SamplingParams:
     # Constrained decoding (structured outputs, forced tool calls): at most one of the two.
     json_schema: dict[str, Any] | None = None
     grammar: str | None = None  # GBNF
+    # vLLM's structural tag (rostra/guided/structural_tag.py), for engines that read it; `grammar` enforces it.
+    structural_tag: dict[str, Any] | None = None
     # vLLM's extensions. min_tokens: no end-of-generation token (nor stop_token_ids) before that many.
     min_tokens: int = 0
     stop_token_ids: tuple[int, ...] = ()
@@ -74,7 +88,12 @@ class SamplingParams:
     bad_words_ids: tuple[tuple[int, ...], ...] = ()
     prompt_logprobs: int | None = None  # None: the prompt is not scored; N: its tokens' logprobs and top N
     samplers: NativeSamplers = NativeSamplers()
+    tfs: float = 1.0  # tabby's tail-free sampling z: 1 is off
+    top_a: float = 0.0  # tabby's top-a: 0 is off
     priority: int = 0  # vLLM's: lower runs first, where the engine schedules by priority
+    # Set with a constraint on a reasoning model: the constraint applies to the answer only (engines never
+    # see it: rostra/guided/think_first.py runs the thinking and the answer as two generations).
+    think_first: ThinkFirst | None = None
 
 
 @dataclass(frozen=True)

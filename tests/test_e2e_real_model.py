@@ -213,23 +213,41 @@ def test_guided_regex(real_server):
         assert re.fullmatch(pattern, text), text
 
 
-def test_constrained_json_is_the_answer_not_the_thinking(real_reasoning_server):
-    """deepseek_r1 takes an output that opens no <think> for thinking; under a JSON schema the
-    engine allows no thinking at all, so the JSON must be the content, with no reasoning."""
+def test_constrained_json_comes_after_free_thinking(real_reasoning_server):
+    """deepseek_r1 takes an output that opens no <think> for thinking (R1's template opens it). Under a JSON
+    schema the model thinks freely first; the embedded model never closes its thinking, so at three quarters
+    of the budget the end marker is written for it and the answer comes constrained: free text in the
+    reasoning, JSON that obeys the schema in the content, streamed as it is whole."""
     import jsonschema
 
-    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+    schema = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12}}, "required": ["city"],
               "additionalProperties": False}
-    body = check("chat", post(real_reasoning_server.base_url, "/v1/chat/completions", {
-        "model": MODEL, "messages": [{"role": "user", "content": "Name a city."}], "max_tokens": 60,
-        "temperature": 0, "response_format": {"type": "json_schema", "json_schema": {"name": "c", "schema": schema}}}
-    ).json())
+    request = {"model": MODEL, "messages": [{"role": "user", "content": "Name a city."}], "max_tokens": 40,
+               "temperature": 0, "response_format": {"type": "json_schema", "json_schema": {"name": "c", "schema": schema}}}
+    body = check("chat", post(real_reasoning_server.base_url, "/v1/chat/completions", request).json())
     message = body["choices"][0]["message"]
-    assert "reasoning_content" not in message
+    assert message["reasoning_content"].strip() and "</think>" not in message["reasoning_content"]
     jsonschema.validate(json.loads(message["content"]), schema)
+    assert body["usage"]["completion_tokens"] <= 40
+    folded = fold_chat_stream(stream(real_reasoning_server.base_url, "/v1/chat/completions", request, "chat_chunk"))
+    assert (folded[0]["reasoning"], folded[0]["content"]) == (message["reasoning_content"], message["content"])
     free = post(real_reasoning_server.base_url, "/v1/chat/completions", {
         "model": MODEL, "messages": [{"role": "user", "content": "Name a city."}], "max_tokens": 8}).json()
     assert free["choices"][0]["message"]["reasoning_content"]  # unconstrained: never closed, all thinking
+
+
+def test_thinking_past_its_share_is_closed_and_the_answer_still_constrained(real_reasoning_server):
+    """A story is more than the thinking's share of 32 tokens (24, less the 5 of the end marker): cut there,
+    closed for the model, and the answer is one of the choices; thinking, marker and answer fit the budget."""
+    request = {"model": MODEL, "messages": [{"role": "user", "content": "Tell me a long story, then say yes or no."}],
+               "max_tokens": 32, "temperature": 0, "guided_choice": ["yes", "no"]}
+    body = check("chat", post(real_reasoning_server.base_url, "/v1/chat/completions", request).json())
+    choice = body["choices"][0]
+    assert choice["message"]["content"] in ("yes", "no") and choice["finish_reason"] == "stop"
+    assert choice["message"]["reasoning_content"].strip()
+    usage = body["usage"]
+    # 19 thinking tokens and the 5 of the marker, written inside the thinking
+    assert usage["completion_tokens_details"]["reasoning_tokens"] == 24 and usage["completion_tokens"] <= 32
 
 
 def test_responses_api_with_the_embedded_model(client):

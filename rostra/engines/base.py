@@ -41,6 +41,8 @@ class Engine(abc.ABC):
     parallel: int = 1  # sequences the engine runs at once (llama.cpp slots)
     # Whether json_schema/grammar constraints are enforced while sampling (from the first token on).
     enforces_constraints: bool = False
+    # Whether the engine enforces vLLM's structural tags (as a grammar, or read by the engine itself).
+    serves_structural_tags: bool = False
     # Whether the engine can score a prompt (prompt_logprobs, Completions echo with logprobs).
     scores_prompts: bool = False
     # Control tokens (chat markup, not end-of-generation ones): their text goes when skip_special_tokens.
@@ -53,6 +55,8 @@ class Engine(abc.ABC):
     # llama.cpp's samplers (NativeSamplers' switches: typical_p, mirostat, dry_multiplier, xtc_probability)
     # this engine runs; one switched on that it lacks is a 400 naming the engine.
     native_samplers: frozenset[str] = frozenset()
+    # tabby's tfs and top_a (llama.cpp removed tail-free sampling and never had top-a): those this engine runs.
+    tail_samplers: frozenset[str] = frozenset()
     engine_name: str = "this"  # for the 400s: "the vLLM engine"
     # Whether a request's `priority` orders its scheduling; else a priority other than 0 is a 400.
     schedules_by_priority: bool = False
@@ -66,6 +70,13 @@ class Engine(abc.ABC):
             if name not in self.native_samplers:
                 raise InvalidRequest(f"{name} is not supported by the {self.engine_name} engine: it has no such "
                                      "sampler (llama.cpp has)", param=name)
+        for name, on in (("tfs", params.tfs < 1.0), ("top_a", params.top_a > 0.0)):
+            if on and name not in self.tail_samplers:
+                raise InvalidRequest(f"{name} is not supported by the {self.engine_name} engine: it has no such sampler "
+                                     "(the transformers engine has)", param=name)
+        if params.structural_tag is not None and not self.serves_structural_tags:
+            raise InvalidRequest(f"structural_tag is not supported by the {self.engine_name} engine: it enforces no "
+                                 "grammar (llama.cpp, transformers and vLLM do)", param="structural_tag")
         if params.priority and not self.schedules_by_priority:
             raise InvalidRequest(f"priority is not supported by the {self.engine_name} engine: it serves requests "
                                  "in arrival order (0, the default, is accepted)", param="priority")

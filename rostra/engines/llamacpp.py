@@ -87,6 +87,7 @@ def declared_pooling(metadata: dict) -> str | None:
 
 class LlamaCppEngine(Engine):
     enforces_constraints = True
+    serves_structural_tags = True
     native_samplers = NATIVE_SAMPLERS  # llama.cpp's own: sent as they are
     engine_name = "llama.cpp"
     def __init__(self, model_path: str | Path, model_name: str, max_model_len: int | None = None, parallel: int = 4,

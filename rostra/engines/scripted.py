@@ -85,7 +85,9 @@ class ScriptedEngine(Engine):
     # A script is certain of every token, the prompt's too: prompt logprobs are 0 (the shapes are real).
     scores_prompts = True
     native_samplers = NATIVE_SAMPLERS  # accepted and, as all sampling, ignored: the script is the output
+    serves_structural_tags = True  # accepted and, as every constraint, not enforced: a script obeys it
     engine_name = "scripted"
+    tail_samplers = frozenset({"tfs", "top_a"})  # accepted and ignored, as all sampling
 
     def __init__(self, script_path: str | Path | None, tokenizer_path: str | Path, model_name: str = "scripted",
                  max_model_len: int | None = None):

@@ -73,8 +73,10 @@ def _eos_ids(tokenizer, generation_config: GenerationConfig | None) -> set[int]:
 
 class TransformersEngine(Engine):
     enforces_constraints = True  # JSON schema, GBNF and llguidance grammars: all through llguidance
+    serves_structural_tags = True
     scores_prompts = True  # a forward pass over the prompt gives its logprobs (prompt_logprobs, echo)
     engine_name = "transformers"
+    tail_samplers = frozenset({"tfs", "top_a"})  # transformers_truncation.py
 
     def __init__(self, model: str, model_name: str | None = None, max_model_len: int | None = None,
                  parallel: int = 4, dtype: str = "auto", device: str = "auto", threads: int | None = None):

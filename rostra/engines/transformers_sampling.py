@@ -3,7 +3,7 @@
 Every request carries its own parameters, its own random generator (so a seed reproduces the
 same output whatever else shares the batch) and its own grammar state. The order follows
 llama.cpp's sampler chain: penalties, logit bias, masks (ignore_eos, the grammar), then
-temperature and the truncations (top-k, top-p, min-p) before the draw.
+temperature and the truncations (top-k, min-p, tabby's top-a and tail-free, top-p) before the draw.
 
 Logprobs are the log-softmax of the logits after penalties, bias and masks but before
 temperature and truncation: the model's distribution as the request shaped it, the same
@@ -19,6 +19,7 @@ import torch
 
 from rostra.core import SamplingParams
 from rostra.engines.transformers_constraints import TokenConstraint
+from rostra.engines.transformers_truncation import tail_free, top_a
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,7 @@ class RequestSampler:
         probs = torch.softmax(logits, dim=-1)
         if p.min_p > 0:
             probs = probs.masked_fill(probs < p.min_p * probs.max(), 0.0)
+        probs = tail_free(top_a(probs, p.top_a), p.tfs)  # tabby's: off by default
         if p.top_p < 1.0:
             sorted_probs, order = torch.sort(probs, descending=True)
             # Keep the smallest prefix whose mass reaches top_p (the first token always stays).

@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import json
 import logging
 import re
 import time
@@ -69,6 +70,7 @@ _INLINE_CHARS = 4096
 
 class VllmEngine(Engine):
     enforces_constraints = True
+    serves_structural_tags = True
     scores_prompts = True  # vLLM's own prompt_logprobs
     engine_name = "vLLM"
 
@@ -486,6 +488,8 @@ def structured_output_spec(params: SamplingParams) -> dict[str, Any] | None:
     """
     if params.json_schema is not None:
         return {"json": params.json_schema}
+    if params.structural_tag is not None:  # vLLM reads the tag itself (as JSON text)
+        return {"structural_tag": json.dumps(params.structural_tag)}
     if params.grammar is None:
         return None
     match = _REGEX_GRAMMAR.fullmatch(params.grammar)

@@ -23,6 +23,15 @@ from rostra.guided.bounds import check_grammar_bounds, check_regex, check_schema
 class Constraint:
     json_schema: dict[str, Any] | None = None
     grammar: str | None = None  # GBNF, or llguidance's grammar format (starting "%llguidance")
+    # vLLM's structural tag, checked (guided/structural_tag.py): `grammar` enforces it; vLLM takes it as it is.
+    structural_tag: dict[str, Any] | None = None
+
+
+def tag_constraint(value: Any, param: str) -> Constraint:
+    from rostra.guided.structural_tag import structural_tag, structural_tag_grammar  # it builds on this module
+
+    tag = structural_tag(value, param)
+    return Constraint(grammar=structural_tag_grammar(tag, param), structural_tag=tag)
 
 
 def checked_schema(schema: Any, param: str, constrains: bool = True) -> dict[str, Any]:
@@ -59,6 +68,8 @@ def response_constraint(response_format: dict[str, Any] | None, guided: dict[str
                                      param="response_format.json_schema")
             schema = checked_schema(spec.get("schema", {"type": "object"}), "response_format.json_schema.schema")
             return Constraint(json_schema=strict_schema(schema) if spec.get("strict") is True else schema)
+        if kind == "structural_tag":
+            return tag_constraint(response_format, "response_format")
         if kind not in (None, "text"):
             raise InvalidRequest(f"unknown response_format type {kind!r}", param="response_format.type")
     if guided.get("guided_json") is not None:
@@ -74,6 +85,8 @@ def response_constraint(response_format: dict[str, Any] | None, guided: dict[str
         return Constraint(grammar=checked_grammar(guided["guided_grammar"], "guided_grammar"))
     if guided.get("guided_regex") is not None:
         return Constraint(grammar=regex_grammar(guided["guided_regex"]))
+    if guided.get("structural_tag") is not None:
+        return tag_constraint(guided["structural_tag"], "structural_tag")
     return None
 
 

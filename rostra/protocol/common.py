@@ -62,6 +62,7 @@ class SamplingFields(RequestModel, SeedFields):
     guided_choice: Any = None
     guided_grammar: Any = None
     guided_regex: Any = None
+    structural_tag: Any = None  # vLLM's (rostra/guided/structural_tag.py): an object or its JSON text
     # vLLM extensions
     min_tokens: Annotated[int, Field(ge=0, le=INT32_MAX)] = 0
     include_stop_str_in_output: bool = False
@@ -81,7 +82,8 @@ class SamplingFields(RequestModel, SeedFields):
 
     def guided(self) -> dict[str, Any]:
         return {"guided_json": self.guided_json, "guided_choice": self.guided_choice,
-                "guided_grammar": self.guided_grammar, "guided_regex": self.guided_regex}
+                "guided_grammar": self.guided_grammar, "guided_regex": self.guided_regex,
+                "structural_tag": self.structural_tag}
 
     @field_validator("stop")
     @classmethod

@@ -36,11 +36,12 @@ class StructuredOutputs(StrictModel):
     choice: list[str] | None = None
     grammar: str | None = None
     json_object: bool | None = None
+    structural_tag: Any = None
 
     def as_guided(self) -> dict[str, Any]:
         """The guided_* field each set key means."""
         guided = {"guided_json": self.json_schema, "guided_regex": self.regex, "guided_choice": self.choice,
-                  "guided_grammar": self.grammar}
+                  "guided_grammar": self.grammar, "structural_tag": self.structural_tag}
         if self.json_object:
             guided["guided_json"] = guided["guided_json"] or {"type": "object"}
         return {name: value for name, value in guided.items() if value is not None}
@@ -90,6 +91,10 @@ class SeedFields(StrictModel):
                                      Field(max_length=MAX_SEQUENCE_BREAKERS)] | None = None
     xtc_probability: Annotated[float, Field(ge=0, le=1)] | None = None
     xtc_threshold: Annotated[float, Field(ge=0, le=1)] | None = None
+    # tabby's truncation samplers that llama.cpp lacks (the transformers engine runs them): tail-free
+    # sampling's z (1: off) and top-a's a (0: off)
+    tfs: Annotated[float, Field(gt=0, le=1)] | None = None
+    top_a: Annotated[float, Field(ge=0, le=1)] | None = None
 
     @model_validator(mode="after")
     def _fold_aliases(self) -> "SeedFields":
@@ -136,4 +141,4 @@ class SeedFields(StrictModel):
 
 def _alias_of(guided_name: str) -> str:
     return {"guided_json": "json_schema", "guided_regex": "regex_pattern", "guided_grammar": "grammar_string",
-            "guided_choice": "structured_outputs"}[guided_name]
+            "guided_choice": "structured_outputs", "structural_tag": "structured_outputs"}[guided_name]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -11,6 +12,7 @@ from rostra.core import Prompt, TokenStep
 from rostra.errors import InvalidRequest, NotImplementedHere
 from rostra.generation_defaults import GenerationDefaults
 from rostra.guided.constraints import Constraint
+from rostra.guided.think_first import think_first
 from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, ToolCallStart
 from rostra.parsing.parser import ChoicePipeline, OutputParser
 from rostra.parsing.reasoning.base import ReasoningParser
@@ -249,9 +251,12 @@ class ChatService(GenerationService):
                         text=rendered.text if images.images else None)
         # vLLM's chat `echo`: the continued assistant message is repeated in front of the answer.
         prefix = prompt.last_message_text if sampling.echo and last.role == "assistant" else ""
-        # A constraint the engine enforces from the first token leaves no room to think: the whole
-        # output is the (JSON) answer, never to be taken for thinking.
-        thinking = turn.template.thinking() and not (constraint and engine.enforces_constraints)
+        # A constraint the engine enforces binds the answer after the thinking (guided/think_first.py), where the
+        # reasoning parser has markers; else it binds from the first token and the whole output is the answer.
+        enforced = bool(constraint and engine.enforces_constraints)
+        thinks_first = think_first(self.reasoning_parser, rendered.text, turn.template.thinking(), enforced, max_tokens)
+        params = dataclasses.replace(params, think_first=thinks_first)
+        thinking = turn.template.thinking() and (thinks_first is not None or not enforced)
         make_parsers = self._parsers(rendered.text, thinking, plan)
         read_markup = bool(self.reasoning_parser or plan.make_parser)
         runs = [

@@ -23,7 +23,8 @@ async def engine_extensions(engine: Engine, request: SamplingFields) -> dict[str
     extensions: dict[str, Any] = {"min_tokens": request.min_tokens,
                                   "stop_token_ids": tuple(request.stop_token_ids or ()),
                                   "prompt_logprobs": request.prompt_logprobs,
-                                  "samplers": request.native_samplers(), "priority": request.priority}
+                                  "samplers": request.native_samplers(), "priority": request.priority,
+                                  "tfs": 1.0 if request.tfs is None else request.tfs, "top_a": request.top_a or 0.0}
     if request.allowed_token_ids is not None:
         if any(not 0 <= token_id < engine.vocab_size for token_id in request.allowed_token_ids):
             raise InvalidRequest(f"allowed_token_ids: ids must be within the vocabulary (0..{engine.vocab_size - 1})",

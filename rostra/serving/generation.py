@@ -18,6 +18,7 @@ from rostra.engines.base import Engine, EngineError
 from rostra.core import FinishReason, Prompt, SamplingParams, TokenStep
 from rostra.errors import InvalidRequest, ServerError
 from rostra.generation_defaults import GenerationDefaults
+from rostra.guided import think_first
 from rostra.guided.constraints import Constraint
 from rostra.parsing.events import Event, Finish, Text
 from rostra.parsing.parser import ChoicePipeline
@@ -174,7 +175,7 @@ async def choice_events(engine: Engine, request_id: str, run: ChoiceRun, stats: 
             yield event
         return
     try:
-        async with aclosing(engine.generate(f"{request_id}-{run.index}", run.prompt, params)) as outputs:
+        async with aclosing(think_first.generate(engine, f"{request_id}-{run.index}", run.prompt, params)) as outputs:
             async for output in outputs:
                 if output.prompt_logprobs is not None:
                     run.prompt_logprobs = output.prompt_logprobs
@@ -345,6 +346,7 @@ def sampling_params(request: SamplingFields, max_tokens: int, top_logprobs: int 
         ignore_eos=request.ignore_eos,
         json_schema=constraint.json_schema if constraint else None,
         grammar=constraint.grammar if constraint else None,
+        structural_tag=constraint.structural_tag if constraint else None,
         **extensions,
     )
 

@@ -32,6 +32,7 @@ class RemoteEngine(Engine):
     native_samplers = NATIVE_SAMPLERS
     schedules_by_priority = True
     engine_name = "remote"
+    tail_samplers = frozenset({"tfs", "top_a"})  # forwarded (a tabbyAPI upstream runs them)
 
     def __init__(self, upstreams: list[UpstreamConfig], tokenizer_path: str | Path | None = None,
                  max_model_len: int | None = None, retries: int = 2, health_interval: float = 5.0,
@@ -177,6 +178,10 @@ def completion_body(prompt: Prompt, params: SamplingParams) -> dict:
         body["allowed_token_ids"] = list(params.allowed_token_ids)
     if params.priority:
         body["priority"] = params.priority
+    if params.tfs < 1.0:
+        body["tfs"] = params.tfs
+    if params.top_a > 0.0:
+        body["top_a"] = params.top_a
     body.update({name: list(value) if isinstance(value, tuple) else value
                  for name, value in params.samplers.given().items()})
     return body
