@@ -90,6 +90,7 @@ class TransformersEngine(Engine):
         name = model_name or (Path(model).name if Path(model).exists() else model)
         self.model = ModelInfo(id=name, context_length=min(max_model_len or trained, trained))
         self.chat_template = self.tokenizer.chat_template
+        self.architecture = str(getattr(self.config, "model_type", "") or "")
         self.bos_token = self.tokenizer.bos_token or ""
         self.eos_token = self.tokenizer.eos_token or ""
         try:

@@ -15,7 +15,7 @@ from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, 
 from rostra.parsing.parser import ChoicePipeline, OutputParser
 from rostra.parsing.reasoning.base import ReasoningParser
 from rostra.parsing.tools.base import ToolParser
-from rostra.prompt.chat_template import ChatTemplate, request_template
+from rostra.prompt.chat_template import PromptRenderer, request_template
 from rostra.images.loader import ImageLoader
 from rostra.prompt.messages import PromptImages, image_parts, message_text, template_messages, text_only
 from rostra.prompt.special_text import RenderedPrompt, SpecialTextGuard
@@ -175,7 +175,7 @@ class _ChoiceState:
 class ChatService(GenerationService):
     output = ChatStream
 
-    def __init__(self, engine: Engine, template: ChatTemplate, served_names: Callable[[], list[str]],
+    def __init__(self, engine: Engine, template: PromptRenderer, served_names: Callable[[], list[str]],
                  tool_parser: Callable[..., ToolParser], reasoning_parser: type[ReasoningParser] | None = None,
                  reasoning_fields: tuple[str, ...] = ("reasoning_content",),
                  defaults: GenerationDefaults = GenerationDefaults(), raw_special_tokens: bool = False,
@@ -313,7 +313,7 @@ class ChatService(GenerationService):
         return asked, completion_budget(prompt_tokens, asked, self.defaults, context_length, "messages", param,
                                         min_tokens=request.min_tokens, fit=fit)
 
-    async def _template_for(self, request: ChatCompletionRequest) -> ChatTemplate:
+    async def _template_for(self, request: ChatCompletionRequest) -> PromptRenderer:
         """The server's template, or the request's own (vLLM's chat_template), compiled off the event loop."""
         if request.chat_template is None:
             return self.template
