@@ -159,3 +159,36 @@ def test_an_unknown_effort_is_a_400():
     ("", "{{ '<|im_start|>' }}", False), ("", None, False)])
 def test_gpt_oss_detected(architecture, template, expected):
     assert speaks_harmony(architecture, template) is expected
+
+
+def builtin_call(recipient, body):
+    return assistant(body, "analysis", recipient, "code")
+
+
+def builtin_result(author, text):
+    return harmony.Message.from_author_and_content(harmony.Author.new(harmony.Role.TOOL, author),
+                                                   text).with_channel("analysis").with_recipient("assistant")
+
+
+BUILTIN_FUNCTIONS = [{"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
+                     for name in ("browser.search", "browser.open", "browser.find", "python")]
+
+
+def test_builtin_tools_offered_as_functions_and_their_calls_in_the_history(encoding):
+    """How the Responses API offers gpt-oss its built-in tools (functions of reserved names), and the calls it
+    ran: declared in the system message, called and answered on the analysis channel."""
+    chat = [{"role": "user", "content": "Weather in Oslo, and 2**10?"},
+            {"role": "assistant", "content": "", "reasoning_content": "Search first.", "tool_calls": [
+                {"id": "c1", "type": "function",
+                 "function": {"name": "browser.search", "arguments": '{"query": "Oslo weather"}'}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "[0] Oslo: 21C"},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "c2", "type": "function", "function": {"name": "python",
+                                                              "arguments": '{"code": "print(2**10)"}'}}]},
+            {"role": "tool", "tool_call_id": "c2", "content": "1024"}]
+    expected = library_text(encoding, [
+        user("Weather in Oslo, and 2**10?"), assistant("Search first.", "analysis"),
+        builtin_call("browser.search", '{"query": "Oslo weather"}'), builtin_result("browser.search", "[0] Oslo: 21C"),
+        builtin_call("python", "print(2**10)"), builtin_result("python", "1024")],
+        tools=[WEATHER], builtin=("browser", "python"))
+    assert ours(chat, tools=[WEATHER, *BUILTIN_FUNCTIONS]) == expected

@@ -26,7 +26,7 @@ from datetime import date
 from typing import Any, Iterable
 
 from rostra.errors import InvalidRequest
-from rostra.prompt.harmony_builtin import DECLARATIONS, BuiltinTool
+from rostra.prompt.harmony_builtin import BUILTIN_FUNCTIONS, DECLARATIONS, ORDER, BuiltinTool
 from rostra.prompt.harmony_schema import function_declaration
 
 IDENTITY = "You are ChatGPT, a large language model trained by OpenAI."
@@ -113,7 +113,10 @@ def conversation(messages: list[dict[str, Any]]) -> list[HarmonyMessage]:
             out += _assistant(message, call_names)
         elif role == "tool":
             name = message.get("name") or call_names.get(message.get("tool_call_id") or "", "")
-            out.append(HarmonyMessage(f"functions.{name}", message["content"], "commentary", "assistant"))
+            if name in BUILTIN_FUNCTIONS:  # a built-in tool's result, on the analysis channel as its call
+                out.append(HarmonyMessage(name, message["content"], "analysis", "assistant"))
+            else:
+                out.append(HarmonyMessage(f"functions.{name}", message["content"], "commentary", "assistant"))
     return _drop_answered_analysis(out)
 
 
@@ -130,8 +133,23 @@ def _assistant(message: dict[str, Any], call_names: dict[str, str]) -> list[Harm
         call_names[call.get("id", "")] = name
         arguments = function.get("arguments")
         text = arguments if isinstance(arguments, str) else json.dumps(arguments or {}, ensure_ascii=False)
-        out.append(HarmonyMessage("assistant", text, "commentary", f"functions.{name}", "<|constrain|>json"))
+        if name in BUILTIN_FUNCTIONS:
+            out.append(HarmonyMessage("assistant", _builtin_body(name, arguments, text), "analysis", name, "code"))
+        else:
+            out.append(HarmonyMessage("assistant", text, "commentary", f"functions.{name}", "<|constrain|>json"))
     return out
+
+
+def _builtin_body(name: str, arguments: Any, text: str) -> str:
+    """A built-in call as the model wrote it: python's code itself, the browser's JSON arguments."""
+    if name == "python" and isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return arguments
+    if name == "python" and isinstance(arguments, dict) and isinstance(arguments.get("code"), str):
+        return arguments["code"]
+    return text
 
 
 def _drop_answered_analysis(messages: list[HarmonyMessage]) -> list[HarmonyMessage]:
@@ -166,13 +184,21 @@ class HarmonyTemplate:
                                  param="chat_template_kwargs.builtin_tools")
         effort = harmony_effort(reasoning_effort)
         instructions = [message["content"] for message in messages if message["role"] in ("system", "developer")]
-        head = [system_message(effort, builtin_tools, bool(tools), _date(current_date)),
-                developer_message(instructions, tools or [])]
+        functions = [tool for tool in tools or [] if _name(tool) not in BUILTIN_FUNCTIONS]
+        offered = {*builtin_tools, *(BUILTIN_FUNCTIONS[_name(tool)] for tool in tools or []
+                                     if _name(tool) in BUILTIN_FUNCTIONS)}
+        builtin = [tool for tool in ORDER if tool in offered]
+        head = [system_message(effort, builtin, bool(functions), _date(current_date)),
+                developer_message(instructions, functions)]
         turns = [message for message in head if message is not None] + conversation(messages)
         if continue_final_message:
             return _open_final(turns, messages)
         text = "".join(message.render() for message in turns)
         return text + "<|start|>assistant" if add_generation_prompt else text
+
+
+def _name(tool: dict[str, Any]) -> str:
+    return str((tool.get("function") or {}).get("name", ""))
 
 
 def _date(value: str | date | None) -> date:

@@ -62,3 +62,10 @@ at '/mnt/data' can be used to save and persist user files. Internet access for t
 Depends on the cluster."""
 
 DECLARATIONS: dict[str, str] = {"browser": BROWSER, "python": PYTHON}
+
+# The functions the built-in tools stand for in a chat request's `tools` (how the Responses API offers them to
+# gpt-oss): declared in the system message rather than among the developer message's functions, called on the
+# analysis channel by these names (`to=browser.search`), python with its code as written.
+BUILTIN_FUNCTIONS: dict[str, BuiltinTool] = {"browser.search": "browser", "browser.open": "browser",
+                                             "browser.find": "browser", "python": "python"}
+ORDER: tuple[BuiltinTool, ...] = ("browser", "python")
