@@ -35,11 +35,20 @@ class ToolPlan:
     constraint: Constraint | None = None
 
 
+# Hosted (built-in) tools of the Responses API, and gpt-oss's own names for them.
+BUILTIN_TOOL_TYPES = frozenset({"web_search", "web_search_preview", "web_search_preview_2025_03_11",
+                                "web_search_2025_08_26", "code_interpreter", "browser", "python", "container"})
+
+
 def tool_specs(tools: list[dict[str, Any]] | None) -> list[ToolSpec]:
     check_tool_count(tools)
     specs = []
     for index, tool in enumerate(tools or []):
         param = f"tools[{index}]"
+        if tool.get("type") in BUILTIN_TOOL_TYPES:  # as vLLM refuses them: the Responses API runs them
+            raise InvalidRequest(f"{tool['type']} is a built-in tool: Chat Completions takes function tools only; "
+                                 "use the Responses API, which runs built-in tools on the server's tool servers",
+                                 param=f"{param}.type", code="builtin_tool_not_supported")
         if tool.get("type") != "function" or not isinstance(tool.get("function"), dict):
             raise InvalidRequest("only tools of type 'function' are supported", param=f"{param}.type")
         function = tool["function"]
