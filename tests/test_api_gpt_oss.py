@@ -50,3 +50,12 @@ def test_an_effort_harmony_lacks_is_a_400(gpt_oss_server):
                     {"model": MODEL, "messages": [{"role": "user", "content": "hello"}], "reasoning_effort": "max"})
     assert response.status_code == 400
     assert response.json()["error"]["param"] == "reasoning_effort"
+
+
+def test_return_and_call_end_the_turn(gpt_oss_server):
+    """<|return|> and <|call|> are stop tokens of every gpt-oss request: what a model would write past them
+    is never read (the scripted output goes on after <|return|>)."""
+    request = {"model": MODEL, "messages": [{"role": "user", "content": "stop here"}]}
+    body = check("chat", post(gpt_oss_server.base_url, "/v1/chat/completions", request).json())
+    assert body["choices"][0]["message"]["content"] == "Done."
+    assert body["choices"][0]["finish_reason"] == "stop"

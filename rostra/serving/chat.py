@@ -39,6 +39,7 @@ from rostra.serving.generation import (
 from rostra.serving.extensions import choice_decoder, engine_extensions, truncate_prompt, vllm_prompt_logprobs
 from rostra.serving.relay import relay_job
 from rostra.serving.tools import ToolPlan, mistral_history, plan_tools
+from rostra.serving.template_stops import with_template_stops
 from rostra.serving.validation import check_logit_bias, check_model, check_stop_token_ids
 
 
@@ -214,6 +215,7 @@ class ChatService(GenerationService):
         if self.engine.relays(request.model):
             return await self._relayed(request)
         engine = self.engine
+        request = await with_template_stops(request, self.template, engine)  # (harmony's <|call|>, <|return|>)
         # The cheap checks first: a bad request never costs a template rendering or a tokenization.
         check_logit_bias(request.logit_bias, engine.vocab_size)
         check_stop_token_ids(request.stop_token_ids, engine.vocab_size)
