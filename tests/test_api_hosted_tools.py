@@ -132,3 +132,13 @@ def test_chat_refuses_builtin_tools(gpt_oss):
     response = post(gpt_oss.base_url, "/v1/chat/completions", {"model": "gpt-oss", "messages": [
         {"role": "user", "content": "hi"}], "tools": [WEB_SEARCH]})
     assert check_error(response, 400, "tools[0].type")["code"] == "builtin_tool_not_supported"
+
+
+def test_a_stateless_client_sends_the_calls_back(gpt_oss):
+    """store: false, the output sent back as input (as the Agents SDK's to_input_list does): accepted."""
+    first = create(gpt_oss, "gpt-oss", "What is two to the tenth?", [CODE], store=False)
+    again = [{"role": "user", "content": "What is two to the tenth?"},
+             *[item for item in first["output"] if item["type"] != "reasoning"],
+             {"role": "user", "content": "What is the weather in Oslo?"}]
+    body = create(gpt_oss, "gpt-oss", again, [CODE, WEB_SEARCH], store=False)
+    assert body["output"][-1]["content"][0]["text"] == "It is 21C and sunny in Oslo."
