@@ -63,9 +63,16 @@ def library_text(encoding, messages, effort="medium", tools=(), instructions=Non
     return encoding.decode(tokens)
 
 
+def offered_builtin(builtin) -> list[dict]:
+    """The built-in tools as the Responses API offers them: marked functions of harmony's names."""
+    names = {"browser": ["browser.search", "browser.open", "browser.find"], "python": ["python"]}
+    return [{"type": "function", "function": {"name": name, "parameters": {"type": "object"}, "harmony_builtin": True}}
+            for tool in builtin for name in names[tool]]
+
+
 def ours(messages, effort="medium", tools=None, builtin=()) -> str:
-    return HarmonyTemplate().render(messages, tools=tools, reasoning_effort=effort, builtin_tools=builtin,
-                                    current_date=TODAY)
+    offered = [*(tools or []), *offered_builtin(builtin)]
+    return HarmonyTemplate().render(messages, tools=offered or None, reasoning_effort=effort, current_date=TODAY)
 
 
 def user(text):
@@ -170,10 +177,6 @@ def builtin_result(author, text):
                                                    text).with_channel("analysis").with_recipient("assistant")
 
 
-BUILTIN_FUNCTIONS = [{"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
-                     for name in ("browser.search", "browser.open", "browser.find", "python")]
-
-
 def test_builtin_tools_offered_as_functions_and_their_calls_in_the_history(encoding):
     """How the Responses API offers gpt-oss its built-in tools (functions of reserved names), and the calls it
     ran: declared in the system message, called and answered on the analysis channel."""
@@ -191,4 +194,11 @@ def test_builtin_tools_offered_as_functions_and_their_calls_in_the_history(encod
         builtin_call("browser.search", '{"query": "Oslo weather"}'), builtin_result("browser.search", "[0] Oslo: 21C"),
         builtin_call("python", "print(2**10)"), builtin_result("python", "1024")],
         tools=[WEATHER], builtin=("browser", "python"))
-    assert ours(chat, tools=[WEATHER, *BUILTIN_FUNCTIONS]) == expected
+    assert ours(chat, tools=[WEATHER], builtin=("browser", "python")) == expected
+
+
+def test_a_clients_own_function_named_python_stays_a_function(encoding):
+    python = {"type": "function", "function": {"name": "python", "description": "Mine",
+                                               "parameters": {"type": "object", "properties": {}}}}
+    chat = [{"role": "user", "content": "go"}]
+    assert ours(chat, tools=[python]) == library_text(encoding, [user("go")], tools=[python])

@@ -23,10 +23,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import date
-from typing import Any, Iterable
+from typing import Any, Collection, Iterable
 
 from rostra.errors import InvalidRequest
-from rostra.prompt.harmony_builtin import BUILTIN_FUNCTIONS, DECLARATIONS, ORDER, BuiltinTool
+from rostra.prompt.harmony_builtin import BUILTIN_FUNCTIONS, DECLARATIONS, MARKER, ORDER, BuiltinTool
 from rostra.prompt.harmony_schema import function_declaration
 
 IDENTITY = "You are ChatGPT, a large language model trained by OpenAI."
@@ -101,8 +101,9 @@ def harmony_effort(value: str | None) -> str:
     return EFFORTS[value]
 
 
-def conversation(messages: list[dict[str, Any]]) -> list[HarmonyMessage]:
-    """The chat's turns (template dicts) as harmony messages, system and developer ones left out."""
+def conversation(messages: list[dict[str, Any]], builtin: Collection[str] = ()) -> list[HarmonyMessage]:
+    """The chat's turns (template dicts) as harmony messages, system and developer ones left out; `builtin`: the
+    names of the built-in tools offered (their calls and results are written as harmony writes built-in ones)."""
     out: list[HarmonyMessage] = []
     call_names: dict[str, str] = {}  # tool_call_id -> the function it called, for the result's author
     for message in messages:
@@ -110,17 +111,17 @@ def conversation(messages: list[dict[str, Any]]) -> list[HarmonyMessage]:
         if role == "user":
             out.append(HarmonyMessage("user", message["content"]))
         elif role == "assistant":
-            out += _assistant(message, call_names)
+            out += _assistant(message, call_names, builtin)
         elif role == "tool":
             name = message.get("name") or call_names.get(message.get("tool_call_id") or "", "")
-            if name in BUILTIN_FUNCTIONS:  # a built-in tool's result, on the analysis channel as its call
+            if name in builtin:  # a built-in tool's result, on the analysis channel as its call
                 out.append(HarmonyMessage(name, message["content"], "analysis", "assistant"))
             else:
                 out.append(HarmonyMessage(f"functions.{name}", message["content"], "commentary", "assistant"))
     return _drop_answered_analysis(out)
 
 
-def _assistant(message: dict[str, Any], call_names: dict[str, str]) -> list[HarmonyMessage]:
+def _assistant(message: dict[str, Any], call_names: dict[str, str], builtin: Collection[str]) -> list[HarmonyMessage]:
     out = []
     if message.get("reasoning_content"):
         out.append(HarmonyMessage("assistant", message["reasoning_content"], "analysis"))
@@ -133,7 +134,7 @@ def _assistant(message: dict[str, Any], call_names: dict[str, str]) -> list[Harm
         call_names[call.get("id", "")] = name
         arguments = function.get("arguments")
         text = arguments if isinstance(arguments, str) else json.dumps(arguments or {}, ensure_ascii=False)
-        if name in BUILTIN_FUNCTIONS:
+        if name in builtin:
             out.append(HarmonyMessage("assistant", _builtin_body(name, arguments, text), "analysis", name, "code"))
         else:
             out.append(HarmonyMessage("assistant", text, "commentary", f"functions.{name}", "<|constrain|>json"))
@@ -163,8 +164,8 @@ def _drop_answered_analysis(messages: list[HarmonyMessage]) -> list[HarmonyMessa
 class HarmonyTemplate:
     """Renders a chat as harmony text; `source` is the model's own template (read for its markers elsewhere).
 
-    chat_template_kwargs it reads: `builtin_tools` (["browser", "python"]: declared in the system message when a
-    tool server serves them) and `current_date` (ISO date; default today, as vLLM writes it)."""
+    The built-in tools are offered as functions marked `"harmony_builtin": true` (harmony_builtin.py).
+    chat_template_kwargs it reads: `current_date` (ISO date; default today, as vLLM writes it)."""
 
     stop_texts = STOP_TEXTS
 
@@ -173,24 +174,18 @@ class HarmonyTemplate:
 
     def render(self, messages: list[dict[str, Any]], add_generation_prompt: bool = True,
                continue_final_message: bool = False, tools: list[dict[str, Any]] | None = None,
-               reasoning_effort: str | None = None, builtin_tools: Iterable[BuiltinTool] = (),
-               current_date: str | date | None = None, **_: Any) -> str:
+               reasoning_effort: str | None = None, current_date: str | date | None = None, **_: Any) -> str:
         if continue_final_message and add_generation_prompt:
             raise InvalidRequest("continue_final_message and add_generation_prompt cannot both be true",
                                  param="continue_final_message")
-        unknown = {str(tool) for tool in builtin_tools} - set(DECLARATIONS)
-        if unknown:
-            raise InvalidRequest(f"builtin_tools: gpt-oss has browser and python, not {sorted(unknown)}",
-                                 param="chat_template_kwargs.builtin_tools")
         effort = harmony_effort(reasoning_effort)
         instructions = [message["content"] for message in messages if message["role"] in ("system", "developer")]
-        functions = [tool for tool in tools or [] if _name(tool) not in BUILTIN_FUNCTIONS]
-        offered = {*builtin_tools, *(BUILTIN_FUNCTIONS[_name(tool)] for tool in tools or []
-                                     if _name(tool) in BUILTIN_FUNCTIONS)}
-        builtin = [tool for tool in ORDER if tool in offered]
-        head = [system_message(effort, builtin, bool(functions), _date(current_date)),
+        builtin_names = {_name(tool) for tool in tools or [] if _is_builtin(tool)}
+        functions = [tool for tool in tools or [] if _name(tool) not in builtin_names]
+        declared = [tool for tool in ORDER if tool in {BUILTIN_FUNCTIONS[name] for name in builtin_names}]
+        head = [system_message(effort, declared, bool(functions), _date(current_date)),
                 developer_message(instructions, functions)]
-        turns = [message for message in head if message is not None] + conversation(messages)
+        turns = [message for message in head if message is not None] + conversation(messages, builtin_names)
         if continue_final_message:
             return _open_final(turns, messages)
         text = "".join(message.render() for message in turns)
@@ -199,6 +194,10 @@ class HarmonyTemplate:
 
 def _name(tool: dict[str, Any]) -> str:
     return str((tool.get("function") or {}).get("name", ""))
+
+
+def _is_builtin(tool: dict[str, Any]) -> bool:
+    return _name(tool) in BUILTIN_FUNCTIONS and (tool.get("function") or {}).get(MARKER) is True
 
 
 def _date(value: str | date | None) -> date:

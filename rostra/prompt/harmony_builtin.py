@@ -64,8 +64,10 @@ Depends on the cluster."""
 DECLARATIONS: dict[str, str] = {"browser": BROWSER, "python": PYTHON}
 
 # The functions the built-in tools stand for in a chat request's `tools` (how the Responses API offers them to
-# gpt-oss): declared in the system message rather than among the developer message's functions, called on the
-# analysis channel by these names (`to=browser.search`), python with its code as written.
+# gpt-oss, each marked `"harmony_builtin": true`, so a client's own function named `python` stays a function):
+# declared in the system message rather than among the developer message's functions, called on the analysis
+# channel by these names (`to=browser.search`), python with its code as written.
+MARKER = "harmony_builtin"
 BUILTIN_FUNCTIONS: dict[str, BuiltinTool] = {"browser.search": "browser", "browser.open": "browser",
                                              "browser.find": "browser", "python": "python"}
 ORDER: tuple[BuiltinTool, ...] = ("browser", "python")

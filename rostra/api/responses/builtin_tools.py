@@ -26,6 +26,7 @@ from rostra.api.responses.mcp.tools import McpPolicy
 from rostra.api.responses.tools import HostedTool, RequestTool, Tool
 from rostra.errors import InvalidRequest
 from rostra.prompt.harmony import HarmonyTemplate
+from rostra.prompt.harmony_builtin import MARKER
 from rostra.serving.chat import ChatService
 
 HostedKind = Literal["web_search", "code_interpreter"]
@@ -110,7 +111,8 @@ def serve_hosted_tools(tools: list[Tool], policy: McpPolicy, harmony: bool
         replacement = ServedHostedTool.model_validate(tool.stored())
         for name, (mcp_tool, function) in ((_HARMONY if harmony else _GENERIC)[kind]).items():
             routes[name] = HostedRoute(kind, server, mcp_tool, f"cntr_{label}" if kind == "code_interpreter" else "")
-            replacement._functions.append((Route("function", name), {"name": name, **function}))
+            marked = {MARKER: True} if harmony else {}  # what the harmony renderer declares as built in
+            replacement._functions.append((Route("function", name), {"name": name, **function, **marked}))
         served.append(replacement)  # type: ignore[arg-type]  # (a RequestTool outside the parsed union)
     return served, routes
 
