@@ -142,3 +142,23 @@ def test_a_stateless_client_sends_the_calls_back(gpt_oss):
              {"role": "user", "content": "What is the weather in Oslo?"}]
     body = create(gpt_oss, "gpt-oss", again, [CODE, WEB_SEARCH], store=False)
     assert body["output"][-1]["content"][0]["text"] == "It is 21C and sunny in Oslo."
+
+
+def test_gpt_oss_is_offered_its_own_tools_other_models_functions():
+    """What each model reads: gpt-oss the browser and python namespaces of its system message, no functions;
+    another model functions named after the hosted tools."""
+    from rostra.api.responses.builtin_tools import serve_hosted_tools
+    from rostra.api.responses.mcp.tools import McpPolicy
+    from rostra.api.responses.to_chat import offer
+    from rostra.api.responses.tools import parse_tools
+    from rostra.prompt.harmony import HarmonyTemplate
+
+    policy = McpPolicy(tool_servers={"browser": "http://127.0.0.1:1/mcp", "python": "http://127.0.0.1:2/mcp"})
+    tools, routes = serve_hosted_tools(parse_tools([WEB_SEARCH, CODE]), policy, harmony=True)
+    assert sorted(routes) == ["browser.find", "browser.open", "browser.search", "python"]
+    prompt = HarmonyTemplate().render([{"role": "user", "content": "hi"}], tools=offer(tools)[0])
+    assert "namespace browser {" in prompt and "## python" in prompt and "namespace functions" not in prompt
+    tools, routes = serve_hosted_tools(parse_tools([WEB_SEARCH, CODE]), policy, harmony=False)
+    assert [tool["function"]["name"] for tool in offer(tools)[0]] == ["web_search", "code_interpreter"]
+    assert {name: (route.server.label, route.tool) for name, route in routes.items()} == {
+        "web_search": ("browser", "search"), "code_interpreter": ("python", "python")}
