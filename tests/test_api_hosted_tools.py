@@ -1,7 +1,10 @@
 """Hosted tools served through tool servers: `--tool-server browser=URL` and `python=URL` name real MCP servers
 (tests/mcp_servers.py); a Responses request's `web_search` / `code_interpreter` tools are then served, for gpt-oss
-as its own built-in tools (scripted harmony output as gpt-oss writes it: tests/data/hosted_tools.jsonl), for any
-other model as functions. Every body and event is checked against the spec and the openai SDK's types."""
+as its own built-in tools, for any other model as functions. The scripted gpt-oss output
+(tests/data/hosted_tools.jsonl) is written as gpt-oss writes it: the browser call as a llama.cpp run of
+gpt-oss-20b printed it (`<|channel|>analysis to=browser.search code<|message|>{"query": ...}`, quoted in
+avble/av_llm's notes), the python call as OpenAI's harmony guide and renderer give it (`to=python`, content type
+`code`, the code itself as the body). Every body and event is checked against the spec and the openai SDK's types."""
 
 from __future__ import annotations
 
