@@ -155,6 +155,7 @@ class LocalTokenizer:
     chat_template: str | None
     bos_token: str
     eos_token: str
+    architecture: str = ""  # GGUF general.architecture, or config.json's model_type beside a tokenizer.json
 
 
 def load_local_tokenizer(path: str | Path) -> LocalTokenizer:
@@ -170,13 +171,16 @@ def load_local_tokenizer(path: str | Path) -> LocalTokenizer:
         jinja = path.with_name("chat_template.jinja")  # where newer checkpoints keep it
         if template is None and jinja.is_file():
             template = jinja.read_text(encoding="utf-8")
+        model = path.with_name("config.json")
+        architecture = json.loads(model.read_text()).get("model_type", "") if model.is_file() else ""
         return LocalTokenizer(tokenizer_from_json(path), template, _token_content(settings.get("bos_token")),
-                              _token_content(settings.get("eos_token")))
+                              _token_content(settings.get("eos_token")), str(architecture or ""))
     metadata = read_gguf_metadata(path)
     tokens = metadata["tokenizer.ggml.tokens"]
     return LocalTokenizer(tokenizer_from_gguf(path, metadata), metadata.get("tokenizer.chat_template"),
                           tokens[metadata.get("tokenizer.ggml.bos_token_id", 0)],
-                          tokens[metadata.get("tokenizer.ggml.eos_token_id", 0)])
+                          tokens[metadata.get("tokenizer.ggml.eos_token_id", 0)],
+                          str(metadata.get("general.architecture", "")))
 
 
 def _token_content(token: object) -> str:

@@ -26,9 +26,9 @@ MCP_SERVERS = Path(__file__).parent / "mcp_servers.py"
 class McpProcess:
     """tests/mcp_servers.py in its own process, on a free loopback port."""
 
-    def __init__(self, transport: str):
+    def __init__(self, transport: str, server: str = "calculator"):
         self.port = free_port()
-        self.process = subprocess.Popen([sys.executable, str(MCP_SERVERS), str(self.port), transport],
+        self.process = subprocess.Popen([sys.executable, str(MCP_SERVERS), str(self.port), transport, server],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.url = f"http://127.0.0.1:{self.port}/" + ("sse" if transport == "sse" else "mcp")
         deadline = time.monotonic() + 30

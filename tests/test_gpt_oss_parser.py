@@ -63,6 +63,17 @@ CASES = [
     ("unicode arguments", WEATHER_CALL + '{"city": "Zürich 🏔"}<|call|>', "", "", [("get_weather", {"city": "Zürich 🏔"})]),
     ("analysis not closed before final", A + "think" + FINAL + "ans<|return|>", "think", "ans", []),
     ("text after return", FINAL + "ans<|return|> trailing", "", "ans trailing", []),
+    # Built-in tools, as gpt-oss writes them (a llama.cpp run of gpt-oss-20b, quoted in avble/av_llm's notes):
+    # on the analysis channel, the browser's arguments JSON, python's its code (content type `code` for both).
+    ("built-in browser search", A + "We need to browse. Let's search.<|end|>" + S
+     + '<|channel|>analysis to=browser.search code<|message|>{"query": "Oslo weather today", "topn": 10, '
+       '"source": "news"}<|call|>', "We need to browse. Let's search.", "",
+     [("browser.search", {"query": "Oslo weather today", "topn": 10, "source": "news"})]),
+    ("built-in python, its code as written", A + "Compute it.<|end|>" + S
+     + "<|channel|>analysis to=python code<|message|>import math\nprint({1: math.pi})<|call|>", "Compute it.", "",
+     [("python", {"code": "import math\nprint({1: math.pi})"})]),
+    ("python code that begins with a brace", S + " to=python<|channel|>analysis code<|message|>{1, 2}<|call|>",
+     "", "", [("python", {"code": "{1, 2}"})]),
 ]
 
 

@@ -49,7 +49,8 @@ def test_each_union_lists_its_members_once():
     assert set(ITEM_KINDS) == {"message", "function_call", "function_call_output", "reasoning", "mcp_list_tools",
                                "mcp_call", "mcp_approval_request", "mcp_approval_response", "item_reference",
                                "custom_tool_call", "custom_tool_call_output", "local_shell_call",
-                               "local_shell_call_output", "compaction", "compaction_trigger"}
+                               "local_shell_call_output", "compaction", "compaction_trigger", "web_search_call",
+                               "code_interpreter_call"}
     assert (TOOL_KINDS["function"], TOOL_KINDS["mcp"]) == (FunctionTool, McpTool)
     assert {"namespace", "custom", "local_shell", "web_search", "tool_search"} <= set(TOOL_KINDS)
 

@@ -35,6 +35,9 @@ class EngineError(RuntimeError):
 class Engine(abc.ABC):
     model: ModelInfo
     chat_template: str | None = None
+    # The model's architecture as its checkpoint names it (GGUF general.architecture, Hugging Face model_type):
+    # how a model family with a prompt format of its own is recognised (gpt-oss: rostra/prompt/harmony.py).
+    architecture: str = ""
     bos_token: str = ""
     eos_token: str = ""
     vocab_size: int = 0

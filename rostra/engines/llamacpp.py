@@ -128,6 +128,7 @@ class LlamaCppEngine(Engine):
         self.speculation = Speculation(drafting, speculative_draft,
                                        CalibrationCache(calibration_dir) if calibration_dir else None)
         self.chat_template = self.metadata.get("tokenizer.chat_template")
+        self.architecture = str(self.metadata.get("general.architecture", ""))
         self.recommended_sampling = from_gguf_metadata(self.metadata)
         self._read_vocabulary()
         self._server: Any = None

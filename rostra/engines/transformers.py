@@ -96,6 +96,7 @@ class TransformersEngine(Engine):
         self.vision = VisionProcessor.load(model, self.device, self.dtype) if has_vision(self.config) else None
         processor_template = self.vision.processor.chat_template if self.vision is not None else None
         self.chat_template = self.tokenizer.chat_template or processor_template
+        self.architecture = str(getattr(self.config, "model_type", "") or "")
         self.bos_token = self.tokenizer.bos_token or ""
         self.eos_token = self.tokenizer.eos_token or ""
         try:

@@ -104,6 +104,8 @@ class VllmEngine(Engine):
         self.model = ModelInfo(id=model_name, context_length=self._llm.model_config.max_model_len)
         self.parallel = self._llm.vllm_config.scheduler_config.max_num_seqs
         self.chat_template = _chat_template(self._tokenizer)
+        hf_config = getattr(self._llm.model_config, "hf_config", None)  # (stand-ins in tests have none)
+        self.architecture = str(getattr(hf_config, "model_type", "") or "")
         self.bos_token = _token_text(self._tokenizer, self._tokenizer.bos_token_id)
         self.eos_token = _token_text(self._tokenizer, self._tokenizer.eos_token_id)
         self._vocab_bytes = _vocabulary_of(self._tokenizer)

@@ -20,6 +20,7 @@ from rostra.parsing.tools import detect_tool_parser, layered_tool_parser, tool_p
 from rostra.parsing.tools.base import ToolParser
 from rostra.prompt.chat_template import ChatTemplate
 from rostra.service_set import ServiceSet
+from rostra.prompt.harmony import HarmonyTemplate, speaks_harmony
 from rostra.serving.chat import ChatService
 from rostra.serving.completions import CompletionService
 from rostra.serving.generation import Job
@@ -46,8 +47,14 @@ class ModelBundle:
 
 def build_bundle(name: str, engine: Engine, settings: Settings, on_finished: JobObserver) -> ModelBundle:
     """Raises GenerationConfigError for a bad --generation-config; does no IO but reading those files."""
-    template = ChatTemplate(settings.chat_template_source() or engine.chat_template, engine.bos_token,
-                            engine.eos_token)
+    given_template = settings.chat_template_source()
+    template = ChatTemplate(given_template or engine.chat_template, engine.bos_token, engine.eos_token)
+    # gpt-oss: its prompt rendered in harmony by rostra (a --chat-template still wins), its output parsed as
+    # harmony (a --reasoning-parser still wins).
+    gpt_oss = speaks_harmony(engine.architecture, template.source)
+    if gpt_oss:
+        log.info("%s: gpt-oss: %s, harmony output parser", name,
+                 "the given chat template" if given_template else "harmony prompts")
     parser_name = settings.tool_call_parser or detect_tool_parser(template.source)
     log.info("%s: tool-call parser %s%s", name, parser_name,
              "" if settings.strict_tool_parsing else " (then the lenient ones)")
@@ -55,7 +62,7 @@ def build_bundle(name: str, engine: Engine, settings: Settings, on_finished: Job
     # The class itself, or (the default) a factory like it that layers the lenient parsers after it.
     tool_parser: Callable[..., ToolParser] = primary if settings.strict_tool_parsing else layered_tool_parser(primary)
     fields = ("reasoning_content", "reasoning") if settings.reasoning_field == "both" else (settings.reasoning_field,)
-    reasoning = settings.reasoning_parser
+    reasoning = settings.reasoning_parser or ("gpt_oss" if gpt_oss else None)
 
     defaults = generation_defaults.resolve(settings.generation_config, engine.recommended_sampling,
                                            settings.override_generation_config)
@@ -66,7 +73,8 @@ def build_bundle(name: str, engine: Engine, settings: Settings, on_finished: Job
     def served_names() -> list[str]:
         return settings.served_model_name or [model.id for model in engine.models()]
 
-    chat = ChatService(engine, template, served_names, tool_parser,
+    prompt = HarmonyTemplate(template.source) if gpt_oss and not given_template else template
+    chat = ChatService(engine, prompt, served_names, tool_parser,
                        reasoning_parser_class(reasoning) if reasoning else None, fields, defaults,
                        raw_special_tokens=settings.raw_special_tokens, fit_budgets=fit,
                        images=ImageLoader(ImageLimits(fetch_urls=settings.image_urls,

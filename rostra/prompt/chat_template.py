@@ -12,7 +12,7 @@ import functools
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from jinja2 import TemplateError
 from jinja2.ext import loopcontrols
@@ -25,6 +25,15 @@ CHATML_TEMPLATE = (
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n' }}"
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
+
+
+class PromptRenderer(Protocol):
+    """What renders a chat into prompt text: a Jinja ChatTemplate, or gpt-oss's harmony (prompt/harmony.py)."""
+
+    source: str
+
+    def render(self, messages: list[dict[str, Any]], add_generation_prompt: bool = True,
+               continue_final_message: bool = False, tools: list[dict] | None = None, **kwargs: Any) -> str: ...
 
 
 class TemplateRaised(Exception):

@@ -17,7 +17,7 @@ from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, 
 from rostra.parsing.parser import ChoicePipeline, OutputParser
 from rostra.parsing.reasoning.base import ReasoningParser
 from rostra.parsing.tools.base import ToolParser
-from rostra.prompt.chat_template import ChatTemplate, request_template
+from rostra.prompt.chat_template import PromptRenderer, request_template
 from rostra.images.loader import ImageLoader
 from rostra.prompt.messages import PartKey, PromptImages, image_parts, message_text, template_messages, text_only
 from rostra.prompt.special_text import RenderedPrompt, SpecialTextGuard
@@ -43,6 +43,7 @@ from rostra.serving.chat_turn import chat_turn, with_image_urls
 from rostra.serving.relay import relay_body_job, relay_job
 from rostra.serving.upstream_body import upstream_chat_body
 from rostra.serving.tools import ToolPlan, mistral_history, plan_tools
+from rostra.serving.template_stops import with_template_stops
 from rostra.serving.validation import check_logit_bias, check_model, check_stop_token_ids
 from rostra.turn import Turn
 
@@ -179,7 +180,7 @@ class _ChoiceState:
 class ChatService(GenerationService):
     output = ChatStream
 
-    def __init__(self, engine: Engine, template: ChatTemplate, served_names: Callable[[], list[str]],
+    def __init__(self, engine: Engine, template: PromptRenderer, served_names: Callable[[], list[str]],
                  tool_parser: Callable[..., ToolParser], reasoning_parser: type[ReasoningParser] | None = None,
                  reasoning_fields: tuple[str, ...] = ("reasoning_content",),
                  defaults: GenerationDefaults = GenerationDefaults(), raw_special_tokens: bool = False,
@@ -226,6 +227,7 @@ class ChatService(GenerationService):
         check_model(turn.model, self.served_names())
         if self.engine.relays(turn.model):
             return await self._relayed_turn(turn)
+        turn = await with_template_stops(turn, self.template, self.engine)  # (harmony's <|call|>, <|return|>)
         engine, sampling = self.engine, turn.sampling
         # The cheap checks first: a bad request never costs a template rendering or a tokenization.
         check_logit_bias(sampling.logit_bias, engine.vocab_size)
@@ -335,7 +337,7 @@ class ChatService(GenerationService):
         return completion_budget(prompt_tokens, budget.requested, self.defaults, context_length, budget.prompt_param,
                                  budget.param, min_tokens=turn.sampling.min_tokens, fit=fit)
 
-    async def _template_for(self, turn: Turn) -> ChatTemplate:
+    async def _template_for(self, turn: Turn) -> PromptRenderer:
         """The server's template, or the request's own (vLLM's chat_template), compiled off the event loop."""
         source = turn.template.chat_template
         if source is None:

@@ -30,6 +30,9 @@ from rostra.turn import (
 TEXT_PART_TYPES = {"text", "input_text", "output_text"}
 EMPTY_PARAMETERS = {"type": "object", "properties": {}}
 MODES: dict[str, ToolChoiceKind] = {"none": "none", "auto": "auto", "required": "required"}
+# Hosted (built-in) tools of the Responses API, and gpt-oss's own names for them.
+BUILTIN_TOOL_TYPES = frozenset({"web_search", "web_search_preview", "web_search_preview_2025_03_11",
+                                "web_search_2025_08_26", "code_interpreter", "browser", "python", "container"})
 
 
 def chat_turn(request: ChatCompletionRequest) -> Turn:
@@ -72,6 +75,10 @@ def chat_tools(tools: list[dict[str, Any]] | None) -> tuple[FunctionTool, ...]:
     out = []
     for index, tool in enumerate(tools or []):
         param = f"tools[{index}]"
+        if tool.get("type") in BUILTIN_TOOL_TYPES:  # as vLLM refuses them: the Responses API runs them
+            raise InvalidRequest(f"{tool['type']} is a built-in tool: Chat Completions takes function tools only; "
+                                 "use the Responses API, which runs built-in tools on the server's tool servers",
+                                 param=f"{param}.type", code="builtin_tool_not_supported")
         if tool.get("type") != "function" or not isinstance(tool.get("function"), dict):
             raise InvalidRequest("only tools of type 'function' are supported", param=f"{param}.type")
         function = tool["function"]

@@ -110,6 +110,29 @@ class LocalShellCallItem(Item):
     action: LocalShellAction
 
 
+class WebSearchCallItem(Item):
+    """A hosted web search a tool server ran (builtin_tools.py), sent back by a stateless client: kept in the
+    conversation; its results were never in it, so the model reads the answer that followed, not the search."""
+
+    id_prefix = "ws"
+    requirement = "a web_search_call needs an action"
+    type: Literal["web_search_call"]
+    action: dict[str, Any]
+    status: str | None = None
+
+
+class CodeInterpreterCallItem(Item):
+    """A hosted code run sent back by a stateless client: kept in the conversation (not read by the model)."""
+
+    id_prefix = "ci"
+    requirement = "a code_interpreter_call needs its code and container_id"
+    type: Literal["code_interpreter_call"]
+    code: str | None
+    container_id: str
+    outputs: list[dict[str, Any]] | None = None
+    status: str | None = None
+
+
 class LocalShellCallOutputItem(Item):
     """OpenAI's schema names the call by `id` (the call's id); `call_id` is taken too."""
 
@@ -198,7 +221,7 @@ class McpApprovalResponseItem(Item):
 InputItem = Annotated[Union[MessageItem, FunctionCallItem, FunctionCallOutputItem, ReasoningItem, McpListToolsItem,
                             McpCallItem, McpApprovalRequestItem, McpApprovalResponseItem, CustomToolCallItem,
                             CustomToolCallOutputItem, LocalShellCallItem, LocalShellCallOutputItem, ItemReference,
-                            CompactionItem, CompactionTriggerItem],
+                            CompactionItem, CompactionTriggerItem, WebSearchCallItem, CodeInterpreterCallItem],
                       Field(discriminator="type")]
 _ADAPTER: TypeAdapter[InputItem] = TypeAdapter(InputItem)
 ITEM_KINDS = members_by_tag(InputItem)

@@ -103,7 +103,7 @@ class ResponseBuilder:
             if kind == "function" and route is None:
                 item["name"] = event.name
             return out + self.open_item(item)
-        if isinstance(event, ToolCallArgs) and self._open and self._open["type"].startswith("mcp_"):
+        if isinstance(event, ToolCallArgs) and self._open and self.mcp.owns(self._open):
             return self.mcp.arguments(self._open, event.text)
         if isinstance(event, ToolCallArgs) and self._open and self._open["type"] in _WHOLE_CALLS:
             self._text += event.text  # read once the call is whole
@@ -218,7 +218,7 @@ class ResponseBuilder:
         item, self._open = self._open, None
         if item is None:
             return []
-        if item["type"].startswith("mcp_"):
+        if self.mcp.owns(item):
             return self.mcp.close(item, status)
         index, item_id, out = self.index(), item["id"], []
         if item["type"] == "message":

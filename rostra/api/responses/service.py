@@ -22,6 +22,7 @@ from typing import Any, AsyncGenerator, Callable
 from rostra.api.responses.compaction import asking_for_summary, compaction_requested, summary_request
 from rostra.api.responses.event_log import DEFAULT_INTERVAL
 from rostra.api.responses.items import MCP_ITEM_TYPES, normalize_input, with_status
+from rostra.api.responses.builtin_tools import HostedRoute, serve_hosted_tools, speaks_harmony_prompts
 from rostra.api.responses.mcp.loop import ToolLoop, approved_calls, awaits_client
 from rostra.api.responses.mcp.tools import McpPolicy, McpTools, requested_servers, resolve
 from rostra.api.responses.models import CreateResponseRequest
@@ -63,6 +64,7 @@ class TurnInputs:
     loop: ToolLoop = field(default_factory=lambda: ToolLoop(McpTools()))
     ready: list[dict[str, Any]] = field(default_factory=list)  # output items made before the model runs (MCP)
     approved: list[dict[str, Any]] = field(default_factory=list)  # approved MCP calls not run yet
+    hosted: dict[str, HostedRoute] = field(default_factory=dict)  # hosted tools' functions, by the model's name
 
 
 @dataclass
@@ -138,7 +140,7 @@ class ResponsesService:
         freeform = forced_freeform(request, tools)
         builder.freeform = freeform.name if freeform else None
         job = await self._turn(request, tools, conversation + ready, loop.chat_tools(), builder)
-        builder.mcp.tools = loop.tools.labels()
+        builder.mcp.tools, builder.mcp.hosted.routes = loop.tools.labels(), inputs.hosted
         if ENCRYPTED_REASONING in (request.include or []):
             builder.sealer = self.sealer
         return ResponseJob(request, job, builder, items, conversation, loop, ready, [job], tools, approved, tenant)
@@ -150,7 +152,8 @@ class ResponsesService:
             if value not in INCLUDABLE:
                 raise InvalidRequest(f"include: unknown value {value!r}", param=f"include[{index}]")
         items = await self._resolved(normalize_input(request.input), tenant)
-        tools = parse_tools(request.tools)
+        tools, hosted = serve_hosted_tools(parse_tools(request.tools), self.mcp_policy,
+                                           speaks_harmony_prompts(self.chat_for(request.model)))
         for ignored in ignored_tools(tools):
             log.warning("tools[%d]: %s is %s: not offered to the model", ignored["index"], ignored["type"],
                         ignored["reason"])
@@ -170,12 +173,12 @@ class ResponsesService:
         servers = requested_servers(tools, self.mcp_policy)
         functions = set(offer(tools)[1].by_model_name)  # names MCP tools must not take
         loop = ToolLoop(await resolve(servers, conversation, functions) if servers else McpTools(),
-                        request.max_tool_calls)
+                        request.max_tool_calls, hosted=hosted)
         approved = approved_calls(items, conversation, loop)
         ran = await self._ran_before(approved, tenant)  # a retry's calls keep their first run's result
         ready = loop.tools.listings + [ran.get(call["id"], call) for call in approved]
         approved = [call for call in approved if call["id"] not in ran]
-        return TurnInputs(items, tools, conversation, loop, ready, approved)
+        return TurnInputs(items, tools, conversation, loop, ready, approved, hosted)
 
     async def _compact(self, request: CreateResponseRequest, tools: list[Tool], conversation: list[dict[str, Any]],
                        items: list[dict[str, Any]]) -> ResponseJob:
@@ -311,7 +314,8 @@ class ResponsesService:
                 # A forced tool_choice was for the first turn: later ones are free to answer.
                 later = job.request.model_copy(update={"tool_choice": None})
                 builder.freeform = None
-                job.chat = await self._turn(later, job.tools, job.conversation + builder.response["output"],
+                so_far = builder.mcp.hosted.replayable(builder.response["output"])  # hosted calls with results
+                job.chat = await self._turn(later, job.tools, job.conversation + so_far,
                                             job.loop.chat_tools(), builder)
                 job.turns.append(job.chat)
         except APIError as exc:  # the engine failed, the deadline passed, or a later turn was refused

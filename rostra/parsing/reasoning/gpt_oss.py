@@ -10,7 +10,9 @@ After the prompt's `<|start|>assistant` the model writes messages, each a header
 reasoning; a body with a recipient is a tool call, emitted here (ToolCallStart/Args/End): a
 body that begins with "{" starts the call there and its arguments stream as they are written
 (ArgumentsWriter: if they break they are closed where they broke, text after them is dropped);
-any other body is decided when the message ends, a call if it is empty, else text; every other
+any other body is decided when the message ends, a call if it is empty, else text; a call to the built-in
+`python` tool is its code as written (`<|channel|>analysis code<|message|>print(1)`), emitted when it ends as
+arguments `{"code": ...}`; every other
 body (final, commentary preambles) and text outside any message is answer text. The closing
 marker may be missing (the engine stops on it): the end of the output closes the message.
 
@@ -21,6 +23,7 @@ message and inside a header (its channel not known yet), "answering" otherwise.
 
 from __future__ import annotations
 
+import json
 import re
 
 from rostra.parsing.events import (
@@ -46,6 +49,7 @@ BODY_MARKERS = (START, CHANNEL, *CLOSERS)
 
 _RECIPIENT = re.compile(r"\bto=([^\s<]+)")
 _CHANNEL = re.compile(re.escape(CHANNEL) + r"\s*([^\s<]*)")
+PYTHON = "python"  # the built-in tool whose calls are code, not JSON
 
 
 class GptOssReasoningParser(ReasoningParser):
@@ -109,6 +113,9 @@ class GptOssReasoningParser(ReasoningParser):
         return [Text(text)]
 
     def _call_body(self, text: str) -> list[Event]:
+        if self._recipient == PYTHON:  # code: held until the message ends
+            self._body += text
+            return []
         if self._writer is None:
             decided = bool(self._body) and not self._body.isspace()  # (not an object: look no further)
             self._body += text
@@ -179,6 +186,10 @@ class GptOssReasoningParser(ReasoningParser):
         body, self._body = self._body, ""
         writer, self._writer = self._writer, None
         index = self._calls
+        if writer is None and self._recipient == PYTHON:
+            self._calls += 1
+            return [ToolCallStart(index, openai_call_id(), PYTHON),
+                    ToolCallArgs(index, json.dumps({"code": body}, ensure_ascii=False)), ToolCallEnd(index)]
         if writer is None:
             if body.strip():
                 return [Text(body)]  # not a JSON object

@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, AsyncGenerator
 
+from rostra.api.responses.builtin_tools import HostedRoute
 from rostra.api.responses.items import MCP_ITEM_TYPES
 from rostra.api.responses.mcp.client import CallResult, call_tool
 from rostra.api.responses.mcp.tools import McpTools
@@ -33,6 +34,8 @@ class ToolLoop:
     max_calls: int | None = None  # the request's max_tool_calls
     calls: int = 0  # MCP calls run so far
     turns: int = 1
+    # Hosted tools served by tool servers (builtin_tools.py), by the name the model calls.
+    hosted: dict[str, HostedRoute] = field(default_factory=dict)
 
     def room(self) -> bool:
         """Whether the model may still be offered the MCP tools."""
@@ -46,7 +49,7 @@ class ToolLoop:
         """Run this turn's MCP calls (concurrently), then emit each one's end, in order."""
         allowed = calls if self.max_calls is None else calls[:max(0, self.max_calls - self.calls)]
         self.calls += len(allowed)
-        results = await asyncio.gather(*(self._call(item) for item in allowed))
+        results = await asyncio.gather(*(self._call(*builder.mcp.invocation(item)) for item in allowed))
         for item, result in zip(calls, [*results, *[_NOT_RUN] * (len(calls) - len(allowed))]):
             for event in builder.mcp.call_done(item, result):
                 yield event
@@ -55,13 +58,16 @@ class ToolLoop:
         """Run approved calls (concurrently), within max_tool_calls: their results go into the items."""
         allowed = calls if self.max_calls is None else calls[:max(0, self.max_calls - self.calls)]
         self.calls += len(allowed)
-        results = await asyncio.gather(*(self._call(item) for item in allowed))
+        results = await asyncio.gather(*(self._call(item["name"], item["arguments"]) for item in allowed))
         for item, result in zip(calls, [*results, *[_NOT_RUN] * (len(calls) - len(allowed))]):
             item.update(output=result.output, error=result.error, status="failed" if result.error else "completed")
 
-    async def _call(self, item: dict[str, Any]) -> CallResult:
-        route = self.tools.routes[item["name"]]
-        return await call_tool(route.server, route.name, item["arguments"])
+    async def _call(self, name: str, arguments: str) -> CallResult:
+        hosted = self.hosted.get(name)
+        if hosted is not None:
+            return await call_tool(hosted.server, hosted.tool, arguments)
+        route = self.tools.routes[name]
+        return await call_tool(route.server, route.name, arguments)
 
 
 def awaits_client(items: list[dict[str, Any]]) -> bool:

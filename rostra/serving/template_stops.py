@@ -1,0 +1,31 @@
+"""A prompt format's own ends of the model's turn, as stop tokens of every request it renders.
+
+gpt-oss ends a turn with `<|call|>` (a tool call waits for its result) or `<|return|>` (the answer is done):
+the harmony renderer lists them (`stop_texts`), as OpenAI's library gives them for assistant actions. Engines
+often stop there already (the checkpoint's end-of-generation tokens); as stop tokens of the request they hold on
+every engine, whatever the checkpoint declares."""
+
+from __future__ import annotations
+
+import dataclasses
+from weakref import WeakKeyDictionary
+
+from rostra.engines.base import Engine
+from rostra.prompt.chat_template import PromptRenderer
+from rostra.turn import Turn
+
+_IDS: WeakKeyDictionary[Engine, tuple[int, ...]] = WeakKeyDictionary()  # the stop texts' ids, per engine
+
+
+async def with_template_stops(turn: Turn, renderer: PromptRenderer, engine: Engine) -> Turn:
+    texts: tuple[str, ...] = getattr(renderer, "stop_texts", ())
+    if not texts:
+        return turn
+    ids = _IDS.get(engine)
+    if ids is None:
+        found = [await engine.tokenize(text, add_special=False) for text in texts if text in engine.special_texts]
+        ids = _IDS[engine] = tuple(tokens[0] for tokens in found if len(tokens) == 1)
+    if not ids:
+        return turn
+    merged = list(dict.fromkeys([*(turn.sampling.stop_token_ids or []), *ids]))
+    return dataclasses.replace(turn, sampling=turn.sampling.model_copy(update={"stop_token_ids": merged}))
