@@ -159,9 +159,10 @@ def test_gpt_oss_is_offered_its_own_tools_other_models_functions():
     policy = McpPolicy(tool_servers={"browser": "http://127.0.0.1:1/mcp", "python": "http://127.0.0.1:2/mcp"})
     tools, routes = serve_hosted_tools(parse_tools([WEB_SEARCH, CODE]), policy, harmony=True)
     assert sorted(routes) == ["browser.find", "browser.open", "browser.search", "python"]
-    prompt = HarmonyTemplate().render([{"role": "user", "content": "hi"}], tools=offer(tools)[0])
+    prompt = HarmonyTemplate().render([{"role": "user", "content": "hi"}],
+                                      tools=[dict(tool.template) for tool in offer(tools)[0]])
     assert "namespace browser {" in prompt and "## python" in prompt and "namespace functions" not in prompt
     tools, routes = serve_hosted_tools(parse_tools([WEB_SEARCH, CODE]), policy, harmony=False)
-    assert [tool["function"]["name"] for tool in offer(tools)[0]] == ["web_search", "code_interpreter"]
+    assert [tool.name for tool in offer(tools)[0]] == ["web_search", "code_interpreter"]
     assert {name: (route.server.label, route.tool) for name, route in routes.items()} == {
         "web_search": ("browser", "search"), "code_interpreter": ("python", "python")}
