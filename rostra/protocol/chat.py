@@ -35,9 +35,6 @@ class ContentPart(BaseModel):
     type: str
     text: str | None = None
     image_url: ImageURL | None = None  # type "image_url"; a bare URL string is taken as {"url": ...}
-    # Where the part came from, when another API (Messages, Responses) made this request from its own: errors
-    # name the part as that API's client wrote it. Never sent on.
-    source_param: str | None = Field(default=None, exclude=True)
 
     @field_validator("image_url", mode="before")
     @classmethod

@@ -62,7 +62,6 @@ def chat_message(message: ChatMessage, param: str) -> TurnMessage:
 
 
 def chat_part(part: ContentPart, param: str) -> TurnPart:
-    param = part.source_param or param  # (a Responses request's part, until Responses makes its own turn)
     if part.type in TEXT_PART_TYPES and part.text is not None:
         return TextPart(part.text, param)
     if part.type == "image_url" and part.image_url is not None:
