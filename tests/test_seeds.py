@@ -197,6 +197,55 @@ def test_native_samplers_an_engine_lacks_are_a_400_naming_it():
                                                                         xtc_threshold=0.2, dry_multiplier=0.0)))
 
 
+
+# -- add_special_tokens, cache_salt, mm_processor_kwargs (vLLM) -------------------------------------
+
+def test_add_special_tokens(seeds_server):
+    """The prompt's ids are the tokenizer's with or without its special tokens, as /tokenize gives them (vLLM's
+    defaults: true for Completions, false for Chat, whose template writes them)."""
+    def tokenized(text: str, add: bool) -> list[int]:
+        return post(seeds_server.base_url, "/tokenize", {"model": MODEL, "prompt": text,
+                                                        "add_special_tokens": add}).json()["tokens"]
+
+    for add in (True, False):
+        reply = completion(seeds_server, "count", max_tokens=2, return_token_ids=True, add_special_tokens=add)
+        assert reply["choices"][0]["prompt_token_ids"] == tokenized("count", add)
+    plain = chat(seeds_server, "count", max_tokens=2, return_token_ids=True)["prompt_token_ids"]
+    assert chat(seeds_server, "count", max_tokens=2, return_token_ids=True,
+                add_special_tokens=False)["prompt_token_ids"] == plain
+    added = chat(seeds_server, "count", max_tokens=2, return_token_ids=True, add_special_tokens=True)
+    assert added["prompt_token_ids"] == tokenized("", True) + plain
+
+
+def test_cache_salt(seeds_server):
+    """Accepted on both APIs (the scripted engine has no prefix cache); llama.cpp's isolation:
+    tests/test_llamacpp_slots.py and tests/test_e2e_extensions.py."""
+    assert chat(seeds_server, cache_salt="tenant-a")["choices"][0]["message"]["content"]
+    assert completion(seeds_server, cache_salt="tenant-a")["choices"][0]["text"]
+    check_error(post(seeds_server.base_url, "/v1/completions", {"model": MODEL, "prompt": "x", "cache_salt": ""}),
+                400, "cache_salt")
+
+
+def test_mm_processor_kwargs(seeds_server):
+    """Empty changes nothing anywhere; options for a multimodal processor are a 400 naming the engine where
+    there is none (vLLM passes them on)."""
+    assert chat(seeds_server, mm_processor_kwargs={})["choices"][0]["message"]["content"]
+    for path in ("/v1/chat/completions", "/v1/completions"):
+        body = {"model": MODEL, "mm_processor_kwargs": {"num_crops": 4},
+                **({"messages": [{"role": "user", "content": "x"}]} if "chat" in path else {"prompt": "x"})}
+        error = check_error(post(seeds_server.base_url, path, body), 400, "mm_processor_kwargs")
+        assert "scripted engine" in error["message"] or "this engine" in error["message"]
+
+
+def test_vllm_gets_cache_salt_and_mm_processor_kwargs_with_the_prompt():
+    from rostra.core import Prompt
+    from rostra.engines.vllm import prompt_options
+
+    assert prompt_options(Prompt([1, 2])) == {}
+    assert prompt_options(Prompt([1], cache_salt="a", mm_processor_kwargs={"num_crops": 4})) == {
+        "cache_salt": "a", "mm_processor_kwargs": {"num_crops": 4}}
+
+
 # -- the gateway's conversions ---------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

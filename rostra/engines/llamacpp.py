@@ -339,14 +339,14 @@ class LlamaCppEngine(Engine):
             if params.min_tokens and not params.ignore_eos:
                 raise InvalidRequest("min_tokens cannot be combined with images on this engine", param="min_tokens")
             async with aclosing(self._generate(request_id, prompt.token_ids, params, prompt.session_key,
-                                               multimodal_prompt(prompt))) as outputs:
+                                               multimodal_prompt(prompt), prompt.cache_salt)) as outputs:
                 async for output in outputs:
                     yield output
             return
         words = _resumable_bad_words(params)
 
         def plain(prompt_ids: list[int], part: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
-            return self._generate(request_id, prompt_ids, part, prompt.session_key)
+            return self._generate(request_id, prompt_ids, part, prompt.session_key, cache_salt=prompt.cache_salt)
 
         def run(prompt_ids: list[int], part: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
             # Bad words of several tokens: dropped and resampled where they would complete.
@@ -376,7 +376,7 @@ class LlamaCppEngine(Engine):
                 yield dataclasses.replace(output, cached_tokens=None) if output.cached_tokens is not None else output
 
     async def _generate(self, request_id: str, prompt_ids: list[int], params: SamplingParams,
-                        session_key: str | None = None, multimodal: dict | None = None
+                        session_key: str | None = None, multimodal: dict | None = None, cache_salt: str | None = None
                         ) -> AsyncGenerator[EngineOutput, None]:
         """`multimodal`: the prompt as llama.cpp's text-and-images object (then `prompt_ids` only route the slot)."""
         loopback, slots = self._route(params.top_logprobs is not None or params.prompt_logprobs is not None)
@@ -388,8 +388,8 @@ class LlamaCppEngine(Engine):
         stream: EventStream | None = None
         self._running.add(request_id)
         try:
-            async with slots.claim(prompt_ids, session_key) as slot:
-                body["id_slot"] = slot.index
+            async with slots.claim(prompt_ids, session_key, cache_salt) as slot:
+                body["id_slot"], body["cache_prompt"] = slot.index, slot.reuses
                 stream = await loopback.stream("/completion", body)
                 self._streams[request_id] = stream
                 # Every event that arrived while the loop was busy elsewhere comes in one batch: the tokens
@@ -423,9 +423,12 @@ class LlamaCppEngine(Engine):
         loopback, slots = self._route(True)
         self._running.add(request_id)
         try:
-            async with slots.claim(prompt.token_ids, prompt.session_key) as slot:
+            async with slots.claim(prompt.token_ids, prompt.session_key, prompt.cache_salt) as slot:
                 async def post(body: dict) -> Any:
-                    return await loopback.post("/completion", {**body, "id_slot": slot.index})
+                    reply = await loopback.post("/completion", {**body, "id_slot": slot.index,
+                                                                "cache_prompt": slot.reuses})
+                    slot.reuses = True  # what the slot holds now is this prompt's own
+                    return reply
 
                 return await PromptScorer(post, top_n, self._end_ids, self.token_bytes).score(prompt.token_ids)
         except LoopbackError as exc:

@@ -68,6 +68,7 @@ _INLINE_CHARS = 4096
 class VllmEngine(Engine):
     enforces_constraints = True
     scores_prompts = True  # vLLM's own prompt_logprobs
+    takes_mm_processor_kwargs = True  # handed to vLLM with the prompt, as cache_salt
     engine_name = "vLLM"
 
     def __init__(self, model: str, model_name: str, max_model_len: int | None = None,
@@ -179,7 +180,8 @@ class VllmEngine(Engine):
         try:
             sampling = _vllm_sampling_params(params)  # vLLM validates here too (ValueError)
             # Closing this generator early closes vLLM's, which aborts the request in vLLM.
-            stream = self._llm.generate(engine_prompt(list(prompt.token_ids)), sampling, request_id)
+            stream = self._llm.generate(engine_prompt(list(prompt.token_ids), prompt_options(prompt)), sampling,
+                                        request_id)
             async with aclosing(stream):
                 async for request_output in stream:
                     completion = request_output.outputs[0]
@@ -276,16 +278,25 @@ def _stat_loggers(engine_class: Any, gauges: SchedulerGauges) -> dict[str, Any]:
     return {"stat_loggers": [SchedulerStatLogger]}
 
 
-def engine_prompt(token_ids: list[int]) -> Any:
+def prompt_options(prompt: Prompt) -> dict[str, Any]:
+    """The prompt's vLLM options that are set: `cache_salt` (prefix-cache isolation), `mm_processor_kwargs`."""
+    options = {"cache_salt": prompt.cache_salt, "mm_processor_kwargs": prompt.mm_processor_kwargs}
+    return {name: value for name, value in options.items() if value}
+
+
+def engine_prompt(token_ids: list[int], options: dict[str, Any] | None = None) -> Any:
     """The prompt in the form vLLM's engine takes: `vllm.inputs.tokens_input` (a rendered "token" input) where
     vLLM has it (0.32 on), which vLLM hands to its engine as is; a raw `TokensPrompt` before, which newer
-    releases still take but re-parse, warning that the form is deprecated."""
+    releases still take but re-parse, warning that the form is deprecated. Both are dicts, which carry the
+    `options` under vLLM's keys."""
     try:
         from vllm.inputs import tokens_input
     except ImportError:
         from vllm import TokensPrompt
-        return TokensPrompt(prompt_token_ids=token_ids)
-    return tokens_input(token_ids)
+        return TokensPrompt(prompt_token_ids=token_ids, **(options or {}))  # type: ignore[typeddict-item]
+    prompt = tokens_input(token_ids)
+    prompt.update(options or {})  # type: ignore[typeddict-item]
+    return prompt
 
 
 def pooled_vector(data: Any) -> list[float]:

@@ -36,7 +36,8 @@ from rostra.serving.generation import (
     token_label,
     token_text,
 )
-from rostra.serving.extensions import choice_decoder, engine_extensions, truncate_prompt, vllm_prompt_logprobs
+from rostra.serving.extensions import (choice_decoder, engine_extensions, prompt_extensions, truncate_prompt,
+                                       vllm_prompt_logprobs)
 from rostra.serving.relay import relay_job
 from rostra.serving.tools import ToolPlan, mistral_history, plan_tools
 from rostra.serving.validation import check_logit_bias, check_model, check_stop_token_ids
@@ -205,7 +206,7 @@ class ChatService(GenerationService):
                                      "count its tokens (count them with the upstream's own tokenizer)",
                                      param="model", code="count_not_supported")
         rendered = await self.render(request)
-        return len(await rendered.tokenize(self.engine))
+        return len(await rendered.tokenize(self.engine, request.add_special_tokens))
 
     async def prepare(self, request: ChatCompletionRequest, fit_context: bool | None = None) -> Job:
         """`fit_context`: whether a max_tokens longer than the room the prompt leaves is cut to that room rather
@@ -225,7 +226,7 @@ class ChatService(GenerationService):
         rendered = await self.render(request, images)
         text = rendered.text
         context_length = engine.model_info(request.model).context_length
-        token_ids = truncate_prompt(await rendered.tokenize(engine), request.truncate_prompt_tokens, context_length)
+        token_ids = truncate_prompt(await rendered.tokenize(engine, request.add_special_tokens), request.truncate_prompt_tokens, context_length)
         requested, max_tokens = self._budget(request, len(token_ids), context_length, fit_context)
         top_logprobs = (request.top_logprobs or 0) if request.logprobs else None
         params = sampling_params(request, max_tokens, top_logprobs, constraint, self.defaults,
@@ -234,7 +235,7 @@ class ChatService(GenerationService):
         last = request.messages[-1]
         prompt = Prompt(token_ids, message_text(last, len(request.messages) - 1, images), last.role, request.model,
                         session_key=request.prompt_cache_key, images=images.images,
-                        text=text if images.images else None)
+                        text=text if images.images else None, **prompt_extensions(engine, request))
         # vLLM's chat `echo`: the continued assistant message is repeated in front of the answer.
         prefix = prompt.last_message_text if request.echo and last.role == "assistant" else ""
         # A constraint the engine enforces from the first token leaves no room to think: the whole
