@@ -4,10 +4,13 @@ cached_tokens from llama.cpp's prefix cache, prompt scoring (echo with logprobs,
 
 from __future__ import annotations
 
+import json
+
+import httpx
 import pytest
 from openai import OpenAI
 
-from wire import check, check_error, post, stream
+from wire import check, check_error, echoed_as_spec_says, post, stream
 
 MODEL = "SmolLM2-135M-Instruct"
 HELLO = [{"role": "user", "content": "Say hello in one short sentence."}]
@@ -95,14 +98,19 @@ def test_continuous_usage_is_the_running_count(real_server):
 def test_echo_with_logprobs_scores_the_prompt(real_server):
     """A log-likelihood evaluation (lm-eval-harness' request): the prompt back, each token scored, the first null."""
     request = {**GREEDY, "prompt": "The capital of France is Paris.", "echo": True, "logprobs": 2, "max_tokens": 0}
-    whole = check("completion", post(real_server.base_url, "/v1/completions", request).json())
+    whole = post(real_server.base_url, "/v1/completions", request).json()
+    check("completion", echoed_as_spec_says(whole))
     logprobs = whole["choices"][0]["logprobs"]
     assert whole["choices"][0]["text"] == request["prompt"] and "".join(logprobs["tokens"]) == request["prompt"]
     assert logprobs["token_logprobs"][0] is None and logprobs["top_logprobs"][0] is None
     assert len(logprobs["tokens"]) == whole["usage"]["prompt_tokens"] > 3
     for value, tops in zip(logprobs["token_logprobs"][1:], logprobs["top_logprobs"][1:]):
         assert value <= 0 and len(tops) == 2 and value <= max(tops.values()) + 1e-6
-    chunks = stream(real_server.base_url, "/v1/completions", request, "completion_chunk")
+    with httpx.stream("POST", f"{real_server.base_url}/v1/completions", json={**request, "stream": True},
+                      timeout=120) as response:
+        chunks = [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: {")]
+    for chunk in chunks:
+        check("completion_chunk", echoed_as_spec_says(chunk))
     folded = [lp for chunk in chunks for choice in chunk["choices"] if (lp := choice.get("logprobs"))]
     assert [value for lp in folded for value in lp["token_logprobs"]] == logprobs["token_logprobs"]
 

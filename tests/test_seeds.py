@@ -10,7 +10,7 @@ import pytest
 
 from conftest import scripted, server_fixture
 from servers import DATA
-from wire import check, check_error, post, stream
+from wire import check, check_error, echoed_as_spec_says, post, stream
 
 MODEL = "scripted"
 STOPTEST = "STOPTEST"  # extensions.jsonl answers "alpha beta STOP gamma delta"
@@ -319,6 +319,30 @@ def test_gateway_raw_mode_sends_repeat_penalty_and_stop_token_ids(together_gatew
 
 
 # -- logprobs of impossible tokens -----------------------------------------------------------------
+
+def test_gateway_raw_mode_prompt_logprobs(together_gateways, together):
+    """A raw-mode upstream scores the prompt rostra rendered: its prompt_logprobs (and echo with logprobs) come
+    back, the prompt's own token told apart from the alternatives by its id. Passed through: still a 400."""
+    from together_upstream import PROMPT_TOKEN_LOGPROB
+
+    raw, passthrough = together_gateways
+    reply = post(raw.base_url, "/v1/completions", together_request("/v1/completions", prompt_logprobs=1,
+                                                                     return_token_ids=True)).json()
+    choice = reply["choices"][0]
+    assert together.bodies[-1]["prompt_logprobs"] == 1
+    ids = choice["prompt_token_ids"]
+    assert len(ids) > 1 and choice["prompt_logprobs"][0] is None
+    for token, entry in zip(ids[1:], choice["prompt_logprobs"][1:]):
+        assert entry[str(token)]["logprob"] == PROMPT_TOKEN_LOGPROB and entry["99"]["rank"] == 1
+    echoed = post(raw.base_url, "/v1/completions", together_request("/v1/completions", echo=True,
+                                                                     logprobs=1)).json()
+    check("completion", echoed_as_spec_says(echoed))
+    echoed = echoed["choices"][0]
+    assert echoed["text"].startswith("sea?") and echoed["logprobs"]["token_logprobs"][:len(ids)] == [
+        None, *[PROMPT_TOKEN_LOGPROB] * (len(ids) - 1)]
+    check_error(post(passthrough.base_url, "/v1/completions", together_request("/v1/completions", prompt_logprobs=1)),
+                400, "prompt_logprobs")
+
 
 def test_minus_infinity_logprobs_are_minus_9999():
     """A banned token's logprob is -inf, which JSON cannot spell (it went out as null); vLLM sends -9999.0."""
