@@ -57,7 +57,7 @@ def _section(heading: str) -> str:
 def test_every_table_row_names_each_engine():
     """A row says what the field does on llama.cpp, transformers, vLLM, a gateway and the scripted engine."""
     rows = [line for line in parameter_section().splitlines() if line.startswith("| `")]
-    assert len(rows) > 30
+    assert len(rows) > 20
     for row in rows:
         cells = [cell.strip() for cell in row.strip("|").split("|")]
         assert len(cells) in (2, 7) and all(cells), row

@@ -124,7 +124,10 @@ class SlotRouter:
         `slot.tokens` (by default the prompt: a generation that failed early holds at most that). `salt`: a
         prefix is shared only between requests of the same salt (`slot.reuses` says whether this one may)."""
         slot = await self._acquire(tokens, key, salt)
-        slot.reuses = slot.salt == salt
+        # A salted prompt that keeps less than half of the slot's state would make llama.cpp swap in the best
+        # state of its host-memory cache, whoever's it is: read afresh instead.
+        keeps_most = 2 * common_prefix_length(slot.tokens, tokens) >= len(slot.tokens)
+        slot.reuses = slot.salt == salt and (salt is None or not self.host_cache or keeps_most)
         slot.tokens, slot.key, slot.salt = list(tokens), key, salt
         try:
             yield slot
