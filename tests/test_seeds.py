@@ -322,7 +322,7 @@ def test_gateway_raw_mode_sends_repeat_penalty_and_stop_token_ids(together_gatew
 
 def test_gateway_raw_mode_prompt_logprobs(together_gateways, together):
     """A raw-mode upstream scores the prompt rostra rendered: its prompt_logprobs (and echo with logprobs) come
-    back, the prompt's own token told apart from the alternatives by its id. Passed through: still a 400."""
+    back, the prompt's own token told apart from the alternatives by its id."""
     from together_upstream import PROMPT_TOKEN_LOGPROB
 
     raw, passthrough = together_gateways
@@ -340,8 +340,24 @@ def test_gateway_raw_mode_prompt_logprobs(together_gateways, together):
     echoed = echoed["choices"][0]
     assert echoed["text"].startswith("sea?") and echoed["logprobs"]["token_logprobs"][:len(ids)] == [
         None, *[PROMPT_TOKEN_LOGPROB] * (len(ids) - 1)]
-    check_error(post(passthrough.base_url, "/v1/completions", together_request("/v1/completions", prompt_logprobs=1)),
-                400, "prompt_logprobs")
+
+
+def test_gateway_passthrough_prompt_logprobs(together_gateways, together):
+    """Passed through, the upstream's prompt_logprobs come back as it sent them: Completions per choice, Chat at
+    the top level (in a stream: on the choice's last chunk)."""
+    from together_upstream import prompt_scores
+
+    passthrough = together_gateways[1]
+    expected = prompt_scores([1, 2, 3])
+    reply = post(passthrough.base_url, "/v1/completions", together_request("/v1/completions", prompt_logprobs=1))
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["choices"][0]["prompt_logprobs"] == expected and together.bodies[-1]["prompt_logprobs"] == 1
+    reply = post(passthrough.base_url, "/v1/chat/completions", together_request("/v1/chat/completions",
+                                                                                 prompt_logprobs=1))
+    assert check("chat", reply.json())["prompt_logprobs"] == expected
+    chunks = stream(passthrough.base_url, "/v1/chat/completions",
+                    together_request("/v1/chat/completions", prompt_logprobs=1), "chat_chunk")
+    assert [chunk["prompt_logprobs"] for chunk in chunks if "prompt_logprobs" in chunk] == [expected]
 
 
 def test_minus_infinity_logprobs_are_minus_9999():

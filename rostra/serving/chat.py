@@ -159,6 +159,8 @@ class ChatStream(GenerationStream):
 
 def job_prompt_logprobs(job: Job, index: int = 0) -> list[dict[str, Any] | None] | None:
     run = job.runs[index]  # chat choices are numbered in order
+    if run.relayed_prompt_logprobs is not None:
+        return run.relayed_prompt_logprobs
     return vllm_prompt_logprobs(run.prompt_logprobs, token_text)
 
 

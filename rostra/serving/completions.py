@@ -94,7 +94,8 @@ def _extension_fields(job: Job, run: ChoiceRun) -> dict[str, Any]:
     if job.options.return_token_ids:
         fields["prompt_token_ids"] = list(run.prompt.token_ids)
     if job.options.prompt_logprobs:
-        fields["prompt_logprobs"] = vllm_prompt_logprobs(run.prompt_logprobs, token_text)
+        fields["prompt_logprobs"] = (run.relayed_prompt_logprobs if run.relayed_prompt_logprobs is not None
+                                     else vllm_prompt_logprobs(run.prompt_logprobs, token_text))
     return fields
 
 
