@@ -74,16 +74,19 @@ def test_cached_tokens_come_from_the_prefix_cache(real_server, client):
 
 
 def test_cache_salt_isolates_the_prefix_cache(real_server):
-    """A prompt cached under one salt is read afresh under another (and with none); the same salt reuses it."""
-    messages = [{"role": "user", "content": LONG + "Salted."}]
+    """A prompt cached under one salt is read afresh under another (and with none); the same salt reuses it.
+    (A text of its own: no other test's unsalted prompt shares its prefix.)"""
+    messages = [{"role": "user", "content": "A salted note for one tenant only, long enough to cache. " * 14}]
     first = chat(real_server, messages=messages, max_tokens=2, cache_salt="tenant-a")["usage"]
     other = chat(real_server, messages=messages, max_tokens=2, cache_salt="tenant-b")["usage"]
     unsalted = chat(real_server, messages=messages, max_tokens=2)["usage"]
     same = chat(real_server, messages=messages, max_tokens=2, cache_salt="tenant-a")["usage"]
     assert first["prompt_tokens"] > 100
     assert other["prompt_tokens_details"]["cached_tokens"] == 0
-    assert unsalted["prompt_tokens_details"]["cached_tokens"] == 0
+    # Unsalted, at most the chat template's opening (its default system prompt) of another unsalted prompt.
+    assert unsalted["prompt_tokens_details"]["cached_tokens"] < 0.3 * unsalted["prompt_tokens"]
     assert same["prompt_tokens_details"]["cached_tokens"] > 100
+
 
 def test_continuous_usage_is_the_running_count(real_server):
     from wire import stream

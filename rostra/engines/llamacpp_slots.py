@@ -107,6 +107,7 @@ class SlotRouter:
     def __init__(self, count: int, host_cache: bool = True):
         self.slots = [Slot(index) for index in range(count)]
         self.host_cache = host_cache  # llama.cpp keeps states pushed out of a slot in host memory
+        self.salted = False  # a request with a cache salt came: the host-memory cache may hold its state
         self._waiting: list[_Waiter] = []  # in arrival order
 
     @property
@@ -124,10 +125,11 @@ class SlotRouter:
         `slot.tokens` (by default the prompt: a generation that failed early holds at most that). `salt`: a
         prefix is shared only between requests of the same salt (`slot.reuses` says whether this one may)."""
         slot = await self._acquire(tokens, key, salt)
-        # A salted prompt that keeps less than half of the slot's state would make llama.cpp swap in the best
-        # state of its host-memory cache, whoever's it is: read afresh instead.
+        # A prompt that keeps less than half of the slot's state makes llama.cpp swap in the best state of its
+        # host-memory cache, whoever's it is: once salts are in use, such a prompt is read afresh instead.
+        self.salted = self.salted or salt is not None
         keeps_most = 2 * common_prefix_length(slot.tokens, tokens) >= len(slot.tokens)
-        slot.reuses = slot.salt == salt and (salt is None or not self.host_cache or keeps_most)
+        slot.reuses = slot.salt == salt and (not self.salted or not self.host_cache or keeps_most)
         slot.tokens, slot.key, slot.salt = list(tokens), key, salt
         try:
             yield slot
