@@ -122,6 +122,10 @@ class Prompt:
     # The client's label for the conversation (`prompt_cache_key`, a Messages `metadata.user_id`): an engine
     # with per-slot prefix caches sends a session's turns where its prefix is (a hint: never needed).
     session_key: str | None = None
+    # vLLM's `cache_salt`: a prefix cached for one salt is reused only by requests with the same salt (None too).
+    cache_salt: str | None = None
+    # vLLM's `mm_processor_kwargs`: options for the model's multimodal processor (engines that have one).
+    mm_processor_kwargs: dict[str, Any] | None = None
     # The images the prompt shows, in order of appearance (an engine that sees images places each at its
     # marker in the rendered prompt).
     images: tuple[PromptImage, ...] = ()

@@ -139,7 +139,8 @@ class Budget:
 class TemplateOptions:
     """How the conversation is rendered: the template's variables (Qwen3's enable_thinking, ...), whether the
     answer starts a new assistant turn or continues the last one, a request's own template (vLLM's), documents
-    for retrieval templates, and text the answer starts with (tabbyAPI's response_prefix)."""
+    for retrieval templates, text the answer starts with (tabbyAPI's response_prefix), and whether the
+    tokenizer adds its own special tokens to the rendered text (vLLM's add_special_tokens)."""
 
     variables: Mapping[str, Any] = field(default_factory=dict)
     add_generation_prompt: bool = True
@@ -147,6 +148,7 @@ class TemplateOptions:
     chat_template: str | None = None
     documents: list[dict[str, Any]] | None = None
     response_prefix: str | None = None
+    add_special_tokens: bool = False  # vLLM's: the tokenizer's BOS etc. on top of what the template writes
 
     def thinking(self) -> bool:
         """Templates take enable_thinking (Qwen3) or thinking (others); both default to on."""

@@ -14,7 +14,7 @@ import pytest
 from openai import OpenAI
 
 from servers import DATA, RunningServer
-from wire import check, check_error, fold_chat_stream, post, stream
+from wire import check, check_error, fold_chat_stream, post, stream, echoed_as_spec_says
 
 MODEL = "scripted"
 HELLO = [{"role": "user", "content": "say hello"}]
@@ -167,15 +167,7 @@ def test_prompt_logprobs_chat(ext_server):
     assert [chunk["prompt_logprobs"] for chunk in chunks if "prompt_logprobs" in chunk] == [scores]
 
 
-def _spec_allowance(body: dict) -> dict:
-    """OpenAI (and vLLM) give an echoed prompt's first token a null logprob, which the spec's
-    `number` does not allow: checked as if it were 0."""
-    copy = json.loads(json.dumps(body))
-    for choice in copy["choices"]:
-        logprobs = choice.get("logprobs") or {}
-        logprobs["token_logprobs"] = [0.0 if v is None else v for v in logprobs.get("token_logprobs", [])]
-        logprobs["top_logprobs"] = [{} if v is None else v for v in logprobs.get("top_logprobs", [])]
-    return copy
+_spec_allowance = echoed_as_spec_says  # (tests/wire.py)
 
 
 def test_echo_with_max_tokens_zero_scores_the_prompt_without_generating(ext_server):

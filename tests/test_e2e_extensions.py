@@ -1,12 +1,16 @@
 """vLLM's extensions on llama.cpp with the embedded model: min_tokens, bad_words, allowed_token_ids,
-cached_tokens from llama.cpp's prefix cache, and clear 400s for what llama.cpp cannot do (scoring prompts)."""
+cached_tokens from llama.cpp's prefix cache, prompt scoring (echo with logprobs, prompt_logprobs), and clear
+400s for what llama.cpp cannot do."""
 
 from __future__ import annotations
 
+import json
+
+import httpx
 import pytest
 from openai import OpenAI
 
-from wire import check, check_error, post
+from wire import check, check_error, echoed_as_spec_says, post, stream
 
 MODEL = "SmolLM2-135M-Instruct"
 HELLO = [{"role": "user", "content": "Say hello in one short sentence."}]
@@ -68,6 +72,22 @@ def test_cached_tokens_come_from_the_prefix_cache(real_server, client):
     assert response.usage.input_tokens_details.cached_tokens > 100
 
 
+
+def test_cache_salt_isolates_the_prefix_cache(real_server):
+    """A prompt cached under one salt is read afresh under another (and with none); the same salt reuses it.
+    (A text of its own: no other test's unsalted prompt shares its prefix.)"""
+    messages = [{"role": "user", "content": "A salted note for one tenant only, long enough to cache. " * 14}]
+    first = chat(real_server, messages=messages, max_tokens=2, cache_salt="tenant-a")["usage"]
+    other = chat(real_server, messages=messages, max_tokens=2, cache_salt="tenant-b")["usage"]
+    unsalted = chat(real_server, messages=messages, max_tokens=2)["usage"]
+    same = chat(real_server, messages=messages, max_tokens=2, cache_salt="tenant-a")["usage"]
+    assert first["prompt_tokens"] > 100
+    assert other["prompt_tokens_details"]["cached_tokens"] == 0
+    # Unsalted, at most the chat template's opening (its default system prompt) of another unsalted prompt.
+    assert unsalted["prompt_tokens_details"]["cached_tokens"] < 0.3 * unsalted["prompt_tokens"]
+    assert same["prompt_tokens_details"]["cached_tokens"] > 100
+
+
 def test_continuous_usage_is_the_running_count(real_server):
     from wire import stream
 
@@ -78,10 +98,38 @@ def test_continuous_usage_is_the_running_count(real_server):
     assert counts == sorted(counts) and counts[-1] == 10 and len(set(counts)) >= 5
 
 
+def test_echo_with_logprobs_scores_the_prompt(real_server):
+    """A log-likelihood evaluation (lm-eval-harness' request): the prompt back, each token scored, the first null."""
+    request = {**GREEDY, "prompt": "The capital of France is Paris.", "echo": True, "logprobs": 2, "max_tokens": 0}
+    whole = post(real_server.base_url, "/v1/completions", request).json()
+    check("completion", echoed_as_spec_says(whole))
+    logprobs = whole["choices"][0]["logprobs"]
+    assert whole["choices"][0]["text"] == request["prompt"] and "".join(logprobs["tokens"]) == request["prompt"]
+    assert logprobs["token_logprobs"][0] is None and logprobs["top_logprobs"][0] is None
+    assert len(logprobs["tokens"]) == whole["usage"]["prompt_tokens"] > 3
+    for value, tops in zip(logprobs["token_logprobs"][1:], logprobs["top_logprobs"][1:]):
+        assert value <= 0 and len(tops) == 2 and value <= max(tops.values()) + 1e-6
+    with httpx.stream("POST", f"{real_server.base_url}/v1/completions", json={**request, "stream": True},
+                      timeout=120) as response:
+        chunks = [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: {")]
+    for chunk in chunks:
+        check("completion_chunk", echoed_as_spec_says(chunk))
+    folded = [lp for chunk in chunks for choice in chunk["choices"] if (lp := choice.get("logprobs"))]
+    assert [value for lp in folded for value in lp["token_logprobs"]] == logprobs["token_logprobs"]
+
+
+def test_prompt_logprobs_on_chat_and_completions(real_server):
+    chat_reply = chat(real_server, prompt_logprobs=1, max_tokens=3)
+    scored = chat_reply["prompt_logprobs"]
+    assert scored[0] is None and len(scored) == chat_reply["usage"]["prompt_tokens"]
+    assert all(1 <= len(entry) <= 2 and all(v["logprob"] <= 0 for v in entry.values()) for entry in scored[1:])
+    completion = post(real_server.base_url, "/v1/completions", {**GREEDY, "prompt": "Hi there", "max_tokens": 2,
+                                                                  "prompt_logprobs": 0}).json()
+    scored = completion["choices"][0]["prompt_logprobs"]
+    assert scored[0] is None and all(len(entry) == 1 for entry in scored[1:])
+
+
 @pytest.mark.parametrize("path,body,param", [
-    ("/v1/chat/completions", {"messages": HELLO, "prompt_logprobs": 1}, "prompt_logprobs"),
-    ("/v1/completions", {"prompt": "Hi", "prompt_logprobs": 0}, "prompt_logprobs"),
-    ("/v1/completions", {"prompt": "Hi", "echo": True, "logprobs": 1}, "echo"),
     ("/v1/chat/completions", {"messages": HELLO, "min_tokens": 3, "response_format": {"type": "json_object"}},
      "min_tokens"),
 ])

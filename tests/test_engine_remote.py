@@ -122,15 +122,19 @@ def test_completions_pass_through_with_logprobs(two_model_gateway):
     assert len(logprobs["tokens"]) == whole["usage"]["completion_tokens"]
 
 
-def test_vllm_extensions_go_upstream_and_answer_fields_are_refused(two_model_gateway):
+def test_vllm_extensions_go_upstream_and_answer_fields_are_refused(two_model_gateway, tools_upstream):
     body = {"model": "alpha", "prompt": "weather in Oslo", "max_tokens": 50, "stop": ["check"]}
     cut = post(two_model_gateway.base_url, "/v1/completions", {**body, "include_stop_str_in_output": True}).json()
     assert cut["choices"][0]["text"] == "Let me check"  # the upstream honoured it
     assert post(two_model_gateway.base_url, "/v1/completions", body).json()["choices"][0]["text"] == "Let me "
     check_error(post(two_model_gateway.base_url, "/v1/completions", {**body, "return_token_ids": True}), 400,
                 "return_token_ids")
-    check_error(post(two_model_gateway.base_url, "/v1/chat/completions", ask("alpha", "hi", prompt_logprobs=1)),
-                400, "prompt_logprobs")
+    # prompt_logprobs: the upstream's, as it sent them (this upstream is rostra's scripted engine).
+    scored = post(two_model_gateway.base_url, "/v1/chat/completions", ask("alpha", "hi", prompt_logprobs=1))
+    direct = post(tools_upstream.base_url, "/v1/chat/completions", ask("alpha", "hi", prompt_logprobs=1),
+                  headers={"Authorization": f"Bearer {UPSTREAM_KEY}"})
+    assert scored.status_code == direct.status_code == 200, (scored.text, direct.text)
+    assert scored.json()["prompt_logprobs"] == direct.json()["prompt_logprobs"] and direct.json()["prompt_logprobs"]
     check_error(post(two_model_gateway.base_url, "/v1/chat/completions", ask("alpha", "hi", max_token=3)),
                 400, "max_token")
 

@@ -284,3 +284,22 @@ def test_random_cancellations_and_releases_never_lose_a_slot(seed):
         assert router.waiting == 0
 
     run(asyncio.wait_for(scenario(), 20))
+
+
+def test_a_cache_salt_shares_a_prefix_only_with_its_own_salt():
+    """vLLM's cache_salt: another tenant's slot is no better than an empty one, and is read afresh."""
+    async def scenario():
+        router = SlotRouter(2)
+        async with router.claim(session(1), salt="tenant-a") as slot:
+            first = slot.index
+            assert not slot.reuses  # an empty slot last used with no salt: nothing of it is reused
+        async with router.claim(session(1), salt="tenant-a") as slot:
+            assert (slot.index, slot.reuses) == (first, True)
+        async with router.claim(session(1), salt="tenant-b") as slot:
+            assert slot.index != first and not slot.reuses  # the other (empty) slot: it destroys nothing
+        async with router.claim(session(1)) as slot:  # no salt is a salt of its own
+            assert not slot.reuses
+        async with router.claim(session(1)) as slot:
+            assert slot.reuses
+
+    run(scenario())

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import scripted, server_fixture
 from servers import DATA
-from wire import check, check_error, post, stream
+from wire import check, check_error, echoed_as_spec_says, post, stream
 
 MODEL = "scripted"
 STOPTEST = "STOPTEST"  # extensions.jsonl answers "alpha beta STOP gamma delta"
@@ -197,6 +197,55 @@ def test_native_samplers_an_engine_lacks_are_a_400_naming_it():
                                                                         xtc_threshold=0.2, dry_multiplier=0.0)))
 
 
+
+# -- add_special_tokens, cache_salt, mm_processor_kwargs (vLLM) -------------------------------------
+
+def test_add_special_tokens(seeds_server):
+    """The prompt's ids are the tokenizer's with or without its special tokens, as /tokenize gives them (vLLM's
+    defaults: true for Completions, false for Chat, whose template writes them)."""
+    def tokenized(text: str, add: bool) -> list[int]:
+        return post(seeds_server.base_url, "/tokenize", {"model": MODEL, "prompt": text,
+                                                        "add_special_tokens": add}).json()["tokens"]
+
+    for add in (True, False):
+        reply = completion(seeds_server, "count", max_tokens=2, return_token_ids=True, add_special_tokens=add)
+        assert reply["choices"][0]["prompt_token_ids"] == tokenized("count", add)
+    plain = chat(seeds_server, "count", max_tokens=2, return_token_ids=True)["prompt_token_ids"]
+    assert chat(seeds_server, "count", max_tokens=2, return_token_ids=True,
+                add_special_tokens=False)["prompt_token_ids"] == plain
+    added = chat(seeds_server, "count", max_tokens=2, return_token_ids=True, add_special_tokens=True)
+    assert added["prompt_token_ids"] == tokenized("", True) + plain
+
+
+def test_cache_salt(seeds_server):
+    """Accepted on both APIs (the scripted engine has no prefix cache); llama.cpp's isolation:
+    tests/test_llamacpp_slots.py and tests/test_e2e_extensions.py."""
+    assert chat(seeds_server, cache_salt="tenant-a")["choices"][0]["message"]["content"]
+    assert completion(seeds_server, cache_salt="tenant-a")["choices"][0]["text"]
+    check_error(post(seeds_server.base_url, "/v1/completions", {"model": MODEL, "prompt": "x", "cache_salt": ""}),
+                400, "cache_salt")
+
+
+def test_mm_processor_kwargs(seeds_server):
+    """Empty changes nothing anywhere; options for a multimodal processor are a 400 naming the engine where
+    there is none (vLLM passes them on)."""
+    assert chat(seeds_server, mm_processor_kwargs={})["choices"][0]["message"]["content"]
+    for path in ("/v1/chat/completions", "/v1/completions"):
+        body = {"model": MODEL, "mm_processor_kwargs": {"num_crops": 4},
+                **({"messages": [{"role": "user", "content": "x"}]} if "chat" in path else {"prompt": "x"})}
+        error = check_error(post(seeds_server.base_url, path, body), 400, "mm_processor_kwargs")
+        assert "scripted engine" in error["message"] or "this engine" in error["message"]
+
+
+def test_vllm_gets_cache_salt_and_mm_processor_kwargs_with_the_prompt():
+    from rostra.core import Prompt
+    from rostra.engines.vllm import prompt_options
+
+    assert prompt_options(Prompt([1, 2])) == {}
+    assert prompt_options(Prompt([1], cache_salt="a", mm_processor_kwargs={"num_crops": 4})) == {
+        "cache_salt": "a", "mm_processor_kwargs": {"num_crops": 4}}
+
+
 # -- the gateway's conversions ---------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -270,6 +319,46 @@ def test_gateway_raw_mode_sends_repeat_penalty_and_stop_token_ids(together_gatew
 
 
 # -- logprobs of impossible tokens -----------------------------------------------------------------
+
+def test_gateway_raw_mode_prompt_logprobs(together_gateways, together):
+    """A raw-mode upstream scores the prompt rostra rendered: its prompt_logprobs (and echo with logprobs) come
+    back, the prompt's own token told apart from the alternatives by its id."""
+    from together_upstream import PROMPT_TOKEN_LOGPROB
+
+    raw, passthrough = together_gateways
+    reply = post(raw.base_url, "/v1/completions", together_request("/v1/completions", prompt_logprobs=1,
+                                                                     return_token_ids=True)).json()
+    choice = reply["choices"][0]
+    assert together.bodies[-1]["prompt_logprobs"] == 1
+    ids = choice["prompt_token_ids"]
+    assert len(ids) > 1 and choice["prompt_logprobs"][0] is None
+    for token, entry in zip(ids[1:], choice["prompt_logprobs"][1:]):
+        assert entry[str(token)]["logprob"] == PROMPT_TOKEN_LOGPROB and entry["99"]["rank"] == 1
+    echoed = post(raw.base_url, "/v1/completions", together_request("/v1/completions", echo=True,
+                                                                     logprobs=1)).json()
+    check("completion", echoed_as_spec_says(echoed))
+    echoed = echoed["choices"][0]
+    assert echoed["text"].startswith("sea?") and echoed["logprobs"]["token_logprobs"][:len(ids)] == [
+        None, *[PROMPT_TOKEN_LOGPROB] * (len(ids) - 1)]
+
+
+def test_gateway_passthrough_prompt_logprobs(together_gateways, together):
+    """Passed through, the upstream's prompt_logprobs come back as it sent them: Completions per choice, Chat at
+    the top level (in a stream: on the choice's last chunk)."""
+    from together_upstream import prompt_scores
+
+    passthrough = together_gateways[1]
+    expected = prompt_scores([1, 2, 3])
+    reply = post(passthrough.base_url, "/v1/completions", together_request("/v1/completions", prompt_logprobs=1))
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["choices"][0]["prompt_logprobs"] == expected and together.bodies[-1]["prompt_logprobs"] == 1
+    reply = post(passthrough.base_url, "/v1/chat/completions", together_request("/v1/chat/completions",
+                                                                                 prompt_logprobs=1))
+    assert check("chat", reply.json())["prompt_logprobs"] == expected
+    chunks = stream(passthrough.base_url, "/v1/chat/completions",
+                    together_request("/v1/chat/completions", prompt_logprobs=1), "chat_chunk")
+    assert [chunk["prompt_logprobs"] for chunk in chunks if "prompt_logprobs" in chunk] == [expected]
+
 
 def test_minus_infinity_logprobs_are_minus_9999():
     """A banned token's logprob is -inf, which JSON cannot spell (it went out as null); vLLM sends -9999.0."""

@@ -63,6 +63,8 @@ class Engine(abc.ABC):
     engine_name: str = "this"  # for the 400s: "the vLLM engine"
     # Whether a request's `priority` orders its scheduling; else a priority other than 0 is a 400.
     schedules_by_priority: bool = False
+    # Whether a prompt's `mm_processor_kwargs` reach a multimodal processor (vLLM's); else non-empty ones are a 400.
+    takes_mm_processor_kwargs: bool = False
 
     def check_params(self, params: SamplingParams) -> None:
         """Raise InvalidRequest (naming the parameter) for what this engine cannot honour."""

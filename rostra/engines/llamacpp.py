@@ -56,6 +56,7 @@ from rostra.engines.llamacpp_batches import EMBED_CHUNK, BatchedTokenizer
 from rostra.engines.llamacpp_bad_words import generate_without_bad_words
 from rostra.engines.llamacpp_http import EventStream, LoopbackClient, LoopbackError
 from rostra.engines.llamacpp_images import fixed_image_tokens
+from rostra.engines.llamacpp_scoring import PromptScorer
 from rostra.engines.llamacpp_slots import SlotRouter
 from rostra.engines.llamacpp_speculation import CalibrationCache, Speculation
 from rostra.errors import InvalidRequest
@@ -88,6 +89,7 @@ def declared_pooling(metadata: dict) -> str | None:
 class LlamaCppEngine(Engine):
     enforces_constraints = True
     serves_structural_tags = True
+    scores_prompts = True  # by generating the prompt: llamacpp_scoring.py
     native_samplers = NATIVE_SAMPLERS  # llama.cpp's own: sent as they are
     engine_name = "llama.cpp"
     def __init__(self, model_path: str | Path, model_name: str, max_model_len: int | None = None, parallel: int = 4,
@@ -153,7 +155,7 @@ class LlamaCppEngine(Engine):
         # tokens empty: tool-call and reasoning markers are control tokens in many models, and the
         # parsers must see them. End-of-generation tokens stay empty (they end the output).
         self._vocab_bytes = gguf_token_bytes(self.metadata)
-        end_ids = end_of_generation_ids(self.metadata)
+        end_ids = self._end_ids = end_of_generation_ids(self.metadata)
         for token_id in end_ids:
             self._vocab_bytes[token_id] = b""
         self.vocab_size = len(self._vocab_bytes)
@@ -342,19 +344,25 @@ class LlamaCppEngine(Engine):
     async def generate(self, request_id: str, prompt: Prompt,
                        params: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
         """With min_tokens, llama.cpp (which has no such option) first samples that many tokens with
-        end-of-generation banned, then continues from them (its prefix cache holds them) as usual."""
+        end-of-generation banned, then continues from them (its prefix cache holds them) as usual. A prompt to
+        score (prompt_logprobs) is scored first, its scores the first output (llamacpp_scoring.py)."""
+        if params.prompt_logprobs is not None:
+            if prompt.images:
+                raise InvalidRequest("prompt_logprobs cannot be combined with images on this engine",
+                                     param="prompt_logprobs")
+            yield EngineOutput(prompt_logprobs=await self._score(request_id, prompt, params.prompt_logprobs))
         if prompt.images:
             if params.min_tokens and not params.ignore_eos:
                 raise InvalidRequest("min_tokens cannot be combined with images on this engine", param="min_tokens")
             async with aclosing(self._generate(request_id, prompt.token_ids, params, prompt.session_key,
-                                               multimodal_prompt(prompt))) as outputs:
+                                               multimodal_prompt(prompt), prompt.cache_salt)) as outputs:
                 async for output in outputs:
                     yield output
             return
         words = _resumable_bad_words(params)
 
         def plain(prompt_ids: list[int], part: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
-            return self._generate(request_id, prompt_ids, part, prompt.session_key)
+            return self._generate(request_id, prompt_ids, part, prompt.session_key, cache_salt=prompt.cache_salt)
 
         def run(prompt_ids: list[int], part: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
             # Bad words of several tokens: dropped and resampled where they would complete.
@@ -384,15 +392,10 @@ class LlamaCppEngine(Engine):
                 yield dataclasses.replace(output, cached_tokens=None) if output.cached_tokens is not None else output
 
     async def _generate(self, request_id: str, prompt_ids: list[int], params: SamplingParams,
-                        session_key: str | None = None, multimodal: dict | None = None
+                        session_key: str | None = None, multimodal: dict | None = None, cache_salt: str | None = None
                         ) -> AsyncGenerator[EngineOutput, None]:
         """`multimodal`: the prompt as llama.cpp's text-and-images object (then `prompt_ids` only route the slot)."""
-        assert self._loopback is not None, "engine not started"
-        loopback, slots = self._loopback, self._slots
-        if params.top_logprobs is not None and self._undrafted_route is not None:
-            # llama.cpp sends no probabilities for any token once a slot has drafted: asked for, they come
-            # from the server that does not draft.
-            loopback, slots = self._undrafted_route
+        loopback, slots = self._route(params.top_logprobs is not None or params.prompt_logprobs is not None)
         body = _request_body(prompt_ids, params, self.vocab_size, self.model.context_length)
         if multimodal is not None:
             body["prompt"] = multimodal
@@ -401,8 +404,8 @@ class LlamaCppEngine(Engine):
         stream: EventStream | None = None
         self._running.add(request_id)
         try:
-            async with slots.claim(prompt_ids, session_key) as slot:
-                body["id_slot"] = slot.index
+            async with slots.claim(prompt_ids, session_key, cache_salt) as slot:
+                body["id_slot"], body["cache_prompt"] = slot.index, slot.reuses
                 stream = await loopback.stream("/completion", body)
                 self._streams[request_id] = stream
                 # Every event that arrived while the loop was busy elsewhere comes in one batch: the tokens
@@ -422,6 +425,32 @@ class LlamaCppEngine(Engine):
             self._streams.pop(request_id, None)
             if stream is not None:
                 stream.close()  # a generation left early stops here: llama.cpp sees its connection closed
+
+    def _route(self, probabilities: bool) -> tuple[LoopbackClient, SlotRouter]:
+        assert self._loopback is not None, "engine not started"
+        if probabilities and self._undrafted_route is not None:
+            # llama.cpp sends no probabilities for any token once a slot has drafted: asked for, they come
+            # from the server that does not draft (and a scored prompt's generation runs where it was scored).
+            return self._undrafted_route
+        return self._loopback, self._slots
+
+    async def _score(self, request_id: str, prompt: Prompt, top_n: int) -> tuple[TokenStep | None, ...]:
+        """The prompt's logprobs, computed in the slot its generation will pick (it then holds the prompt)."""
+        loopback, slots = self._route(True)
+        self._running.add(request_id)
+        try:
+            async with slots.claim(prompt.token_ids, prompt.session_key, prompt.cache_salt) as slot:
+                async def post(body: dict) -> Any:
+                    reply = await loopback.post("/completion", {**body, "id_slot": slot.index,
+                                                                "cache_prompt": slot.reuses})
+                    slot.reuses = True  # what the slot holds now is this prompt's own
+                    return reply
+
+                return await PromptScorer(post, top_n, self._end_ids, self.token_bytes).score(prompt.token_ids)
+        except LoopbackError as exc:
+            raise EngineError(str(exc)) from exc
+        finally:
+            self._running.discard(request_id)
 
 
 def multimodal_prompt(prompt: Prompt) -> dict:

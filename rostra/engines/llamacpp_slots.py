@@ -10,6 +10,9 @@ itself and pins the request there (`id_slot`):
   less the state it would destroy for good (see `gain`); ties go to the slot of the same session key
   (`prompt_cache_key` and the like), then to the least recently used one, so the state evicted is the
   one least likely to be asked for again;
+- a request with a cache salt (vLLM's `cache_salt`: per-tenant isolation) shares a prefix only with a slot
+  last used with the same salt (no salt counts as one); in any other slot llama.cpp reads its whole prompt
+  afresh (`cache_prompt` off), so no tenant's request is sped up by another tenant's prompt;
 - when every slot is busy, requests wait here (not in llama.cpp's queue: one that is cancelled while it
   waits is simply never started). A freed slot goes to the waiting request that shares the most with
   it; a request passed over `parallel` times goes first, whatever it shares, so none waits forever.
@@ -56,6 +59,9 @@ class Slot:
     index: int
     tokens: list[int] = field(default_factory=list)  # what it holds: the last prompt and its output
     key: str | None = None  # the session key of the request that last ran here
+    salt: str | None = None  # the cache salt of the request that last ran here (vLLM's `cache_salt`)
+    # Whether the request now holding the slot may reuse the prefix the slot held (the same salt as before).
+    reuses: bool = True
     last_used: float = 0.0
     state: SlotState = SlotState.FREE
 
@@ -85,6 +91,7 @@ class _Waiter:
     key: str | None
     granted: asyncio.Future[Slot]
     passed_over: int = 0
+    salt: str | None = None
 
     @property
     def waiting(self) -> bool:
@@ -100,6 +107,7 @@ class SlotRouter:
     def __init__(self, count: int, host_cache: bool = True):
         self.slots = [Slot(index) for index in range(count)]
         self.host_cache = host_cache  # llama.cpp keeps states pushed out of a slot in host memory
+        self.salted = False  # a request with a cache salt came: the host-memory cache may hold its state
         self._waiting: list[_Waiter] = []  # in arrival order
 
     @property
@@ -111,42 +119,50 @@ class SlotRouter:
         return sum(1 for slot in self.slots if not slot.busy)
 
     @contextlib.asynccontextmanager
-    async def claim(self, tokens: Sequence[int], key: str | None = None) -> AsyncIterator[Slot]:
+    async def claim(self, tokens: Sequence[int], key: str | None = None, salt: str | None = None
+                    ) -> AsyncIterator[Slot]:
         """A slot for a prompt, held for the block. The block records what the slot holds afterwards in
-        `slot.tokens` (by default the prompt: a generation that failed early holds at most that)."""
-        slot = await self._acquire(tokens, key)
-        slot.tokens, slot.key = list(tokens), key
+        `slot.tokens` (by default the prompt: a generation that failed early holds at most that). `salt`: a
+        prefix is shared only between requests of the same salt (`slot.reuses` says whether this one may)."""
+        slot = await self._acquire(tokens, key, salt)
+        # A prompt that keeps less than half of the slot's state makes llama.cpp swap in the best state of its
+        # host-memory cache, whoever's it is: once salts are in use, such a prompt is read afresh instead.
+        self.salted = self.salted or salt is not None
+        keeps_most = 2 * common_prefix_length(slot.tokens, tokens) >= len(slot.tokens)
+        slot.reuses = slot.salt == salt and (not self.salted or not self.host_cache or keeps_most)
+        slot.tokens, slot.key, slot.salt = list(tokens), key, salt
         try:
             yield slot
         finally:
             self._release(slot)
 
-    def preferred(self, tokens: Sequence[int], key: str | None, candidates: list[Slot]) -> Slot:
+    def preferred(self, tokens: Sequence[int], key: str | None, candidates: list[Slot],
+                  salt: str | None = None) -> Slot:
         """The candidate that holds the most of `tokens`: see the module's docstring."""
-        return max(candidates, key=lambda slot: (self.gain(slot, tokens), key is not None and slot.key == key,
+        return max(candidates, key=lambda slot: (self.gain(slot, tokens, salt), key is not None and slot.key == key,
                                                  -slot.last_used))
 
-    def gain(self, slot: Slot, tokens: Sequence[int]) -> float:
+    def gain(self, slot: Slot, tokens: Sequence[int], salt: str | None = None) -> float:
         """Tokens of prefill that running `tokens` in `slot` saves, less what it pushes out: the rest of the
         slot's state. llama.cpp saves that to its host-memory cache when the prompt keeps less than half of
         it, and otherwise drops it. A saved state costs a copy back (microseconds per token, where reading a
         token again costs milliseconds on a CPU), so it counts a tenth: enough that a slot is not churned for
         a prefix much shorter than what it holds, not so much that a fresh server's first requests re-read a
         shared system prompt in empty slots (they did at one half: 380 ms to first token instead of 75)."""
-        shared = common_prefix_length(slot.tokens, tokens)
+        shared = common_prefix_length(slot.tokens, tokens) if slot.salt == salt else 0
         useful = shared if shared >= MIN_SHARED_FRACTION * len(tokens) else 0
         lost = len(slot.tokens) - shared
         saved = self.host_cache and shared < 0.5 * len(slot.tokens)
         return useful - (0.1 if saved else 1.0) * lost
 
-    async def _acquire(self, tokens: Sequence[int], key: str | None) -> Slot:
+    async def _acquire(self, tokens: Sequence[int], key: str | None, salt: str | None) -> Slot:
         self._drop_done_waiters()
         free = [slot for slot in self.slots if not slot.busy]
         if free and not self._waiting:
-            slot = self.preferred(tokens, key, free)
+            slot = self.preferred(tokens, key, free, salt)
             slot.take()
             return slot
-        waiter = _Waiter(tokens, key, asyncio.get_running_loop().create_future())
+        waiter = _Waiter(tokens, key, asyncio.get_running_loop().create_future(), salt=salt)
         self._waiting.append(waiter)
         self._dispatch()  # (a slot may be free while others wait: only when one was freed this very moment)
         try:
@@ -175,7 +191,7 @@ class SlotRouter:
                 return
             starved = next((w for w in self._waiting if w.passed_over >= len(self.slots)), None)
             if starved is not None:
-                waiter, slot = starved, self.preferred(starved.tokens, starved.key, free)
+                waiter, slot = starved, self.preferred(starved.tokens, starved.key, free, starved.salt)
             else:
                 waiter, slot = self._best_pair(free)
             for other in self._waiting:
@@ -189,8 +205,8 @@ class SlotRouter:
     def _best_pair(self, free: list[Slot]) -> tuple[_Waiter, Slot]:
         best: tuple[float, _Waiter, Slot] | None = None
         for waiter in self._waiting:
-            slot = self.preferred(waiter.tokens, waiter.key, free)
-            gain = self.gain(slot, waiter.tokens)
+            slot = self.preferred(waiter.tokens, waiter.key, free, waiter.salt)
+            gain = self.gain(slot, waiter.tokens, waiter.salt)
             if best is None or gain > best[0]:  # ties: the earlier arrival stays
                 best = (gain, waiter, slot)
         assert best is not None

@@ -72,6 +72,7 @@ class VllmEngine(Engine):
     enforces_constraints = True
     serves_structural_tags = True
     scores_prompts = True  # vLLM's own prompt_logprobs
+    takes_mm_processor_kwargs = True  # handed to vLLM with the prompt, as cache_salt
     engine_name = "vLLM"
 
     def __init__(self, model: str, model_name: str, max_model_len: int | None = None,
@@ -171,13 +172,14 @@ class VllmEngine(Engine):
         return await asyncio.to_thread(self.vision.count, prompt)
 
     async def _engine_prompt(self, prompt: Prompt, params: SamplingParams) -> Any:
+        options = prompt_options(prompt)  # cache_salt, mm_processor_kwargs
         if self.vision is None:
-            return engine_prompt(list(prompt.token_ids))
+            return engine_prompt(list(prompt.token_ids), options)
         self.vision.image_positions(prompt)  # a 400 when the image tokens and the images do not pair up
         self.vision.check_params(prompt, params)
         if not prompt.images:
-            return engine_prompt(list(prompt.token_ids))
-        return image_prompt(list(prompt.token_ids), await asyncio.to_thread(pil_images, prompt.images))
+            return engine_prompt(list(prompt.token_ids), options)
+        return {**image_prompt(list(prompt.token_ids), await asyncio.to_thread(pil_images, prompt.images)), **options}
 
     # /metrics' vLLM gauges from vLLM's own scheduler (its last report), bounded by the generations rostra has in
     # flight: vLLM reports after each step, so an idle engine's last report can be a step old.
@@ -313,16 +315,25 @@ def _stat_loggers(engine_class: Any, gauges: SchedulerGauges) -> dict[str, Any]:
     return {"stat_loggers": [SchedulerStatLogger]}
 
 
-def engine_prompt(token_ids: list[int]) -> Any:
+def prompt_options(prompt: Prompt) -> dict[str, Any]:
+    """The prompt's vLLM options that are set: `cache_salt` (prefix-cache isolation), `mm_processor_kwargs`."""
+    options = {"cache_salt": prompt.cache_salt, "mm_processor_kwargs": prompt.mm_processor_kwargs}
+    return {name: value for name, value in options.items() if value}
+
+
+def engine_prompt(token_ids: list[int], options: dict[str, Any] | None = None) -> Any:
     """The prompt in the form vLLM's engine takes: `vllm.inputs.tokens_input` (a rendered "token" input) where
     vLLM has it (0.32 on), which vLLM hands to its engine as is; a raw `TokensPrompt` before, which newer
-    releases still take but re-parse, warning that the form is deprecated."""
+    releases still take but re-parse, warning that the form is deprecated. Both are dicts, which carry the
+    `options` under vLLM's keys."""
     try:
         from vllm.inputs import tokens_input
     except ImportError:
         from vllm import TokensPrompt
-        return TokensPrompt(prompt_token_ids=token_ids)
-    return tokens_input(token_ids)
+        return TokensPrompt(prompt_token_ids=token_ids, **(options or {}))  # type: ignore[typeddict-item]
+    prompt = tokens_input(token_ids)
+    prompt.update(options or {})  # type: ignore[typeddict-item]
+    return prompt
 
 
 def _vision_processor(model: str, model_config: Any) -> Any:

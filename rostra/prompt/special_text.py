@@ -38,10 +38,14 @@ class RenderedPrompt:
     def text(self) -> str:
         return "".join(text for text, _ in self.pieces)
 
-    async def tokenize(self, engine: Engine) -> list[int]:
+    async def tokenize(self, engine: Engine, add_special: bool = False) -> list[int]:
+        """`add_special` (vLLM's chat `add_special_tokens`): the tokenizer's own special tokens (BOS...) on top
+        of the template's markup, as tokenizing the whole prompt at once would add them."""
         if len(self.pieces) == 1 and not self.pieces[0][1]:
-            return await engine.tokenize(self.pieces[0][0], add_special=False)
+            return await engine.tokenize(self.pieces[0][0], add_special=add_special)
         ids: list[int] = []
+        if add_special:  # the tokenizer's leading tokens (BOS), which it adds to any text
+            ids = await engine.tokenize("", add_special=True)
         for text, plain in self.pieces:
             if text:
                 ids += await (engine.tokenize_plain(text) if plain else engine.tokenize(text, add_special=False))

@@ -16,6 +16,7 @@ class CompletionRequest(SamplingFields):
     prompt: str | list[str] | list[int] | list[list[int]]
     logprobs: Annotated[int, Field(ge=0, le=MAX_LEGACY_LOGPROBS)] | None = None
     suffix: str | None = None
+    add_special_tokens: bool = True  # vLLM: the tokenizer's BOS etc. around the prompt text
     best_of: Annotated[int, Field(ge=1, le=MAX_N)] | None = None
     # Unset: the server's default length, else OpenAI's 16 (serving/completions.py). 0 only with echo: the
     # prompt back (scored with logprobs), nothing generated.

@@ -66,6 +66,8 @@ class SeedFields(StrictModel):
     priority: int = 0
     return_tokens_as_token_ids: bool = False
     structured_outputs: StructuredOutputs | None = None
+    cache_salt: Annotated[str, Field(min_length=1, max_length=MAX_REQUEST_ID)] | None = None
+    mm_processor_kwargs: dict[str, Any] | None = None
     # tabbyAPI
     json_schema: Any = None
     regex_pattern: str | None = None

@@ -38,7 +38,8 @@ from rostra.serving.generation import (
     token_label,
     token_text,
 )
-from rostra.serving.extensions import choice_decoder, engine_extensions, truncate_prompt, vllm_prompt_logprobs
+from rostra.serving.extensions import (choice_decoder, engine_extensions, prompt_extensions, truncate_prompt,
+                                       vllm_prompt_logprobs)
 from rostra.serving.chat_turn import chat_turn, with_image_urls
 from rostra.serving.relay import relay_body_job, relay_job
 from rostra.serving.upstream_body import upstream_chat_body
@@ -163,6 +164,8 @@ class ChatStream(GenerationStream):
 
 def job_prompt_logprobs(job: Job, index: int = 0) -> list[dict[str, Any] | None] | None:
     run = job.runs[index]  # chat choices are numbered in order
+    if run.relayed_prompt_logprobs is not None:
+        return run.relayed_prompt_logprobs
     return vllm_prompt_logprobs(run.prompt_logprobs, token_text)
 
 
@@ -211,7 +214,7 @@ class ChatService(GenerationService):
                                      param="model", code="count_not_supported")
         images = await self.load_images(turn)
         rendered = await self.render(turn, images)
-        token_ids = await rendered.tokenize(self.engine)
+        token_ids = await rendered.tokenize(self.engine, turn.template.add_special_tokens)
         return await self.engine.prompt_length(Prompt(token_ids, images=images.images, text=rendered.text))
 
     async def prepare(self, request: ChatCompletionRequest) -> Job:
@@ -239,7 +242,8 @@ class ChatService(GenerationService):
         images = await self.load_images(turn)
         rendered = await self.render(turn, images)
         context_length = engine.model_info(turn.model).context_length
-        token_ids = truncate_prompt(await rendered.tokenize(engine), sampling.truncate_prompt_tokens, context_length)
+        token_ids = truncate_prompt(await rendered.tokenize(engine, turn.template.add_special_tokens),
+                                    sampling.truncate_prompt_tokens, context_length)
         # An image counts as the engine counts it (its tokens after the projector), not as its marker's text.
         prompt_tokens = await engine.prompt_length(Prompt(token_ids, images=images.images, text=rendered.text))
         max_tokens = self._budget(turn, prompt_tokens, context_length)
@@ -250,7 +254,7 @@ class ChatService(GenerationService):
         last = turn.messages[-1]
         prompt = Prompt(token_ids, message_text(last, len(turn.messages) - 1, images), last.role, turn.model,
                         session_key=turn.session_key, images=images.images,
-                        text=rendered.text if images.images else None)
+                        text=rendered.text if images.images else None, **prompt_extensions(engine, sampling))
         # vLLM's chat `echo`: the continued assistant message is repeated in front of the answer.
         prefix = prompt.last_message_text if sampling.echo and last.role == "assistant" else ""
         # A constraint the engine enforces binds the answer after the thinking (guided/think_first.py), where the

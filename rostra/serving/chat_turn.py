@@ -46,7 +46,7 @@ def chat_turn(request: ChatCompletionRequest) -> Turn:
         budget=Budget(asked, "max_completion_tokens" if request.max_completion_tokens else "max_tokens"),
         template=TemplateOptions(request.chat_template_kwargs or {}, request.add_generation_prompt,
                                  request.continue_final_message, request.chat_template, request.documents,
-                                 request.response_prefix),
+                                 request.response_prefix, request.add_special_tokens),
         session_key=request.prompt_cache_key, reasoning_effort=request.reasoning_effort,
         include_reasoning=request.include_reasoning, logprobs=request.logprobs, top_logprobs=request.top_logprobs,
         output=OutputOptions.of(request), request_id=request.request_id)

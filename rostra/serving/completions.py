@@ -29,7 +29,8 @@ from rostra.serving.generation import (
     token_label,
     token_text,
 )
-from rostra.serving.extensions import choice_decoder, engine_extensions, truncate_prompt, vllm_prompt_logprobs
+from rostra.serving.extensions import (choice_decoder, engine_extensions, prompt_extensions, truncate_prompt,
+                                       vllm_prompt_logprobs)
 from rostra.serving.relay import relay_job
 from rostra.serving.validation import check_logit_bias, check_model, check_stop_token_ids
 
@@ -93,7 +94,8 @@ def _extension_fields(job: Job, run: ChoiceRun) -> dict[str, Any]:
     if job.options.return_token_ids:
         fields["prompt_token_ids"] = list(run.prompt.token_ids)
     if job.options.prompt_logprobs:
-        fields["prompt_logprobs"] = vllm_prompt_logprobs(run.prompt_logprobs, token_text)
+        fields["prompt_logprobs"] = (run.relayed_prompt_logprobs if run.relayed_prompt_logprobs is not None
+                                     else vllm_prompt_logprobs(run.prompt_logprobs, token_text))
     return fields
 
 
@@ -186,12 +188,12 @@ class CompletionService(GenerationService):
             raise InvalidRequest(f"{prompts} prompts x n={n} is {prompts * n} choices; this server runs at most "
                                  f"{self.max_choices} per request (--max-choices)", param=param)
 
-    async def _prompt_tokens(self, prompt: str | list[int], keep: int | None, context_length: int
-                             ) -> tuple[str, list[int]]:
+    async def _prompt_tokens(self, prompt: str | list[int], keep: int | None, context_length: int,
+                             add_special: bool = True) -> tuple[str, list[int]]:
         """A prompt's text and token ids (cut to the last `keep` tokens with truncate_prompt_tokens)."""
         engine = self.engine
         if isinstance(prompt, str):
-            token_ids = await engine.tokenize(prompt, add_special=True)
+            token_ids = await engine.tokenize(prompt, add_special=add_special)
         else:
             if prompt and not (min(prompt) >= 0 and max(prompt) < engine.vocab_size):  # C speed: long lists too
                 raise InvalidRequest("prompt token id outside the vocabulary", param="prompt")
@@ -237,12 +239,14 @@ class CompletionService(GenerationService):
         extensions = await engine_extensions(engine, request)
         if scored:  # the prompt's alternatives as many as either asks for
             extensions["prompt_logprobs"] = max(request.logprobs or 0, request.prompt_logprobs or 0)
+        prompt_fields = prompt_extensions(engine, request)
         runs: list[ChoiceRun] = []
         stats = RequestStats()
         context_length = engine.model_info(request.model).context_length
         scored_tokens = 0
         for prompt_index, prompt in enumerate(prompts):
-            text, token_ids = await self._prompt_tokens(prompt, request.truncate_prompt_tokens, context_length)
+            text, token_ids = await self._prompt_tokens(prompt, request.truncate_prompt_tokens, context_length,
+                                                          request.add_special_tokens)
             stats.prompt_tokens += len(token_ids)
             if extensions["prompt_logprobs"] is not None:
                 scored_tokens += len(token_ids) * request.n
@@ -258,10 +262,11 @@ class CompletionService(GenerationService):
             stats.note_budget(request.max_tokens, max_tokens)
             params = sampling_params(request, max_tokens, request.logprobs, constraint, self.defaults, **extensions)
             self._check_params(params, scored)
+            engine_prompt = Prompt(token_ids, text, None, request.model, **prompt_fields)
             for n in range(request.n):
                 pipeline = ChoicePipeline(choice_decoder(request, engine, parsers_read_markup=False),
                                           with_logprobs=request.logprobs is not None or request.return_token_ids)
-                runs.append(ChoiceRun(prompt_index * request.n + n, Prompt(token_ids, text, None, request.model),
+                runs.append(ChoiceRun(prompt_index * request.n + n, engine_prompt,
                                       params_for_choice(params, n), pipeline, prefix=text if request.echo else "",
                                       score_prefix=scored, prompt_group=prompt_index, echo_only=echo_only))
         return Job(request, job_id("cmpl", request), request.model, runs, stats)

@@ -47,6 +47,15 @@ async def bad_words_ids(engine: Engine, words: list[str]) -> tuple[tuple[int, ..
     return tuple(sequences)
 
 
+def prompt_extensions(engine: Engine, request: SamplingFields) -> dict[str, Any]:
+    """Prompt keywords: the prefix-cache salt, and the multimodal processor's options where the engine takes them
+    (empty ones change nothing anywhere)."""
+    if request.mm_processor_kwargs and not engine.takes_mm_processor_kwargs:
+        raise InvalidRequest(f"mm_processor_kwargs is not supported by the {engine.engine_name} engine: it has no "
+                             "multimodal processor to pass them to (vLLM has)", param="mm_processor_kwargs")
+    return {"cache_salt": request.cache_salt, "mm_processor_kwargs": request.mm_processor_kwargs or None}
+
+
 def truncate_prompt(token_ids: list[int], keep: int | None, context_length: int) -> list[int]:
     """truncate_prompt_tokens: the last `keep` tokens (-1: as many as the context holds)."""
     if keep is None:

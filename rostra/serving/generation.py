@@ -48,6 +48,8 @@ class ChoiceRun:
     prompt_group: int = 0  # choices of the same prompt share one group (usage counts each prompt once)
     # The engine's scores of the prompt (params.prompt_logprobs), once it sent them.
     prompt_logprobs: tuple[TokenStep | None, ...] | None = None
+    # A passthrough upstream's `prompt_logprobs`, as it sent them (vLLM's wire shape): relayed as they are.
+    relayed_prompt_logprobs: list[Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ stream it, the same fold answers non-streamed requests and the Responses API is 
 from __future__ import annotations
 
 import uuid
-from typing import Any, AsyncGenerator, Callable, get_args
+from typing import Any, AsyncGenerator, Callable, Sequence, get_args
 
 from rostra.engines.base import Engine, RelayedStream
 from rostra.core import Prompt
@@ -33,8 +33,9 @@ async def relay_job(engine: Engine, request: ChatCompletionRequest | CompletionR
     """Open the upstream stream now (its 4xx are the client's error, before any byte is sent).
     `make_emitter`: the request's CallEmitter, which the upstream's tool calls pass too.
     Sampling extensions (min_tokens, bad_words, ...) go upstream with the body; the ones that add
-    fields to the answer are refused: the chunks are read as events, which carry no such fields."""
-    for name in ("return_token_ids", "return_tokens_as_token_ids", "prompt_logprobs"):
+    fields to the answer are refused: the chunks are read as events, which carry no such fields (but
+    `prompt_logprobs`, which the upstream's chunks carry as they are to be answered: relayed verbatim)."""
+    for name in ("return_token_ids", "return_tokens_as_token_ids"):
         if getattr(request, name, None) not in (None, False):
             raise InvalidRequest(f"{name} is not supported for models served through the gateway", param=name)
     # Folded aliases go as the fields they were folded into; the request's id names rostra's completion.
@@ -56,13 +57,15 @@ async def relay_body_job(engine: Engine, request: Any, body: dict[str, Any], api
     stats = RequestStats()
     job = Job(request, job_id(id_prefix, request), model, runs, stats, reasoning_fields=reasoning_fields)
     emitters = {index: make_emitter() for index in range(choices)} if make_emitter else {}
-    job.source = lambda: relayed_events(upstream, chunk_events, stats, range(choices), emitters)
+    job.source = lambda: relayed_events(upstream, chunk_events, stats, range(choices), emitters, runs)
     job.release = upstream.aclose  # a job that never runs (its store write failed) still closes its upstream
     return job
 
 
 async def relayed_events(upstream: RelayedStream, chunk_events: ChunkEvents, stats: RequestStats, indices: range,
-                         emitters: dict[int, CallEmitter] | None = None) -> AsyncGenerator[tuple[int, Event], None]:
+                         emitters: dict[int, CallEmitter] | None = None, runs: Sequence[ChoiceRun] = ()
+                         ) -> AsyncGenerator[tuple[int, Event], None]:
+    """`runs`: where the upstream's prompt_logprobs go (a chat chunk's top-level ones: every choice's)."""
     emitters = emitters or {}
 
     def gated(index: int, events: list[Event]) -> list[Event]:
@@ -79,10 +82,12 @@ async def relayed_events(upstream: RelayedStream, chunk_events: ChunkEvents, sta
                 reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
                 if reasoning is not None:
                     stats.reasoning_tokens = int(reasoning)
+            keep_prompt_scores(runs, chunk.get("prompt_logprobs"))
             for choice in chunk.get("choices") or ():
                 index = choice.get("index", 0)
                 if index not in indices:
                     raise BadGateway(f"the upstream sent a choice index {index} that was not asked for")
+                keep_prompt_scores(runs[index:index + 1], choice.get("prompt_logprobs"))
                 for event in gated(index, chunk_events.events(index, choice)):
                     if isinstance(event, Finish):
                         finished.add(index)
@@ -95,6 +100,16 @@ async def relayed_events(upstream: RelayedStream, chunk_events: ChunkEvents, sta
             for event in gated(index, chunk_events.finish(index, "stop")):
                 stats.observe(event)
                 yield index, event
+
+
+def keep_prompt_scores(runs: Sequence[ChoiceRun], scores: Any) -> None:
+    """An upstream's prompt_logprobs (vLLM's shape: a list, the first entry null), kept for the runs' answers."""
+    if scores is None:
+        return
+    if not isinstance(scores, list):
+        raise BadGateway("the upstream sent prompt_logprobs that are not a list")
+    for run in runs:
+        run.relayed_prompt_logprobs = run.relayed_prompt_logprobs or scores
 
 
 class ChatChunkEvents:

@@ -18,8 +18,9 @@ from typing import AsyncGenerator
 from rostra.engines.base import NATIVE_SAMPLERS, Engine
 from rostra.core import EngineOutput, ModelInfo, Prompt, SamplingParams
 from rostra.engines.remote.pool import UpstreamPool, UpstreamResponse
+from rostra.engines.remote.prompt_scores import prompt_steps
 from rostra.engines.remote.upstream import UpstreamConfig
-from rostra.errors import InvalidRequest
+from rostra.errors import BadGateway, InvalidRequest
 from rostra.protocol.logprobs import completion_steps
 from rostra.tokenizer import TextTokenizer, load_local_tokenizer
 
@@ -33,6 +34,7 @@ class RemoteEngine(Engine):
     schedules_by_priority = True
     engine_name = "remote"
     tail_samplers = frozenset({"tfs", "top_a"})  # forwarded (a tabbyAPI upstream runs them)
+    scores_prompts = True  # raw mode: the upstream's prompt_logprobs (a passthrough model's go in relay.py)
 
     def __init__(self, upstreams: list[UpstreamConfig], tokenizer_path: str | Path | None = None,
                  max_model_len: int | None = None, retries: int = 2, health_interval: float = 5.0,
@@ -125,10 +127,15 @@ class RemoteEngine(Engine):
                        params: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
         stream = await self.pool.post(prompt.model, "/completions", completion_body(prompt, params))
         self._streams[request_id] = stream
+        scored = params.prompt_logprobs is None
         try:
             async for chunk in stream.events():
                 usage = chunk.get("usage")
                 for choice in chunk.get("choices") or ():
+                    if not scored and choice.get("prompt_logprobs") is not None:
+                        scored = True
+                        yield EngineOutput(prompt_logprobs=prompt_steps(
+                            prompt.token_ids, choice["prompt_logprobs"], params.prompt_logprobs or 0, self.token_bytes))
                     steps = completion_steps(choice.get("text") or "", choice.get("logprobs"))
                     reason = choice.get("finish_reason")
                     if steps or reason:
@@ -139,6 +146,8 @@ class RemoteEngine(Engine):
                     cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
                     yield EngineOutput(completion_tokens=int(usage.get("completion_tokens") or 0),
                                        cached_tokens=int(cached) if cached is not None else None)
+            if not scored:  # an upstream that does not know the field (llama.cpp's server ignores it)
+                raise BadGateway("the upstream did not score the prompt (prompt_logprobs): it may not support it")
         finally:
             self._streams.pop(request_id, None)
             await stream.aclose()
@@ -174,6 +183,10 @@ def completion_body(prompt: Prompt, params: SamplingParams) -> dict:
         body["stop_token_ids"] = list(params.stop_token_ids)
     if params.bad_words:
         body["bad_words"] = list(params.bad_words)
+    if params.prompt_logprobs is not None:
+        body["prompt_logprobs"] = params.prompt_logprobs
+    if prompt.cache_salt:
+        body["cache_salt"] = prompt.cache_salt
     if params.allowed_token_ids is not None:
         body["allowed_token_ids"] = list(params.allowed_token_ids)
     if params.priority:

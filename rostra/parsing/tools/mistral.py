@@ -11,8 +11,10 @@ Text before the first [TOOL_CALLS] is content. Each [TOOL_CALLS] opens a segment
 the next one (or the end of the output). A v11 segment streams (_Streamed): once the name and the
 arguments' "{" are read and the name is a tool of the request, the call starts and its arguments
 go out as they are written; arguments that break are closed where they broke, and text after them
-is text. Any other segment is decided at its end: one or more calls or, when it does not parse or
-names an unknown tool, text. Call ids are 9 letters and digits, the
+is text. A pre-v11 list (or single object) streams call by call (CallListStream): each object's
+arguments as they are written, once its `{"name": ..., "arguments": {` is read; an object that cannot
+stream before any call went out leaves the list to be decided whole, after one, ends the list. Any other
+segment is decided at its end: one or more calls or, when it does not parse or names an unknown tool, text. Call ids are 9 letters and digits, the
 only form Mistral's chat templates accept when the calls are sent back.
 """
 
@@ -23,6 +25,7 @@ from typing import Sequence
 
 from rostra.parsing.events import Event, Text, ToolCallArgs, ToolCallEnd, ToolCallStart
 from rostra.parsing.tools.arguments import ArgumentsWriter
+from rostra.parsing.tools.call_stream import CallListStream
 from rostra.parsing.tools.base import (ParsedCall, ToolParser, ToolSpec, merge_text, alphanumeric_id,
                                        calls_from_json, loads_strict, partial_suffix)
 
@@ -65,6 +68,7 @@ class MistralToolParser(ToolParser):
         self._inside = False
         self._searched = 0  # inside: no marker starts before this index of _pending
         self._stream: _Streamed | None = None  # inside: the segment's call, streaming
+        self._list: CallListStream | None = None  # inside: the segment's pre-v11 calls, streaming
         self._whole = False  # inside: the segment is decided at its end, not streamed
         self._fed = 0  # inside, streaming: _pending up to here went to the stream
 
@@ -105,17 +109,23 @@ class MistralToolParser(ToolParser):
         pending = self._pending if pending is None else pending
         if self._whole:
             return []
-        if self._stream is None:
+        if self._stream is None and self._list is None:
             return self._read_head(pending[len(MARKER): upto])
         piece, self._fed = pending[self._fed: upto], max(self._fed, upto)
+        if self._list is not None:
+            return self._list.feed(piece)[0]
+        assert self._stream is not None
         return self._stream.feed(piece)
 
     def _read_head(self, body: str) -> list[Event]:
         """`name[CALL_ID]id[ARGS]{`: a known tool's call starts at its arguments' "{"."""
         stripped = body.lstrip()
+        if stripped[:1] in ("[", "{"):  # pre-v11: a list of call objects (or one); v11 starts with the name
+            self._list, self._fed = CallListStream(self, bracket=stripped[0] == "["), len(MARKER) + len(body)
+            return self._list.feed(stripped)[0]
         brace = stripped.find("{")
         if brace < 0:
-            self._whole = bool(stripped[:1] == "[" or len(body) > HEAD_LIMIT)  # [: a v3 list
+            self._whole = len(body) > HEAD_LIMIT
             return []
         named = _NAMED.match(stripped, 0, brace)
         full = self.max_calls is not None and self.calls >= self.max_calls
@@ -128,9 +138,12 @@ class MistralToolParser(ToolParser):
         return [start, *self._stream.feed(stripped[brace:])]
 
     def _close(self, raw: str) -> list[Event]:
-        stream, self._stream, self._whole, self._fed = self._stream, None, False, 0
+        stream, calls_list = self._stream, self._list
+        self._stream, self._list, self._whole, self._fed = None, None, False, 0
         if stream is not None:
             return stream.end()
+        if calls_list is not None and calls_list.started:
+            return calls_list.end()
         calls = self.known(_parse_segment(raw[len(MARKER):]), raw)
         return self.emit(calls) if calls else [Text(raw)]
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from rostra.parsing.events import Event, ToolCallArgs, ToolCallEnd, ToolCallStart
 from rostra.parsing.tools.base import partial_suffix
+from rostra.parsing.tools.buffered_stream import WHOLE, BufferedStream
 from rostra.parsing.tools.qwen3_coder import convert, schema_types
 
 if TYPE_CHECKING:
@@ -35,15 +36,15 @@ FUNCTION_END, PARAMETER_END = "</function>", "</parameter>"
 HEAD_LIMIT = 2000
 # HEAD: before <function=…>; PARAMS: between parameters; VALUE: in one; AFTER: past the call;
 # WHOLE: the block is the parser's to parse whole.
-HEAD, PARAMS, VALUE, AFTER, WHOLE = "head", "params", "value", "after", "whole"
+HEAD, PARAMS, VALUE, AFTER = "head", "params", "value", "after"
 
 
-class FunctionStream:
+class FunctionStream(BufferedStream):
     def __init__(self, parser: Qwen3CoderToolParser):
+        super().__init__()
         self.parser = parser
         self.state = HEAD
         self.started = False
-        self._buf = ""  # text of the current state not yet consumed
         self._index = -1
         self._properties: dict[str, Any] = {}
         self._count = 0  # parameters written
@@ -51,15 +52,6 @@ class FunctionStream:
         self._streams = False  # the value is a string that streams
         self._lead = True  # the value's first newline (markup) is still to be skipped
         self._searched = 0  # in a value: no end tag starts before this index of _buf
-
-    def feed(self, text: str) -> tuple[list[Event], str]:
-        if self.state == WHOLE:
-            return [], ""
-        self._buf += text
-        out: list[Event] = []
-        while self._buf and self._step(out):
-            pass
-        return out, ""
 
     def end(self) -> list[Event]:
         out: list[Event] = []

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from rostra.parsing.events import Event, Text, ToolCallArgs, ToolCallEnd, ToolCallStart
 from rostra.parsing.tools.arguments import ArgumentsWriter
 from rostra.parsing.tools.base import partial_suffix
+from rostra.parsing.tools.buffered_stream import WHOLE, BufferedStream
 
 if TYPE_CHECKING:
     from rostra.parsing.tools.base import SectionToolParser
@@ -29,27 +30,18 @@ log = logging.getLogger("rostra.tools")
 HEAD_LIMIT = 2000  # a head not resolved in this much text is not streamable: parsed whole
 # BETWEEN: before a call_begin; WHOLE: the section is the parser's to parse whole; RAW: a call
 # kept to its call_end and parsed whole; SKIP: dropped up to call_end.
-BETWEEN, HEAD, ARGS, RAW, SKIP, WHOLE = "between", "head", "args", "raw", "skip", "whole"
+BETWEEN, HEAD, ARGS, RAW, SKIP = "between", "head", "args", "raw", "skip"
 
 
-class SectionStream:
+class SectionStream(BufferedStream):
     def __init__(self, parser: SectionToolParser):
+        super().__init__()
         self.parser = parser
         self.state = BETWEEN
         self.started = False  # a call went out
-        self._buf = ""  # text of the current state not yet consumed
         self._searched = 0  # RAW / SKIP: call_end does not start before this index of _buf
         self._index = -1
         self._writer = ArgumentsWriter()
-
-    def feed(self, text: str) -> tuple[list[Event], str]:
-        if self.state == WHOLE:
-            return [], ""
-        self._buf += text
-        out: list[Event] = []
-        while self._buf and self._step(out):
-            pass
-        return out, ""
 
     def end(self) -> list[Event]:
         """The section ended (or the output did): an open call ends, a raw one is parsed."""
