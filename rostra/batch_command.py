@@ -52,7 +52,7 @@ async def answer_all(settings: Settings, lines: list[BatchLine], endpoint: str) 
         if line.request is not None:
             async with slots:
                 request_id = "req_" + secrets.token_hex(12)
-                answer = await run_line(lines_app, endpoint, line.request.encode(), None, request_id)
+                answer = await run_line(lines_app, endpoint, line.request.encode(), None, request_id, None)
             results[index] = dumps(answered_line(line.custom_id or "", answer.status_code, request_id, answer.body))
         progress.update(1)
 

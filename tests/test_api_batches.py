@@ -13,6 +13,7 @@ import pytest
 from openai import AsyncOpenAI, BadRequestError, NotFoundError
 
 from harness import MODEL, InProcessServer
+from rostra.api.batches.dispatch import run_line
 from spec import validate
 from wire import check_error
 
@@ -360,3 +361,41 @@ async def test_cancel_at_once_wins_over_validation(tmp_path):
         assert (await client.batches.cancel(batch.id)).status == "cancelling"
         done = await finished(client, batch.id, timeout=30)
         assert done.status == "cancelled" and done.request_counts.completed < 50
+
+
+HOLD = [{"match": "^hold", "output": "one two three four five six seven", "delay_ms": 100},
+        {"match": "^line", "output": "a b c d e f", "delay_ms": 100}]
+
+
+async def line_behind_an_online_request(server: InProcessServer) -> tuple:
+    """A batch line sent to the route (as the worker sends it) while an online request holds the only slot."""
+    online = asyncio.create_task(server.client.post(CHAT, json={
+        "model": MODEL, "messages": [{"role": "user", "content": "hold"}]}))
+    while server.app.state.rostra.admission.running == 0:
+        await asyncio.sleep(0.005)
+    body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "line"}]}).encode()
+    started = time.monotonic()
+    answer = await run_line(server.app.state.batches.worker.app, CHAT, body, None, "req_line",
+                            window_ends=time.time() + 3600)
+    return answer, time.monotonic() - started, await online
+
+
+@pytest.mark.anyio
+async def test_a_batch_line_waiting_behind_online_traffic_is_not_cut_by_the_request_timeout(tmp_path):
+    """--request-timeout 1: the line waits ~0.7 s for the slot, then generates for ~0.6 s; its wait is bounded by the
+    batch's window, its generation by the request timeout (from its admission), so it completes (it was a 504)."""
+    async with InProcessServer(tmp_path, HOLD, max_concurrency=1, request_timeout=1) as server:
+        answer, took, online = await line_behind_an_online_request(server)
+        assert answer.status_code == 200, answer.body
+        assert answer.body["choices"][0]["message"]["content"] == "a b c d e f"
+        assert took > 1, took  # it did wait behind the online request (and ran past its own arrival + 1 s)
+        assert online.status_code == 200
+
+
+@pytest.mark.anyio
+async def test_a_batch_line_waits_for_a_slot_beyond_the_queue_bound(tmp_path):
+    """--max-queue 0: an online request finding the slot taken gets a 429 at once; a batch line waits its turn."""
+    async with InProcessServer(tmp_path, HOLD, max_concurrency=1, max_queue=0) as server:
+        answer, _, online = await line_behind_an_online_request(server)
+        assert answer.status_code == 200, answer.body
+        assert online.status_code == 200

@@ -20,16 +20,18 @@ class Admission:
         """A slot is free and no one waits for one: acquire() takes it at once, without suspending its caller."""
         return self._slots is None or not self._slots.locked()
 
-    async def acquire(self) -> None:
+    async def acquire(self, online: bool = True) -> None:
+        """A slot, waiting in line for one. A batch line (`online=False`) is neither refused by the queue bound nor
+        counted in `waiting` (so never takes an online request's place in line): --batch-concurrency bounds them."""
         if self._slots is not None:
-            if self._slots.locked() and self.waiting >= self.max_waiting:
+            if online and self._slots.locked() and self.waiting >= self.max_waiting:
                 raise TooManyRequests(f"the server is at capacity ({self.running} running, {self.waiting} waiting); "
                                       "retry shortly")
-            self.waiting += 1
+            self.waiting += online
             try:
                 await self._slots.acquire()
             finally:
-                self.waiting -= 1
+                self.waiting -= online
         self.running += 1
 
     def release(self) -> None:

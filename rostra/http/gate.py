@@ -7,11 +7,17 @@ all three, the admission wait included, and a client that goes away cancels whic
 gone while it waits for admission is dropped at once, holding nothing). The slot and the lease are given back
 when the work ends, however it ends, by whatever outlives the call. Admission comes before the lease so that
 --max-concurrency also bounds the model loads that requests cause.
+
+A batch line (api/batches/dispatch.py) comes through the same gate but waits behind online traffic by design: its
+wait for a slot is bounded by its batch's completion window, not by --request-timeout (nor refused by --max-queue:
+--batch-concurrency bounds those waits), and its deadline for the rest (the model's lease, the generation) starts
+when it is admitted, as an online request's would had it come just then.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 from typing import Awaitable, Callable, TypeVar
 
@@ -27,24 +33,47 @@ from rostra.serving.deadline import Deadline
 T = TypeVar("T")
 
 
+@dataclass(frozen=True)
+class BatchLine:
+    """In a batch line's request state (`batch_line`): when its batch's completion window ends (epoch seconds;
+    None: never, offline)."""
+
+    window_ends: float | None
+
+    def admission_deadline(self) -> Deadline:
+        if self.window_ends is None:
+            return Deadline.after(None)
+        left = self.window_ends - time.time()
+        return Deadline(left, asyncio.get_running_loop().time() + left,
+                        "the batch's completion window ended before the line was admitted")
+
+
 @dataclass
 class Admitted:
-    """A request through the gate: its model's bundle, and what it holds (an admission slot and a lease on the
-    model) until `release`, which whatever outlives the route calls once (a stream's end, a background run's)."""
+    """A request through the gate: its model's bundle, what it holds (an admission slot and a lease on the model)
+    until `release`, which whatever outlives the route calls once (a stream's end, a background run's), and the
+    deadline its work keeps to."""
 
     bundle: ModelBundle
     release: Callable[[], None]
+    deadline: Deadline
 
 
-async def admit(request: Request, model: str | None, deadline: Deadline) -> Admitted | None:
-    """An admission slot, then a lease on `model`, both within `deadline`; None, holding nothing, when the client
-    went away first. Beyond the queue a 429, past the deadline a 504 (neither holds anything either)."""
+async def admit(request: Request, model: str | None) -> Admitted | None:
+    """An admission slot, then a lease on `model`, both within the request's deadline (--request-timeout; a batch
+    line's: see BatchLine); None, holding nothing, when the client went away first. Beyond the queue a 429, past
+    the deadline a 504 (neither holds anything either)."""
     context = server_context(request)
     admission = context.admission
+    line: BatchLine | None = getattr(request.state, "batch_line", None)
+    deadline = Deadline.after(context.settings.request_timeout)
     if admission.has_free_slot():
         # Taken here, at once, in the route's own task: a request that need not wait never yields its place to one
         # that comes after it (batch lines stay behind online requests by watching the queue, api/batches/worker.py).
         await admission.acquire()
+    elif line is not None:
+        await line.admission_deadline().wait_for(admission.acquire(online=False))
+        deadline = Deadline.after(context.settings.request_timeout)  # from its admission on
     elif await _watched(request, _slot(admission, deadline), lambda _: admission.release()) is None:
         return None
     try:
@@ -61,7 +90,7 @@ async def admit(request: Request, model: str | None, deadline: Deadline) -> Admi
             lease.release()
         finally:
             admission.release()
-    return Admitted(lease.bundle, release)
+    return Admitted(lease.bundle, release, deadline)
 
 
 async def _slot(admission: Admission, deadline: Deadline) -> bool:
@@ -83,11 +112,10 @@ async def _watched(request: Request, work: Awaitable[T], give_back: Callable[[T]
 
 async def gated(request: Request, model: str | None, work: Callable[[ModelBundle], Awaitable[T]]) -> T | None:
     """`work` on the model's bundle, through the gate; None when the client went away first."""
-    deadline = Deadline.after(server_context(request).settings.request_timeout)
-    admitted = await admit(request, model, deadline)
+    admitted = await admit(request, model)
     if admitted is None:
         return None
     try:
-        return await until_disconnected(request, deadline.wait_for(work(admitted.bundle)))
+        return await until_disconnected(request, admitted.deadline.wait_for(work(admitted.bundle)))
     finally:
         admitted.release()

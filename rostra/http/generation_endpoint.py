@@ -21,7 +21,6 @@ from rostra.http.context import server_context
 from rostra.http.gate import admit
 from rostra.http.sse import EventStreamResponse, json_bytes, until_disconnected
 from rostra.models.bundle import ModelBundle
-from rostra.serving.deadline import Deadline
 
 log = logging.getLogger("rostra.server")
 CLIENT_CLOSED = 499  # nginx's code for "the client went away first"
@@ -35,10 +34,10 @@ async def serve_generation(request: Request, service_of: Callable[[ModelBundle],
     settings = server_context(request).settings
     # The deadline bounds the admission wait and a model's load too; a client gone while they last is dropped at
     # once (gate.py: the same gate as the other engine work's).
-    deadline = Deadline.after(settings.request_timeout)
-    admitted = await admit(request, body.model, deadline)
+    admitted = await admit(request, body.model)
     if admitted is None:
         return Response(status_code=CLIENT_CLOSED)
+    deadline = admitted.deadline
     release: Callable[[], None] | None = admitted.release  # handed on to whatever outlives this call
     try:
         if admitted.bundle.engine.task == "embed":

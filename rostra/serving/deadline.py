@@ -20,13 +20,14 @@ T = TypeVar("T")
 class Deadline:
     seconds: float | None  # None: no limit
     at: float | None
+    reason: str | None = None  # what the 504 says (default: the request took longer than `seconds`)
 
     @classmethod
     def after(cls, seconds: float | None) -> "Deadline":
         return cls(seconds, asyncio.get_running_loop().time() + seconds if seconds else None)
 
     def error(self) -> RequestTimeout:
-        return RequestTimeout(f"the request took longer than {self.seconds} s")
+        return RequestTimeout(self.reason or f"the request took longer than {self.seconds} s")
 
     async def wait_for(self, work: Awaitable[T]) -> T:
         """`work`'s result if it comes before the deadline; past it, RequestTimeout (and `work` is cancelled).

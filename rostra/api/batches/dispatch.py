@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+from rostra.http.gate import BatchLine
 from rostra.store.tenancy import Tenant
 
 log = logging.getLogger("rostra.batches")
@@ -26,8 +27,11 @@ class LineAnswer:
     body: object  # the JSON body (or the text, if a route answered something else)
 
 
-async def run_line(app: Asgi, url: str, body: bytes, tenant: str | None, request_id: str) -> LineAnswer:
-    """POST `body` to `url` on `app` (the routes with their error handlers) and collect the answer."""
+async def run_line(app: Asgi, url: str, body: bytes, tenant: str | None, request_id: str,
+                   window_ends: float | None) -> LineAnswer:
+    """POST `body` to `url` on `app` (the routes with their error handlers) and collect the answer. `window_ends`
+    (epoch seconds; None: no end, offline): the end of the batch's completion window, which bounds the line's wait
+    for admission (http/gate.py)."""
     scope: Scope = {
         "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
         "path": url, "raw_path": url.encode(), "query_string": b"", "root_path": "",
@@ -35,7 +39,8 @@ async def run_line(app: Asgi, url: str, body: bytes, tenant: str | None, request
                     (b"x-request-id", request_id.encode())],
         "client": ("batch", 0), "server": ("batch", 0),
         # The batch's owner: what the line stores (a response, with store: true) is theirs.
-        "state": {"tenant": Tenant(tenant, sees_all=tenant is None), "request_id": request_id, "batch_line": True},
+        "state": {"tenant": Tenant(tenant, sees_all=tenant is None), "request_id": request_id,
+                  "batch_line": BatchLine(window_ends)},
     }
     sent = False
     status = 500

@@ -194,7 +194,8 @@ class BatchWorker:
     async def _run_one(self, claim: ChunkClaim, line: PendingLine) -> None:
         request_id = "req_" + secrets.token_hex(12)
         try:
-            answer = await run_line(self.app, claim.batch["endpoint"], line.request.encode(), claim.tenant, request_id)
+            answer = await run_line(self.app, claim.batch["endpoint"], line.request.encode(), claim.tenant, request_id,
+                                    window_ends=claim.batch["expires_at"])
             status, body = answer.status_code, answer.body
         except Exception as exc:  # the route's error handlers answer what a client causes; this is the rest
             log.exception("batch %s line %d failed", claim.batch["id"], line.number)
