@@ -4,7 +4,7 @@ Chat Completions (serving/chat_turn.py), the Messages API (api/messages/history.
 Responses API (api/responses/to_chat.py) each convert their own wire request into a `Turn`; `ChatService.prepare_turn` takes the
 turn and never sees a wire model of another API. Each piece that can still fail in the pipeline (a content
 part, a tool's schema, the tool choice, the output budget) carries the parameter path its client wrote, so a
-400 names `messages[0].content[1]` on Chat, a block's path on Messages and `input[id=...].content[1]` on
+400 names `messages[0].content[1]` on Chat, a block's path on Messages and `input[1].content[0]` on
 Responses without being translated afterwards.
 
 Sampling stays in OpenAI's and vLLM's vocabulary (`SamplingFields`, which Chat requests are): Messages and

@@ -160,7 +160,7 @@ def test_responses_bad_image_names_the_part(server):
     body = {"model": MODEL, "input": [{"type": "message", "role": "user", "id": "msg_pic", "content": [
         {"type": "input_text", "text": "x"}, {"type": "input_image", "image_url": "data:image/png;base64,@@"}]}]}
     error = check_error(post(server.base_url, "/v1/responses", body), 400)
-    assert error["param"] == "input[id=msg_pic].content[1]" and error["code"] == "invalid_base64"
+    assert error["param"] == "input[0].content[1]" and error["code"] == "invalid_base64"
 
 
 # --- Messages ---------------------------------------------------------------------------------------------------
@@ -223,7 +223,7 @@ def test_text_only_model_refuses_images_by_part(real_server):
     assert error["code"] == "image_input_not_supported"
     responses = {"model": model["id"], "input": [{"type": "message", "role": "user", "id": "msg_1", "content": [
         {"type": "input_image", "image_url": png_data_url()}]}]}
-    check_error(post(real_server.base_url, "/v1/responses", responses), 400, "input[id=msg_1].content[0]")
+    check_error(post(real_server.base_url, "/v1/responses", responses), 400, "input[0].content[0]")
     messages = {"model": model["id"], "max_tokens": 4, "messages": [{"role": "user", "content": [
         {"type": "image", "source": b64_source()}]}]}
     response = httpx.post(f"{real_server.base_url}/v1/messages", json=messages, headers=headers("none"), timeout=30)

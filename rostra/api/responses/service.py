@@ -15,8 +15,10 @@ import asyncio
 import logging
 import secrets
 import time
+from collections.abc import Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, AsyncGenerator, Callable
 
 from rostra.api.responses.compaction import asking_for_summary, compaction_requested, summary_request
@@ -29,7 +31,8 @@ from rostra.api.responses.models import CreateResponseRequest
 from rostra.api.responses.objects import new_id
 from rostra.api.responses.render import ResponseBuilder
 from rostra.api.responses.runs import DEFAULT_MAX_BACKGROUND, RunRegistry, ended_on_error
-from rostra.api.responses.to_chat import LOGPROBS, forced_freeform, next_start, offer, response_turn
+from rostra.api.responses.to_chat import (LOGPROBS, forced_freeform, input_paths, next_start, offer,
+                                          response_turn)
 from rostra.api.responses.tools import Tool, ignored_tools, parse_tools
 from rostra.errors import APIError, InvalidRequest, NotFound
 from rostra.generation_defaults import GenerationDefaults
@@ -139,7 +142,7 @@ class ResponsesService:
                                   summary=bool(request.reasoning and request.reasoning.summary))
         freeform = forced_freeform(request, tools)
         builder.freeform = freeform.name if freeform else None
-        job = await self._turn(request, tools, conversation + ready, loop.chat_tools(), builder)
+        job = await self._turn(request, tools, conversation + ready, loop.chat_tools(), builder, input_paths(items))
         builder.mcp.tools, builder.mcp.hosted.routes = loop.tools.labels(), inputs.hosted
         if ENCRYPTED_REASONING in (request.include or []):
             builder.sealer = self.sealer
@@ -202,7 +205,8 @@ class ResponsesService:
             if compaction_requested(inputs.items):
                 turn = response_turn(summary_request(counted), [], asking_for_summary(conversation[dropped:]))
             else:
-                turn = response_turn(counted, inputs.tools, conversation[dropped:], inputs.loop.chat_tools())
+                turn = response_turn(counted, inputs.tools, conversation[dropped:], inputs.loop.chat_tools(),
+                                     input_paths(inputs.items))
             tokens = await chat.count_prompt_tokens(turn)
             start = next_start(conversation, dropped) if counted.truncation == "auto" else None
             if tokens < context_length or start is None:
@@ -211,15 +215,16 @@ class ResponsesService:
             dropped = start
 
     async def _turn(self, request: CreateResponseRequest, tools: list[Tool], conversation: list[dict[str, Any]],
-                    mcp_tools: list[dict[str, Any]], builder: ResponseBuilder) -> Job:
-        """The job of one model turn. With `truncation: "auto"`, a conversation that outgrows the context
+                    mcp_tools: list[dict[str, Any]], builder: ResponseBuilder,
+                    paths: Mapping[str, str] = MappingProxyType({})) -> Job:
+        """The job of one model turn (`paths`: the request's input items', to_chat.input_paths). With `truncation: "auto"`, a conversation that outgrows the context
         loses its oldest items (whole turns: it then starts at a user message) until it fits; the response says how
         many (`truncated_items`)."""
         dropped = 0
         while True:
             try:
                 chat = self.chat_for(request.model)
-                job = await chat.prepare_turn(response_turn(request, tools, conversation[dropped:], mcp_tools))
+                job = await chat.prepare_turn(response_turn(request, tools, conversation[dropped:], mcp_tools, paths))
                 break
             except InvalidRequest as exc:
                 if request.truncation != "auto" or exc.code != "context_length_exceeded":
@@ -293,7 +298,7 @@ class ResponsesService:
             if job.approved:
                 await job.chat.close()  # prepared (to validate the request) before the results were known
                 job.chat = await self._turn(job.request, job.tools, job.conversation + job.ready,
-                                            job.loop.chat_tools(), builder)
+                                            job.loop.chat_tools(), builder, input_paths(job.items))
                 job.turns = [job.chat]
             while True:  # one model turn, then the MCP calls it made, as long as the model makes some
                 start = len(builder.response["output"])
@@ -316,7 +321,7 @@ class ResponsesService:
                 builder.freeform = None
                 so_far = builder.mcp.hosted.replayable(builder.response["output"])  # hosted calls with results
                 job.chat = await self._turn(later, job.tools, job.conversation + so_far,
-                                            job.loop.chat_tools(), builder)
+                                            job.loop.chat_tools(), builder, input_paths(job.items))
                 job.turns.append(job.chat)
         except APIError as exc:  # the engine failed, the deadline passed, or a later turn was refused
             for out in builder.fail(exc):

@@ -5,7 +5,9 @@ constraint; each piece that can fail names the request's own field (`input[id=..
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from types import MappingProxyType
 from typing import Any
 
 from rostra.api.responses.calls import CALL_OUTPUTS, ToolRoutes, chat_call, output_text
@@ -49,35 +51,47 @@ def offered_function(function: dict[str, Any], param: str) -> FunctionTool:
                         {"type": "function", "function": function}, f"{param}.parameters")
 
 
-def items_to_messages(items: list[dict[str, Any]], routes: ToolRoutes | None = None) -> list[TurnMessage]:
+def input_paths(items: list[dict[str, Any]]) -> dict[str, str]:
+    """The request's own input items (`normalize_input`'s, references resolved) by id: their path, `input[i]`."""
+    return {item["id"]: f"input[{index}]" for index, item in enumerate(items) if isinstance(item.get("id"), str)}
+
+
+def item_path(item: dict[str, Any], paths: Mapping[str, str]) -> str:
+    """Where a 400 about `item` points: `input[i]` for the request's own items; an item of the stored conversation
+    it continues (previous_response_id, conversation) is in no list of this request: named by its id."""
+    return paths.get(item.get("id") or "", f"input[id={item.get('id')}]")
+
+
+def items_to_messages(items: list[dict[str, Any]], routes: ToolRoutes | None = None,
+                      paths: Mapping[str, str] = MappingProxyType({})) -> list[TurnMessage]:
     routes = routes or ToolRoutes()
     messages: list[TurnMessage] = []
     reasoning = ""  # a reasoning item belongs to the assistant turn that follows it
     for item in expand_mcp(items):
-        kind = item["type"]
+        kind, path = item["type"], item_path(item, paths)
         call = chat_call(item, routes)
         if kind == "reasoning":
             reasoning += reasoning_text(item)
         elif kind == "message":
             thought = reasoning if item["role"] == "assistant" else ""
             reasoning = "" if thought else reasoning
-            messages.append(TurnMessage(item["role"], turn_content(item["content"], item, ""), "input",
+            messages.append(TurnMessage(item["role"], turn_content(item["content"], f"{path}.content", ""), path,
                                         reasoning=thought or None))
         elif call is not None:
             last = messages[-1] if messages else None
             if last and last.role == "assistant" and last.tool_calls and not last.content:
-                messages[-1] = replace(last, tool_calls=(*last.tool_calls, ToolCall(call, "input")))  # parallel calls
+                messages[-1] = replace(last, tool_calls=(*last.tool_calls, ToolCall(call, path)))  # parallel calls
             else:
-                messages.append(TurnMessage("assistant", "", "input", tool_calls=(ToolCall(call, "input"),),
+                messages.append(TurnMessage("assistant", "", path, tool_calls=(ToolCall(call, path),),
                                             reasoning=reasoning or None))
                 reasoning = ""
         elif kind == "compaction":  # what came before it, summarized (opened by reasoning_crypto.opened)
-            messages.append(TurnMessage("user", COMPACTED.format(summary=item["summary_text"]), "input"))
+            messages.append(TurnMessage("user", COMPACTED.format(summary=item["summary_text"]), path))
         elif kind in CALL_OUTPUTS:
             # local_shell_call_output names its call by `id` (OpenAI's schema); the others by `call_id`
             output = item["output"]
-            content = turn_content(output, item, "\n") if has_images(output) else output_text(output)
-            messages.append(TurnMessage("tool", content, "input", tool_call_id=item.get("call_id") or item["id"]))
+            content = turn_content(output, f"{path}.output", "\n") if has_images(output) else output_text(output)
+            messages.append(TurnMessage("tool", content, path, tool_call_id=item.get("call_id") or item["id"]))
     return messages
 
 
@@ -86,14 +100,15 @@ def has_images(parts: Any) -> bool:
                                            for part in parts)
 
 
-def turn_content(parts: list[dict[str, Any]], item: dict[str, Any], joiner: str) -> str | tuple[ContentPart, ...]:
+def turn_content(parts: list[dict[str, Any]], path: str, joiner: str) -> str | tuple[ContentPart, ...]:
     """Content parts as the turn's content: the text joined, or, where there are images, text and image parts in
-    order. Each part is named by its item's id (the item may come from an earlier response)."""
+    order. Each part is named by its path: `path` (its list's: `input[i].content`, a call output's
+    `input[i].output`) and its index."""
     if not has_images(parts):
         return joiner.join(part["text"] for part in parts if isinstance(part.get("text"), str))
     out: list[ContentPart] = []
     for position, part in enumerate(parts):
-        param = f"input[id={item.get('id')}].content[{position}]"
+        param = f"{path}[{position}]"
         if part.get("type") != "input_image":
             out.append(TextPart(part.get("text") or "", param))
         elif part.get("file_id") and not part.get("image_url"):
@@ -132,11 +147,13 @@ def conversation_id(conversation: str | dict[str, Any] | None) -> str | None:
 
 
 def response_turn(request: CreateResponseRequest, tools: list[Tool], items: list[dict[str, Any]],
-                  mcp_tools: list[dict[str, Any]] | None = None) -> Turn:
-    """The turn of one model turn: the conversation so far, the request's tools and the MCP tools."""
+                  mcp_tools: list[dict[str, Any]] | None = None,
+                  paths: Mapping[str, str] = MappingProxyType({})) -> Turn:
+    """The turn of one model turn: the conversation so far, the request's tools and the MCP tools. `paths`: the
+    request's own input items' paths (`input_paths`), which a 400 about one of them names."""
     offered, routes = offer(tools)
     offered += tuple(offered_function(tool["function"], "tools") for tool in mcp_tools or [])
-    messages = items_to_messages(items, routes)
+    messages = items_to_messages(items, routes, paths)
     if request.instructions:
         messages.insert(0, TurnMessage("system", request.instructions, "instructions"))
     if not messages:
