@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from rostra.errors import InvalidRequest
 from rostra.protocol.strict import RequestModel, StrictModel, check_service_tier, refuse_if_set
@@ -65,6 +65,8 @@ class CreateResponseRequest(RequestModel):
     prompt_cache_retention: Literal["in_memory", "24h"] | None = None
     prompt_cache_options: dict[str, Any] | None = None
     max_tool_calls: Annotated[int, Field(ge=1)] | None = None  # MCP calls rostra runs in one response
+    # vLLM's: the response also carries input_messages / output_messages (response_messages.py)
+    enable_response_messages: StrictBool = False
     service_tier: str | None = None
     # Sent by today's clients, changing nothing here: Codex's own ids for its logs (client_metadata), and the
     # request-level image options of the openai SDK (this server's models read no images).

@@ -30,6 +30,7 @@ from rostra.api.responses.mcp.tools import McpPolicy, McpTools, requested_server
 from rostra.api.responses.models import CreateResponseRequest
 from rostra.api.responses.objects import new_id
 from rostra.api.responses.render import ResponseBuilder
+from rostra.api.responses.response_messages import response_messages
 from rostra.api.responses.runs import DEFAULT_MAX_BACKGROUND, RunRegistry, ended_on_error
 from rostra.api.responses.to_chat import (LOGPROBS, forced_freeform, input_paths, next_start, offer,
                                           response_turn)
@@ -327,6 +328,9 @@ class ResponsesService:
             for out in builder.fail(exc):
                 yield out
             return
+        if job.request.enable_response_messages:
+            builder.response.update(response_messages((job.turns or [job.chat])[0].request, builder.response["output"],
+                                                      offer(job.tools)[1]))
         final = builder.finish(reason, response_usage(*(job.turns or [job.chat])))
         conversation = conversation_id(job.request)
         if conversation:  # before the client hears of the end, so its next response sees these items

@@ -1,0 +1,71 @@
+"""vLLM's `enable_response_messages` on the Responses API: the response also carries `input_messages` (the
+conversation the first model turn read) and `output_messages` (what the model turns wrote), as the chat messages
+the chat template received; without it, neither field (the response stays exactly the spec's). In-process,
+scripted engine."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness import MODEL, served
+from spec import validate
+from wire import check_error
+
+SCRIPT = [{"match": "^hello", "output": "Hello there."}, {"match": "", "output": "Done."}]
+
+
+@pytest.fixture
+def http(tmp_path):
+    with served(tmp_path, SCRIPT) as client:
+        yield client
+
+
+def respond(http, **body):
+    answer = http.post("/v1/responses", json={"model": MODEL, **body})
+    assert answer.status_code == 200, answer.text
+    validate("Response", answer.json())
+    return answer.json()
+
+
+def test_without_it_the_response_has_no_messages(http):
+    body = respond(http, input="hello")
+    assert "input_messages" not in body and "output_messages" not in body
+
+
+def test_the_messages_in_and_out(http):
+    body = respond(http, input="hello", instructions="Be brief.", enable_response_messages=True)
+    assert body["input_messages"] == [{"role": "system", "content": "Be brief."},
+                                      {"role": "user", "content": "hello"}]
+    assert body["output_messages"] == [{"role": "assistant", "content": "Hello there."}]
+    stored = http.get(f"/v1/responses/{body['id']}").json()
+    assert (stored["input_messages"], stored["output_messages"]) == (body["input_messages"], body["output_messages"])
+
+
+def test_tool_calls_and_their_results_are_chat_messages(http):
+    items = [{"role": "user", "content": "what is the weather?"},
+             {"type": "function_call", "call_id": "call_1", "name": "weather", "arguments": '{"city": "Oslo"}'},
+             {"type": "function_call_output", "call_id": "call_1", "output": "sunny"}]
+    tools = [{"type": "function", "name": "weather", "parameters": {"type": "object"}}]
+    body = respond(http, input=items, tools=tools, enable_response_messages=True)
+    assistant, tool = body["input_messages"][1:]
+    assert assistant["role"] == "assistant" and assistant["tool_calls"][0]["id"] == "call_1"
+    assert assistant["tool_calls"][0]["function"]["name"] == "weather"
+    assert json.loads(assistant["tool_calls"][0]["function"]["arguments"]) == {"city": "Oslo"}
+    assert tool == {"role": "tool", "content": "sunny", "tool_call_id": "call_1"}
+    assert body["output_messages"] == [{"role": "assistant", "content": "Done."}]
+
+
+def test_a_streams_completed_response_carries_them(http):
+    with http.stream("POST", "/v1/responses", json={"model": MODEL, "input": "hello", "stream": True,
+                                                     "enable_response_messages": True}) as stream:
+        events = [json.loads(line[6:]) for line in stream.iter_lines() if line.startswith("data: ")]
+    completed = next(event for event in events if event["type"] == "response.completed")["response"]
+    assert completed["output_messages"] == [{"role": "assistant", "content": "Hello there."}]
+    assert completed["input_messages"] == [{"role": "user", "content": "hello"}]
+
+
+def test_it_must_be_a_boolean(http):
+    check_error(http.post("/v1/responses", json={"model": MODEL, "input": "hello", "enable_response_messages": "x"}),
+                400, "enable_response_messages")
