@@ -62,3 +62,14 @@ def test_a_continued_conversations_new_items_count_from_the_requests_own_input(h
     assert first.status_code == 200, first.text
     items = [{"role": "user", "content": [{"type": "input_image", "image_url": BAD_PNG}]}]
     check_error(respond(http, items, previous_response_id=first.json()["id"]), 400, "input[0].content[0]")
+
+
+def test_a_template_refusing_the_conversation_names_input(tmp_path):
+    """The chat template's own refusal is about the whole list: on Responses that list is `input` (Chat's
+    `messages`)."""
+    refusing = "{{ raise_exception('roles must alternate') }}"
+    with served(tmp_path, [{"match": "", "output": "Fine."}], chat_template=refusing) as http:
+        error = check_error(respond(http, [{"role": "user", "content": "hi"}]), 400, "input")
+        assert "roles must alternate" in error["message"]
+        chat = http.post("/v1/chat/completions", json={"model": MODEL, "messages": [{"role": "user", "content": "x"}]})
+        check_error(chat, 400, "messages")

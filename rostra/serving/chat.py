@@ -368,9 +368,14 @@ class ChatService(GenerationService):
         messages, masked = self.special_guard.mask(messages)
         template = await self._template_for(turn)
         tools = [dict(tool.template) for tool in turn.tools] or None
-        text = await asyncio.to_thread(
-            template.render, messages, add_generation_prompt=options.add_generation_prompt,
-            continue_final_message=options.continue_final_message, tools=tools, **kwargs)
+        try:
+            text = await asyncio.to_thread(
+                template.render, messages, add_generation_prompt=options.add_generation_prompt,
+                continue_final_message=options.continue_final_message, tools=tools, **kwargs)
+        except InvalidRequest as exc:
+            if exc.param == "messages":  # the template's refusal of the whole list, named as the client's API does
+                exc.param = turn.budget.prompt_param
+            raise
         rendered = masked.unmask(text)
         if options.response_prefix:  # tabby's: the answer's first words, given (as plain text: it forges no turn)
             return RenderedPrompt((*rendered.pieces, (options.response_prefix, True)))
