@@ -399,3 +399,18 @@ async def test_a_batch_line_waits_for_a_slot_beyond_the_queue_bound(tmp_path):
         answer, _, online = await line_behind_an_online_request(server)
         assert answer.status_code == 200, answer.body
         assert online.status_code == 200
+
+
+@pytest.mark.anyio
+async def test_a_batch_lines_wait_for_admission_ends_with_its_batchs_window(tmp_path):
+    async with InProcessServer(tmp_path, HOLD, max_concurrency=1) as server:
+        online = asyncio.create_task(server.client.post(CHAT, json={
+            "model": MODEL, "messages": [{"role": "user", "content": "hold"}]}))
+        while server.app.state.rostra.admission.running == 0:
+            await asyncio.sleep(0.005)
+        body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "line"}]}).encode()
+        answer = await run_line(server.app.state.batches.worker.app, CHAT, body, None, "req_line",
+                                window_ends=time.time() + 0.2)
+        assert answer.status_code == 504 and "completion window" in answer.body["error"]["message"], answer.body
+        assert (await online).status_code == 200
+        assert server.app.state.rostra.admission.running == 0  # the line held nothing

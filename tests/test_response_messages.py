@@ -69,3 +69,16 @@ def test_a_streams_completed_response_carries_them(http):
 def test_it_must_be_a_boolean(http):
     check_error(http.post("/v1/responses", json={"model": MODEL, "input": "hello", "enable_response_messages": "x"}),
                 400, "enable_response_messages")
+
+
+def test_the_models_thinking_and_tool_call_come_out_as_an_assistant_message(tmp_path):
+    thinking = {"match": "Paris", "output": "<think>\nI call get_weather.\n</think>\n\n<tool_call>\n"
+                '{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'}
+    tools = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
+    with served(tmp_path, [thinking], reasoning_parser="qwen3", tool_call_parser="hermes") as http:
+        body = respond(http, input="weather in Paris?", tools=tools, enable_response_messages=True)
+    [message] = body["output_messages"]
+    assert message["role"] == "assistant" and message["reasoning_content"].strip() == "I call get_weather."
+    [call] = message["tool_calls"]
+    assert call["function"]["name"] == "get_weather" and json.loads(call["function"]["arguments"]) == {"city": "Paris"}
+    assert call["id"] == next(item["call_id"] for item in body["output"] if item["type"] == "function_call")
