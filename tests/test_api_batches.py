@@ -414,3 +414,30 @@ async def test_a_batch_lines_wait_for_admission_ends_with_its_batchs_window(tmp_
         assert answer.status_code == 504 and "completion window" in answer.body["error"]["message"], answer.body
         assert (await online).status_code == 200
         assert server.app.state.rostra.admission.running == 0  # the line held nothing
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("cancel_first", [True, False])
+async def test_a_waiting_batch_line_cancelled_in_the_loop_turn_its_slot_is_freed_loses_no_slot(tmp_path, cancel_first):
+    """The worker stopped (its line cancelled) and the slot freed in one loop turn, in either order: the slot comes
+    back whether the line got it or not, and the server serves the next request."""
+    async with InProcessServer(tmp_path, HOLD, max_concurrency=1) as server:
+        admission = server.app.state.rostra.admission
+        await admission.acquire()
+        body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "line"}]}).encode()
+        line = asyncio.create_task(run_line(server.app.state.batches.worker.app, CHAT, body, None, "req_line",
+                                            window_ends=time.time() + 3600))
+        for _ in range(50):  # it reaches the admission wait
+            await asyncio.sleep(0)
+        assert not line.done() and admission.running == 1
+        if cancel_first:
+            line.cancel()
+            admission.release()
+        else:
+            admission.release()
+            line.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await line
+        assert (admission.running, admission.waiting) == (0, 0)
+        after = await server.client.post(CHAT, json={"model": MODEL, "messages": [{"role": "user", "content": "x"}]})
+        assert after.status_code == 200
