@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from openai import OpenAI
 
-from harness import MODEL, served
+from harness import BASE_URL, MODEL, served
 from spec import validate
 from wire import check_error
 
@@ -82,3 +83,12 @@ def test_the_models_thinking_and_tool_call_come_out_as_an_assistant_message(tmp_
     [call] = message["tool_calls"]
     assert call["function"]["name"] == "get_weather" and json.loads(call["function"]["arguments"]) == {"city": "Paris"}
     assert call["id"] == next(item["call_id"] for item in body["output"] if item["type"] == "function_call")
+
+
+def test_the_openai_sdk_reads_them_from_extra_body(http):
+    client = OpenAI(base_url=f"{BASE_URL}/v1", api_key="unused", max_retries=0, http_client=http)
+    response = client.responses.create(model=MODEL, input="hello", extra_body={"enable_response_messages": True})
+    assert response.output_text == "Hello there."
+    extra = response.model_extra or {}
+    assert extra["output_messages"] == [{"role": "assistant", "content": "Hello there."}]
+    assert extra["input_messages"] == [{"role": "user", "content": "hello"}]
