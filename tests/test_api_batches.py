@@ -363,7 +363,8 @@ async def test_cancel_at_once_wins_over_validation(tmp_path):
         assert done.status == "cancelled" and done.request_counts.completed < 50
 
 
-HOLD = [{"match": "^hold", "output": "one two three four five six seven", "delay_ms": 100},
+# Each token after a pause of 100 ms: "hold" holds the slot ~0.5 s, a "line" generates for ~0.6 s.
+HOLD = [{"match": "^hold", "output": "one two three four five", "delay_ms": 100},
         {"match": "^line", "output": "a b c d e f", "delay_ms": 100}]
 
 
@@ -382,7 +383,7 @@ async def line_behind_an_online_request(server: InProcessServer) -> tuple:
 
 @pytest.mark.anyio
 async def test_a_batch_line_waiting_behind_online_traffic_is_not_cut_by_the_request_timeout(tmp_path):
-    """--request-timeout 1: the line waits ~0.7 s for the slot, then generates for ~0.6 s; its wait is bounded by the
+    """--request-timeout 1: the line waits ~0.5 s for the slot, then generates for ~0.6 s; its wait is bounded by the
     batch's window, its generation by the request timeout (from its admission), so it completes (it was a 504)."""
     async with InProcessServer(tmp_path, HOLD, max_concurrency=1, request_timeout=1) as server:
         answer, took, online = await line_behind_an_online_request(server)
