@@ -74,6 +74,7 @@ class Settings:
     raw_special_tokens: bool = False
     # A request's own chat_template is rendered (sandboxed), rather than refused (vLLM's flag of that name).
     trust_request_chat_template: bool = False
+    response_role: str = "assistant"  # Chat Completions' generated message's role (vLLM's --response-role)
     allowed_origins: list[str] = field(default_factory=list)  # CORS, off when empty
     allowed_methods: list[str] = field(default_factory=lambda: ["GET", "POST", "DELETE", "OPTIONS"])
     allowed_headers: list[str] = field(default_factory=lambda: ["*"])

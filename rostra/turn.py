@@ -32,6 +32,7 @@ class OutputOptions:
     include_usage: bool = False  # stream_options.include_usage: a last chunk with the usage
     tokens_as_ids: bool = False  # vLLM's return_tokens_as_token_ids: logprobs name tokens "token_id:N"
     continuous_usage: bool = False  # vLLM: every chunk carries the usage so far
+    role: str = "assistant"  # Chat Completions: the generated message's role (vLLM's --response-role)
 
     @classmethod
     def of(cls, request: Any) -> "OutputOptions":

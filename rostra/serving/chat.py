@@ -85,7 +85,7 @@ class ChatStream(GenerationStream):
         self.choices = {run.index: _ChoiceState() for run in job.runs}
 
     def opening(self) -> list[dict[str, Any]]:
-        chunks = [self.chunk([{"index": run.index, "delta": {"role": "assistant", "content": ""},
+        chunks = [self.chunk([{"index": run.index, "delta": {"role": self.options.role, "content": ""},
                                "logprobs": None, "finish_reason": None}]) for run in self.job.runs]
         if self.options.return_token_ids and chunks:  # vLLM: the prompt's ids on the first chunk
             chunks[0]["prompt_token_ids"] = list(self.job.runs[0].prompt.token_ids)
@@ -121,6 +121,7 @@ class ChatStream(GenerationStream):
     def fold_choice(self, choice: dict[str, Any]) -> None:
         """What a client's stream accumulator does with one chunk's choice."""
         state, delta = self.choices[choice["index"]], choice["delta"]
+        state.role = delta.get("role", state.role)
         if delta.get("content"):
             state.content.append(delta["content"])
         if self.job.reasoning_fields and self.job.reasoning_fields[0] in delta:
@@ -148,7 +149,7 @@ class ChatStream(GenerationStream):
 
     def _choice(self, index: int, state: _ChoiceState) -> dict[str, Any]:
         content = "".join(state.content)
-        message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+        message: dict[str, Any] = {"role": state.role, "content": content, "refusal": None}
         if state.tool_calls:
             message["content"] = content or None  # OpenAI: no text beside the calls is null
             message["tool_calls"] = state.tool_calls
@@ -171,6 +172,7 @@ def job_prompt_logprobs(job: Job, index: int = 0) -> list[dict[str, Any] | None]
 
 @dataclass
 class _ChoiceState:
+    role: str = "assistant"
     token_ids: list[int] = field(default_factory=list)
     content: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
@@ -188,7 +190,7 @@ class ChatService(GenerationService):
                  reasoning_fields: tuple[str, ...] = ("reasoning_content",),
                  defaults: GenerationDefaults = GenerationDefaults(), raw_special_tokens: bool = False,
                  fit_budgets: bool = True, images: ImageLoader | None = None,
-                 trust_request_templates: bool = False):
+                 trust_request_templates: bool = False, response_role: str = "assistant"):
         super().__init__(engine, defaults)
         # An output budget longer than the room the prompt leaves: cut to it (True), or a 400 (--output-budget strict).
         self.fit_budgets = fit_budgets
@@ -198,6 +200,7 @@ class ChatService(GenerationService):
         self.template = template
         self.trust_request_templates = trust_request_templates  # a request's own chat_template is rendered
         self.served_names = served_names
+        self.response_role = response_role  # --response-role
         self.tool_parser = tool_parser
         self.reasoning_parser = reasoning_parser
         self.reasoning_fields = reasoning_fields
@@ -222,7 +225,7 @@ class ChatService(GenerationService):
         check_model(request.model, self.served_names())
         if self.engine.relays(request.model):
             return await self._relayed(request)
-        return await self.prepare_turn(chat_turn(request))
+        return await self.prepare_turn(chat_turn(request, self.response_role))
 
     async def prepare_turn(self, turn: Turn) -> Job:
         """A turn of any API, ready to run: the prompt rendered and tokenized, the budget and sampling resolved,

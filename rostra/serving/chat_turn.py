@@ -5,6 +5,7 @@ Paths are Chat's own: `messages[i].content[j]`, `tools[i].function.parameters`, 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from rostra.errors import InvalidRequest
@@ -35,7 +36,14 @@ BUILTIN_TOOL_TYPES = frozenset({"web_search", "web_search_preview", "web_search_
                                 "web_search_2025_08_26", "code_interpreter", "browser", "python", "container"})
 
 
-def chat_turn(request: ChatCompletionRequest) -> Turn:
+def response_role(request: ChatCompletionRequest, configured: str = "assistant") -> str:
+    """vLLM's rule: a new turn is the configured role's; a continued message (no generation prompt) keeps the
+    last message's role."""
+    continued = not request.add_generation_prompt and request.messages
+    return request.messages[-1].role if continued else configured
+
+
+def chat_turn(request: ChatCompletionRequest, role: str = "assistant") -> Turn:
     asked = request.max_completion_tokens or request.max_tokens
     return Turn(
         model=request.model, sampling=request,
@@ -49,7 +57,7 @@ def chat_turn(request: ChatCompletionRequest) -> Turn:
                                  request.response_prefix, request.add_special_tokens),
         session_key=request.prompt_cache_key, reasoning_effort=request.reasoning_effort,
         include_reasoning=request.include_reasoning, logprobs=request.logprobs, top_logprobs=request.top_logprobs,
-        output=OutputOptions.of(request), request_id=request.request_id)
+        output=replace(OutputOptions.of(request), role=response_role(request, role)), request_id=request.request_id)
 
 
 def chat_message(message: ChatMessage, param: str) -> TurnMessage:
