@@ -7,7 +7,7 @@ The scripted engine uses these to cut its scripted text into real tokens; any en
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Collection, Sequence
@@ -147,6 +147,34 @@ def end_of_generation_ids(metadata: dict[str, Any]) -> set[int]:
     return {i for i in ids if i is not None and 0 <= i < len(tokens)}
 
 
+# GGUF's names for a vocabulary's special tokens -> the names Hugging Face templates read them by
+# (llama.cpp's writer spells separator "seperator"; both are read).
+GGUF_TOKEN_NAMES = {"bos": "bos_token", "eos": "eos_token", "unknown": "unk_token", "padding": "pad_token",
+                    "seperator": "sep_token", "separator": "sep_token", "cls": "cls_token", "mask": "mask_token"}
+CONFIG_TOKEN_NAMES = frozenset(GGUF_TOKEN_NAMES.values())
+
+
+def gguf_named_tokens(metadata: dict[str, Any]) -> dict[str, str]:
+    """The special tokens a GGUF names (bos_token, unk_token, pad_token, ...), as text, for chat templates."""
+    tokens = metadata.get("tokenizer.ggml.tokens") or []
+    named = {}
+    for key, name in GGUF_TOKEN_NAMES.items():
+        index = metadata.get(f"tokenizer.ggml.{key}_token_id")
+        if isinstance(index, int) and 0 <= index < len(tokens):
+            named[name] = tokens[index]
+    return named
+
+
+def hf_named_tokens(special_tokens_map: dict[str, Any]) -> dict[str, str]:
+    """A Hugging Face tokenizer's special_tokens_map, its single tokens (not additional_special_tokens' list)."""
+    return {name: str(token) for name, token in special_tokens_map.items() if isinstance(token, str) and token}
+
+
+def config_named_tokens(settings: dict[str, Any]) -> dict[str, str]:
+    """The special tokens a tokenizer_config.json names, as text."""
+    return {name: _token_content(settings[name]) for name in CONFIG_TOKEN_NAMES if settings.get(name)}
+
+
 @dataclass(frozen=True)
 class LocalTokenizer:
     """A tokenizer with what the chat template needs: for engines with no model of their own."""
@@ -156,6 +184,7 @@ class LocalTokenizer:
     bos_token: str
     eos_token: str
     architecture: str = ""  # GGUF general.architecture, or config.json's model_type beside a tokenizer.json
+    named_tokens: dict[str, str] = field(default_factory=dict)  # bos_token, unk_token, pad_token, ...
 
 
 def load_local_tokenizer(path: str | Path) -> LocalTokenizer:
@@ -174,13 +203,14 @@ def load_local_tokenizer(path: str | Path) -> LocalTokenizer:
         model = path.with_name("config.json")
         architecture = json.loads(model.read_text()).get("model_type", "") if model.is_file() else ""
         return LocalTokenizer(tokenizer_from_json(path), template, _token_content(settings.get("bos_token")),
-                              _token_content(settings.get("eos_token")), str(architecture or ""))
+                              _token_content(settings.get("eos_token")), str(architecture or ""),
+                              config_named_tokens(settings))
     metadata = read_gguf_metadata(path)
     tokens = metadata["tokenizer.ggml.tokens"]
     return LocalTokenizer(tokenizer_from_gguf(path, metadata), metadata.get("tokenizer.chat_template"),
                           tokens[metadata.get("tokenizer.ggml.bos_token_id", 0)],
                           tokens[metadata.get("tokenizer.ggml.eos_token_id", 0)],
-                          str(metadata.get("general.architecture", "")))
+                          str(metadata.get("general.architecture", "")), gguf_named_tokens(metadata))
 
 
 def _token_content(token: object) -> str:

@@ -9,7 +9,8 @@ parsing, rendering) happens once, in rostra's pipeline, for every engine alike.
 from __future__ import annotations
 
 import abc
-from typing import AsyncGenerator, AsyncIterator, Literal, Protocol
+from types import MappingProxyType
+from typing import AsyncGenerator, AsyncIterator, Literal, Mapping, Protocol
 
 from rostra.core import EngineOutput, ModelInfo, Prompt, PromptImage, SamplingParams
 from rostra.errors import InvalidRequest
@@ -40,6 +41,8 @@ class Engine(abc.ABC):
     architecture: str = ""
     bos_token: str = ""
     eos_token: str = ""
+    # The tokenizer's named special tokens (bos_token, eos_token, unk_token, pad_token, ...): chat templates read them.
+    named_tokens: Mapping[str, str] = MappingProxyType({})
     vocab_size: int = 0
     parallel: int = 1  # sequences the engine runs at once (llama.cpp slots)
     # Whether json_schema/grammar constraints are enforced while sampling (from the first token on).

@@ -62,7 +62,7 @@ from rostra.engines.llamacpp_speculation import CalibrationCache, Speculation
 from rostra.errors import InvalidRequest
 from rostra.generation_defaults import from_gguf_metadata
 from rostra.gguf_metadata import context_length, read_gguf_metadata
-from rostra.tokenizer import end_of_generation_ids, gguf_token_bytes
+from rostra.tokenizer import end_of_generation_ids, gguf_named_tokens, gguf_token_bytes
 
 log = logging.getLogger("rostra.engine.llamacpp")
 _CONTROL = 3  # GGUF token type of control (special) tokens
@@ -151,6 +151,7 @@ class LlamaCppEngine(Engine):
         tokens = self.metadata["tokenizer.ggml.tokens"]
         self.bos_token = _token_at(tokens, self.metadata.get("tokenizer.ggml.bos_token_id"))
         self.eos_token = _token_at(tokens, self.metadata.get("tokenizer.ggml.eos_token_id"))
+        self.named_tokens = gguf_named_tokens(self.metadata)
         # Token text comes from the vocabulary, not from llama.cpp's chunks, which leave control
         # tokens empty: tool-call and reasoning markers are control tokens in many models, and the
         # parsers must see them. End-of-generation tokens stay empty (they end the output).

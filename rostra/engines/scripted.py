@@ -95,6 +95,7 @@ class ScriptedEngine(Engine):
         local = load_local_tokenizer(tokenizer_path)
         self.tokenizer: TextTokenizer = local.tokenizer
         self.chat_template, self.bos_token, self.eos_token = local.chat_template, local.bos_token, local.eos_token
+        self.named_tokens = local.named_tokens
         self.architecture = local.architecture
         trained = 8192
         self.model = ModelInfo(id=model_name, context_length=max_model_len or trained)

@@ -27,7 +27,7 @@ from rostra.engines.transformers_sampling import RequestSampler
 from rostra.engines.transformers_tokens import token_bytes_table
 from rostra.engines.transformers_vision import VisionProcessor, has_vision
 from rostra.generation_defaults import from_checkpoint_config
-from rostra.tokenizer import END_MARKERS
+from rostra.tokenizer import END_MARKERS, hf_named_tokens
 
 log = logging.getLogger("rostra.engine.transformers")
 
@@ -99,6 +99,7 @@ class TransformersEngine(Engine):
         self.architecture = str(getattr(self.config, "model_type", "") or "")
         self.bos_token = self.tokenizer.bos_token or ""
         self.eos_token = self.tokenizer.eos_token or ""
+        self.named_tokens = hf_named_tokens(self.tokenizer.special_tokens_map)
         try:
             generation_config = GenerationConfig.from_pretrained(model)
         except OSError:  # a checkpoint without generation_config.json

@@ -49,7 +49,7 @@ from rostra.core import (EngineOutput, FinishReason, ModelInfo, Prompt, PromptIm
 from rostra.engines.base import Engine, EngineError
 from rostra.engines.vllm_images import image_prompt, pil_images
 from rostra.generation_defaults import FIELD_RANGES, checked
-from rostra.tokenizer import END_MARKERS, vocab_token_bytes
+from rostra.tokenizer import END_MARKERS, hf_named_tokens, vocab_token_bytes
 
 log = logging.getLogger("rostra.engine.vllm")
 
@@ -109,6 +109,7 @@ class VllmEngine(Engine):
         self.architecture = str(getattr(hf_config, "model_type", "") or "")
         self.bos_token = _token_text(self._tokenizer, self._tokenizer.bos_token_id)
         self.eos_token = _token_text(self._tokenizer, self._tokenizer.eos_token_id)
+        self.named_tokens = hf_named_tokens(getattr(self._tokenizer, "special_tokens_map", {}))
         self._vocab_bytes = _vocabulary_of(self._tokenizer)
         self.recommended_sampling = _recommended_sampling(self._llm.model_config)
         self.vocab_size = len(self._vocab_bytes)

@@ -48,7 +48,8 @@ class ModelBundle:
 def build_bundle(name: str, engine: Engine, settings: Settings, on_finished: JobObserver) -> ModelBundle:
     """Raises GenerationConfigError for a bad --generation-config; does no IO but reading those files."""
     given_template = settings.chat_template_source()
-    template = ChatTemplate(given_template or engine.chat_template, engine.bos_token, engine.eos_token)
+    template = ChatTemplate(given_template or engine.chat_template, engine.bos_token, engine.eos_token,
+                            engine.named_tokens)
     # gpt-oss: its prompt rendered in harmony by rostra (a --chat-template still wins), its output parsed as
     # harmony (a --reasoning-parser still wins).
     gpt_oss = speaks_harmony(engine.architecture, template.source)

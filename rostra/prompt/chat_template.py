@@ -12,7 +12,7 @@ import functools
 
 import json
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol
 
 from jinja2 import TemplateError
 from jinja2.ext import loopcontrols
@@ -54,13 +54,16 @@ def _strftime_now(fmt: str) -> str:
 
 
 class ChatTemplate:
-    def __init__(self, source: str | None, bos_token: str = "", eos_token: str = ""):
+    def __init__(self, source: str | None, bos_token: str = "", eos_token: str = "",
+                 named_tokens: Mapping[str, str] | None = None):
+        """`named_tokens`: the tokenizer's other special tokens (unk_token, pad_token, ...), as Hugging Face
+        hands a template its tokenizer's special_tokens_map."""
         self.source = source or CHATML_TEMPLATE
         env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
         env.filters["tojson"] = _tojson
         env.globals.update(raise_exception=_raise_exception, strftime_now=_strftime_now)
         self._template = env.from_string(self.source)  # a broken template fails at start-up
-        self._specials = {"bos_token": bos_token, "eos_token": eos_token}
+        self._specials = {**(named_tokens or {}), "bos_token": bos_token, "eos_token": eos_token}
 
     def render(self, messages: list[dict[str, Any]], add_generation_prompt: bool = True,
                continue_final_message: bool = False, tools: list[dict] | None = None,
@@ -96,9 +99,11 @@ def _cut_after_final_message(text: str, messages: list[dict[str, Any]]) -> str:
 
 
 @functools.lru_cache(maxsize=16)
-def request_template(source: str, bos_token: str, eos_token: str) -> ChatTemplate:
-    """A request's chat template, sandboxed as the server's is; compiled once while clients repeat it."""
+def request_template(source: str, bos_token: str, eos_token: str,
+                     named_tokens: tuple[tuple[str, str], ...] = ()) -> ChatTemplate:
+    """A request's chat template, sandboxed as the server's is; compiled once while clients repeat it
+    (`named_tokens` as pairs: the cache's key must hash)."""
     try:
-        return ChatTemplate(source, bos_token, eos_token)
+        return ChatTemplate(source, bos_token, eos_token, dict(named_tokens))
     except TemplateError as exc:
         raise InvalidRequest(f"chat_template: the template does not compile: {exc}", param="chat_template") from exc

@@ -352,7 +352,9 @@ class ChatService(GenerationService):
         if not self.trust_request_templates:
             raise InvalidRequest("chat_template: this server renders its own chat template only (start it with "
                                  "--trust-request-chat-template to accept a request's)", param="chat_template")
-        return await asyncio.to_thread(request_template, source, self.engine.bos_token, self.engine.eos_token)
+        engine = self.engine
+        return await asyncio.to_thread(request_template, source, engine.bos_token, engine.eos_token,
+                                       tuple(sorted(engine.named_tokens.items())))
 
     async def render(self, turn: Turn, images: PromptImages | None = None) -> RenderedPrompt:
         """The conversation through the chat template (off the event loop), special-token text of

@@ -52,6 +52,7 @@ class RemoteEngine(Engine):
             local = load_local_tokenizer(tokenizer_path)
             self.tokenizer = local.tokenizer
             self.chat_template, self.bos_token, self.eos_token = local.chat_template, local.bos_token, local.eos_token
+            self.named_tokens = local.named_tokens
             self.vocab_size = local.tokenizer.vocab_size
         self._streams: dict[str, UpstreamResponse] = {}
 
