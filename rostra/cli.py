@@ -235,6 +235,10 @@ def _production_flags(group: FlagGroup) -> None:
     group.add_argument("--response-role", default="assistant",
                        help="the role of the generated message on Chat Completions (vLLM's flag; default "
                             "assistant). A continued message (add_generation_prompt false) keeps its own role")
+    group.add_argument("--chat-template-content-format", choices=["auto", "string", "openai"], default="auto",
+                       help="message content as the chat template takes it (vLLM's flag): string (parts joined), "
+                            "openai (the list of parts), or auto (default: a template that loops over a message's "
+                            "content gets the list)")
     group.add_argument("--trust-request-chat-template", action="store_true",
                        help="serve requests that bring their own chat_template (vLLM's flag; default: a 400, since "
                             "a template is code the server runs, sandboxed but unbounded in time)")
@@ -384,7 +388,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     max_body_bytes=args.max_body_bytes, max_choices=args.max_choices,
                     stream_write_timeout=args.stream_write_timeout, raw_special_tokens=args.raw_special_tokens,
                     trust_request_chat_template=args.trust_request_chat_template,
-                    response_role=args.response_role,
+                    response_role=args.response_role, chat_template_content_format=args.chat_template_content_format,
                     allowed_origins=args.allowed_origins,
                     allowed_methods=args.allowed_methods, allowed_headers=args.allowed_headers,
                     allow_credentials=args.allow_credentials, public_metrics=args.public_metrics,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 from pathlib import Path
 
 from rostra.model_aliases import ModelAlias
@@ -75,6 +76,8 @@ class Settings:
     # A request's own chat_template is rendered (sandboxed), rather than refused (vLLM's flag of that name).
     trust_request_chat_template: bool = False
     response_role: str = "assistant"  # Chat Completions' generated message's role (vLLM's --response-role)
+    # How a message's content reaches the chat template: auto (as the template reads it), string or openai (parts).
+    chat_template_content_format: Literal["auto", "string", "openai"] = "auto"
     allowed_origins: list[str] = field(default_factory=list)  # CORS, off when empty
     allowed_methods: list[str] = field(default_factory=lambda: ["GET", "POST", "DELETE", "OPTIONS"])
     allowed_headers: list[str] = field(default_factory=lambda: ["*"])

@@ -48,6 +48,8 @@ class OutputOptions:
                    continuous_usage=bool(stream and stream.include_usage and stream.continuous_usage_stats))
 
 
+# How a message's content reaches the chat template (rostra/prompt/content_format.py).
+ContentFormat = Literal["auto", "string", "openai"]
 Role = Literal["system", "developer", "user", "assistant", "tool", "function"]
 
 
@@ -150,6 +152,7 @@ class TemplateOptions:
     documents: list[dict[str, Any]] | None = None
     response_prefix: str | None = None
     add_special_tokens: bool = False  # vLLM's: the tokenizer's BOS etc. on top of what the template writes
+    content_format: ContentFormat | None = None  # vLLM's chat_template_content_format; None: the server's
 
     def thinking(self) -> bool:
         """Templates take enable_thinking (Qwen3) or thinking (others); both default to on."""

@@ -81,7 +81,8 @@ def build_bundle(name: str, engine: Engine, settings: Settings, on_finished: Job
                        images=ImageLoader(ImageLimits(fetch_urls=settings.image_urls,
                                                       allow_hosts=tuple(settings.image_allow_hosts))),
                        trust_request_templates=settings.trust_request_chat_template,
-                       response_role=settings.response_role)
+                       response_role=settings.response_role,
+                       content_format=settings.chat_template_content_format)
     completions = CompletionService(engine, served_names, defaults, max_choices=settings.max_choices,
                                     fit_budgets=fit)
     chat.on_finished = completions.on_finished = on_finished

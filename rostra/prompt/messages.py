@@ -77,12 +77,37 @@ def message_text(message: TurnMessage, index: int, images: PromptImages = Prompt
     return text
 
 
-def template_messages(messages: Sequence[TurnMessage], images: PromptImages = PromptImages()) -> list[dict[str, Any]]:
-    """Most templates know system/user/assistant/tool only: developer -> system, function -> tool."""
+def content_parts(message: TurnMessage, index: int, images: PromptImages = PromptImages()) -> list[dict[str, Any]]:
+    """The content as a template that loops over it takes it (vLLM's `openai` content format): text parts, a
+    string as one. An image is a text part holding the engine's marker, so the engine finds each image where it
+    stands whatever image token the template would write."""
+    content = message.content
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    parts = []
+    for part_index, part in enumerate(content):
+        marker = images.markers.get((index, part_index))
+        if marker is not None:
+            parts.append({"type": "text", "text": marker})
+        elif isinstance(part, TextPart):
+            parts.append({"type": "text", "text": part.text})
+        else:
+            raise InvalidRequest(f"content part type {part_type(part)!r} is not supported by this model (text only)",
+                                 param=part.param)
+    return parts
+
+
+def template_messages(messages: Sequence[TurnMessage], images: PromptImages = PromptImages(),
+                      as_parts: bool = False) -> list[dict[str, Any]]:
+    """Most templates know system/user/assistant/tool only: developer -> system, function -> tool. `as_parts`:
+    each content a list of parts (see content_parts), else one string."""
     rendered = []
     for index, message in enumerate(messages):
         role = {"developer": "system", "function": "tool"}.get(message.role, message.role)
-        item: dict[str, Any] = {"role": role, "content": message_text(message, index, images)}
+        content = content_parts(message, index, images) if as_parts else message_text(message, index, images)
+        item: dict[str, Any] = {"role": role, "content": content}
         if message.name:
             item["name"] = message.name
         if message.tool_call_id:

@@ -69,6 +69,9 @@ class SpecialTextGuard:
             content = message.get("content")
             if message.get("role") in UNTRUSTED_ROLES and isinstance(content, str) and self._pattern.search(content):
                 message = {**message, "content": self._pattern.sub(masked.placeholder, content)}
+            elif message.get("role") in UNTRUSTED_ROLES and isinstance(content, list):  # `openai` content format
+                message = {**message, "content": [{**part, "text": self._pattern.sub(masked.placeholder, part["text"])}
+                                                  for part in content]}
             out.append(message)
         return out, masked
 

@@ -77,6 +77,8 @@ class ChatCompletionRequest(SamplingFields):
     # vLLM's: this request's own chat template (served with --trust-request-chat-template).
     chat_template: Annotated[str, Field(min_length=1, max_length=256 * 1024)] | None = None
     response_prefix: Annotated[str, Field(max_length=65536)] | None = None
+    # vLLM's: the content as one string or as its list of parts (auto: as the template reads it); None: the server's.
+    chat_template_content_format: Literal["auto", "string", "openai"] | None = None
     # Harmless OpenAI fields: identifiers, storage and cache hints that change nothing in the output.
     metadata: dict[str, str] | None = None
     store: bool | None = None

@@ -17,7 +17,8 @@ from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, 
 from rostra.parsing.parser import ChoicePipeline, OutputParser
 from rostra.parsing.reasoning.base import ReasoningParser
 from rostra.parsing.tools.base import ToolParser
-from rostra.prompt.chat_template import PromptRenderer, request_template
+from rostra.prompt.chat_template import ChatTemplate, PromptRenderer, request_template
+from rostra.prompt.content_format import resolve_content_format
 from rostra.images.loader import ImageLoader
 from rostra.prompt.messages import PartKey, PromptImages, image_parts, message_text, template_messages, text_only
 from rostra.prompt.special_text import RenderedPrompt, SpecialTextGuard
@@ -46,7 +47,7 @@ from rostra.serving.upstream_body import upstream_chat_body
 from rostra.serving.tools import ToolPlan, mistral_history, plan_tools
 from rostra.serving.template_stops import with_template_stops
 from rostra.serving.validation import check_logit_bias, check_model, check_stop_token_ids
-from rostra.turn import Turn
+from rostra.turn import ContentFormat, Turn
 
 
 def _constraint(turn: Turn, plan: ToolPlan) -> Constraint | None:
@@ -190,7 +191,8 @@ class ChatService(GenerationService):
                  reasoning_fields: tuple[str, ...] = ("reasoning_content",),
                  defaults: GenerationDefaults = GenerationDefaults(), raw_special_tokens: bool = False,
                  fit_budgets: bool = True, images: ImageLoader | None = None,
-                 trust_request_templates: bool = False, response_role: str = "assistant"):
+                 trust_request_templates: bool = False, response_role: str = "assistant",
+                 content_format: ContentFormat = "auto"):
         super().__init__(engine, defaults)
         # An output budget longer than the room the prompt leaves: cut to it (True), or a 400 (--output-budget strict).
         self.fit_budgets = fit_budgets
@@ -201,6 +203,7 @@ class ChatService(GenerationService):
         self.trust_request_templates = trust_request_templates  # a request's own chat_template is rendered
         self.served_names = served_names
         self.response_role = response_role  # --response-role
+        self.content_format = content_format  # --chat-template-content-format
         self.tool_parser = tool_parser
         self.reasoning_parser = reasoning_parser
         self.reasoning_fields = reasoning_fields
@@ -367,11 +370,14 @@ class ChatService(GenerationService):
             kwargs.setdefault("reasoning_effort", turn.reasoning_effort)
         if options.documents is not None:
             kwargs["documents"] = options.documents
-        messages = template_messages(turn.messages, images)
+        template = await self._template_for(turn)
+        # Harmony renders its own format from strings; a Jinja template takes the parts where it loops over them.
+        parts = isinstance(template, ChatTemplate) and resolve_content_format(
+            options.content_format or self.content_format, template.source) == "openai"
+        messages = template_messages(turn.messages, images, as_parts=parts)
         if getattr(self.tool_parser, "name", "") == "mistral":
             messages = mistral_history(messages)  # ids from other servers, as Mistral templates take them
         messages, masked = self.special_guard.mask(messages)
-        template = await self._template_for(turn)
         tools = [dict(tool.template) for tool in turn.tools] or None
         try:
             text = await asyncio.to_thread(

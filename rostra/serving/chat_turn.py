@@ -54,7 +54,8 @@ def chat_turn(request: ChatCompletionRequest, role: str = "assistant") -> Turn:
         budget=Budget(asked, "max_completion_tokens" if request.max_completion_tokens else "max_tokens"),
         template=TemplateOptions(request.chat_template_kwargs or {}, request.add_generation_prompt,
                                  request.continue_final_message, request.chat_template, request.documents,
-                                 request.response_prefix, request.add_special_tokens),
+                                 request.response_prefix, request.add_special_tokens,
+                                 request.chat_template_content_format),
         session_key=request.prompt_cache_key, reasoning_effort=request.reasoning_effort,
         include_reasoning=request.include_reasoning, logprobs=request.logprobs, top_logprobs=request.top_logprobs,
         output=replace(OutputOptions.of(request), role=response_role(request, role)), request_id=request.request_id)
