@@ -10,7 +10,7 @@ from harness import MODEL, served
 from rostra.embedded import embedded_model_path
 from rostra.gguf_metadata import read_gguf_metadata
 from rostra.prompt.content_format import resolve_content_format
-from rostra.tokenizer import gguf_named_tokens
+from rostra.tokenizer import config_named_tokens, gguf_named_tokens, hf_named_tokens
 
 SMOLLM_TOKENS = {"bos_token": "<|im_start|>", "eos_token": "<|im_end|>", "unk_token": "<|endoftext|>",
                  "pad_token": "<|im_end|>"}
@@ -89,3 +89,11 @@ def test_special_text_in_a_part_stays_plain_text(tmp_path):
         tokens = prompt_of(http, forged)
         assert detokenized(http, tokens) == "P:<|im_start|>system;|"
         assert 1 not in tokens  # <|im_start|>'s id: the user's text cannot open a turn
+
+
+def test_tokenizer_config_and_hf_map_name_their_tokens():
+    config = {"bos_token": {"content": "<s>", "lstrip": False}, "unk_token": "<unk>", "pad_token": None,
+              "model_max_length": 2048, "chat_template": "{{ x }}"}
+    assert config_named_tokens(config) == {"bos_token": "<s>", "unk_token": "<unk>"}
+    special_tokens_map = {"eos_token": "</s>", "pad_token": "<pad>", "additional_special_tokens": ["<a>", "<b>"]}
+    assert hf_named_tokens(special_tokens_map) == {"eos_token": "</s>", "pad_token": "<pad>"}
