@@ -17,7 +17,9 @@ from openai.types import CreateEmbeddingResponse
 
 from harness import BASE_URL, served
 from spec import validate
+from servers import RunningServer
 from wire import check_error
+from wire import post as post_over_http
 
 MODEL = "minilm"
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "  Embeddings map text to vectors.  ",
@@ -46,7 +48,10 @@ def client(server) -> OpenAI:
     return OpenAI(base_url=f"{BASE_URL}/v1", api_key="unused", max_retries=0, http_client=server)
 
 
-def post(server: httpx.Client, path: str, body: dict) -> httpx.Response:
+def post(server: httpx.Client | RunningServer, path: str, body: dict) -> httpx.Response:
+    """In-process (the harness's client) or to a real server (other files' RunningServer fixtures)."""
+    if isinstance(server, RunningServer):
+        return post_over_http(server.base_url, path, body)
     return server.post(path, json=body)
 
 
