@@ -50,9 +50,10 @@ def split(events, rng: random.Random):
     return out
 
 
-def run(events, show_thinking=True):
+def run(events, show_thinking=True, stop_sequences=("three",)):  # the client asked to stop at "three"
     stats = RequestStats(prompt_tokens=30, reasoning_tokens=0)
-    stream = MessageStream("msg_1", "m", stats, MessageOptions(SEALER, show_thinking=show_thinking))
+    stream = MessageStream("msg_1", "m", stats, MessageOptions(SEALER, show_thinking=show_thinking,
+                                                                stop_sequences=stop_sequences))
     wire = stream.start()
     for event in events:
         stats.observe(event)
@@ -92,6 +93,8 @@ def test_shapes():
     assert [b["input"] for b in message["content"]] == [{"x": 1}, {"x": 2}]
     assert message["stop_reason"] == "tool_use"
     assert run(CASES["stop sequence"])[0]["stop_sequence"] == "three"
+    unasked = run(CASES["stop sequence"], stop_sequences=())[0]  # a stop the server added (a template's own)
+    assert unasked["stop_reason"] == "end_turn" and unasked["stop_sequence"] is None
     assert run(CASES["cut short"])[0]["stop_reason"] == "max_tokens"
     omitted, wire = run(CASES["thinking then text"], show_thinking=False)
     assert omitted["content"][0]["thinking"] == "" and \

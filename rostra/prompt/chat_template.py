@@ -19,6 +19,7 @@ from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from rostra.errors import InvalidRequest
+from rostra.prompt.template_metadata import template_stop_strings
 
 # Used when a model ships no template at all.
 CHATML_TEMPLATE = (
@@ -63,6 +64,8 @@ class ChatTemplate:
         env.filters["tojson"] = _tojson
         env.globals.update(raise_exception=_raise_exception, strftime_now=_strftime_now)
         self._template = env.from_string(self.source)  # a broken template fails at start-up
+        # The template's own stop strings (tabbyAPI's template metadata), stops of every request it renders.
+        self.stop_strings = template_stop_strings(env, self.source)
         self._specials = {**(named_tokens or {}), "bos_token": bos_token, "eos_token": eos_token}
 
     def render(self, messages: list[dict[str, Any]], add_generation_prompt: bool = True,

@@ -1,4 +1,4 @@
-"""A prompt format's own ends of the model's turn, as stop tokens of every request it renders.
+"""A prompt format's own ends of the model's turn, as stops of every request it renders.
 
 gpt-oss ends a turn with `<|call|>` (a tool call waits for its result) or `<|return|>` (the answer is done):
 the harmony renderer lists them (`stop_texts`), as OpenAI's library gives them for assistant actions. Engines
@@ -18,14 +18,25 @@ _IDS: WeakKeyDictionary[Engine, tuple[int, ...]] = WeakKeyDictionary()  # the st
 
 
 async def with_template_stops(turn: Turn, renderer: PromptRenderer, engine: Engine) -> Turn:
+    """The turn with its prompt format's own stops added: the harmony renderer's stop tokens, and the stop
+    strings a chat template declares (tabbyAPI's template metadata: prompt/template_metadata.py)."""
+    sampling = turn.sampling
+    ids = await _stop_token_ids(renderer, engine)
+    if ids:
+        merged = list(dict.fromkeys([*(sampling.stop_token_ids or []), *ids]))
+        sampling = sampling.model_copy(update={"stop_token_ids": merged})
+    strings: tuple[str, ...] = getattr(renderer, "stop_strings", ())
+    if strings:
+        sampling = sampling.model_copy(update={"stop": list(dict.fromkeys([*sampling.stop_strings(), *strings]))})
+    return turn if sampling is turn.sampling else dataclasses.replace(turn, sampling=sampling)
+
+
+async def _stop_token_ids(renderer: PromptRenderer, engine: Engine) -> tuple[int, ...]:
     texts: tuple[str, ...] = getattr(renderer, "stop_texts", ())
     if not texts:
-        return turn
+        return ()
     ids = _IDS.get(engine)
     if ids is None:
         found = [await engine.tokenize(text, add_special=False) for text in texts if text in engine.special_texts]
         ids = _IDS[engine] = tuple(tokens[0] for tokens in found if len(tokens) == 1)
-    if not ids:
-        return turn
-    merged = list(dict.fromkeys([*(turn.sampling.stop_token_ids or []), *ids]))
-    return dataclasses.replace(turn, sampling=turn.sampling.model_copy(update={"stop_token_ids": merged}))
+    return ids

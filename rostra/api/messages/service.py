@@ -50,7 +50,8 @@ class MessagesService:
         params = job.runs[0].params
         bound = params is not None and params.max_tokens < request.max_tokens
         show = not (request.thinking and request.thinking.display == "omitted")
-        return MessagesJob(job, MessageOptions(self.sealer, show_thinking=show, context_bound=bound))
+        return MessagesJob(job, MessageOptions(self.sealer, show_thinking=show, context_bound=bound,
+                                               stop_sequences=tuple(request.stop_sequences or ())))
 
     async def count_tokens(self, request: MessagesRequestFields) -> int:
         """The prompt's tokens exactly as /v1/messages would count them: template and tools included."""

@@ -38,6 +38,9 @@ class MessageOptions:
     show_thinking: bool = True  # false: thinking: {display: "omitted"}, blocks carry only the signature
     # The request's max_tokens was cut to the room the context has left: running out of it is the context's doing.
     context_bound: bool = False
+    # The client's stop_sequences: a stop the server adds (a template's own stop strings) ends the turn as
+    # `end_turn`, as the model's own end would, never as a stop_sequence the client did not send.
+    stop_sequences: tuple[str, ...] = ()
 
 
 class MessageStream:
@@ -129,10 +132,11 @@ class MessageStream:
         elif event.reason == "length":
             reason = "model_context_window_exceeded" if self.options.context_bound else "max_tokens"
         else:
-            reason = "stop_sequence" if event.stop_string is not None else "end_turn"
+            reason = "stop_sequence" if event.stop_string in self.options.stop_sequences else "end_turn"
         final = self._usage()
         delta_usage = {key: final[key] for key in DELTA_USAGE_FIELDS}
-        return [self._fold({"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": event.stop_string},
+        sequence = event.stop_string if reason == "stop_sequence" else None
+        return [self._fold({"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": sequence},
                             "usage": delta_usage}),
                 self._fold({"type": "message_stop"})]
 
