@@ -98,14 +98,16 @@ class SamplingParams:
 
 @dataclass(frozen=True)
 class PromptImage:
-    """An image of the prompt, decoded and checked (rostra/images/), re-encoded as PNG for the engine."""
+    """An image of the prompt, decoded and checked (rostra/images/): the client's own PNG or JPEG bytes where every
+    engine reads them as they are, else re-encoded as PNG (rostra/images/decode.py)."""
 
-    png: bytes = field(repr=False)
+    data: bytes = field(repr=False)
     width: int
     height: int
+    media_type: str = "image/png"
 
     def data_url(self) -> str:
-        return "data:image/png;base64," + base64.b64encode(self.png).decode("ascii")
+        return f"data:{self.media_type};base64," + base64.b64encode(self.data).decode("ascii")
 
     def placeholder(self) -> str:
         """How a model that shows images as text (the scripted engine) sees it."""

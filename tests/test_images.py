@@ -47,8 +47,8 @@ def test_every_lossless_format_gives_the_pixels_of_the_png(fmt):
     expected = decode_image(encoded(source, "PNG"), PARAM, ImageLimits())
     image = decode_image(encoded(source, fmt, **LOSSLESS[fmt]), PARAM, ImageLimits())
     assert (image.width, image.height) == (24, 16)
-    assert pixels(image.png) == pixels(expected.png)
-    assert image.png.startswith(b"\x89PNG")
+    assert pixels(image.data) == pixels(expected.data)
+    assert image.data.startswith(b"\x89PNG")
 
 
 def test_jpeg_decodes_to_its_size():
@@ -57,12 +57,30 @@ def test_jpeg_decodes_to_its_size():
     assert image.placeholder() == "[image 40x30]"
 
 
+@pytest.mark.parametrize("fmt, mode, media_type", [("PNG", "RGB", "image/png"), ("PNG", "L", "image/png"),
+                                                   ("JPEG", "RGB", "image/jpeg")])
+def test_a_plain_png_or_jpeg_goes_to_the_engine_as_sent(fmt, mode, media_type):
+    sent = encoded(pattern(40, 30).convert(mode), fmt)
+    image = decode_image(sent, PARAM, ImageLimits())
+    assert (image.data, image.media_type, image.width, image.height) == (sent, media_type, 40, 30)
+    assert image.data_url().startswith(f"data:{media_type};base64,")
+
+
+@pytest.mark.parametrize("source", [pattern().convert("RGBA"), pattern().quantize(16), pattern().convert("CMYK")],
+                         ids=["alpha", "palette", "cmyk"])
+def test_what_an_engine_might_read_otherwise_is_re_encoded(source):
+    fmt = "JPEG" if source.mode == "CMYK" else "PNG"
+    image = decode_image(encoded(source, fmt), PARAM, ImageLimits())
+    assert image.media_type == "image/png" and image.data.startswith(b"\x89PNG")
+    assert Image.open(io.BytesIO(image.data)).mode == "RGB"
+
+
 def test_gif_first_frame_is_taken():
     red, blue = Image.new("RGB", (8, 8), (255, 0, 0)), Image.new("RGB", (8, 8), (0, 0, 255))
     out = io.BytesIO()
     red.save(out, format="GIF", save_all=True, append_images=[blue])
     image = decode_image(out.getvalue(), PARAM, ImageLimits())
-    assert pixels(image.png)[1][:3] == bytes((255, 0, 0))
+    assert pixels(image.data)[1][:3] == bytes((255, 0, 0))
 
 
 def test_exif_orientation_is_applied():
@@ -70,12 +88,13 @@ def test_exif_orientation_is_applied():
     exif[0x0112] = 6  # rotated 90 degrees: viewers show it upright, taller than wide
     image = decode_image(encoded(pattern(40, 20), "JPEG", exif=exif.tobytes()), PARAM, ImageLimits())
     assert (image.width, image.height) == (20, 40)
+    assert Image.open(io.BytesIO(image.data)).size == (20, 40)  # re-encoded upright, not passed on as sent
 
 
 def test_transparency_is_shown_over_white():
     clear = Image.new("RGBA", (4, 4), (0, 0, 0, 0))
     image = decode_image(encoded(clear, "PNG"), PARAM, ImageLimits())
-    assert set(pixels(image.png)[1]) == {255}
+    assert set(pixels(image.data)[1]) == {255}
 
 
 def test_a_decompression_bomb_is_refused_before_decoding():

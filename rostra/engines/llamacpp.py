@@ -461,7 +461,7 @@ def multimodal_prompt(prompt: Prompt) -> dict:
         raise InvalidRequest(f"the messages hold the text {MEDIA_MARKER}, which this model reads as an image",
                              param="messages")
     return {"prompt_string": text,
-            "multimodal_data": [base64.b64encode(image.png).decode("ascii") for image in prompt.images]}
+            "multimodal_data": [base64.b64encode(image.data).decode("ascii") for image in prompt.images]}
 
 
 def _token_at(tokens: list[str], index: int | None) -> str:

@@ -103,7 +103,7 @@ class VisionProcessor:
         return len(self.expand(prompt).token_ids)
 
     def process(self, image: PromptImage) -> ProcessedImage:
-        key = hashlib.sha256(image.png).digest()
+        key = hashlib.sha256(image.data).digest()
         with self._lock:
             kept = self._kept.get(key)
             if kept is not None:
@@ -117,7 +117,7 @@ class VisionProcessor:
         return processed
 
     def _process(self, image: PromptImage) -> ProcessedImage:
-        with Image.open(io.BytesIO(image.png)) as opened:
+        with Image.open(io.BytesIO(image.data)) as opened:
             rgb = opened.convert("RGB")
         # The processor expands the image token of a one-image text: that expansion is the image's tokens.
         inputs = self.processor(text=self.image_token, images=[rgb], return_tensors="pt", add_special_tokens=False)

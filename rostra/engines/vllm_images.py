@@ -22,7 +22,7 @@ def pil_images(images: Sequence[PromptImage]) -> list[Image.Image]:
     """The prompt's images decoded (RGB, as rostra checked them): CPU work, for a worker thread."""
     decoded = []
     for image in images:
-        with Image.open(io.BytesIO(image.png)) as opened:
+        with Image.open(io.BytesIO(image.data)) as opened:
             decoded.append(opened.convert("RGB"))
     return decoded
 
