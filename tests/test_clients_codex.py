@@ -17,6 +17,7 @@ import pytest
 
 from codex_cli import codex_exec
 from conftest import scripted
+from images import encoded, pattern
 from readme_clients import KEY, MODEL, at, setup_block
 from servers import RunningServer
 
@@ -27,7 +28,7 @@ CODEX_SERVER = scripted("codex.jsonl", "--tool-call-parser", "hermes", "--reason
 
 @pytest.fixture(scope="module")
 def codex_server():
-    server = RunningServer(list(CODEX_SERVER))
+    server = RunningServer(list(CODEX_SERVER), log_level="info")
     yield server
     server.stop()
 
@@ -71,6 +72,23 @@ def test_two_parallel_calls(codex_server, workdir):
     outputs = sorted(item["aggregated_output"].strip() for item in run.of_type("command_execution"))
     assert outputs == ["ALPHA", "BETA"]
     assert run.last_message == "alpha.txt says ALPHA and beta.txt says BETA."
+
+
+def test_view_image_round_trip(codex_server, workdir):
+    """Codex's view_image tool reads a PNG from the work dir and answers with a `function_call_output` whose
+    output is a list holding an `input_image` (a data URL); the scripted model sees it as `[image WxH]` and
+    answers with the size it saw: the picture arrived whole, as an image, not as text."""
+    (workdir / "picture.png").write_bytes(encoded(pattern(37, 23), "PNG"))
+    logged = codex_server.log_path.stat().st_size
+    run = codex_exec(codex_server.v1, workdir, "Describe picture.png.")
+    ran_cleanly(run)
+    assert run.last_message == "picture.png is 37 pixels wide and 23 pixels high."
+    [output] = [record["payload"] for record in run.session if record.get("type") == "response_item"
+                and record["payload"].get("type") == "function_call_output"]
+    assert [part["type"] for part in output["output"]] == ["input_image"], output
+    assert output["output"][0]["image_url"].startswith("data:image/png;base64,")
+    log = codex_server.log_path.read_text()[logged:]
+    assert '"route": "/v1/responses", "status": 200' in log and '"status": 4' not in log, log[-3000:]
 
 
 def test_output_schema(codex_server, workdir, tmp_path):
