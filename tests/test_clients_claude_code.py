@@ -2,8 +2,8 @@
 
 Headless (`claude -p`), with its home and config in a temporary directory and every kind of nonessential
 traffic off; as root it refuses --dangerously-skip-permissions, so the tools a task needs are pre-approved
-with --allowedTools. On the scripted engine: a Bash tool round trip and a file edit through Read then Edit,
-each ending with a final answer. The script (tests/data/claude_code.jsonl; WORKDIR is the task's directory)
+with --allowedTools. On the scripted engine: a Bash tool round trip, a file edit through Read then Edit, and
+Read on a PNG (an image in the tool result), each ending with a final answer. The script (tests/data/claude_code.jsonl; WORKDIR is the task's directory)
 writes the calls in the Hermes `<tool_call>` format Qwen2.5/Qwen3 models emit (their chat templates'
 format), read by rostra's hermes parser. Then one plain turn on the embedded model.
 """
