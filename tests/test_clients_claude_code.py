@@ -2,8 +2,8 @@
 
 Headless (`claude -p`), with its home and config in a temporary directory and every kind of nonessential
 traffic off; as root it refuses --dangerously-skip-permissions, so the tools a task needs are pre-approved
-with --allowedTools. On the scripted engine: a Bash tool round trip and a file edit through Read then Edit,
-each ending with a final answer. The script (tests/data/claude_code.jsonl; WORKDIR is the task's directory)
+with --allowedTools. On the scripted engine: a Bash tool round trip, a file edit through Read then Edit, and
+Read on a PNG (an image in the tool result), each ending with a final answer. The script (tests/data/claude_code.jsonl; WORKDIR is the task's directory)
 writes the calls in the Hermes `<tool_call>` format Qwen2.5/Qwen3 models emit (their chat templates'
 format), read by rostra's hermes parser. Then one plain turn on the embedded model.
 """
@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from images import encoded, pattern
 from node_clients import node_bin
 from servers import DATA, RunningServer, free_port
 
@@ -79,6 +80,22 @@ def test_file_edit_through_the_edit_tool(scripted_server, tmp_path):
     result = claude(server, workdir, tmp_path, "Fix the typo in greet.py", "--allowedTools", "Read", "Edit")
     assert result["result"] == "I fixed the typo: greet.py now prints hello world."
     assert (workdir / "greet.py").read_text() == "print('hello world')\n"
+
+
+def test_read_tool_on_a_png(scripted_server, tmp_path):
+    """Claude Code's Read tool on a PNG answers with a `tool_result` holding an `image` block (base64, the media
+    type read from the bytes: a JPEG named .png goes as image/jpeg). By experiment with this version, a small PNG
+    goes byte for byte as it is on disk (37x23 here; 1200x1200 also arrived at its size); a larger one is scaled
+    down to 2000 pixels on its longer side (a 3000x1000 RGB PNG arrived as a 2000x667 RGBA PNG) and a text block after the
+    tool_result gives the original size ("[Image: original 3000x1000, displayed at 2000x667. ...]"). The scripted
+    model sees the image as `[image WxH]` and answers with the size it saw: the picture arrived whole."""
+    server, workdir = scripted_server
+    (workdir / "shape.png").write_bytes(encoded(pattern(37, 23), "PNG"))
+    logged = server.log_path.stat().st_size
+    result = claude(server, workdir, tmp_path, "Describe shape.png", "--allowedTools", "Read")
+    assert result["result"] == "shape.png is 37 pixels wide and 23 pixels high."
+    log = server.log_path.read_text()[logged:]
+    assert '"route": "/v1/messages", "status": 200' in log and '"status": 4' not in log, log[-3000:]
 
 
 def test_plain_turn_on_the_embedded_model(tmp_path):

@@ -5,7 +5,8 @@ The scripted model (tests/data/codex.jsonl) writes what Qwen3 models write: `<th
 Hermes-style calls, `<tool_call>\\n{"name": ..., "arguments": {...}}\\n</tool_call>` (the format of Qwen3's chat
 template and of Qwen2.5's; tests/data/tools.jsonl has the same shape), one per call. Codex's freeform tools
 (apply_patch, offered under a model name Codex knows as one of OpenAI's, gpt-5.5) reach such a model as a
-function with one string argument, `input`, as rostra offers every custom tool (README, "Tool types").
+function with one string argument, `input`, as rostra offers every custom tool (README, "Tool types"). Its
+view_image tool sends the image it opened back inside the call's output (issue 34's tool results).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 
 from codex_cli import codex_exec
 from conftest import scripted
+from images import encoded, pattern
 from readme_clients import KEY, MODEL, at, setup_block
 from servers import RunningServer
 
@@ -27,7 +29,7 @@ CODEX_SERVER = scripted("codex.jsonl", "--tool-call-parser", "hermes", "--reason
 
 @pytest.fixture(scope="module")
 def codex_server():
-    server = RunningServer(list(CODEX_SERVER))
+    server = RunningServer(list(CODEX_SERVER), log_level="info")
     yield server
     server.stop()
 
@@ -71,6 +73,28 @@ def test_two_parallel_calls(codex_server, workdir):
     outputs = sorted(item["aggregated_output"].strip() for item in run.of_type("command_execution"))
     assert outputs == ["ALPHA", "BETA"]
     assert run.last_message == "alpha.txt says ALPHA and beta.txt says BETA."
+
+
+@pytest.mark.parametrize(("size", "seen"), [((37, 23), (37, 23)), ((3000, 1000), (2048, 683))],
+                         ids=["as-is", "scaled"])
+def test_view_image_round_trip(codex_server, workdir, size, seen):
+    """Codex's view_image tool reads a PNG from the work dir and answers with a `function_call_output` whose
+    output is a list holding one `input_image` (a data URL, `detail` "high"); the scripted model sees it as
+    `[image WxH]` and answers with the size it saw: the picture arrived whole, as an image, not as text. By
+    experiment with this version, Codex sends an image that fits in 2048x2048 byte for byte (its media type read
+    from the bytes: a JPEG or WebP named .png goes as one) and scales a larger one down to fit, as an RGBA PNG
+    (3000x1000 -> 2048x683, 2.6 MB)."""
+    (workdir / "picture.png").write_bytes(encoded(pattern(*size), "PNG"))
+    logged = codex_server.log_path.stat().st_size
+    run = codex_exec(codex_server.v1, workdir, "Describe picture.png.")
+    ran_cleanly(run)
+    assert run.last_message == f"picture.png is {seen[0]} pixels wide and {seen[1]} pixels high."
+    [output] = [record["payload"] for record in run.session if record.get("type") == "response_item"
+                and record["payload"].get("type") == "function_call_output"]
+    assert [part["type"] for part in output["output"]] == ["input_image"], output
+    assert output["output"][0]["image_url"].startswith("data:image/png;base64,")
+    log = codex_server.log_path.read_text()[logged:]
+    assert '"route": "/v1/responses", "status": 200' in log and '"status": 4' not in log, log[-3000:]
 
 
 def test_output_schema(codex_server, workdir, tmp_path):

@@ -6,9 +6,9 @@ everything but loopback sent to a proxy nothing listens on (update checks, telem
 the client has a switch; where it has none, the request fails on the dead proxy). No output limit is configured:
 each asks for its own default budget (OpenCode and Qwen Code `max_tokens: 32000`, pi 16384).
 
-On the scripted engine: a plain answer, and a round trip through the client's own file-reading tool (the script
-writes the call in the Hermes `<tool_call>` format, read by rostra's hermes parser). On the embedded model: one
-plain prompt.
+On the scripted engine: a plain answer, and round trips through the client's own file-reading tool on a text file
+and on a PNG (the script writes the call in the Hermes `<tool_call>` format, read by rostra's hermes parser). On
+the embedded model: one plain prompt.
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
+from images import encoded, pattern
 from node_clients import node_bin
 from readme_clients import KEY, MODEL, at, setup_block, shell_setup
 from servers import RunningServer
@@ -61,6 +63,19 @@ class Agent:
                                                             "telemetry": {"enabled": False}}))
         return offline
 
+    def declare_vision(self, home: Path, workdir: Path) -> None:
+        """What a user adds to the README's setup for a model that sees images (README, "Images"): each client
+        decides from its own model config, never from /v1/models, and for a text-only model drops the image."""
+        if self.name == "opencode":
+            edit_json(workdir / "opencode.json", lambda config: config["provider"]["rostra"]["models"][MODEL].update(
+                modalities={"input": ["text", "image"], "output": ["text"]}))
+        elif self.name == "pi":
+            edit_json(home / ".pi" / "agent" / "models.json",
+                      lambda config: config["providers"]["rostra"]["models"][0].update(input=["text", "image"]))
+        else:
+            edit_json(home / ".qwen" / "settings.json",
+                      lambda config: config.update(model={"generationConfig": {"modalities": {"image": True}}}))
+
     def tool_call(self, path: Path) -> str:
         call = {"name": self.read_tool, "arguments": {self.path_argument: str(path)}}
         return f"I will read the file.\n<tool_call>\n{json.dumps(call)}\n</tool_call>"
@@ -68,6 +83,12 @@ class Agent:
 
 AGENTS = [Agent("opencode", "opencode", "read", "filePath"), Agent("pi", "pi", "read", "path", embedded_context=2048),
           Agent("qwen-code", "qwen", "read_file", "file_path")]
+
+
+def edit_json(path: Path, change: Callable[[dict], object]) -> None:
+    config = json.loads(path.read_text())
+    change(config)
+    path.write_text(json.dumps(config))
 
 
 @dataclass
@@ -78,9 +99,12 @@ class Run:
 
 
 def run_agent(agent: Agent, server: RunningServer, workdir: Path, home: Path, prompt: str | None = None,
-              timeout: float = 300) -> Run:
-    """The README's command line (its prompt, or `prompt`) in `workdir`."""
+              timeout: float = 300, vision: bool = False) -> Run:
+    """The README's command line (its prompt, or `prompt`) in `workdir`; with `vision`, the model declared as
+    one that sees images."""
     env = agent.configure(home, workdir, server.base_url)
+    if vision:
+        agent.declare_vision(home, workdir)
     setup = shell_setup(agent.name, server.base_url)
     assert setup.argv[0] == agent.command, setup.argv
     argv = [str(node_bin(agent.name, agent.command)), *setup.argv[1:]]
@@ -102,7 +126,10 @@ def scripted_agent(request, tmp_path_factory):
     workdir = tmp_path_factory.mktemp(f"{agent.name}-task")
     (workdir / "notes.txt").write_text(f"The build number is {NOTES}.\n")
     script = workdir.parent / f"{agent.name}-script.jsonl"
-    lines = [{"match": NOTES, "output": f"The notes say {NOTES}."},
+    (workdir / "shape.png").write_bytes(encoded(pattern(37, 23), "PNG"))
+    lines = [{"match": r"\[image 37x23\]", "output": "shape.png is 37 pixels wide and 23 pixels high."},
+             {"match": r"Describe shape\.png", "output": agent.tool_call(workdir / "shape.png")},
+             {"match": NOTES, "output": f"The notes say {NOTES}."},
              {"match": r"What does notes\.txt say", "output": agent.tool_call(workdir / "notes.txt")},
              {"match": "Say hello", "output": "Hello from rostra."}]
     script.write_text("".join(json.dumps(line) + "\n" for line in lines))
@@ -130,6 +157,23 @@ def test_file_reading_tool_round_trip(scripted_agent, tmp_path):
     assert run.returncode == 0, explain(run, server)
     assert f"The notes say {NOTES}." in run.stdout, explain(run, server)
     log = server.log_path.read_text()
+    assert '"route": "/v1/chat/completions", "status": 200' in log and '"status": 4' not in log, log[-3000:]
+
+
+def test_read_tool_on_a_png(scripted_agent, tmp_path):
+    """The client's read tool on a PNG, the model declared as one that sees images: the client sends the image
+    back and the scripted model, which sees it as `[image WxH]`, answers with the size it saw. Seen on the wire
+    (these versions): each answers the call with a text-only `tool` message ("Image read successfully", "Read
+    image file [image/png]", Qwen Code's "Image overview: 37x23; ...") and sends the image in a user message after
+    it ("Attached media from tool result:" and an `image_url` part); OpenCode and pi send the PNG as it is, Qwen
+    Code re-encodes it as a JPEG of the same size. For a model not declared so, each drops the image and says so in
+    text instead (OpenCode: "ERROR: Cannot read image (this model does not support image input)")."""
+    agent, server, workdir = scripted_agent
+    logged = server.log_path.stat().st_size
+    run = run_agent(agent, server, workdir, tmp_path, "Describe shape.png", vision=True)
+    assert run.returncode == 0, explain(run, server)
+    assert "shape.png is 37 pixels wide and 23 pixels high." in run.stdout, explain(run, server)
+    log = server.log_path.read_text()[logged:]
     assert '"route": "/v1/chat/completions", "status": 200' in log and '"status": 4' not in log, log[-3000:]
 
 
