@@ -15,15 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rostra.store.base import StoreError
-from rostra.store.batch_store import (
-    BatchLine,
-    BatchStore,
-    ChunkClaim,
-    LineCounts,
-    LineResult,
-    PendingLine,
-    WorkFilter,
-)
+from rostra.store.batch_store import BatchLine, BatchStore, ChunkClaim, LineCounts, LineResult, PendingLine, WorkFilter
 from rostra.store.sqlite_connection import ConnectionThread
 from rostra.store.sqlite_connection import transaction as _transaction
 from rostra.store.tables import dumps
