@@ -24,6 +24,7 @@ REPLIES: dict[str, list[bytes]] = {
     "/health": [b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n", b'{"status":', b' "ok"}'],
     "/broken": [b"HTTP/1.1 500 Internal Server Error\r\nTransfer-Encoding: chunked\r\n\r\n",
                 chunked(b'{"error": {"message": "boom"}}')],
+    "/short": [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", b"40\r\n{\"tokens\": ["],  # then: closed
     "/cut": [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", b"40\r\n{\"tokens\": ["],  # then: reset
 }
 
@@ -77,5 +78,13 @@ def test_a_connection_cut_mid_reply_is_a_loopback_error():
             await client.post("/cut", {})
         with pytest.raises(LoopbackError):
             await client.get("/cut")
+
+    asyncio.run(with_server(body))
+
+
+def test_a_chunked_reply_closed_before_its_last_chunk_is_a_loopback_error():
+    async def body(client: LoopbackClient):
+        with pytest.raises(LoopbackError, match="connection lost: the reply ended before its last chunk"):
+            await client.post("/short", {})
 
     asyncio.run(with_server(body))

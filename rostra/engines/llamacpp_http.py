@@ -79,6 +79,8 @@ class _Exchange(asyncio.Protocol):
             del raw[:start + size + 2]
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if exc is None and self.chunked and not self.ended:  # closed cleanly, but the body is cut short
+            exc = ConnectionError("the reply ended before its last chunk")
         self.ended = True
         self.lost = exc
         self._wake()
