@@ -17,7 +17,7 @@ import asyncpg
 from rostra.store.base import StoreError
 from rostra.store.batch_store import BatchLine, BatchStore, ChunkClaim, LineCounts, LineResult, PendingLine, WorkFilter
 from rostra.store.blobs import Blobs, too_large
-from rostra.store.postgres_pool import NOW, open_pool, tenant_visible
+from rostra.store.postgres_pool import NOW, created_page, open_pool, tenant_visible
 from rostra.store.tables import dumps
 from rostra.store.tenancy import EVERYONE, Tenant
 
@@ -104,26 +104,15 @@ class PostgresBatchStore(BatchStore):
 
     async def _page(self, table: str, after: str | None, limit: int, order: str, purpose: str | None,
                     tenant: Tenant) -> tuple[list[dict], bool]:
-        compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")  # fixed strings only
         conditions, params = [tenant_visible(1)], list[Any](tenant.sql_params())
         if table == "rostra_files":
             conditions.append(_LIVE)
         if purpose is not None:
             params.append(purpose)
             conditions.append(f"purpose = ${len(params)}")
-        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-            if after is not None:
-                row = await conn.fetchrow(f"SELECT created_at, seq FROM {table} WHERE {' AND '.join(conditions)} "
-                                          f"AND id = ${len(params) + 1}", *params, after)
-                if row is None:
-                    raise StoreError(f"no object {after!r} to list after")
-                params += [row["created_at"], row["seq"]]
-                conditions.append(f"(created_at, seq) {compare} (${len(params) - 1}, ${len(params)})")
-            # seq: the order they were made in, within one second too
-            rows = await conn.fetch(f"SELECT body FROM {table} WHERE {' AND '.join(conditions)} "
-                                    f"ORDER BY created_at {direction}, seq {direction} LIMIT ${len(params) + 1}",
-                                    *params, limit + 1)
-        return [json.loads(row["body"]) for row in rows[:limit]], len(rows) > limit
+        noun = "file" if table == "rostra_files" else "batch"
+        return await created_page(self.pool, table, " AND ".join(conditions), params, after, limit, order,
+                                  tiebreak="seq", noun=noun)
 
     # -- batches ----------------------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from rostra.store.base import (
 )
 from rostra.store.postgres_images import MIGRATION as IMAGES_MIGRATION
 from rostra.store.postgres_images import forget_unused, loaded, stored_bodies
-from rostra.store.postgres_pool import NOW, open_pool, tenant_visible
+from rostra.store.postgres_pool import NOW, created_page, open_pool, tenant_visible
 from rostra.store.tables import ItemTable, dumps
 from rostra.store.tenancy import EVERYONE, Tenant
 
@@ -421,20 +421,8 @@ class PostgresResponseStore(ResponseStore):
 
     async def list_conversations(self, *, after: str | None = None, limit: int = 20, order: str = "desc",
                                  tenant: Tenant = EVERYONE) -> tuple[list[dict], bool]:
-        compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")  # fixed strings only
-        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-            where, params = f"WHERE {tenant_visible(1)}", list(tenant.sql_params())
-            if after is not None:
-                row = await conn.fetchrow(f"SELECT created_at, id FROM rostra_conversations {where} AND id = $3",
-                                          *params, after)
-                if row is None:
-                    raise StoreError(f"no conversation {after!r}")
-                where += f" AND (created_at, id) {compare} ($3, $4)"
-                params += [row["created_at"], row["id"]]
-            rows = await conn.fetch(f"SELECT body FROM rostra_conversations {where} "
-                                    f"ORDER BY created_at {direction}, id {direction} LIMIT ${len(params) + 1}",
-                                    *params, limit + 1)
-        return [json.loads(row["body"]) for row in rows[:limit]], len(rows) > limit
+        return await created_page(self.pool, "rostra_conversations", tenant_visible(1), list(tenant.sql_params()),
+                                  after, limit, order, tiebreak="id", noun="conversation")
 
     async def update_conversation(self, conversation: dict) -> None:
         done = await self.pool.execute("UPDATE rostra_conversations SET body = $1 WHERE id = $2",

@@ -1,11 +1,15 @@
 """What the two PostgreSQL stores (Responses: postgres.py; Files and Batches: batch_postgres.py) share: a pool
-opened on a migrated schema, the database's clock, and the condition for the rows a tenant may see.
+opened on a migrated schema, the database's clock, the condition for the rows a tenant may see, and listing
+objects a page at a time.
 
 Each store has its own list of migrations and its own version table, so the two schemas migrate apart in one
 database.
 """
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 import asyncpg
 
@@ -62,3 +66,23 @@ def redacted(dsn: str) -> str:
 def tenant_visible(first: int) -> str:
     """Rows a tenant may see, its Tenant.sql_params() the parameters numbered `first` and `first + 1`."""
     return f"(${first}::bool OR tenant IS NULL OR tenant = ${first + 1}::text)"
+
+
+async def created_page(pool: asyncpg.Pool, table: str, where: str, params: list[Any], after: str | None, limit: int,
+                       order: str, tiebreak: str, noun: str) -> tuple[list[dict], bool]:
+    """One page of the JSON `body` of `table`'s rows that `where` selects (its parameters `params`, numbered from
+    $1), as OpenAI's list endpoints page objects: by created_at, then `tiebreak` (the order rows were made in,
+    within one second too), after the object whose id is `after` (a StoreError naming the `noun` when it is not
+    one of them); (bodies, has_more). Table, condition, column and direction are fixed strings, never a request's."""
+    compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")
+    async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):  # one snapshot
+        if after is not None:
+            row = await conn.fetchrow(f"SELECT created_at, {tiebreak} FROM {table} WHERE {where} "
+                                      f"AND id = ${len(params) + 1}", *params, after)
+            if row is None:
+                raise StoreError(f"no {noun} {after!r} to list after")
+            params = [*params, row["created_at"], row[tiebreak]]
+            where = f"{where} AND (created_at, {tiebreak}) {compare} (${len(params) - 1}, ${len(params)})"
+        rows = await conn.fetch(f"SELECT body FROM {table} WHERE {where} ORDER BY created_at {direction}, "
+                                f"{tiebreak} {direction} LIMIT ${len(params) + 1}", *params, limit + 1)
+    return [json.loads(row["body"]) for row in rows[:limit]], len(rows) > limit
