@@ -103,7 +103,7 @@ def test_files_round_trip_page_and_tenants(backend):
         assert [f["id"] for f in page] == ["file-2", "file-3", "file-4"] and not more
         page, _ = await store.list_files(after=None, limit=10, order="desc", purpose="batch")
         assert [f["id"] for f in page] == ["file-4", "file-2", "file-0"]
-        with pytest.raises(StoreError):
+        with pytest.raises(StoreError, match="no file 'file-nope' to list after"):
             await store.list_files(after="file-nope", limit=10, order="asc", purpose=None)
         assert not await store.delete_file("file-0", Tenant("key-b", sees_all=False))
         assert await store.delete_file("file-0", Tenant("key-a", sees_all=False))
@@ -259,6 +259,19 @@ def test_a_cancel_during_validation_wins(backend):
         page, more = await store.list_batches(after=None, limit=5)
         assert [b["id"] for b in page] == ["batch_f"] and not more
     run(backend, body)
+
+
+def test_batches_list_newest_first_in_pages_within_one_second_too(backend):
+    async def body(pair):
+        store, _ = pair
+        for n in range(5):  # two seconds: the order they were made in decides within one
+            await store.create_batch({**batch(f"batch_{n}"), "created_at": 1700000000 + n // 3}, None)
+        first, more = await store.list_batches(after=None, limit=2)
+        rest, rest_more = await store.list_batches(after=first[-1]["id"], limit=10)
+        with pytest.raises(StoreError, match="no batch 'batch_nope' to list after"):
+            await store.list_batches(after="batch_nope", limit=10)
+        return [b["id"] for b in first], more, [b["id"] for b in rest], rest_more
+    assert run(backend, body) == (["batch_4", "batch_3"], True, ["batch_2", "batch_1", "batch_0"], False)
 
 
 def test_a_large_file_never_sits_in_memory(backend):

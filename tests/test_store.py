@@ -718,7 +718,7 @@ def test_list_conversations(backend):
                 after = page[-1]["id"]
             pages[order] = seen
         whole, whole_more = await store.list_conversations(limit=100)
-        with pytest.raises(StoreError):
+        with pytest.raises(StoreError, match="no conversation 'conv_unknown' to list after"):
             await store.list_conversations(after="conv_unknown")
         await store.delete_conversation("conv_c")
         return empty, pages, whole, whole_more, await store.list_conversations()

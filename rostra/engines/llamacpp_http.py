@@ -79,6 +79,8 @@ class _Exchange(asyncio.Protocol):
             del raw[:start + size + 2]
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if exc is None and self.chunked and not self.ended:  # closed cleanly, but the body is cut short
+            exc = ConnectionError("the reply ended before its last chunk")
         self.ended = True
         self.lost = exc
         self._wake()
@@ -98,6 +100,15 @@ class _Exchange(asyncio.Protocol):
     def close(self) -> None:
         if self.transport is not None:
             self.transport.close()
+
+    async def whole_body(self) -> bytes:
+        """The rest of the reply, read to its end; the connection is closed however that ends."""
+        try:
+            while not self.ended:
+                await self.wait()
+        finally:
+            self.close()
+        return bytes(self.body)
 
 
 class EventStream:
@@ -172,35 +183,23 @@ class LoopbackClient:
             exchange.close()
             raise
         if exchange.status != 200:
-            try:
-                while not exchange.ended:
-                    await exchange.wait()
-            finally:
-                exchange.close()
-            raise LoopbackError(f"llama.cpp {path} failed: {exchange.status} {bytes(exchange.body[:300])!r}")
+            raise LoopbackError(f"llama.cpp {path} failed: {exchange.status} {(await exchange.whole_body())[:300]!r}")
         return exchange
 
     async def post(self, path: str, body: dict[str, Any]) -> Any:
         """A plain request: the JSON reply."""
-        exchange = await self._send(path, body)
-        try:
-            while not exchange.ended:
-                await exchange.wait()
-        finally:
-            exchange.close()
-        if exchange.lost is not None:
-            raise LoopbackError(f"llama.cpp {path}: connection lost: {exchange.lost}")
-        return orjson.loads(bytes(exchange.body))
+        return await self._json_reply(path, await self._send(path, body))
 
     async def get(self, path: str) -> Any:
         """A GET request (llama.cpp's /health): the JSON reply."""
-        exchange = await self._send(path, None, b"GET")
-        try:
-            while not exchange.ended:
-                await exchange.wait()
-        finally:
-            exchange.close()
-        return orjson.loads(bytes(exchange.body))
+        return await self._json_reply(path, await self._send(path, None, b"GET"))
+
+    @staticmethod
+    async def _json_reply(path: str, exchange: _Exchange) -> Any:
+        body = await exchange.whole_body()
+        if exchange.lost is not None:
+            raise LoopbackError(f"llama.cpp {path}: connection lost: {exchange.lost}")
+        return orjson.loads(body)
 
     async def stream(self, path: str, body: dict[str, Any]) -> EventStream:
         """A streamed request (`"stream": true` in `body`): its events as they come."""

@@ -19,13 +19,14 @@ from typing import AsyncGenerator
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText, AutoTokenizer, GenerationConfig
 
-from rostra.engines.base import Engine, EngineError
-from rostra.core import EngineOutput, ModelInfo, Prompt, PromptImage, SamplingParams
+from rostra.engines.base import EngineError
+from rostra.core import EngineOutput, ModelInfo, Prompt, SamplingParams
 from rostra.engines.transformers_batch import BatchDecoder, Sequence, stackable_cache
 from rostra.engines.transformers_constraints import ConstraintCompiler, ConstraintError
 from rostra.engines.transformers_sampling import RequestSampler
 from rostra.engines.transformers_tokens import token_bytes_table
 from rostra.engines.transformers_vision import VisionProcessor, has_vision
+from rostra.engines.vision_engine import VisionEngine
 from rostra.generation_defaults import from_checkpoint_config
 from rostra.tokenizer import END_MARKERS, hf_named_tokens
 
@@ -71,7 +72,7 @@ def _eos_ids(tokenizer, generation_config: GenerationConfig | None) -> set[int]:
     return ids
 
 
-class TransformersEngine(Engine):
+class TransformersEngine(VisionEngine):
     enforces_constraints = True  # JSON schema, GBNF and llguidance grammars: all through llguidance
     serves_structural_tags = True
     scores_prompts = True  # a forward pass over the prompt gives its logprobs (prompt_logprobs, echo)
@@ -113,10 +114,7 @@ class TransformersEngine(Engine):
         self._usable_vocab = min(len(self.tokenizer), self.vocab_size)
         self._token_bytes = token_bytes_table(self.tokenizer, silent_ids=self.eos_ids)
         self.special_token_ids = frozenset(set(self.tokenizer.all_special_ids) - self.eos_ids)
-        # Special and added tokens alike; not the image token, which rostra writes where each image stands (a
-        # message that holds its text is refused: the images would not pair up with their tokens).
-        self.special_texts = tuple(text for text in self.tokenizer.get_added_vocab()
-                                   if self.vision is None or text != self.vision.image_token)
+        self.special_texts = self.guarded_texts(self.tokenizer.get_added_vocab())  # special and added tokens
         self.parallel = max(1, parallel)
         self.hf_model = None
         self._decoder: BatchDecoder | None = None
@@ -173,18 +171,6 @@ class TransformersEngine(Engine):
 
     def running_requests(self) -> int:
         return len(self._running)
-
-    def takes_images(self, model: str) -> bool:
-        return self.vision is not None and self.task == "generate"
-
-    def image_marker(self, image: PromptImage) -> str:
-        assert self.vision is not None
-        return self.vision.image_token
-
-    async def prompt_length(self, prompt: Prompt) -> int:
-        if self.vision is None:
-            return len(prompt.token_ids)
-        return await asyncio.to_thread(self.vision.count, prompt)
 
     def batch_size(self) -> int:
         """Sequences in the decode batch right now (requests still waiting for a row not counted)."""

@@ -40,16 +40,19 @@ import logging
 import re
 import time
 from contextlib import aclosing
-from typing import Any, AsyncGenerator, Callable, Collection, Sequence
+from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Collection, Sequence
 
 import yaml
 
-from rostra.core import (EngineOutput, FinishReason, ModelInfo, Prompt, PromptImage, SamplingParams, TokenStep,
-                         TopLogprob)
-from rostra.engines.base import Engine, EngineError
+from rostra.core import EngineOutput, FinishReason, ModelInfo, Prompt, SamplingParams, TokenStep, TopLogprob
+from rostra.engines.base import EngineError
+from rostra.engines.vision_engine import VisionEngine
 from rostra.engines.vllm_images import image_prompt, pil_images
 from rostra.generation_defaults import FIELD_RANGES, checked
 from rostra.tokenizer import END_MARKERS, hf_named_tokens, vocab_token_bytes
+
+if TYPE_CHECKING:  # (it imports torch, which vLLM brings: imported where a vision model is loaded)
+    from rostra.engines.transformers_vision import VisionProcessor
 
 log = logging.getLogger("rostra.engine.vllm")
 
@@ -68,7 +71,7 @@ MISSING_VLLM = "the vllm engine needs vLLM, which is not installed: pip install 
 _INLINE_CHARS = 4096
 
 
-class VllmEngine(Engine):
+class VllmEngine(VisionEngine):
     enforces_constraints = True
     serves_structural_tags = True
     scores_prompts = True  # vLLM's own prompt_logprobs
@@ -115,11 +118,9 @@ class VllmEngine(Engine):
         self.vocab_size = len(self._vocab_bytes)
         self.special_token_ids = frozenset(set(getattr(self._tokenizer, "all_special_ids", ()))
                                            - {self._tokenizer.eos_token_id})
-        # A vision model: its processor's image token stands for each image (vllm_images.py); like the transformers
-        # engine's, it is not guarded as special text (a message that holds it is refused: images would not pair up).
+        # A vision model: its processor's image token stands for each image (vllm_images.py, vision_engine.py).
         self.vision = _vision_processor(model, self._llm.model_config)
-        self.special_texts = tuple(text for text in self._tokenizer.get_added_vocab()  # special and added tokens
-                                   if self.vision is None or text != self.vision.image_token)
+        self.special_texts = self.guarded_texts(self._tokenizer.get_added_vocab())  # special and added tokens
         self._running: set[str] = set()
         self._aborting: set[str] = set()
         config = self._llm.model_config
@@ -157,20 +158,6 @@ class VllmEngine(Engine):
 
     def running_requests(self) -> int:
         return len(self._running)
-
-    def takes_images(self, model: str) -> bool:
-        return self.vision is not None and self.task == "generate"
-
-    def image_marker(self, image: PromptImage) -> str:
-        assert self.vision is not None
-        return self.vision.image_token
-
-    async def prompt_length(self, prompt: Prompt) -> int:
-        """With images, as the checkpoint's processor expands them (vLLM's processor follows it; vLLM's own count
-        is reported when the generation ends)."""
-        if self.vision is None:
-            return len(prompt.token_ids)
-        return await asyncio.to_thread(self.vision.count, prompt)
 
     async def _engine_prompt(self, prompt: Prompt, params: SamplingParams) -> Any:
         options = prompt_options(prompt)  # cache_salt, mm_processor_kwargs
@@ -337,7 +324,7 @@ def engine_prompt(token_ids: list[int], options: dict[str, Any] | None = None) -
     return prompt
 
 
-def _vision_processor(model: str, model_config: Any) -> Any:
+def _vision_processor(model: str, model_config: Any) -> VisionProcessor | None:
     """The checkpoint's processor (image token, expansion counts) for a model vLLM runs as multimodal, else None."""
     if not getattr(model_config, "is_multimodal_model", False) or getattr(model_config, "runner_type", "") == "pooling":
         return None

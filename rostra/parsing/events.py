@@ -7,7 +7,7 @@ so the two can never disagree.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Union
+from typing import Callable, Literal, Union
 
 from rostra.core import TokenStep
 from rostra.parsing.decoder import StopToken
@@ -79,3 +79,12 @@ class Finish:
 
 
 Event = Union[Text, Reasoning, ToolCallStart, ToolCallArgs, ToolCallEnd, Finish]
+
+
+def feed_texts(events: list[Event], feed_text: Callable[[str], list[Event]]) -> list[Event]:
+    """A parser's feed: each Text event's text through `feed_text` (the events it gives stand in its place), every
+    other event (what a parser before it found) passed on as it is."""
+    out: list[Event] = []
+    for event in events:
+        out.extend(feed_text(event.text) if isinstance(event, Text) else (event,))
+    return out

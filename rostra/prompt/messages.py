@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 from rostra.core import PromptImage
 from rostra.errors import InvalidRequest
 from rostra.images.loader import ImageSource
-from rostra.turn import ImagePart as TurnImage, TextPart, TurnMessage, UnreadablePart
+from rostra.turn import ImagePart, TextPart, TurnMessage, UnreadablePart
 
 # Where OpenAI takes images: user messages, and tool results (Codex's view_image, computer-use screenshots).
 IMAGE_ROLES = frozenset({"user", "tool", "function"})
@@ -17,7 +17,9 @@ PartKey = tuple[int, int]  # (message index, part index)
 
 
 @dataclass(frozen=True)
-class ImagePart:
+class PlacedImage:
+    """A message's image part before it is loaded: where it stands (its marker goes there) and where it comes from."""
+
     key: PartKey
     source: ImageSource
 
@@ -31,21 +33,21 @@ class PromptImages:
     images: tuple[PromptImage, ...] = ()
 
 
-def image_parts(messages: Sequence[TurnMessage]) -> list[ImagePart]:
+def image_parts(messages: Sequence[TurnMessage]) -> list[PlacedImage]:
     """Every image part, in order; one where no image may stand is a 400 naming it."""
     parts = []
     for index, message in enumerate(messages):
         if isinstance(message.content, str) or message.content is None:
             continue
         for part_index, part in enumerate(message.content):
-            if isinstance(part, TextPart) or (not isinstance(part, TurnImage) and part.type != "image_url"):
+            if isinstance(part, TextPart) or (not isinstance(part, ImagePart) and part.type != "image_url"):
                 continue
             if message.role not in IMAGE_ROLES:
                 raise InvalidRequest(f"a {message.role} message cannot hold images (user and tool messages can)",
                                      param=part.param)
-            if not isinstance(part, TurnImage):
+            if not isinstance(part, ImagePart):
                 raise InvalidRequest("an image_url part needs image_url.url", param=part.param)
-            parts.append(ImagePart((index, part_index), ImageSource(part.param, url=part.url)))
+            parts.append(PlacedImage((index, part_index), ImageSource(part.param, url=part.url)))
     return parts
 
 
@@ -136,5 +138,5 @@ def _template_tool_call(call: Mapping[str, Any], param: str) -> dict[str, Any]:
     return {**call, "function": function}
 
 
-def part_type(part: TurnImage | UnreadablePart) -> str:
-    return "image_url" if isinstance(part, TurnImage) else part.type
+def part_type(part: ImagePart | UnreadablePart) -> str:
+    return "image_url" if isinstance(part, ImagePart) else part.type

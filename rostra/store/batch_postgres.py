@@ -15,17 +15,9 @@ from typing import Any
 import asyncpg
 
 from rostra.store.base import StoreError
-from rostra.store.batch_store import (
-    BatchLine,
-    BatchStore,
-    ChunkClaim,
-    LineCounts,
-    LineResult,
-    PendingLine,
-    WorkFilter,
-)
+from rostra.store.batch_store import BatchLine, BatchStore, ChunkClaim, LineCounts, LineResult, PendingLine, WorkFilter
 from rostra.store.blobs import Blobs, too_large
-from rostra.store.postgres import NOW, migrate, redacted
+from rostra.store.postgres_pool import NOW, created_page, open_pool, tenant_visible
 from rostra.store.tables import dumps
 from rostra.store.tenancy import EVERYONE, Tenant
 
@@ -60,10 +52,6 @@ MIGRATIONS: list[str] = [
 SCHEMA_TABLE = "rostra_batch_schema"
 
 
-def _visible(first: int) -> str:
-    return f"(${first}::bool OR tenant IS NULL OR tenant = ${first + 1}::text)"
-
-
 _LIVE = f"(expires_at IS NULL OR expires_at > {NOW})"  # a file not expired
 _FREE = f"(owner IS NULL OR lease_until < {NOW})"  # nobody holds the lease
 
@@ -80,17 +68,7 @@ class PostgresBatchStore(BatchStore):
         return self._pool
 
     async def open(self) -> None:
-        try:
-            pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=self.pool_size)
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-            raise StoreError(f"cannot connect to the batch store at {redacted(self.dsn)}: {exc}") from exc
-        try:
-            async with pool.acquire() as conn:
-                await migrate(conn, MIGRATIONS, SCHEMA_TABLE, "batch store")
-        except BaseException:
-            await pool.close()
-            raise
-        self._pool = pool
+        self._pool = await open_pool(self.dsn, self.pool_size, MIGRATIONS, SCHEMA_TABLE, "batch store")
 
     async def close(self) -> None:
         pool, self._pool = self._pool, None
@@ -106,8 +84,9 @@ class PostgresBatchStore(BatchStore):
             file["id"], tenant, file["created_at"], file["purpose"], file.get("expires_at"), dumps(file))
 
     async def get_file(self, file_id: str, tenant: Tenant = EVERYONE) -> dict | None:
-        body = await self.pool.fetchval(f"SELECT body FROM rostra_files WHERE id = $1 AND {_visible(2)} AND {_LIVE}",
-                                        file_id, *tenant.sql_params())
+        body = await self.pool.fetchval(
+            f"SELECT body FROM rostra_files WHERE id = $1 AND {tenant_visible(2)} AND {_LIVE}", file_id,
+            *tenant.sql_params())
         return None if body is None else json.loads(body)
 
     async def list_files(self, *, after: str | None, limit: int, order: str, purpose: str | None,
@@ -115,7 +94,7 @@ class PostgresBatchStore(BatchStore):
         return await self._page("rostra_files", after, limit, order, purpose, tenant)
 
     async def delete_file(self, file_id: str, tenant: Tenant = EVERYONE) -> bool:
-        done = await self.pool.execute(f"DELETE FROM rostra_files WHERE id = $1 AND {_visible(2)} AND {_LIVE}",
+        done = await self.pool.execute(f"DELETE FROM rostra_files WHERE id = $1 AND {tenant_visible(2)} AND {_LIVE}",
                                        file_id, *tenant.sql_params())
         return done != "DELETE 0"
 
@@ -125,26 +104,15 @@ class PostgresBatchStore(BatchStore):
 
     async def _page(self, table: str, after: str | None, limit: int, order: str, purpose: str | None,
                     tenant: Tenant) -> tuple[list[dict], bool]:
-        compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")  # fixed strings only
-        conditions, params = [_visible(1)], list[Any](tenant.sql_params())
+        conditions, params = [tenant_visible(1)], list[Any](tenant.sql_params())
         if table == "rostra_files":
             conditions.append(_LIVE)
         if purpose is not None:
             params.append(purpose)
             conditions.append(f"purpose = ${len(params)}")
-        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-            if after is not None:
-                row = await conn.fetchrow(f"SELECT created_at, seq FROM {table} WHERE {' AND '.join(conditions)} "
-                                          f"AND id = ${len(params) + 1}", *params, after)
-                if row is None:
-                    raise StoreError(f"no object {after!r} to list after")
-                params += [row["created_at"], row["seq"]]
-                conditions.append(f"(created_at, seq) {compare} (${len(params) - 1}, ${len(params)})")
-            # seq: the order they were made in, within one second too
-            rows = await conn.fetch(f"SELECT body FROM {table} WHERE {' AND '.join(conditions)} "
-                                    f"ORDER BY created_at {direction}, seq {direction} LIMIT ${len(params) + 1}",
-                                    *params, limit + 1)
-        return [json.loads(row["body"]) for row in rows[:limit]], len(rows) > limit
+        noun = "file" if table == "rostra_files" else "batch"
+        return await created_page(self.pool, table, " AND ".join(conditions), params, after, limit, order,
+                                  tiebreak="seq", noun=noun)
 
     # -- batches ----------------------------------------------------------------------------------
 
@@ -156,7 +124,7 @@ class PostgresBatchStore(BatchStore):
             dumps(batch))
 
     async def get_batch(self, batch_id: str, tenant: Tenant = EVERYONE) -> dict | None:
-        body = await self.pool.fetchval(f"SELECT body FROM rostra_batches WHERE id = $1 AND {_visible(2)}",
+        body = await self.pool.fetchval(f"SELECT body FROM rostra_batches WHERE id = $1 AND {tenant_visible(2)}",
                                         batch_id, *tenant.sql_params())
         return None if body is None else json.loads(body)
 

@@ -14,17 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from rostra.store.base import StoreError
-from rostra.store.batch_store import (
-    BatchLine,
-    BatchStore,
-    ChunkClaim,
-    LineCounts,
-    LineResult,
-    PendingLine,
-    WorkFilter,
-)
-from rostra.store.sqlite_connection import ConnectionThread
+from rostra.store.batch_store import BatchLine, BatchStore, ChunkClaim, LineCounts, LineResult, PendingLine, WorkFilter
+from rostra.store.sqlite_connection import ConnectionThread, created_page
 from rostra.store.sqlite_connection import transaction as _transaction
 from rostra.store.tables import dumps
 from rostra.store.tenancy import EVERYONE, Tenant
@@ -169,23 +160,13 @@ def _get(conn: sqlite3.Connection, table: str, object_id: str, tenant: Tenant) -
 
 def _page(conn: sqlite3.Connection, table: str, after: str | None, limit: int, order: str, purpose: str | None,
           tenant: Tenant) -> tuple[list[dict], bool]:
-    compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")  # fixed strings only
-    with _transaction(conn, "DEFERRED"):
-        where, params = f"WHERE {_VISIBLE}", tuple[Any, ...](tenant.sql_params())
-        if table == "files":
-            where, params = f"{where} AND {_LIVE}", (*params, time.time())
-        if purpose is not None:
-            where, params = f"{where} AND purpose = ?", (*params, purpose)
-        if after is not None:
-            row = conn.execute(f"SELECT created_at, rowid FROM {table} {where} AND id = ?",
-                               (*params, after)).fetchone()
-            if row is None:
-                raise StoreError(f"no object {after!r} to list after")
-            where, params = f"{where} AND (created_at, rowid) {compare} (?, ?)", (*params, *row)
-        # rowid: the order they were made in, within one second too
-        rows = conn.execute(f"SELECT body FROM {table} {where} ORDER BY created_at {direction}, rowid {direction} "
-                            "LIMIT ?", (*params, limit + 1)).fetchall()
-    return [json.loads(body) for (body,) in rows[:limit]], len(rows) > limit
+    where, params = _VISIBLE, tuple[Any, ...](tenant.sql_params())
+    if table == "files":
+        where, params = f"{where} AND {_LIVE}", (*params, time.time())
+    if purpose is not None:
+        where, params = f"{where} AND purpose = ?", (*params, purpose)
+    noun = "file" if table == "files" else "batch"
+    return created_page(conn, table, where, params, after, limit, order, tiebreak="rowid", noun=noun)
 
 
 def _update_batch(conn: sqlite3.Connection, batch: dict, owner: str | None) -> bool:

@@ -29,15 +29,13 @@ from rostra.store.base import (
 )
 from rostra.store.postgres_images import MIGRATION as IMAGES_MIGRATION
 from rostra.store.postgres_images import forget_unused, loaded, stored_bodies
+from rostra.store.postgres_pool import NOW, created_page, open_pool, tenant_visible
 from rostra.store.tables import ItemTable, dumps
 from rostra.store.tenancy import EVERYONE, Tenant
 
 log = logging.getLogger("rostra.store")
 CHANNEL = "rostra_responses"
-NOW = "extract(epoch from clock_timestamp())"  # seconds, on the database server's clock
 _RUNNING = "status IN (" + ", ".join(f"'{status}'" for status in RUNNING_STATUSES) + ")"
-# Any constant: serialises migrations when several replicas start together.
-MIGRATION_LOCK = 0x726F73747261
 
 # Schema migrations, applied in order; rostra_schema.version is how many were applied. Append new
 # scripts, never edit one that has shipped. The bodies are TEXT, not JSONB: stored exactly as given.
@@ -107,11 +105,6 @@ MIGRATIONS: list[str] = [
     # 4: images stored once (postgres_images.py), as SQLite's migration 6.
     IMAGES_MIGRATION,
 ]
-
-
-def _visible(first: int) -> str:
-    """Rows a tenant may see, its Tenant.sql_params() the parameters numbered `first` and `first + 1`."""
-    return f"(${first}::bool OR tenant IS NULL OR tenant = ${first + 1}::text)"
 
 
 async def _keep_output_items(conn: asyncpg.Connection, response: dict) -> None:
@@ -205,13 +198,8 @@ class PostgresResponseStore(ResponseStore):
     async def open(self) -> None:
         if self._pool is not None:
             raise StoreError("the response store is already open")
+        pool = await open_pool(self.dsn, self.pool_size, MIGRATIONS, "rostra_schema", "response store")
         try:
-            pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=self.pool_size)
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-            raise StoreError(f"cannot connect to the response store at {redacted(self.dsn)}: {exc}") from exc
-        try:
-            async with pool.acquire() as conn:
-                await migrate(conn)
             await self._listen()
         except BaseException:
             await pool.close()
@@ -313,7 +301,7 @@ class PostgresResponseStore(ResponseStore):
     async def find_item(self, item_id: str, tenant: Tenant = EVERYONE) -> dict | None:
         def visible(table: str) -> str:  # one primary-key lookup per candidate item
             return (f"EXISTS (SELECT 1 FROM rostra_responses WHERE rostra_responses.id = {table}.response_id "
-                    f"AND {_visible(2)})")
+                    f"AND {tenant_visible(2)})")
         body = (await self.pool.fetchval(f"SELECT body FROM rostra_output_items WHERE item_id = $1 AND "
                                          f"{visible('rostra_output_items')} LIMIT 1", item_id, *tenant.sql_params())
                 or await self.pool.fetchval(f"SELECT body FROM rostra_input_items WHERE item_id = $1 AND "
@@ -322,7 +310,7 @@ class PostgresResponseStore(ResponseStore):
         return None if body is None else (await loaded(self.pool, [body]))[0]
 
     async def get(self, response_id: str, tenant: Tenant = EVERYONE) -> dict | None:
-        body = await self.pool.fetchval(f"SELECT body FROM rostra_responses WHERE id = $1 AND {_visible(2)}",
+        body = await self.pool.fetchval(f"SELECT body FROM rostra_responses WHERE id = $1 AND {tenant_visible(2)}",
                                         response_id, *tenant.sql_params())
         return None if body is None else json.loads(body)
 
@@ -427,26 +415,14 @@ class PostgresResponseStore(ResponseStore):
             await _append_items(conn, conversation["id"], items)
 
     async def get_conversation(self, conversation_id: str, tenant: Tenant = EVERYONE) -> dict | None:
-        body = await self.pool.fetchval(f"SELECT body FROM rostra_conversations WHERE id = $1 AND {_visible(2)}",
+        body = await self.pool.fetchval(f"SELECT body FROM rostra_conversations WHERE id = $1 AND {tenant_visible(2)}",
                                         conversation_id, *tenant.sql_params())
         return None if body is None else json.loads(body)
 
     async def list_conversations(self, *, after: str | None = None, limit: int = 20, order: str = "desc",
                                  tenant: Tenant = EVERYONE) -> tuple[list[dict], bool]:
-        compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")  # fixed strings only
-        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-            where, params = f"WHERE {_visible(1)}", list(tenant.sql_params())
-            if after is not None:
-                row = await conn.fetchrow(f"SELECT created_at, id FROM rostra_conversations {where} AND id = $3",
-                                          *params, after)
-                if row is None:
-                    raise StoreError(f"no conversation {after!r}")
-                where += f" AND (created_at, id) {compare} ($3, $4)"
-                params += [row["created_at"], row["id"]]
-            rows = await conn.fetch(f"SELECT body FROM rostra_conversations {where} "
-                                    f"ORDER BY created_at {direction}, id {direction} LIMIT ${len(params) + 1}",
-                                    *params, limit + 1)
-        return [json.loads(row["body"]) for row in rows[:limit]], len(rows) > limit
+        return await created_page(self.pool, "rostra_conversations", tenant_visible(1), list(tenant.sql_params()),
+                                  after, limit, order, tiebreak="id", noun="conversation")
 
     async def update_conversation(self, conversation: dict) -> None:
         done = await self.pool.execute("UPDATE rostra_conversations SET body = $1 WHERE id = $2",
@@ -494,31 +470,3 @@ async def _append_items(conn: asyncpg.Connection, conversation_id: str, items: l
         "INSERT INTO rostra_conversation_items (conversation_id, position, item_id, body) VALUES ($1, $2, $3, $4)",
         [(conversation_id, last + 1 + offset, item.get("id"), body)
          for offset, (item, body) in enumerate(zip(items, bodies))])
-
-
-async def migrate(conn: asyncpg.Connection, migrations: list[str] = MIGRATIONS, table: str = "rostra_schema",
-                  what: str = "response store") -> None:
-    """Apply the migrations not applied yet (`table` counts them: a fixed name, never a request's)."""
-    # Under a transaction-scoped advisory lock: replicas starting together apply each migration once.
-    async with conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
-        await conn.execute(f"CREATE TABLE IF NOT EXISTS {table} (version INTEGER NOT NULL)")
-        version = await conn.fetchval(f"SELECT version FROM {table}")
-        if version is None:
-            version = 0
-            await conn.execute(f"INSERT INTO {table} (version) VALUES (0)")
-        if version > len(migrations):
-            raise StoreError(f"the {what} has schema version {version}, newer than "
-                             f"this rostra knows ({len(migrations)})")
-        for number in range(version + 1, len(migrations) + 1):
-            await conn.execute(migrations[number - 1])  # a multi-statement script: simple protocol
-            await conn.execute(f"UPDATE {table} SET version = $1", number)
-
-
-def redacted(dsn: str) -> str:
-    """The DSN without its password, for messages."""
-    if "@" not in dsn or "://" not in dsn:
-        return dsn
-    scheme, rest = dsn.split("://", 1)
-    credentials, host = rest.rsplit("@", 1)
-    return f"{scheme}://{credentials.split(':', 1)[0]}:***@{host}"

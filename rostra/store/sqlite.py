@@ -31,7 +31,7 @@ from rostra.store.base import (
     settle_failed,
 )
 from rostra.store.process_lock import StoreUsers
-from rostra.store.sqlite_connection import MEMORY, ConnectionThread
+from rostra.store.sqlite_connection import MEMORY, ConnectionThread, created_page
 from rostra.store.sqlite_images import MIGRATION as IMAGES_MIGRATION
 from rostra.store.sqlite_images import forget_unused, loaded, stored_bodies
 from rostra.store.sqlite_connection import transaction as _transaction
@@ -442,24 +442,8 @@ class SqliteResponseStore(ResponseStore):
 
     async def list_conversations(self, *, after: str | None = None, limit: int = 20, order: str = "desc",
                                  tenant: Tenant = EVERYONE) -> tuple[list[dict], bool]:
-        return await self._run(self._list_conversations_sync, after, limit, order, tenant)
-
-    @staticmethod
-    def _list_conversations_sync(conn: sqlite3.Connection, after: str | None, limit: int, order: str,
-                                 tenant: Tenant) -> tuple[list[dict], bool]:
-        compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")  # fixed strings only
-        with _transaction(conn, "DEFERRED"):
-            where, params = f"WHERE {_VISIBLE}", tenant.sql_params()
-            if after is not None:
-                row = conn.execute(f"SELECT created_at, id FROM conversations {where} AND id = ?",
-                                   (*params, after)).fetchone()
-                if row is None:
-                    raise StoreError(f"no conversation {after!r}")
-                where, params = f"{where} AND (created_at, id) {compare} (?, ?)", (*params, *row)
-            rows = conn.execute(f"SELECT body FROM conversations {where} "
-                                f"ORDER BY created_at {direction}, id {direction} LIMIT ?",
-                                (*params, limit + 1)).fetchall()
-        return [json.loads(body) for (body,) in rows[:limit]], len(rows) > limit
+        return await self._run(lambda conn: created_page(conn, "conversations", _VISIBLE, tenant.sql_params(), after,
+                                                         limit, order, tiebreak="id", noun="conversation"))
 
     async def update_conversation(self, conversation: dict) -> None:
         await self._run(self._update_conversation_sync, conversation)

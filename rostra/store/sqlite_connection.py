@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import sqlite3
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -51,6 +52,25 @@ def transaction(conn: sqlite3.Connection, mode: str = "IMMEDIATE") -> Iterator[N
             conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def created_page(conn: sqlite3.Connection, table: str, where: str, params: tuple[Any, ...], after: str | None,
+                 limit: int, order: str, tiebreak: str, noun: str) -> tuple[list[dict], bool]:
+    """One page of the JSON `body` of `table`'s rows that `where` selects, as OpenAI's list endpoints page objects:
+    by created_at, then `tiebreak` (the order rows were made in, within one second too), after the object whose id
+    is `after` (a StoreError naming the `noun` when it is not one of them); (bodies, has_more). Table, condition,
+    column and direction are fixed strings, never a request's."""
+    compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")
+    with transaction(conn, "DEFERRED"):  # one snapshot for the cursor and the page
+        if after is not None:
+            row = conn.execute(f"SELECT created_at, {tiebreak} FROM {table} WHERE {where} AND id = ?",
+                               (*params, after)).fetchone()
+            if row is None:
+                raise StoreError(f"no {noun} {after!r} to list after")
+            where, params = f"{where} AND (created_at, {tiebreak}) {compare} (?, ?)", (*params, *row)
+        rows = conn.execute(f"SELECT body FROM {table} WHERE {where} ORDER BY created_at {direction}, "
+                            f"{tiebreak} {direction} LIMIT ?", (*params, limit + 1)).fetchall()
+    return [json.loads(body) for (body,) in rows[:limit]], len(rows) > limit
 
 
 def translated(exc: sqlite3.Error) -> Exception:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rostra.api.responses.builtin_tools import HostedRoute
-from rostra.api.responses.mcp.client import CallResult
+from rostra.api.responses.mcp.client import CallResult, error_text
 from rostra.api.responses.objects import new_id, snapshot
 from rostra.parsing.events import ToolCallStart
 
@@ -86,7 +86,7 @@ class HostedRenderer:
         return out, status == "completed"
 
     def call_done(self, item: dict[str, Any], result: CallResult) -> list[dict[str, Any]]:
-        text = result.output if result.error is None else _error_text(result.error)
+        text = result.output if result.error is None else error_text(result.error)
         self.invocations[item["id"]].result = text or ""
         if item["type"] == "code_interpreter_call":
             item["outputs"] = [{"type": "logs", "logs": text or ""}]
@@ -133,10 +133,3 @@ def _action(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         return {"type": "open_page", "url": target if isinstance(target, str) else None}
     query = arguments.get("query") if not name.endswith("find") else arguments.get("pattern")
     return {"type": "search", "query": str(query or ""), "queries": [str(query or "")]}
-
-
-def _error_text(error: dict[str, Any]) -> str:
-    if error.get("type") == "mcp_tool_execution_error":
-        texts = [block.get("text", "") for block in error.get("content") or [] if isinstance(block, dict)]
-        return "Error: " + ("\n".join(texts) or "the tool failed")
-    return f"Error: {error.get('message', 'the tool call failed')}"

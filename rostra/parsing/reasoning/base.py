@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from rostra.parsing.events import Event, Reasoning, Text
+from rostra.parsing.events import Event, Reasoning, Text, feed_texts
 from rostra.parsing.tools.base import merge_text, partial_suffix
 
 State = Literal["deciding", "reasoning", "answering"]
@@ -43,13 +43,7 @@ class ReasoningParser:
         return self.state == "reasoning"
 
     def feed(self, events: list[Event]) -> list[Event]:
-        out: list[Event] = []
-        for event in events:
-            if isinstance(event, Text):
-                out.extend(self._feed_text(event.text))
-            else:
-                out.append(event)
-        return merge_reasoning(merge_text(out))
+        return merge_reasoning(merge_text(feed_texts(events, self._feed_text)))
 
     def finish(self) -> list[Event]:
         held, self._held = self._held, ""

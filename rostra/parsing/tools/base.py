@@ -24,7 +24,7 @@ import string
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
-from rostra.parsing.events import Event, Text, ToolCallArgs, ToolCallEnd, ToolCallStart
+from rostra.parsing.events import Event, Text, ToolCallArgs, ToolCallEnd, ToolCallStart, feed_texts
 
 log = logging.getLogger("rostra.tools")
 
@@ -98,13 +98,7 @@ class ToolParser:
         self.max_calls = max_calls  # parallel_tool_calls: false -> 1; later calls are dropped
 
     def feed(self, events: list[Event]) -> list[Event]:
-        out: list[Event] = []
-        for event in events:
-            if isinstance(event, Text):
-                out.extend(self.feed_text(event.text))
-            else:
-                out.append(event)
-        return out
+        return feed_texts(events, self.feed_text)
 
     def feed_text(self, text: str) -> list[Event]:
         return [Text(text)] if text else []

@@ -44,6 +44,17 @@ class CallResult:
     error: dict[str, Any] | None = None  # an MCPToolCallError: mcp_protocol_error, mcp_tool_execution_error, http_error
 
 
+def error_text(error: dict[str, Any] | str) -> str:
+    """A failed call's error as the model reads it in the call's output: the tool's own text where it ran and
+    failed, else the error's message (a stored item's error may be a plain string)."""
+    if isinstance(error, str):
+        return f"Error: {error}"
+    if error.get("type") == "mcp_tool_execution_error":
+        texts = [block.get("text", "") for block in error.get("content") or [] if isinstance(block, dict)]
+        return "Error: " + ("\n".join(texts) or "the tool failed")
+    return f"Error: {error.get('message', 'the tool call failed')}"
+
+
 def _transport(server: McpServer) -> Transport:
     import httpx2
     from mcp.client.sse import sse_client

@@ -16,7 +16,7 @@ from typing import Any, AsyncGenerator
 
 from rostra.api.responses.builtin_tools import HostedRoute
 from rostra.api.responses.items import MCP_ITEM_TYPES
-from rostra.api.responses.mcp.client import CallResult, call_tool
+from rostra.api.responses.mcp.client import CallResult, call_tool, error_text
 from rostra.api.responses.mcp.tools import McpTools
 from rostra.api.responses.render import ResponseBuilder
 from rostra.errors import InvalidRequest
@@ -136,10 +136,5 @@ def _result_text(item: dict[str, Any]) -> str:
     error = item.get("error")
     if not error:
         return item.get("output") or ""
-    if isinstance(error, str):
-        return f"Error: {error}"
-    if error.get("type") == "mcp_tool_execution_error":
-        texts = [block.get("text", "") for block in error.get("content") or [] if isinstance(block, dict)]
-        return "Error: " + ("\n".join(texts) or "the tool failed")
-    return f"Error: {error.get('message', 'the tool call failed')}"
+    return error_text(error)
 
