@@ -6,6 +6,8 @@ from a refused one."""
 from __future__ import annotations
 
 import base64
+import shlex
+import subprocess
 
 import anthropic
 import httpx
@@ -288,3 +290,27 @@ def test_messages_stream_with_an_image(anthropic_client):
             {"type": "text", "text": "streamed"}, {"type": "image", "source": b64_source()}]}]) as stream:
         message = stream.get_final_message()
     assert message.content[0].text == "streamed[image 24x16]"
+
+
+# --- README.md's example ------------------------------------------------------------------------------------------
+
+def test_readme_image_example_runs_as_written():
+    """The Images section's curl block, run by bash against the server its first line starts (on a free port):
+    its output is the `# ` lines that end the block."""
+    from readme_clients import setup_block
+
+    serve, *rest = setup_block("images-curl").splitlines()
+    words = shlex.split(serve, comments=True)
+    assert words[:2] == ["rostra", "serve"] and words[-1] == "&", serve
+    expected = [line[2:] for line in rest if line.startswith("# ")]
+    command = "\n".join(line for line in rest if not line.startswith("#"))
+    assert "localhost:8000" in command and expected
+    readme_server = RunningServer(words[2:-1])
+    try:
+        done = subprocess.run(["bash", "-eo", "pipefail", "-c", command.replace("localhost:8000",
+                                                                               f"127.0.0.1:{readme_server.port}")],
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        readme_server.stop()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == expected
