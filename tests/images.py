@@ -48,9 +48,10 @@ class Route:
 
 
 class RecordingServer:
-    """An HTTP server on 127.0.0.1 that answers from `routes` (path -> Route) and records every path asked."""
+    """An HTTP server on 127.0.0.1 (or another loopback address: `address`, and `port` to share another's) that
+    answers from `routes` (path -> Route) and records every path asked."""
 
-    def __init__(self, routes: dict[str, Route] | None = None):
+    def __init__(self, routes: dict[str, Route] | None = None, address: str = "127.0.0.1", port: int = 0):
         self.routes = routes or {}
         self.hits: list[str] = []
         self.stopping = threading.Event()
@@ -72,7 +73,7 @@ class RecordingServer:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer((address, port), Handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)

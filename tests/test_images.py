@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import socket
 import time
 
 import pytest
@@ -243,6 +244,41 @@ def test_allowed_host_is_fetched_and_redirects_followed(target):
     assert target.hits == ["/hop", "/secret.png"]
     network = load(target.url("/secret.png"), ImageLimits(allow_hosts=("127.0.0.0/8",)))
     assert network.width == 24
+
+
+@pytest.mark.parametrize("answers", [["127.0.0.1", "127.0.0.2"], ["127.0.0.2", "127.0.0.1"],
+                                     [("127.0.0.2", "127.0.0.1"), "127.0.0.2"]],
+                         ids=["allowed-then-inside", "inside-then-allowed", "both-at-once"])
+def test_dns_rebinding_the_connection_goes_to_the_checked_address(monkeypatch, answers):
+    """A name whose lookups answer an allowed address, then one inside (DNS rebinding), or both in one answer: the
+    connection goes to an address the check passed, never to the inside one. Here 127.0.0.1 stands for a public
+    address (allowed by network) and 127.0.0.2, the same port, for the internal service: it must see no hit."""
+    png = Route(body=encoded(pattern(), "PNG"), headers={"Content-Type": "image/png"})
+    inside = RecordingServer({"/a.png": png}, address="127.0.0.2")
+    outside = RecordingServer({"/a.png": png}, port=inside.port)
+    lookups = iter(answers + answers[-1:] * 5)
+    real = socket.getaddrinfo
+
+    def rebinding(host, *args, **kwargs):
+        if host != "rebind.test":
+            return real(host, *args, **kwargs)
+        answer = next(lookups)
+        return [info for address in ([answer] if isinstance(answer, str) else answer)
+                for info in real(address, *args, **kwargs)]
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    limits = ImageLimits(allow_hosts=("127.0.0.1/32",), fetch_timeout=5)
+    try:
+        url = f"http://rebind.test:{inside.port}/a.png"
+        if answers[0] == "127.0.0.2":
+            assert "not a public address" in refused(url, limits).message
+        else:
+            assert load(url, limits).width == 24
+            assert outside.hits == ["/a.png"]
+        assert inside.hits == []
+    finally:
+        inside.close()
+        outside.close()
 
 
 def test_fetch_limits(target):
