@@ -213,6 +213,81 @@ def test_messages_url_source_and_refusals(server, anthropic_client, images_host)
     assert len(images_host.hits) == hits
 
 
+
+# --- every bad input on every API: a 400 naming the part, the server still serving ----------------------------------
+
+BOMB = encoded(Image.new("1", (20000, 20000)), "PNG")  # 44 KiB of PNG that declares 400 million pixels
+BAD_BYTES = [(b"\x89PNG\r\n\x1a\nnot really", "invalid_image"), (PNG[:80], "invalid_image"),
+             (BOMB, "image_too_large"), (encoded(Image.new("1", (40000, 1)), "PNG"), "image_too_large"),
+             (b"GIF89a", "invalid_image_format"), (b"<svg xmlns='http://www.w3.org/2000/svg'/>", "invalid_image_format")]
+
+
+def chat_with(parts: list[dict]) -> tuple[str, dict, str]:
+    return "/v1/chat/completions", {"model": MODEL, "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "x"}, *parts]}]}, "messages[0].content[1]"
+
+
+def responses_with(parts: list[dict]) -> tuple[str, dict, str]:
+    images = [{"type": "input_image", "image_url": part["image_url"]["url"]} for part in parts]
+    return "/v1/responses", {"model": MODEL, "input": [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "x"}]},
+        {"type": "function_call", "call_id": "c", "name": "view_image", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c", "output": images}]}, "input[2].output[0]"
+
+
+def messages_with(parts: list[dict]) -> tuple[str, dict, str]:
+    def block(url: str) -> dict:
+        media_type, data = url.removeprefix("data:").split(";base64,")
+        return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
+    return "/v1/messages", {"model": MODEL, "max_tokens": 8, "messages": [
+        {"role": "user", "content": "x"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "Read", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
+                                      "content": [block(part["image_url"]["url"]) for part in parts]}]}]}, \
+        "messages[2].content[0].content[0]"
+
+
+API_BODIES = {"chat": chat_with, "responses": responses_with, "messages": messages_with}
+
+
+def refused_by(server, api: str, parts: list[dict], index: int = 0) -> dict:
+    """The 400's error object, its param naming the part (`index`: which image of `parts`)."""
+    path, body, param = API_BODIES[api](parts)
+    param = param[:-2] + f"{int(param[-2]) + index}]"
+    if api == "messages":
+        response = httpx.post(f"{server.base_url}{path}", json=body, headers=headers("none"), timeout=60)
+        assert response.status_code == 400 and response.json()["type"] == "error", response.text
+        error = response.json()["error"]
+        assert error["type"] == "invalid_request_error" and error["message"].startswith(f"{param}: "), error
+    else:
+        error = check_error(post(server.base_url, path, body), 400, param)
+    good = API_BODIES[api]([picture()])
+    assert post(server.base_url, good[0], good[1], headers=headers("none")).status_code == 200
+    return error
+
+
+@pytest.mark.parametrize("api", sorted(API_BODIES))
+@pytest.mark.parametrize("data, code", BAD_BYTES, ids=["bad-png", "truncated", "bomb", "absurd-side", "bare-gif",
+                                                       "svg"])
+def test_bad_image_bytes_on_every_api(server, api, data, code):
+    error = refused_by(server, api, [picture(), picture(data_url(data))], index=1)
+    if api != "messages":  # Anthropic's error object has no code: the message says it
+        assert error["code"] == code
+
+
+@pytest.mark.parametrize("api", sorted(API_BODIES))
+def test_bad_base64_and_media_types_on_every_api(server, api):
+    assert "base64" in str(refused_by(server, api, [picture("data:image/png;base64,iVBOR#*!")]))
+    assert "media type" in str(refused_by(server, api, [picture("data:text/plain;base64,aGVsbG8=")]))
+
+
+@pytest.mark.parametrize("api", sorted(API_BODIES))
+def test_too_many_images_on_every_api(server, api):
+    tiny = picture(png_data_url(2, 2))
+    assert "at most 256" in str(refused_by(server, api, [tiny] * 257, index=256))
+    path, body, _ = API_BODIES[api]([tiny] * 256)
+    assert post(server.base_url, path, body, headers=headers("none")).status_code == 200
+
 # --- a model that cannot see ------------------------------------------------------------------------------------
 
 def test_text_only_model_refuses_images_by_part(real_server):
@@ -234,6 +309,33 @@ def test_text_only_model_refuses_images_by_part(real_server):
     assert post(real_server.base_url, "/v1/chat/completions", {**chat, "messages": [
         {"role": "user", "content": "hi"}]}).status_code == 200
 
+
+
+@pytest.mark.parametrize("api", sorted(API_BODIES))
+def test_text_only_model_refuses_images_in_tool_results(real_server, api):
+    """Codex's view_image output, a Chat tool message, Claude Code's tool_result: a 400 naming the image, counting
+    routes too, never the image dropped."""
+    model = httpx.get(f"{real_server.v1}/models", timeout=10).json()["data"][0]["id"]
+    if api == "chat":
+        path, body, param = "/v1/chat/completions", {"model": model, "max_tokens": 4, "messages": [
+            {"role": "user", "content": "x"},
+            {"role": "assistant", "tool_calls": [{"id": "c", "type": "function",
+                                                  "function": {"name": "view_image", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c", "content": [{"type": "text", "text": "y"}, picture()]}]}, \
+            "messages[2].content[1]"
+    else:
+        path, body, param = API_BODIES[api]([picture()])
+        body = {**body, "model": model, **({"max_output_tokens": 16} if api == "responses" else {})}
+    counting = {"messages": "/v1/messages/count_tokens", "responses": "/v1/responses/input_tokens"}.get(api)
+    for route in [path, *([counting] if counting else [])]:
+        sent = {key: value for key, value in body.items() if route == path or key != "max_tokens"}
+        response = httpx.post(f"{real_server.base_url}{route}", json=sent, headers=headers("none"), timeout=60)
+        assert response.status_code == 400, (route, response.text)
+        error = response.json()["error"]
+        if api == "messages":
+            assert error["message"].startswith(f"{param}: "), error
+        else:
+            assert error["param"] == param and error["code"] == "image_input_not_supported", error
 
 # --- a gateway ----------------------------------------------------------------------------------------------------
 
