@@ -304,3 +304,49 @@ def test_fetch_limits(target):
 def test_no_image_urls(target):
     error = refused(target.url("/secret.png"), ImageLimits(fetch_urls=False, allow_hosts=("127.0.0.1",)))
     assert error.code == "image_urls_disabled" and target.hits == []
+
+
+# --- decoding off the event loop -------------------------------------------------------------------------------------
+
+def test_every_decode_a_request_causes_runs_off_the_event_loop(monkeypatch, tmp_path):
+    """Chat, Responses (and a previous_response_id turn reading the stored image back) and Messages, in process:
+    each time Pillow opens or decodes an image, no event loop runs in that thread."""
+    import threading
+
+    from PIL import ImageFile
+
+    from harness import MODEL, InProcessServer
+
+    on_loop: list[str] = []
+    calls: list[str] = []
+
+    def watched(name, real):
+        def call(*args, **kwargs):
+            calls.append(name)
+            try:
+                asyncio.get_running_loop()
+                on_loop.append(f"{name} in {threading.current_thread().name}")
+            except RuntimeError:
+                pass
+            return real(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(Image, "open", watched("open", Image.open))
+    monkeypatch.setattr(ImageFile.ImageFile, "load", watched("load", ImageFile.ImageFile.load))
+    url = data_url(encoded(pattern().convert("RGBA"), "PNG"))  # re-encoded: decode, flatten and save all run
+    b64 = url.split(",", 1)[1]
+
+    async def run():
+        async with InProcessServer(tmp_path, [{"match": "", "output": "seen"}]) as server:
+            replies = [await server.client.post("/v1/chat/completions", json={"model": MODEL, "messages": [
+                {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}]})]
+            replies.append(await server.client.post("/v1/responses", json={"model": MODEL, "input": [
+                {"role": "user", "content": [{"type": "input_image", "image_url": url}]}]}))
+            replies.append(await server.client.post("/v1/responses", json={
+                "model": MODEL, "input": "again", "previous_response_id": replies[-1].json()["id"]}))
+            replies.append(await server.client.post("/v1/messages", json={"model": MODEL, "max_tokens": 8, "messages": [
+                {"role": "user", "content": [{"type": "image", "source": {
+                    "type": "base64", "media_type": "image/png", "data": b64}}]}]}))
+            assert [reply.status_code for reply in replies] == [200] * 4, [reply.text for reply in replies]
+    asyncio.run(run())
+    assert calls.count("load") >= 4 and on_loop == []
