@@ -76,6 +76,14 @@ def test_chat_formats(openai_client, fmt, options, media_type):
     assert reply.choices[0].message.content == "[image 24x16]"
 
 
+def test_chat_exif_rotated_photo_is_seen_upright(openai_client):
+    exif = Image.Exif()
+    exif[0x0112] = 6  # a phone photo taken upright: stored 30x20, shown 20x30
+    url = data_url(encoded(pattern(30, 20), "JPEG", exif=exif.tobytes()), "image/jpeg")
+    reply = openai_client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": [picture(url)]}])
+    assert reply.choices[0].message.content == "[image 20x30]"
+
+
 def test_chat_tool_message_holds_an_image(openai_client):
     messages = [{"role": "user", "content": "Take a screenshot"},
                 {"role": "assistant", "content": None, "tool_calls": [
@@ -237,6 +245,8 @@ def responses_with(parts: list[dict]) -> tuple[str, dict, str]:
 
 def messages_with(parts: list[dict]) -> tuple[str, dict, str]:
     def block(url: str) -> dict:
+        if not url.startswith("data:"):
+            return {"type": "image", "source": {"type": "url", "url": url}}
         media_type, data = url.removeprefix("data:").split(";base64,")
         return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
     return "/v1/messages", {"model": MODEL, "max_tokens": 8, "messages": [
@@ -310,6 +320,23 @@ def test_text_only_model_refuses_images_by_part(real_server):
         {"role": "user", "content": "hi"}]}).status_code == 200
 
 
+
+
+@pytest.mark.parametrize("api", sorted(API_BODIES))
+def test_ssrf_corpus_reaches_nothing_on_every_api(server, images_host, api):
+    """Every spelling of a loopback, private or metadata address, and a trusted host's redirect to one: a 400
+    naming the part, and the recording server (the would-be internal service) sees no hit."""
+    from test_images import spellings
+
+    images_host.routes["/hop"] = Route(302, headers={"Location": images_host.url("/cat.png")})
+    urls = [url.replace("/secret.png", "/cat.png") for url in spellings(images_host.port)
+            if "//localhost" not in url.lower()]  # this server trusts that name (--image-allow-hosts)
+    hits = len(images_host.hits)
+    for url in urls:
+        assert refused_by(server, api, [picture(url)]), url
+    assert len(images_host.hits) == hits
+    assert refused_by(server, api, [picture(images_host.url("/hop", host="localhost"))])
+    assert images_host.hits[hits:] == ["/hop"]  # the trusted name answered; where it pointed was never asked
 
 @pytest.mark.parametrize("api", sorted(API_BODIES))
 def test_text_only_model_refuses_images_in_tool_results(real_server, api):

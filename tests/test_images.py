@@ -92,6 +92,17 @@ def test_exif_orientation_is_applied():
     assert Image.open(io.BytesIO(image.data)).size == (20, 40)  # re-encoded upright, not passed on as sent
 
 
+@pytest.mark.parametrize("fmt, options", [("PNG", {}), ("WEBP", {"lossless": True}), ("TIFF", {})])
+@pytest.mark.parametrize("orientation, upright", [(3, Image.Transpose.ROTATE_180), (6, Image.Transpose.ROTATE_270),
+                                                  (8, Image.Transpose.ROTATE_90), (2, Image.Transpose.FLIP_LEFT_RIGHT)])
+def test_exif_orientation_is_applied_to_every_format_that_carries_it(fmt, options, orientation, upright):
+    """The pixels a viewer shows: the stored ones turned as the EXIF tag says (lossless formats: exact)."""
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    image = decode_image(encoded(pattern(40, 20), fmt, exif=exif.tobytes(), **options), PARAM, ImageLimits())
+    assert pixels(image.data) == pixels(encoded(pattern(40, 20).transpose(upright), "PNG"))
+
+
 def test_transparency_is_shown_over_white():
     clear = Image.new("RGBA", (4, 4), (0, 0, 0, 0))
     image = decode_image(encoded(clear, "PNG"), PARAM, ImageLimits())
