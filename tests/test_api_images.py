@@ -371,17 +371,41 @@ def test_gateway_fetches_and_passes_images_on(server, images_host):
     gateway = RunningServer(["--engine", "remote", "--upstream", server.v1, "--image-allow-hosts", "localhost"])
     try:
         client = OpenAI(base_url=gateway.v1, api_key="none", max_retries=0)
+        [card] = client.models.list().data
+        assert card.model_extra["input_modalities"] == ["text", "image"]  # as its upstream says
         hits = len(images_host.hits)
         reply = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": [
             {"type": "text", "text": "relayed"}, picture(images_host.url("/cat.png", host="localhost"))]}])
         assert reply.choices[0].message.content == "relayed[image 24x16]"
         assert len(images_host.hits) == hits + 1  # the gateway's one fetch; the upstream was sent the pixels
+        # Responses and Messages through the gateway: the upstream sees each image where it stands
+        response = client.responses.create(model=MODEL, input=[{"role": "user", "content": [
+            {"type": "input_text", "text": "via responses"}, {"type": "input_image", "image_url": png_data_url(6, 5)}]}])
+        assert response.output_text == "via responses[image 6x5]"
+        message = anthropic.Anthropic(base_url=gateway.base_url, api_key="none", max_retries=0).messages.create(
+            model=MODEL, max_tokens=64, messages=[{"role": "user", "content": [
+                {"type": "text", "text": "via messages"}, {"type": "image", "source": b64_source()}]}])
+        assert message.content[0].text == "via messages[image 24x16]"
         body = {"model": MODEL, "messages": [{"role": "user", "content": [picture(images_host.url("/cat.png"))]}]}
         check_error(post(gateway.base_url, "/v1/chat/completions", body), 400, "messages[0].content[0]")
         assert len(images_host.hits) == hits + 1
     finally:
         gateway.stop()
 
+
+
+def test_gateway_in_front_of_a_text_only_model_says_so(real_server):
+    """The upstream's card says text only: so does the gateway's, and an image gets the upstream's 400 by part."""
+    gateway = RunningServer(["--engine", "remote", "--upstream", real_server.v1])
+    try:
+        [card] = httpx.get(f"{gateway.v1}/models", timeout=10).json()["data"]
+        assert card["input_modalities"] == ["text"]
+        body = {"model": card["id"], "max_tokens": 2, "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "x"}, picture()]}]}
+        error = check_error(post(gateway.base_url, "/v1/chat/completions", body), 400, "messages[0].content[1]")
+        assert error["code"] == "image_input_not_supported"
+    finally:
+        gateway.stop()
 
 def test_no_image_urls_flag(images_host):
     server = RunningServer(["--engine", "scripted", "--no-image-urls", "--image-allow-hosts", "localhost"])
