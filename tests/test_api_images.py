@@ -129,6 +129,15 @@ def test_chat_ssrf_reaches_nothing(server, images_host):
     assert len(images_host.hits) == hits
 
 
+
+@pytest.mark.parametrize("part, param", [({"type": "image_url", "image_url": {}}, "messages[0].content[1].image_url.url"),
+                                         ({"type": "image_url", "image_url": {"url": 5}},
+                                          "messages[0].content[1].image_url.url"),
+                                         ({"type": "image_url"}, "messages[0].content[1]")])
+def test_chat_malformed_image_part_is_a_400_naming_its_field(server, part, param):
+    body = {"model": MODEL, "messages": [{"role": "user", "content": [{"type": "text", "text": "x"}, part]}]}
+    check_error(post(server.base_url, "/v1/chat/completions", body), 400, param)
+
 @pytest.mark.parametrize("role", ["system", "assistant"])
 def test_chat_images_only_in_user_and_tool_messages(server, role):
     body = {"model": MODEL, "messages": [{"role": role, "content": [picture()]}, {"role": "user", "content": "hi"}]}

@@ -220,6 +220,8 @@ def spellings(port: int) -> list[str]:
         f"http://user:pass@127.0.0.1:{port}/secret.png", f"https://127.0.0.1:{port}/secret.png",
         "http://169.254.169.254/latest/meta-data/", "http://[fd00:ec2::254]/latest/meta-data/",
         "http://metadata.google.internal/computeMetadata/v1/", "http://10.0.0.1/", "http://192.168.0.1/",
+        "http://224.0.0.251/", "http://[ff02::1]/", "http://[fe80::1]/", "http://100.64.0.1/",  # multicast, CGNAT
+        f"http://[64:ff9b::7f00:1]:{port}/secret.png", f"http://[2002:7f00:1::]:{port}/secret.png",  # NAT64, 6to4
     ]
 
 
