@@ -175,6 +175,29 @@ def test_responses_codex_view_image_round_trip(openai_client):
     assert follow.output_text == "thanks"
 
 
+
+def test_previous_response_id_and_conversations_carry_the_image_into_later_turns(openai_client):
+    """A later turn's prompt holds the earlier image (its input tokens equal the whole history sent at once, and
+    exceed the same chain without the image), by previous_response_id and by conversation; the conversation's
+    items give the image back."""
+    look = [{"role": "user", "content": [{"type": "input_text", "text": "look"},
+                                         {"type": "input_image", "image_url": png_data_url(12, 9)}]}]
+    first = openai_client.responses.create(model=MODEL, input=look)
+    chained = openai_client.responses.create(model=MODEL, previous_response_id=first.id, input="again")
+    whole = openai_client.responses.create(model=MODEL, store=False, input=[
+        *look, {"role": "assistant", "content": first.output_text}, {"role": "user", "content": "again"}])
+    assert chained.usage.input_tokens == whole.usage.input_tokens
+    blind = openai_client.responses.create(model=MODEL, input=[{"role": "user", "content": "look"}])
+    unseen = openai_client.responses.create(model=MODEL, previous_response_id=blind.id, input="again")
+    assert unseen.usage.input_tokens < chained.usage.input_tokens
+    conversation = openai_client.conversations.create()
+    openai_client.responses.create(model=MODEL, conversation=conversation.id, input=look)
+    later = openai_client.responses.create(model=MODEL, conversation=conversation.id, input="again")
+    assert later.usage.input_tokens == whole.usage.input_tokens
+    items = openai_client.conversations.items.list(conversation.id, order="asc").data
+    assert items[0].content[1].type == "input_image" and items[0].content[1].image_url == look[0]["content"][1][
+        "image_url"]
+
 def test_responses_bad_image_names_the_part(server):
     body = {"model": MODEL, "input": [{"type": "message", "role": "user", "id": "msg_pic", "content": [
         {"type": "input_text", "text": "x"}, {"type": "input_image", "image_url": "data:image/png;base64,@@"}]}]}

@@ -50,9 +50,10 @@ async def parse_body(request: Request, model: type[Body]) -> Body:
         if errors[0]["type"] == "json_invalid":
             raise InvalidRequest(f"the request body is not valid JSON: {errors[0]['msg']}") from exc
         # A union (a message's content: a string or a list of parts) fails once per member; the member that got
-        # furthest names the field at fault (`messages[0].content[1].image_url.url`, not `messages[0].content`).
+        # furthest into named fields names the one at fault (`messages[0].content[1].image_url.url`, not
+        # `messages[0].content`); on a tie, the first.
         located = [(param_from_location(tuple(error["loc"])), error["msg"]) for error in errors]
-        param, message = max(located, key=lambda pair: len(re.findall(r"[.\[]", pair[0] or "")))
+        param, message = max(located, key=lambda pair: (pair[0] or "").count("."))
         raise InvalidRequest(f"{param or 'body'}: {message}", param=param) from exc
     if isinstance(parsed, RequestModel):
         check_fields(parsed, request.app.state.rostra.settings.unknown_params)
