@@ -138,6 +138,21 @@ def test_chat_malformed_image_part_is_a_400_naming_its_field(server, part, param
     body = {"model": MODEL, "messages": [{"role": "user", "content": [{"type": "text", "text": "x"}, part]}]}
     check_error(post(server.base_url, "/v1/chat/completions", body), 400, param)
 
+
+def test_image_detail_levels_accepted_and_others_refused(server):
+    for detail in ("auto", "low", "high", "original"):
+        body = {"model": MODEL, "messages": [{"role": "user", "content": [picture(detail=detail)]}]}
+        assert post(server.base_url, "/v1/chat/completions", body).status_code == 200, detail
+    body = {"model": MODEL, "messages": [{"role": "user", "content": [picture(detail="ultra")]}]}
+    check_error(post(server.base_url, "/v1/chat/completions", body), 400, "messages[0].content[0].image_url.detail")
+    image = {"type": "input_image", "image_url": png_data_url(), "detail": "ultra"}
+    body = {"model": MODEL, "input": [{"role": "user", "content": [image]},
+                                      {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+                                      {"type": "function_call_output", "call_id": "c", "output": [image]}]}
+    check_error(post(server.base_url, "/v1/responses", body), 400, "input[0].content[0].detail")
+    body["input"][0]["content"][0] = {**image, "detail": "original"}
+    check_error(post(server.base_url, "/v1/responses", body), 400, "input[2].output[0].detail")
+
 @pytest.mark.parametrize("role", ["system", "assistant"])
 def test_chat_images_only_in_user_and_tool_messages(server, role):
     body = {"model": MODEL, "messages": [{"role": role, "content": [picture()]}, {"role": "user", "content": "hi"}]}
