@@ -12,6 +12,7 @@ import anthropic
 import httpx
 import pytest
 from openai import OpenAI
+from PIL import Image
 
 from images import data_url, encoded, pattern
 from mmproj_gguf import mmproj_path
@@ -161,7 +162,8 @@ def test_a_conversation_repeating_an_image_reuses_its_prefix_as_llama_cpp_does(s
     first image differs reuses only what stands before that image."""
     client = OpenAI(base_url=server.v1, api_key="none", max_retries=0)
     model = client.models.list().data[0].id
-    url, other = data_url(PNG), data_url(encoded(pattern(40, 28).rotate(90, expand=True), "PNG"))
+    # `other`: an image no earlier request showed (llama.cpp's prompt cache keeps earlier prompts' states too)
+    url, other = data_url(PNG), data_url(encoded(pattern(40, 28).transpose(Image.Transpose.FLIP_TOP_BOTTOM), "PNG"))
     first = chat_messages(url)
     answer = reference_answer(reference, url)
     second = [*first, {"role": "assistant", "content": answer}, {"role": "user", "content": [
