@@ -45,6 +45,7 @@ class Route:
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    sized: bool = True  # False: no Content-Length (the body ends when the connection closes)
 
 
 class RecordingServer:
@@ -66,7 +67,8 @@ class RecordingServer:
                 self.send_response(route.status)
                 for name, value in route.headers.items():
                     self.send_header(name, value)
-                self.send_header("Content-Length", str(len(route.body)))
+                if route.sized:
+                    self.send_header("Content-Length", str(len(route.body)))
                 self.end_headers()
                 self.wfile.write(route.body)
 

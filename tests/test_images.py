@@ -300,6 +300,7 @@ def test_fetch_limits(target):
         "/loop": Route(302, headers={"Location": "/loop"}),
         "/slow": Route(body=b"x", delay=3),
         "/big": Route(body=b"\0" * 5000, headers={"Content-Type": "image/png"}),
+        "/big-unsized": Route(body=b"\0" * 300_000, headers={"Content-Type": "image/png"}, sized=False),
         "/html": Route(body=b"<html>", headers={"Content-Type": "text/html"}),
         "/gone": Route(404),
     })
@@ -310,6 +311,8 @@ def test_fetch_limits(target):
                                                                                   fetch_timeout=0.5)).message
     assert "limit of 1000 bytes" in refused(target.url("/big"), ImageLimits(allow_hosts=allowed,
                                                                              max_bytes=1000)).message
+    assert "limit of 1000 bytes" in refused(target.url("/big-unsized"), ImageLimits(allow_hosts=allowed,
+                                                                                     max_bytes=1000)).message
     assert "not an image" in refused(target.url("/html"), ImageLimits(allow_hosts=allowed)).message
     assert "HTTP 404" in refused(target.url("/gone"), ImageLimits(allow_hosts=allowed)).message
 
