@@ -48,6 +48,12 @@ def test_models_config_serves_the_seeing_model_images_and_the_blind_one_a_400(tm
                       "  - {name: blind, model: m.gguf, parallel: 1}\n")
     server = RunningServer(["--models-config", str(config), "--max-model-len", "1024"], startup_timeout=300)
     try:
+        # before either loads, from their entries (Codex's catalog too: it sends images only where it says so)
+        listing = httpx.get(f"{server.v1}/models", params={"client_version": "0.130.0"}, timeout=10).json()
+        assert {card["id"]: (card["state"], card["input_modalities"]) for card in listing["data"]} == {
+            "seeing": ("unloaded", ["text", "image"]), "blind": ("unloaded", ["text"])}
+        assert {entry["slug"]: entry["input_modalities"] for entry in listing["models"]} == {
+            "seeing": ["text", "image"], "blind": ["text"]}
         def ask(model: str) -> httpx.Response:
             return httpx.post(f"{server.v1}/chat/completions", timeout=300, json={
                 "model": model, "max_tokens": 2, "temperature": 0, "messages": [{"role": "user", "content": [
