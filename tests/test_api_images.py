@@ -166,10 +166,14 @@ def test_models_say_which_take_images(openai_client):
 
 # --- Responses ------------------------------------------------------------------------------------------------
 
-def test_responses_input_image(openai_client, server):
+def test_responses_input_image(openai_client, server, images_host):
     response = openai_client.responses.create(model=MODEL, input=[{"role": "user", "content": [
         {"type": "input_text", "text": "Describe"}, {"type": "input_image", "image_url": png_data_url(), "detail": "low"}]}])
     assert response.output_text == "Describe[image 24x16]"
+    hits = len(images_host.hits)
+    fetched = openai_client.responses.create(model=MODEL, input=[{"role": "user", "content": [
+        {"type": "input_image", "image_url": images_host.url("/cat.png", host="localhost"), "detail": "high"}]}])
+    assert fetched.output_text == "[image 24x16]" and images_host.hits[hits:] == ["/cat.png"]
     check_response(response.model_dump(mode="json", exclude_unset=True))
     # stored, and read back with the image as sent
     items = openai_client.responses.input_items.list(response.id).data
