@@ -178,3 +178,5 @@ class ModelInfo:
     id: str
     context_length: int
     owned_by: str = "rostra"
+    # An upstream's model card lists "image" among its input_modalities (a gateway's models: it says so in turn).
+    sees_images: bool = False

@@ -45,12 +45,14 @@ class Route:
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    sized: bool = True  # False: no Content-Length (the body ends when the connection closes)
 
 
 class RecordingServer:
-    """An HTTP server on 127.0.0.1 that answers from `routes` (path -> Route) and records every path asked."""
+    """An HTTP server on 127.0.0.1 (or another loopback address: `address`, and `port` to share another's) that
+    answers from `routes` (path -> Route) and records every path asked."""
 
-    def __init__(self, routes: dict[str, Route] | None = None):
+    def __init__(self, routes: dict[str, Route] | None = None, address: str = "127.0.0.1", port: int = 0):
         self.routes = routes or {}
         self.hits: list[str] = []
         self.stopping = threading.Event()
@@ -65,14 +67,15 @@ class RecordingServer:
                 self.send_response(route.status)
                 for name, value in route.headers.items():
                     self.send_header(name, value)
-                self.send_header("Content-Length", str(len(route.body)))
+                if route.sized:
+                    self.send_header("Content-Length", str(len(route.body)))
                 self.end_headers()
                 self.wfile.write(route.body)
 
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer((address, port), Handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)

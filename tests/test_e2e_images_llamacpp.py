@@ -12,6 +12,7 @@ import anthropic
 import httpx
 import pytest
 from openai import OpenAI
+from PIL import Image
 
 from images import data_url, encoded, pattern
 from mmproj_gguf import mmproj_path
@@ -153,3 +154,34 @@ def test_counting_routes_count_images_as_llama_cpp_does(server, reference):
     assert count.input_tokens == expected == message.usage.input_tokens + (message.usage.cache_read_input_tokens or 0)
     two = [{"role": "user", "content": [*content, content[1]]}]
     assert messages.messages.count_tokens(model=model, messages=two).input_tokens == count.input_tokens + 16
+
+
+def test_a_conversation_repeating_an_image_reuses_its_prefix_as_llama_cpp_does(server, reference):
+    """A second turn after an image (the same image again in it) reuses the first turn's prompt, the image's chunk
+    included: rostra reports `cached_tokens` as llama.cpp's own server does for the same two requests. A turn whose
+    first image differs reuses only what stands before that image."""
+    client = OpenAI(base_url=server.v1, api_key="none", max_retries=0)
+    model = client.models.list().data[0].id
+    # `other`: an image no earlier request showed (llama.cpp's prompt cache keeps earlier prompts' states too)
+    url, other = data_url(PNG), data_url(encoded(pattern(40, 28).transpose(Image.Transpose.FLIP_TOP_BOTTOM), "PNG"))
+    first = chat_messages(url)
+    answer = reference_answer(reference, url)
+    second = [*first, {"role": "assistant", "content": answer}, {"role": "user", "content": [
+        {"type": "text", "text": "And now?"}, {"type": "image_url", "image_url": {"url": url}}]}]
+
+    def usage_of(body: dict) -> tuple[dict, dict]:
+        mine = client.chat.completions.create(model=model, temperature=0, max_tokens=1, **body).usage
+        theirs = reference.handle_chat_completions({"model": "x", "temperature": 0, "max_tokens": 1, **body})["usage"]
+        return mine.model_dump(), theirs
+
+    first_prompt, _ = usage_of({"messages": first})
+    mine, theirs = usage_of({"messages": second})
+    assert mine["prompt_tokens"] == theirs["prompt_tokens"]
+    cached = mine["prompt_tokens_details"]["cached_tokens"]
+    assert cached == theirs["prompt_tokens_details"]["cached_tokens"]
+    assert cached >= first_prompt["prompt_tokens"] - 2  # the whole first turn, its image's 16 tokens among them
+    changed = [{**second[0], "content": [second[0]["content"][0], {"type": "image_url", "image_url": {"url": other}}]},
+               *second[1:]]
+    mine, theirs = usage_of({"messages": changed})
+    assert mine["prompt_tokens_details"]["cached_tokens"] == theirs["prompt_tokens_details"]["cached_tokens"]
+    assert mine["prompt_tokens_details"]["cached_tokens"] < first_prompt["prompt_tokens"] - 16

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import socket
 import time
 
 import pytest
@@ -89,6 +90,17 @@ def test_exif_orientation_is_applied():
     image = decode_image(encoded(pattern(40, 20), "JPEG", exif=exif.tobytes()), PARAM, ImageLimits())
     assert (image.width, image.height) == (20, 40)
     assert Image.open(io.BytesIO(image.data)).size == (20, 40)  # re-encoded upright, not passed on as sent
+
+
+@pytest.mark.parametrize("fmt, options", [("PNG", {}), ("WEBP", {"lossless": True}), ("TIFF", {})])
+@pytest.mark.parametrize("orientation, upright", [(3, Image.Transpose.ROTATE_180), (6, Image.Transpose.ROTATE_270),
+                                                  (8, Image.Transpose.ROTATE_90), (2, Image.Transpose.FLIP_LEFT_RIGHT)])
+def test_exif_orientation_is_applied_to_every_format_that_carries_it(fmt, options, orientation, upright):
+    """The pixels a viewer shows: the stored ones turned as the EXIF tag says (lossless formats: exact)."""
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    image = decode_image(encoded(pattern(40, 20), fmt, exif=exif.tobytes(), **options), PARAM, ImageLimits())
+    assert pixels(image.data) == pixels(encoded(pattern(40, 20).transpose(upright), "PNG"))
 
 
 def test_transparency_is_shown_over_white():
@@ -208,6 +220,8 @@ def spellings(port: int) -> list[str]:
         f"http://user:pass@127.0.0.1:{port}/secret.png", f"https://127.0.0.1:{port}/secret.png",
         "http://169.254.169.254/latest/meta-data/", "http://[fd00:ec2::254]/latest/meta-data/",
         "http://metadata.google.internal/computeMetadata/v1/", "http://10.0.0.1/", "http://192.168.0.1/",
+        "http://224.0.0.251/", "http://[ff02::1]/", "http://[fe80::1]/", "http://100.64.0.1/",  # multicast, CGNAT
+        f"http://[64:ff9b::7f00:1]:{port}/secret.png", f"http://[2002:7f00:1::]:{port}/secret.png",  # NAT64, 6to4
     ]
 
 
@@ -245,12 +259,48 @@ def test_allowed_host_is_fetched_and_redirects_followed(target):
     assert network.width == 24
 
 
+@pytest.mark.parametrize("answers", [["127.0.0.1", "127.0.0.2"], ["127.0.0.2", "127.0.0.1"],
+                                     [("127.0.0.2", "127.0.0.1"), "127.0.0.2"]],
+                         ids=["allowed-then-inside", "inside-then-allowed", "both-at-once"])
+def test_dns_rebinding_the_connection_goes_to_the_checked_address(monkeypatch, answers):
+    """A name whose lookups answer an allowed address, then one inside (DNS rebinding), or both in one answer: the
+    connection goes to an address the check passed, never to the inside one. Here 127.0.0.1 stands for a public
+    address (allowed by network) and 127.0.0.2, the same port, for the internal service: it must see no hit."""
+    png = Route(body=encoded(pattern(), "PNG"), headers={"Content-Type": "image/png"})
+    inside = RecordingServer({"/a.png": png}, address="127.0.0.2")
+    outside = RecordingServer({"/a.png": png}, port=inside.port)
+    lookups = iter(answers + answers[-1:] * 5)
+    real = socket.getaddrinfo
+
+    def rebinding(host, *args, **kwargs):
+        if host != "rebind.test":
+            return real(host, *args, **kwargs)
+        answer = next(lookups)
+        return [info for address in ([answer] if isinstance(answer, str) else answer)
+                for info in real(address, *args, **kwargs)]
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    limits = ImageLimits(allow_hosts=("127.0.0.1/32",), fetch_timeout=5)
+    try:
+        url = f"http://rebind.test:{inside.port}/a.png"
+        if answers[0] == "127.0.0.2":
+            assert "not a public address" in refused(url, limits).message
+        else:
+            assert load(url, limits).width == 24
+            assert outside.hits == ["/a.png"]
+        assert inside.hits == []
+    finally:
+        inside.close()
+        outside.close()
+
+
 def test_fetch_limits(target):
     allowed = ("127.0.0.1",)
     target.routes.update({
         "/loop": Route(302, headers={"Location": "/loop"}),
         "/slow": Route(body=b"x", delay=3),
         "/big": Route(body=b"\0" * 5000, headers={"Content-Type": "image/png"}),
+        "/big-unsized": Route(body=b"\0" * 300_000, headers={"Content-Type": "image/png"}, sized=False),
         "/html": Route(body=b"<html>", headers={"Content-Type": "text/html"}),
         "/gone": Route(404),
     })
@@ -261,6 +311,8 @@ def test_fetch_limits(target):
                                                                                   fetch_timeout=0.5)).message
     assert "limit of 1000 bytes" in refused(target.url("/big"), ImageLimits(allow_hosts=allowed,
                                                                              max_bytes=1000)).message
+    assert "limit of 1000 bytes" in refused(target.url("/big-unsized"), ImageLimits(allow_hosts=allowed,
+                                                                                     max_bytes=1000)).message
     assert "not an image" in refused(target.url("/html"), ImageLimits(allow_hosts=allowed)).message
     assert "HTTP 404" in refused(target.url("/gone"), ImageLimits(allow_hosts=allowed)).message
 
@@ -268,3 +320,49 @@ def test_fetch_limits(target):
 def test_no_image_urls(target):
     error = refused(target.url("/secret.png"), ImageLimits(fetch_urls=False, allow_hosts=("127.0.0.1",)))
     assert error.code == "image_urls_disabled" and target.hits == []
+
+
+# --- decoding off the event loop -------------------------------------------------------------------------------------
+
+def test_every_decode_a_request_causes_runs_off_the_event_loop(monkeypatch, tmp_path):
+    """Chat, Responses (and a previous_response_id turn reading the stored image back) and Messages, in process:
+    each time Pillow opens or decodes an image, no event loop runs in that thread."""
+    import threading
+
+    from PIL import ImageFile
+
+    from harness import MODEL, InProcessServer
+
+    on_loop: list[str] = []
+    calls: list[str] = []
+
+    def watched(name, real):
+        def call(*args, **kwargs):
+            calls.append(name)
+            try:
+                asyncio.get_running_loop()
+                on_loop.append(f"{name} in {threading.current_thread().name}")
+            except RuntimeError:
+                pass
+            return real(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(Image, "open", watched("open", Image.open))
+    monkeypatch.setattr(ImageFile.ImageFile, "load", watched("load", ImageFile.ImageFile.load))
+    url = data_url(encoded(pattern().convert("RGBA"), "PNG"))  # re-encoded: decode, flatten and save all run
+    b64 = url.split(",", 1)[1]
+
+    async def run():
+        async with InProcessServer(tmp_path, [{"match": "", "output": "seen"}]) as server:
+            replies = [await server.client.post("/v1/chat/completions", json={"model": MODEL, "messages": [
+                {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}]})]
+            replies.append(await server.client.post("/v1/responses", json={"model": MODEL, "input": [
+                {"role": "user", "content": [{"type": "input_image", "image_url": url}]}]}))
+            replies.append(await server.client.post("/v1/responses", json={
+                "model": MODEL, "input": "again", "previous_response_id": replies[-1].json()["id"]}))
+            replies.append(await server.client.post("/v1/messages", json={"model": MODEL, "max_tokens": 8, "messages": [
+                {"role": "user", "content": [{"type": "image", "source": {
+                    "type": "base64", "media_type": "image/png", "data": b64}}]}]}))
+            assert [reply.status_code for reply in replies] == [200] * 4, [reply.text for reply in replies]
+    asyncio.run(run())
+    assert calls.count("load") >= 4 and on_loop == []

@@ -16,7 +16,8 @@ from servers import RunningServer
 RUN_BY = {"opencode-config": "test_clients_coding_agents.py", "opencode": "test_clients_coding_agents.py",
           "pi-config": "test_clients_coding_agents.py", "pi": "test_clients_coding_agents.py",
           "qwen-code": "test_clients_coding_agents.py", "codex-config": "test_clients_codex.py",
-          "openai-sdk": "test_readme_clients.py", "anthropic-sdk": "test_readme_clients.py"}
+          "openai-sdk": "test_readme_clients.py", "anthropic-sdk": "test_readme_clients.py",
+          "images-curl": "test_api_images.py"}
 
 
 def test_every_setup_block_is_run_by_a_test():

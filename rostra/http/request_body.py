@@ -46,11 +46,15 @@ async def parse_body(request: Request, model: type[Body]) -> Body:
         else:
             parsed = model.model_validate_json(body)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        if first["type"] == "json_invalid":
-            raise InvalidRequest(f"the request body is not valid JSON: {first['msg']}") from exc
-        param = param_from_location(tuple(first["loc"]))
-        raise InvalidRequest(f"{param or 'body'}: {first['msg']}", param=param) from exc
+        errors = exc.errors(include_url=False)
+        if errors[0]["type"] == "json_invalid":
+            raise InvalidRequest(f"the request body is not valid JSON: {errors[0]['msg']}") from exc
+        # A union (a message's content: a string or a list of parts) fails once per member; the member that got
+        # furthest into named fields names the one at fault (`messages[0].content[1].image_url.url`, not
+        # `messages[0].content`); on a tie, the first.
+        located = [(param_from_location(tuple(error["loc"])), error["msg"]) for error in errors]
+        param, message = max(located, key=lambda pair: (pair[0] or "").count("."))
+        raise InvalidRequest(f"{param or 'body'}: {message}", param=param) from exc
     if isinstance(parsed, RequestModel):
         check_fields(parsed, request.app.state.rostra.settings.unknown_params)
         apply_alias(request, parsed)

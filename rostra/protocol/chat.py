@@ -27,7 +27,9 @@ RESERVED_TEMPLATE_KWARGS = frozenset({"messages", "tools", "add_generation_promp
 
 class ImageURL(BaseModel):
     url: str  # a data: URL or an http(s) URL (fetched by rostra: rostra/images/fetch.py)
-    detail: str | None = None  # auto, low, high: accepted; the engine sees the image at its own resolution
+    # Accepted, and any other value a 400 (as OpenAI answers); the engine sees the image at its own resolution.
+    # "original" is the Responses API's newer level, taken here too.
+    detail: Literal["auto", "low", "high", "original"] | None = None
 
 
 class ContentPart(BaseModel):

@@ -332,7 +332,7 @@ class ChatService(GenerationService):
                             tuple(images))
 
     async def inline_images(self, turn: Turn) -> dict[PartKey, str]:
-        """For an upstream: each image checked, decoded and sent as a PNG data URL (an http(s) URL is fetched by
+        """For an upstream: each image checked, decoded and sent as a data URL (an http(s) URL is fetched by
         rostra, under its address policy, not by the upstream), by where it stands."""
         parts = image_parts(turn.messages)
         if not parts:

@@ -95,6 +95,9 @@ def items_to_messages(items: list[dict[str, Any]], routes: ToolRoutes | None = N
     return messages
 
 
+IMAGE_DETAILS = ("low", "high", "auto", "original")
+
+
 def has_images(parts: Any) -> bool:
     return isinstance(parts, list) and any(isinstance(part, dict) and part.get("type") == "input_image"
                                            for part in parts)
@@ -116,6 +119,9 @@ def turn_content(parts: list[dict[str, Any]], path: str, joiner: str) -> str | t
                                  "image_url (a data URL or an http(s) URL)", param=param)
         elif not isinstance(part.get("image_url"), str):
             raise InvalidRequest("an input_image needs image_url", param=param)
+        elif part.get("detail") not in (None, *IMAGE_DETAILS):  # accepted: the engine sees its own resolution
+            raise InvalidRequest(f"an input_image's detail must be one of {', '.join(IMAGE_DETAILS)}",
+                                 param=f"{param}.detail")
         else:
             out.append(ImagePart(part["image_url"], param))
     return tuple(out)

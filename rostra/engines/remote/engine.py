@@ -79,7 +79,12 @@ class RemoteEngine(Engine):
     def model_info(self, name: str) -> ModelInfo:
         info = self.pool.models().get(name) or ModelInfo(name, 0)
         context = self.max_model_len or info.context_length
-        return ModelInfo(name, context, info.owned_by)
+        return ModelInfo(name, context, info.owned_by, info.sees_images)
+
+    def takes_images(self, model: str) -> bool:
+        """A relayed model whose upstream says it sees images: rostra checks and inlines each image and the upstream
+        reads it. A raw upstream gets a plain completion of text: no place for an image."""
+        return self.relays(model) and self.model_info(model).sees_images
 
     def relays(self, model: str) -> bool:
         upstreams = self.pool.upstreams_for(model)

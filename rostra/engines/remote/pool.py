@@ -283,8 +283,11 @@ def _auth(upstream: Upstream) -> dict[str, str]:
 
 
 def _model_info(entry: dict) -> ModelInfo:
-    # vLLM and rostra say max_model_len; others say nothing (0: unknown).
-    return ModelInfo(entry["id"], int(entry.get("max_model_len") or 0), str(entry.get("owned_by") or "upstream"))
+    # vLLM and rostra say max_model_len; others say nothing (0: unknown). rostra (and OpenRouter) list
+    # input_modalities; a card without them is taken as text only.
+    modalities = entry.get("input_modalities")
+    return ModelInfo(entry["id"], int(entry.get("max_model_len") or 0), str(entry.get("owned_by") or "upstream"),
+                     sees_images=isinstance(modalities, list) and "image" in modalities)
 
 
 def _json_or_none(content: bytes):

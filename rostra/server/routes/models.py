@@ -1,8 +1,8 @@
 """The Models API: GET /v1/models and GET /v1/models/{id}: every servable model, loaded or not.
 
 Extensions to OpenAI's model object: `state` (loaded, loading, unloading or unloaded), `max_model_len`
-(once loaded), `input_modalities` (once loaded: ["text"], or ["text", "image"] for a model that sees images, as
-OpenRouter's model objects say it), and `generation_defaults`: what a request that leaves those fields out gets (before the
+(once loaded), `input_modalities` (["text"], or ["text", "image"] for a model that sees images, as OpenRouter's
+model objects say it; before its first load only a llama.cpp model's is known: it sees with a projector), and `generation_defaults`: what a request that leaves those fields out gets (before the
 model's first load, only what its settings give: the model's own recommendation is read when it loads).
 
 Codex asks `GET /v1/models?client_version=...` and reads a `models` array of its own shape: with that query
@@ -30,7 +30,7 @@ def model_cards(context: ServerContext, slot: ModelSlot) -> list[dict]:
             info = bundle.engine.model_info(name)
             cards.append({"id": name, "object": "model", "created": context.started, "owned_by": info.owned_by,
                           "state": slot.state, "max_model_len": info.context_length,
-                          "input_modalities": ["text", "image"] if bundle.engine.takes_images(name) else ["text"],
+                          "input_modalities": ["text", "image"] if sees_images(slot, name) else ["text"],
                           "generation_defaults": dict(bundle.generation_defaults.values)})
         return cards
     settings = slot.spec.settings
@@ -41,9 +41,21 @@ def model_cards(context: ServerContext, slot: ModelSlot) -> list[dict]:
         defaults = {}  # a bad setting: the model's load will say so
     card = {"object": "model", "created": context.started, "owned_by": "rostra", "state": slot.state,
             "generation_defaults": defaults}
+    sees = sees_images(slot, slot.spec.name)
+    if sees is not None:
+        card["input_modalities"] = ["text", "image"] if sees else ["text"]
     if slot.error:
         card["load_error"] = slot.error
     return [{"id": name, **card} for name in slot.spec.names]
+
+
+def sees_images(slot: ModelSlot, name: str) -> bool | None:
+    """Whether `name` takes images: its engine says once loaded; before, a llama.cpp model sees exactly when it has
+    a projector (--mmproj, one found beside it, or its models-config entry's), another engine's is not known yet."""
+    if slot.bundle is not None:
+        return slot.bundle.engine.takes_images(name)
+    settings = slot.spec.settings
+    return bool(settings.mmproj) if settings.engine == "llamacpp" else None
 
 
 def codex_models(slots: list[ModelSlot]) -> list[CodexModel]:
@@ -57,8 +69,7 @@ def codex_models(slots: list[ModelSlot]) -> list[CodexModel]:
         names = slot.bundle.served_names() if slot.bundle is not None else slot.spec.names
         for name in names:
             length = slot.bundle.engine.model_info(name).context_length if slot.bundle is not None else None
-            sees = slot.bundle is not None and slot.bundle.engine.takes_images(name)
-            entries.append(codex_model(name, len(entries), length, reasoning, images=sees))
+            entries.append(codex_model(name, len(entries), length, reasoning, images=bool(sees_images(slot, name))))
     return entries
 
 
