@@ -12,19 +12,24 @@ image, the images as PIL images of the same pixels, `mm_processor_kwargs` passed
 from __future__ import annotations
 
 import asyncio
+import base64
 import io
 from pathlib import Path
 
 import pytest
+from openai import OpenAI
 from PIL import Image
 
-from images import encoded, pattern, pixels
+from idefics3_checkpoint import tiny_idefics3
+from images import data_url, encoded, pattern, pixels
 from llava_checkpoint import IMAGE_TOKEN, IMAGE_TOKENS, tiny_llava
 from rostra.core import Prompt, PromptImage, SamplingParams
 from rostra.engines.vllm import VllmEngine
 from rostra.engines.vllm_images import image_prompt, pil_images
 from rostra.errors import InvalidRequest
-from vllm_env import VLLM_INSTALLED
+from servers import RunningServer
+from vllm_env import SERVE_FLAGS, VLLM_INSTALLED, VLLM_SERVER_FLAGS, real
+from vllm_server import STARTUP, VllmServer
 
 CACHE = Path(__file__).resolve().parent.parent / ".cache"
 PNG = encoded(pattern(40, 28), "PNG")
@@ -100,3 +105,108 @@ def test_count_equals_transformers_processor(adapter, checkpoint):
     expected = processor(text=text, images=[Image.open(io.BytesIO(PNG)).convert("RGB")], return_tensors="pt")
     counted = asyncio.run(adapter.prompt_length(Prompt(prompt_ids(adapter, text), images=(IMAGE,))))
     assert counted == expected["input_ids"].shape[1]
+
+
+# vLLM itself, on the tiny Idefics3 (SmolVLM's architecture: tests/idefics3_checkpoint.py): rostra `--engine vllm`
+# and vLLM's own OpenAI server on the same files give the same tokens at temperature 0 for the same images.
+VISION_MODEL = "tiny-idefics3"
+QUESTION = "Describe the picture."
+MAX_TOKENS = 16
+OTHER_PNG = encoded(pattern(40, 28).rotate(90, expand=True), "PNG")
+
+
+@pytest.fixture(scope="module")
+def idefics3(transformers_checkpoint) -> Path:
+    return tiny_idefics3(transformers_checkpoint, CACHE / "tiny-idefics3")
+
+
+@pytest.fixture(scope="module")
+def rostra_vision(idefics3):
+    server = RunningServer(["--engine", "vllm", str(idefics3), "--served-model-name", VISION_MODEL,
+                            "--max-model-len", "2048", *SERVE_FLAGS], startup_timeout=STARTUP)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def vllm_vision(idefics3, rostra_vision):  # after rostra's: the two engines never load at once on 2 cores
+    server = VllmServer(str(idefics3), "--served-model-name", VISION_MODEL, "--max-model-len", "2048",
+                        *VLLM_SERVER_FLAGS)
+    yield server
+    server.stop()
+
+
+def openai_client(base_url: str) -> OpenAI:
+    return OpenAI(base_url=f"{base_url}/v1", api_key="unused", max_retries=0, timeout=300)
+
+
+def image_part(png: bytes) -> dict:
+    return {"type": "image_url", "image_url": {"url": data_url(png)}}
+
+
+def asking(*pngs: bytes) -> list[dict]:
+    return [{"role": "user", "content": [{"type": "text", "text": QUESTION}, *map(image_part, pngs)]}]
+
+
+def chat(base_url: str, messages: list[dict], **extra):
+    return openai_client(base_url).chat.completions.create(model=VISION_MODEL, messages=messages, temperature=0,
+                                                           max_tokens=MAX_TOKENS, logprobs=True, **extra)
+
+
+def same_answer(ours, theirs) -> None:
+    """The same tokens (rostra spells an end token as silent text, vLLM as the token's text), text and count."""
+    a, b = ours.choices[0], theirs.choices[0]
+    assert a.message.content == b.message.content and a.finish_reason == b.finish_reason
+    assert [t.token for t in a.logprobs.content] == [t.token for t in b.logprobs.content if t.token != "<|im_end|>"]
+    assert ours.usage.prompt_tokens == theirs.usage.prompt_tokens
+
+
+@real
+def test_chat_with_an_image_is_vllms_own(rostra_vision, vllm_vision):
+    for png in (PNG, OTHER_PNG):
+        ours, theirs = chat(rostra_vision.base_url, asking(png)), chat(vllm_vision.base_url, asking(png))
+        same_answer(ours, theirs)
+        assert ours.choices[0].message.content.strip()
+        chunks = list(openai_client(rostra_vision.base_url).chat.completions.create(
+            model=VISION_MODEL, messages=asking(png), temperature=0, max_tokens=MAX_TOKENS, stream=True,
+            stream_options={"include_usage": True}))
+        assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == ours.choices[0].message.content
+        assert chunks[-1].usage == ours.usage
+    # the images are read, not ignored: two images, two answers
+    first, second = (chat(vllm_vision.base_url, asking(png)).choices[0].message.content for png in (PNG, OTHER_PNG))
+    assert first != second
+
+
+@real
+def test_two_images_in_one_message(rostra_vision, vllm_vision):
+    same_answer(chat(rostra_vision.base_url, asking(PNG, OTHER_PNG)), chat(vllm_vision.base_url, asking(PNG, OTHER_PNG)))
+
+
+@real
+def test_an_image_in_a_tool_message(rostra_vision, vllm_vision):
+    call = {"id": "call_1", "type": "function", "function": {"name": "view_image", "arguments": '{"path": "a.png"}'}}
+    messages = [{"role": "user", "content": "Look at a.png."},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "call_1", "content": [image_part(PNG)]}]
+    same_answer(chat(rostra_vision.base_url, messages), chat(vllm_vision.base_url, messages))
+
+
+@real
+def test_responses_and_messages_give_vllms_answer_and_count(rostra_vision, vllm_vision):
+    import anthropic
+
+    expected = chat(vllm_vision.base_url, asking(PNG))
+    response = openai_client(rostra_vision.base_url).responses.create(
+        model=VISION_MODEL, temperature=0, max_output_tokens=MAX_TOKENS, input=[
+            {"role": "user", "content": [{"type": "input_text", "text": QUESTION},
+                                         {"type": "input_image", "image_url": data_url(PNG)}]}])
+    assert response.output_text == expected.choices[0].message.content
+    assert response.usage.input_tokens == expected.usage.prompt_tokens
+    messages = anthropic.Anthropic(base_url=rostra_vision.base_url, api_key="unused", max_retries=0, timeout=300)
+    content = [{"type": "text", "text": QUESTION}, {"type": "image", "source": {
+        "type": "base64", "media_type": "image/png", "data": base64.b64encode(PNG).decode()}}]
+    counted = messages.messages.count_tokens(model=VISION_MODEL, messages=[{"role": "user", "content": content}])
+    assert counted.input_tokens == expected.usage.prompt_tokens  # before anything is generated
+    message = messages.messages.create(model=VISION_MODEL, max_tokens=MAX_TOKENS, extra_body={"temperature": 0},
+                                       messages=[{"role": "user", "content": content}])
+    assert message.content[0].text == expected.choices[0].message.content
