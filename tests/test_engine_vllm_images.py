@@ -103,6 +103,26 @@ def test_image_tokens_that_do_not_pair_up_are_a_400(adapter):
     assert asyncio.run(adapter.prompt_length(Prompt(text))) == len(text)
 
 
+def test_mm_processor_kwargs_need_the_operators_trust():
+    """As vLLM's own server: a client's options for the multimodal processor change what an image costs (tiles,
+    pixels), so they are a 400 unless the server was started with --trust-request-mm-kwargs."""
+    from rostra.cli import build_parser, settings_from_args
+    from rostra.protocol.chat import ChatCompletionRequest
+    from rostra.serving.extensions import prompt_extensions
+
+    engine = VllmEngine.__new__(VllmEngine)  # the class's declarations, no model loaded
+    request = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "x"}],
+                                    mm_processor_kwargs={"do_image_splitting": False})
+    with pytest.raises(InvalidRequest, match="--trust-request-mm-kwargs") as refused:
+        prompt_extensions(engine, request)
+    assert refused.value.param == "mm_processor_kwargs"
+    engine.trusts_request_mm_kwargs = True
+    assert prompt_extensions(engine, request)["mm_processor_kwargs"] == {"do_image_splitting": False}
+    for flags, trusted in (([], False), (["--trust-request-mm-kwargs"], True)):
+        args = build_parser().parse_args(["serve", "--engine", "vllm", "m", *flags])
+        assert settings_from_args(args).trust_request_mm_kwargs is trusted
+
+
 def test_count_equals_transformers_processor(adapter, checkpoint):
     from transformers import AutoProcessor
 
@@ -129,7 +149,8 @@ def idefics3(transformers_checkpoint) -> Path:
 @pytest.fixture(scope="module")
 def rostra_vision(idefics3):
     server = RunningServer(["--engine", "vllm", str(idefics3), "--served-model-name", VISION_MODEL,
-                            "--max-model-len", "2048", *SERVE_FLAGS], startup_timeout=STARTUP)
+                            "--max-model-len", "2048", "--trust-request-mm-kwargs", *SERVE_FLAGS],
+                           startup_timeout=STARTUP)
     yield server
     server.stop()
 
@@ -137,7 +158,7 @@ def rostra_vision(idefics3):
 @pytest.fixture(scope="module")
 def vllm_vision(idefics3, rostra_vision):  # after rostra's: the two engines never load at once on 2 cores
     server = VllmServer(str(idefics3), "--served-model-name", VISION_MODEL, "--max-model-len", "2048",
-                        *VLLM_SERVER_FLAGS)
+                        "--trust-request-mm-kwargs", *VLLM_SERVER_FLAGS)
     yield server
     server.stop()
 
@@ -195,6 +216,16 @@ def test_an_image_in_a_tool_message(rostra_vision, vllm_vision):
                 {"role": "assistant", "content": None, "tool_calls": [call]},
                 {"role": "tool", "tool_call_id": "call_1", "content": [image_part(PNG)]}]
     same_answer(chat(rostra_vision.base_url, messages), chat(vllm_vision.base_url, messages))
+
+
+@real
+def test_mm_processor_kwargs_reach_vllms_processor(rostra_vision, vllm_vision):
+    # Idefics3's processor without its tiling: the image is its global view alone, fewer tokens
+    whole = chat(vllm_vision.base_url, asking(PNG))
+    extra = {"mm_processor_kwargs": {"do_image_splitting": False}}
+    ours, theirs = (chat(url, asking(PNG), extra_body=extra) for url in (rostra_vision.base_url, vllm_vision.base_url))
+    same_answer(ours, theirs)
+    assert ours.usage.prompt_tokens < whole.usage.prompt_tokens
 
 
 @real
