@@ -123,6 +123,30 @@ def test_mm_processor_kwargs_need_the_operators_trust():
         assert settings_from_args(args).trust_request_mm_kwargs is trusted
 
 
+def test_count_follows_mm_processor_kwargs(transformers_checkpoint):
+    """A prompt's mm_processor_kwargs change its images' tokens (Idefics3 without tiling: the global view alone),
+    and its count before generation follows them as vLLM's processor will."""
+    import torch
+    from transformers import AutoProcessor
+
+    from rostra.engines.transformers_vision import VisionProcessor
+
+    checkpoint = tiny_idefics3(transformers_checkpoint, CACHE / "tiny-idefics3")
+    engine = VllmEngine.__new__(VllmEngine)
+    engine.vision = VisionProcessor.load(str(checkpoint), torch.device("cpu"), torch.float32)
+    processor = AutoProcessor.from_pretrained(checkpoint)
+    text = f"<|im_start|>user\nDescribe.{IMAGE_TOKEN}<|im_end|>\n"
+    ids = processor.tokenizer.encode(text, add_special_tokens=False)
+    rgb = Image.open(io.BytesIO(PNG)).convert("RGB")
+    for kwargs in (None, {"do_image_splitting": False}, {"max_image_size": {"longest_edge": 16}}):
+        expected = processor(text=text, images=[rgb], **(kwargs or {}))["input_ids"][0]
+        counted = asyncio.run(engine.prompt_length(Prompt(ids, images=(IMAGE,), mm_processor_kwargs=kwargs)))
+        assert counted == len(expected), kwargs
+    with pytest.raises(InvalidRequest) as refused:
+        asyncio.run(engine.prompt_length(Prompt(ids, images=(IMAGE,), mm_processor_kwargs={"max_image_size": 3})))
+    assert refused.value.param == "mm_processor_kwargs"
+
+
 def test_count_equals_transformers_processor(adapter, checkpoint):
     from transformers import AutoProcessor
 
