@@ -230,7 +230,8 @@ def test_chat_with_an_image_is_vllms_own(rostra_vision, vllm_vision):
 
 @real
 def test_two_images_in_one_message(rostra_vision, vllm_vision):
-    same_answer(chat(rostra_vision.base_url, asking(PNG, OTHER_PNG)), chat(vllm_vision.base_url, asking(PNG, OTHER_PNG)))
+    two = asking(PNG, OTHER_PNG)
+    same_answer(chat(rostra_vision.base_url, two), chat(vllm_vision.base_url, two))
 
 
 @real
@@ -240,6 +241,36 @@ def test_an_image_in_a_tool_message(rostra_vision, vllm_vision):
                 {"role": "assistant", "content": None, "tool_calls": [call]},
                 {"role": "tool", "tool_call_id": "call_1", "content": [image_part(PNG)]}]
     same_answer(chat(rostra_vision.base_url, messages), chat(vllm_vision.base_url, messages))
+
+
+@real
+def test_an_image_in_a_tool_result_on_responses_and_messages(rostra_vision, vllm_vision):
+    """Where vLLM's own server takes no image (Responses' function_call_output, Messages' tool_result), rostra's
+    answer is vLLM's for the same conversation on Chat (an image in a `tool` message)."""
+    import anthropic
+
+    call = {"id": "call_1", "type": "function", "function": {"name": "view_image", "arguments": "{}"}}
+    expected = chat(vllm_vision.base_url, [{"role": "user", "content": "Look."},
+                                           {"role": "assistant", "content": None, "tool_calls": [call]},
+                                           {"role": "tool", "tool_call_id": "call_1", "content": [image_part(PNG)]}])
+    response = openai_client(rostra_vision.base_url).responses.create(
+        model=VISION_MODEL, temperature=0, max_output_tokens=MAX_TOKENS, input=[
+            {"role": "user", "content": "Look."},
+            {"type": "function_call", "call_id": "call_1", "name": "view_image", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "call_1",
+             "output": [{"type": "input_image", "image_url": data_url(PNG)}]}])
+    assert (response.output_text, response.usage.input_tokens) == (expected.choices[0].message.content,
+                                                                    expected.usage.prompt_tokens)
+    messages = anthropic.Anthropic(base_url=rostra_vision.base_url, api_key="unused", max_retries=0, timeout=300)
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": base64.b64encode(PNG).decode()}}
+    turns = [{"role": "user", "content": "Look."},
+             {"role": "assistant", "content": [{"type": "tool_use", "id": "call_1", "name": "view_image",
+                                                "input": {}}]},
+             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1", "content": [image]}]}]
+    message = messages.messages.create(model=VISION_MODEL, max_tokens=MAX_TOKENS, extra_body={"temperature": 0},
+                                       messages=turns)
+    assert message.content[0].text == expected.choices[0].message.content
 
 
 @real
