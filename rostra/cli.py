@@ -405,6 +405,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     tensor_parallel_size=args.tensor_parallel_size,
                     pipeline_parallel_size=args.pipeline_parallel_size,
                     gpu_memory_utilization=args.gpu_memory_utilization, vllm_args=args.vllm_arg,
+                    trust_request_mm_kwargs=args.trust_request_mm_kwargs,
                     mcp_allow=args.mcp_allow, tool_servers=args.tool_server, mcp_timeout=args.mcp_timeout,
                     mcp_max_output=args.mcp_max_output,
                     image_urls=args.image_urls, image_allow_hosts=args.image_allow_hosts,

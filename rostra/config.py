@@ -110,6 +110,7 @@ class Settings:
     pipeline_parallel_size: int = 1
     gpu_memory_utilization: float | None = None  # None: vLLM's default
     vllm_args: list[str] = field(default_factory=list)  # KEY=VALUE, any other AsyncEngineArgs setting
+    trust_request_mm_kwargs: bool = False  # requests may set mm_processor_kwargs (vLLM's flag of that name)
     # MCP tools in the Responses API
     mcp_allow: list[str] = field(default_factory=list)  # hosts a request's server_url may name; none: no remote MCP
     tool_servers: list[str] = field(default_factory=list)  # LABEL=URL: MCP servers configured on the server side

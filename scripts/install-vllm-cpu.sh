@@ -9,7 +9,7 @@
 # PyTorch's CPU index: pass `-- --extra-index-url https://download.pytorch.org/whl/cpu`.
 # vLLM's CPU build also pulls the registry's torchvision, torchaudio and torchcodec, which are CUDA builds: beside a
 # CPU torch, vLLM dies at import (`operator torchvision::nms does not exist`), so they are removed afterwards (vLLM
-# needs them only for vision and audio models).
+# needs them only for audio and some vision models: a LLaVA does not load without torchvision, an Idefics3/SmolVLM does).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 venv="$repo/.venv-vllm"

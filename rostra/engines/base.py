@@ -68,6 +68,9 @@ class Engine(abc.ABC):
     schedules_by_priority: bool = False
     # Whether a prompt's `mm_processor_kwargs` reach a multimodal processor (vLLM's); else non-empty ones are a 400.
     takes_mm_processor_kwargs: bool = False
+    # Whether a client may set them: they change what an image costs (tiles, pixels), so vLLM's own server refuses
+    # them unless started with --trust-request-mm-kwargs; rostra's flag of that name sets this.
+    trusts_request_mm_kwargs: bool = False
 
     def check_params(self, params: SamplingParams) -> None:
         """Raise InvalidRequest (naming the parameter) for what this engine cannot honour."""

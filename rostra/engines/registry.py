@@ -121,6 +121,8 @@ def _vllm_flags(group: FlagGroup) -> None:
     group.add_argument("--vllm-arg", action="append", default=[], metavar="KEY=VALUE",
                        help="any other vLLM engine argument, VALUE read as YAML, e.g. max_num_seqs=256 or "
                             "distributed_executor_backend=ray (repeatable)")
+    group.add_argument("--trust-request-mm-kwargs", action="store_true",
+                       help="let requests set mm_processor_kwargs (they change what an image costs), as vLLM's flag")
 
 
 def _build_vllm(settings: Settings) -> Engine:
@@ -135,7 +137,8 @@ def _build_vllm(settings: Settings) -> Engine:
                            pipeline_parallel_size=settings.pipeline_parallel_size,
                            gpu_memory_utilization=settings.gpu_memory_utilization, dtype=settings.dtype,
                            engine_args=settings.vllm_args, task=settings.task, matryoshka=settings.matryoshka,
-                           speculative=settings.speculative, speculative_draft=settings.speculative_draft)
+                           speculative=settings.speculative, speculative_draft=settings.speculative_draft,
+                           trust_request_mm_kwargs=settings.trust_request_mm_kwargs)
     except (ImportError, ValueError) as exc:  # vLLM missing, or a --vllm-arg it does not know
         raise SystemExit(f"rostra: {exc}") from exc
 

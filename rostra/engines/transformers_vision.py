@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -70,7 +71,7 @@ class VisionProcessor:
         """The prompt with each image token replaced by its image's tokens, and the images' tensors; a 400 when
         the image tokens and the images do not pair up (a message that holds the image token's text)."""
         positions = self.image_positions(prompt)
-        processed = [self.process(image) for image in prompt.images]
+        processed = [self.process(image, prompt.mm_processor_kwargs) for image in prompt.images]
         token_ids: list[int] = []
         start = 0
         for position, image in zip(positions, processed):
@@ -102,25 +103,34 @@ class VisionProcessor:
         """The prompt's length once its images are expanded (what the model evaluates)."""
         return len(self.expand(prompt).token_ids)
 
-    def process(self, image: PromptImage) -> ProcessedImage:
-        key = hashlib.sha256(image.data).digest()
+    def process(self, image: PromptImage, options: dict[str, Any] | None = None) -> ProcessedImage:
+        """The image's tokens and tensors; `options` are the request's mm_processor_kwargs (vLLM's engine hands
+        them to its own processor, so its count follows them)."""
+        key = hashlib.sha256(image.data).digest() + json.dumps(options or {}, sort_keys=True).encode()
         with self._lock:
             kept = self._kept.get(key)
             if kept is not None:
                 self._kept.move_to_end(key)
                 return kept
-        processed = self._process(image)
+        processed = self._process(image, options or {})
         with self._lock:
             self._kept[key] = processed
             while len(self._kept) > _KEPT_IMAGES:
                 self._kept.popitem(last=False)
         return processed
 
-    def _process(self, image: PromptImage) -> ProcessedImage:
+    def _process(self, image: PromptImage, options: dict[str, Any]) -> ProcessedImage:
         with Image.open(io.BytesIO(image.data)) as opened:
             rgb = opened.convert("RGB")
         # The processor expands the image token of a one-image text: that expansion is the image's tokens.
-        inputs = self.processor(text=self.image_token, images=[rgb], return_tensors="pt", add_special_tokens=False)
+        try:
+            inputs = self.processor(text=self.image_token, images=[rgb], return_tensors="pt",
+                                    add_special_tokens=False, **options)
+        except Exception as exc:  # processors validate their options each their own way (hub's strict dataclasses...)
+            if not options:
+                raise
+            raise InvalidRequest(f"mm_processor_kwargs: the model's processor refused them: {exc}",
+                                 param="mm_processor_kwargs") from exc
         token_ids = tuple(int(token) for token in inputs["input_ids"][0])
         tensors = {name: value.to(self.device, self.dtype if value.is_floating_point() else value.dtype)
                    for name, value in inputs.items()

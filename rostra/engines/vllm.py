@@ -82,7 +82,8 @@ class VllmEngine(VisionEngine):
                  tensor_parallel_size: int = 1, pipeline_parallel_size: int = 1,
                  gpu_memory_utilization: float | None = None, dtype: str = "auto",
                  engine_args: Sequence[str] = (), task: str = "auto", matryoshka: bool = False,
-                 speculative: str = "auto", speculative_draft: int | None = None):
+                 speculative: str = "auto", speculative_draft: int | None = None,
+                 trust_request_mm_kwargs: bool = False):
         try:
             from vllm import AsyncEngineArgs, AsyncLLMEngine
         except ImportError as exc:
@@ -100,6 +101,7 @@ class VllmEngine(VisionEngine):
                  tensor_parallel_size, pipeline_parallel_size)
         started = time.monotonic()
         self._scheduler = SchedulerGauges()
+        self.trusts_request_mm_kwargs = trust_request_mm_kwargs
         self._llm: Any = AsyncLLMEngine.from_engine_args(AsyncEngineArgs(**kwargs),
                                                          **_stat_loggers(AsyncLLMEngine, self._scheduler))
         log.info("vLLM engine ready in %.1f s", time.monotonic() - started)

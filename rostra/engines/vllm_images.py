@@ -5,7 +5,8 @@ vLLM takes a prompt's images beside its token ids: a `TokensPrompt` (a TypedDict
 rostra renders them. vLLM's multimodal processor runs the checkpoint's image processor and expands each image
 token into the image's tokens itself (its "prompt updates" work on token ids too), so rostra's template, its
 special-text guard and its token ids stay as they are for text. `mm_processor_kwargs` go to that processor as
-given (vLLM's request field: e.g. a Qwen2-VL `max_pixels`).
+given (vLLM's request field: e.g. a Qwen2-VL `max_pixels`), where the server trusts them (--trust-request-mm-kwargs,
+checked in serving/extensions.py), and rostra's count before generation follows them (transformers_vision.py).
 """
 
 from __future__ import annotations

@@ -53,6 +53,10 @@ def prompt_extensions(engine: Engine, request: SamplingFields) -> dict[str, Any]
     if request.mm_processor_kwargs and not engine.takes_mm_processor_kwargs:
         raise InvalidRequest(f"mm_processor_kwargs is not supported by the {engine.engine_name} engine: it has no "
                              "multimodal processor to pass them to (vLLM has)", param="mm_processor_kwargs")
+    if request.mm_processor_kwargs and not engine.trusts_request_mm_kwargs:
+        raise InvalidRequest("mm_processor_kwargs are off: they change how much work and memory an image costs; "
+                             "the server's operator turns them on with --trust-request-mm-kwargs",
+                             param="mm_processor_kwargs")
     return {"cache_salt": request.cache_salt, "mm_processor_kwargs": request.mm_processor_kwargs or None}
 
 
