@@ -8,7 +8,9 @@ convolution, per block `ln1`, `attn_q/k/v`, `attn_out`, `ln2`, `ffn_up`, `ffn_do
 - `gemma3`: learned positions, `v.post_ln`, average pooling by `clip.vision.projector.scale_factor`, an RMS norm
   (`mm.soft_emb_norm`) and `mm.input_projection`;
 - `qwen2vl_merger` (Qwen2-VL): two patch kernels (`v.patch_embd.weight` and `.weight.1`, the two frames of its 3D
-  convolution), M-RoPE, `v.post_ln`, and the 2x2 merger (`mm.0`, GELU, `mm.2`);
+  convolution), M-RoPE, `v.post_ln`, and the 2x2 merger (`mm.0`, GELU, `mm.2`); `qwen2.5vl_merger` the same with
+  windowed attention (`clip.vision.n_wa_pattern`); `qwen3vl_merger` with a patch bias, learned positions and fused
+  `attn_qkv` projections;
 - `pixtral`: 2D RoPE, RMS norms, `mm.1`, GELU, `mm.2`, and the `[IMG_BREAK]` embedding (`v.token_embd.img_break`).
 Weights are random from a fixed seed: the model sees nothing meaningful, but the same image gives the same
 embeddings, so rostra and llama.cpp's own server must give the same tokens for it.
@@ -25,9 +27,9 @@ import numpy as np
 TEXT_WIDTH = 576  # SmolLM2-135M's embedding length
 IMAGE_SIZE, PATCH, WIDTH, FFN, HEADS, BLOCKS = 32, 8, 64, 128, 4, 2
 SEED = 1234
-PROJECTORS = ("mlp", "gemma3", "qwen2vl_merger", "pixtral")
 # per projector: (image_size, patch_size); the sizes are small so that encoding an image takes milliseconds
-GEOMETRY = {"mlp": (IMAGE_SIZE, PATCH), "gemma3": (64, 8), "qwen2vl_merger": (64, 4), "pixtral": (64, 8)}
+GEOMETRY = {"mlp": (IMAGE_SIZE, PATCH), "gemma3": (64, 8), "qwen2vl_merger": (64, 4), "qwen2.5vl_merger": (64, 4),
+            "qwen3vl_merger": (64, 4), "pixtral": (64, 8)}
 GEMMA3_POOL = 4  # gemma3's 2D average pooling (clip.vision.projector.scale_factor): 8x8 patches give 2x2 tokens
 
 Weight = Callable[..., np.ndarray]
@@ -68,7 +70,7 @@ def write_mmproj(target: Path, projector: str = "mlp") -> None:
     writer.add_vision_image_mean([0.5, 0.5, 0.5])
     writer.add_vision_image_std([0.5, 0.5, 0.5])
     writer.add_vision_use_gelu(True)
-    tensors = {"v.patch_embd.weight": weight(WIDTH, 3, patch, patch)} | _blocks(weight)
+    tensors = {"v.patch_embd.weight": weight(WIDTH, 3, patch, patch)} | _blocks(weight, projector == "qwen3vl_merger")
     tensors |= _PROJECTOR_TENSORS[projector](writer, weight, (image_size // patch) ** 2)
     for name, value in tensors.items():
         writer.add_tensor(name, value)
@@ -86,14 +88,16 @@ def _zeros(size: int) -> np.ndarray:
     return np.zeros(size, np.float32)
 
 
-def _blocks(weight: Weight) -> dict[str, np.ndarray]:
+def _blocks(weight: Weight, fused_qkv: bool) -> dict[str, np.ndarray]:
     # numpy shapes are (out, in): GGUF stores them as ggml's [in, out]
     tensors = {}
     for block in range(BLOCKS):
         prefix = f"v.blk.{block}"
         for norm in ("ln1", "ln2"):
             tensors[f"{prefix}.{norm}.weight"], tensors[f"{prefix}.{norm}.bias"] = _ones(WIDTH), _zeros(WIDTH)
-        for name in ("attn_q", "attn_k", "attn_v", "attn_out"):
+        if fused_qkv:  # Qwen3-VL's attention: one projection for queries, keys and values
+            tensors[f"{prefix}.attn_qkv.weight"], tensors[f"{prefix}.attn_qkv.bias"] = weight(3 * WIDTH, WIDTH), weight(3 * WIDTH)
+        for name in ("attn_out",) if fused_qkv else ("attn_q", "attn_k", "attn_v", "attn_out"):
             tensors[f"{prefix}.{name}.weight"], tensors[f"{prefix}.{name}.bias"] = weight(WIDTH, WIDTH), weight(WIDTH)
         tensors[f"{prefix}.ffn_up.weight"], tensors[f"{prefix}.ffn_up.bias"] = weight(FFN, WIDTH), weight(FFN)
         tensors[f"{prefix}.ffn_down.weight"], tensors[f"{prefix}.ffn_down.bias"] = weight(WIDTH, FFN), weight(WIDTH)
@@ -125,6 +129,16 @@ def _qwen2vl(writer: gguf.GGUFWriter, weight: Weight, patches: int) -> dict[str,
             "mm.2.weight": weight(TEXT_WIDTH, merged), "mm.2.bias": weight(TEXT_WIDTH)}
 
 
+def _qwen25vl(writer: gguf.GGUFWriter, weight: Weight, patches: int) -> dict[str, np.ndarray]:
+    writer.add_vision_n_wa_pattern(2)  # full attention every second block, windowed in the others
+    return _qwen2vl(writer, weight, patches)
+
+
+def _qwen3vl(writer: gguf.GGUFWriter, weight: Weight, patches: int) -> dict[str, np.ndarray]:
+    return _qwen2vl(writer, weight, patches) | {"v.patch_embd.bias": weight(WIDTH),
+                                                 "v.position_embd.weight": weight(patches, WIDTH)}
+
+
 def _pixtral(writer: gguf.GGUFWriter, weight: Weight, patches: int) -> dict[str, np.ndarray]:
     return {"v.pre_ln.weight": _ones(WIDTH),
             "mm.1.weight": weight(TEXT_WIDTH, WIDTH), "mm.1.bias": weight(TEXT_WIDTH),
@@ -133,4 +147,5 @@ def _pixtral(writer: gguf.GGUFWriter, weight: Weight, patches: int) -> dict[str,
 
 
 _PROJECTOR_TENSORS: dict[str, Callable[[gguf.GGUFWriter, Weight, int], dict[str, np.ndarray]]] = {
-    "mlp": _mlp, "gemma3": _gemma3, "qwen2vl_merger": _qwen2vl, "pixtral": _pixtral}
+    "mlp": _mlp, "gemma3": _gemma3, "qwen2vl_merger": _qwen2vl, "qwen2.5vl_merger": _qwen25vl,
+    "qwen3vl_merger": _qwen3vl, "pixtral": _pixtral}

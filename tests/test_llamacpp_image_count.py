@@ -29,8 +29,11 @@ CONTEXT = 4096
 ROSTRA_CONTEXT = 40
 QUESTION = "Describe the picture."
 # (width, height): wide, tall, smaller than the fewest tokens allowed (scaled up), larger than the most (scaled down)
+# (Qwen2.5-VL's and Qwen3-VL's encoders differ from Qwen2-VL's, not their resizing: fewer sizes for them)
 SIZES = {"gemma3": [(40, 28), (28, 64)],
          "qwen2vl_merger": [(40, 28), (28, 64), (10, 10)],
+         "qwen2.5vl_merger": [(28, 64), (10, 10)],
+         "qwen3vl_merger": [(40, 28), (10, 10)],
          "pixtral": [(40, 28), (28, 64), (10, 10), (300, 300)]}
 
 
