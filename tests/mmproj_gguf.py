@@ -11,7 +11,10 @@ convolution, per block `ln1`, `attn_q/k/v`, `attn_out`, `ln2`, `ffn_up`, `ffn_do
   convolution), M-RoPE, `v.post_ln`, and the 2x2 merger (`mm.0`, GELU, `mm.2`); `qwen2.5vl_merger` the same with
   windowed attention (`clip.vision.n_wa_pattern`); `qwen3vl_merger` with a patch bias, learned positions and fused
   `attn_qkv` projections;
-- `pixtral`: 2D RoPE, RMS norms, `mm.1`, GELU, `mm.2`, and the `[IMG_BREAK]` embedding (`v.token_embd.img_break`).
+- `pixtral`: 2D RoPE, RMS norms, `mm.1`, GELU, `mm.2`, and the `[IMG_BREAK]` embedding (`v.token_embd.img_break`);
+- `idefics3` (SmolVLM): learned positions, `v.post_ln`, a pixel shuffle by `clip.vision.projector.scale_factor`
+  and `mm.model.fc`; images are tiled after scaling to `clip.vision.preproc_image_size` (its text model needs
+  SmolVLM's image tokens: tests/vocab_gguf.py).
 Weights are random from a fixed seed: the model sees nothing meaningful, but the same image gives the same
 embeddings, so rostra and llama.cpp's own server must give the same tokens for it.
 """
@@ -29,7 +32,8 @@ IMAGE_SIZE, PATCH, WIDTH, FFN, HEADS, BLOCKS = 32, 8, 64, 128, 4, 2
 SEED = 1234
 # per projector: (image_size, patch_size); the sizes are small so that encoding an image takes milliseconds
 GEOMETRY = {"mlp": (IMAGE_SIZE, PATCH), "gemma3": (64, 8), "qwen2vl_merger": (64, 4), "qwen2.5vl_merger": (64, 4),
-            "qwen3vl_merger": (64, 4), "pixtral": (64, 8)}
+            "qwen3vl_merger": (64, 4), "pixtral": (64, 8), "idefics3": (32, 8)}
+IDEFICS3_MERGE, IDEFICS3_LONGEST_EDGE = 2, 128  # its pixel shuffle; the side an image is scaled to, then tiled
 GEMMA3_POOL = 4  # gemma3's 2D average pooling (clip.vision.projector.scale_factor): 8x8 patches give 2x2 tokens
 
 Weight = Callable[..., np.ndarray]
@@ -139,6 +143,14 @@ def _qwen3vl(writer: gguf.GGUFWriter, weight: Weight, patches: int) -> dict[str,
                                                  "v.position_embd.weight": weight(patches, WIDTH)}
 
 
+def _idefics3(writer: gguf.GGUFWriter, weight: Weight, patches: int) -> dict[str, np.ndarray]:
+    writer.add_vision_projector_scale_factor(IDEFICS3_MERGE)
+    writer.add_vision_preproc_image_size(IDEFICS3_LONGEST_EDGE)
+    return {"v.position_embd.weight": weight(patches, WIDTH),
+            "v.post_ln.weight": _ones(WIDTH), "v.post_ln.bias": _zeros(WIDTH),
+            "mm.model.fc.weight": weight(TEXT_WIDTH, WIDTH * IDEFICS3_MERGE ** 2)}
+
+
 def _pixtral(writer: gguf.GGUFWriter, weight: Weight, patches: int) -> dict[str, np.ndarray]:
     return {"v.pre_ln.weight": _ones(WIDTH),
             "mm.1.weight": weight(TEXT_WIDTH, WIDTH), "mm.1.bias": weight(TEXT_WIDTH),
@@ -148,4 +160,4 @@ def _pixtral(writer: gguf.GGUFWriter, weight: Weight, patches: int) -> dict[str,
 
 _PROJECTOR_TENSORS: dict[str, Callable[[gguf.GGUFWriter, Weight, int], dict[str, np.ndarray]]] = {
     "mlp": _mlp, "gemma3": _gemma3, "qwen2vl_merger": _qwen2vl, "qwen2.5vl_merger": _qwen25vl,
-    "qwen3vl_merger": _qwen3vl, "pixtral": _pixtral}
+    "qwen3vl_merger": _qwen3vl, "pixtral": _pixtral, "idefics3": _idefics3}

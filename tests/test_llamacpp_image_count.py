@@ -21,6 +21,7 @@ from rostra.core import PromptImage
 from rostra.embedded import embedded_model_path
 from rostra.engines.llamacpp_images import ImageCounter, image_counter
 from servers import RunningServer
+from vocab_gguf import smolvlm_vocab_model
 
 CACHE = Path(__file__).resolve().parent.parent / ".cache"
 CONTEXT = 4096
@@ -34,7 +35,8 @@ SIZES = {"gemma3": [(40, 28), (28, 64)],
          "qwen2vl_merger": [(40, 28), (28, 64), (10, 10)],
          "qwen2.5vl_merger": [(28, 64), (10, 10)],
          "qwen3vl_merger": [(40, 28), (10, 10)],
-         "pixtral": [(40, 28), (28, 64), (10, 10), (300, 300)]}
+         "pixtral": [(40, 28), (28, 64), (10, 10), (300, 300)],
+         "idefics3": [(40, 28), (28, 64), (10, 10)]}
 
 
 @pytest.fixture(scope="module", params=sorted(SIZES))
@@ -48,15 +50,17 @@ def servers(projector):
     import xllamacpp
 
     mmproj = mmproj_path(CACHE, projector)
+    # idefics3's image tokens are looked up in the vocabulary: SmolLM2 with SmolVLM's (tests/vocab_gguf.py)
+    model = smolvlm_vocab_model(CACHE) if projector == "idefics3" else embedded_model_path()
     params = xllamacpp.CommonParams()
-    params.model.path = str(embedded_model_path())
+    params.model.path = str(model)
     params.mmproj.path = str(mmproj)
     params.n_parallel = 1
     params.n_ctx = CONTEXT
     params.kv_unified = False
     params.n_batch = params.n_ubatch
     reference = xllamacpp.Server(params)
-    server = RunningServer(["--mmproj", str(mmproj), "--parallel", "1", "--max-model-len", str(ROSTRA_CONTEXT)],
+    server = RunningServer([str(model), "--mmproj", str(mmproj), "--parallel", "1", "--max-model-len", str(ROSTRA_CONTEXT)],
                            startup_timeout=300)
     yield server, reference
     server.stop()
@@ -131,9 +135,17 @@ def test_the_real_models_geometry():
     assert qwen.count(image(1, 1)).embeddings >= 8
     mistral = image_counter(metadata("pixtral", **{"clip.vision.spatial_merge_size": 2}))
     assert mistral is not None and mistral.merge == 2
+    # SmolVLM: 512px tiles of 16px patches shuffled 4x4 (64 tokens a tile), images scaled to a 2048px longer side
+    smolvlm = image_counter({"clip.projector_type": "idefics3", "clip.vision.image_size": 512,
+                             "clip.vision.patch_size": 16, "clip.vision.projector.scale_factor": 4,
+                             "clip.vision.preproc_image_size": 2048})
+    assert smolvlm is not None
+    layout = smolvlm.count(image(1000, 500))  # 2048x1024: 4x2 tiles and the overview
+    assert (layout.embeddings, len(layout.wrappers), layout.looked_up) == (64 * 9, 8, 1 + 4)
+    assert layout.wrappers[-1] == "<fake_token_around_image><row_2_col_4>"
 
 
-@pytest.mark.parametrize("meta", [metadata("idefics3"), metadata("lfm2"), metadata("internvl"),
+@pytest.mark.parametrize("meta", [metadata("lfm2"), metadata("internvl"),
                                   metadata("mlp", **{"clip.vision.image_grid_pinpoints": [336, 672]}),
                                   {"clip.projector_type": "gemma3"}])
 def test_projectors_it_does_not_compute_are_left_to_llama_cpp(meta):

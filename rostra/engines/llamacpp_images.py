@@ -13,9 +13,14 @@ before generating, as clip.cpp and mtmd.cpp do, for the projector types real vis
   "smart resize"), one embedding per 2x2 patches; between `<|vision_start|>` and `<|vision_end|>`.
 - `pixtral` (Pixtral, Mistral Small 3.1): the same resize, kept between 8 and 1,024 tokens, one embedding per
   (merged) patch plus an `[IMG_BREAK]` embedding after every row but the last; `[IMG_END]` after it.
+- `idefics3` (SmolVLM, Idefics3): the image scaled so its longer side is `clip.vision.preproc_image_size`, cut into
+  tiles of the encoder's square, each tile's patches merged by `clip.vision.projector.scale_factor` on each side
+  and preceded by `<fake_token_around_image><row_R_col_C>`, a newline token between rows, then the whole image
+  (the overview) between `\n\n<fake_token_around_image><global-img>` and `<fake_token_around_image>`, which mtmd
+  looks up as one token each.
 The text around an image is tokenized with the model's own vocabulary (as special tokens where it has them).
-Every other projector type (tiled ones such as idefics3, lfm2, internvl, llava 1.6's grid pinpoints, and any
-newer) is not computed: `image_counter` gives None, and such a prompt counts each image as its marker's text until
+Every other projector type (other tiled ones such as lfm2, internvl, llava 1.6's grid pinpoints, and any newer)
+is not computed: `image_counter` gives None, and such a prompt counts each image as its marker's text until
 llama.cpp reports its own count at the end of the generation.
 """
 
@@ -46,6 +51,7 @@ class ImageTokens:
 
     embeddings: int
     wrappers: tuple[str, ...] = ()
+    looked_up: int = 0  # tokens mtmd puts in by id (one each), not by tokenizing text
 
 
 @dataclass(frozen=True)
@@ -55,10 +61,13 @@ class ImageCounter:
     projector: str
     image_size: int
     patch_size: int
-    merge: int  # gemma3's pooling factor; Qwen's and Pixtral's spatial merge
+    merge: int  # gemma3's and idefics3's pooling factor; Qwen's and Pixtral's spatial merge
+    longest_edge: int = 0  # idefics3: the longer side an image is scaled to before it is tiled
 
     def count(self, image: PromptImage) -> ImageTokens:
         wrappers = _WRAPPERS.get(self.projector, ())
+        if self.projector == "idefics3":
+            return self._tiled(image.width, image.height)
         if self.projector in _SQUARE:
             patches = (self.image_size // self.patch_size) ** 2
             return ImageTokens(patches // self.merge ** 2 if self.projector == "gemma3" else patches, wrappers)
@@ -67,6 +76,20 @@ class ImageCounter:
             return ImageTokens((width // (self.patch_size * 2)) * (height // (self.patch_size * 2)), wrappers)
         columns, rows = width // self.patch_size // self.merge, height // self.patch_size // self.merge
         return ImageTokens(rows * columns + rows - 1, wrappers)  # pixtral: one [IMG_BREAK] between rows
+
+    def _tiled(self, width: int, height: int) -> ImageTokens:
+        """idefics3: mtmd-image.cpp's tiles (row by row) and mtmd.cpp's layout of them, the overview last."""
+        per_tile = (self.image_size // self.patch_size) ** 2 // self.merge ** 2
+        columns, rows = 0, 0
+        if self.longest_edge > 0:  # the longer side scaled to it (up or down), each side rounded up to whole tiles
+            f32 = np.float32
+            scale = min(f32(self.longest_edge) / f32(width), f32(self.longest_edge) / f32(height))
+            columns, rows = (int(np.ceil(f32(side) * scale / f32(self.image_size))) for side in (width, height))
+        wrappers = tuple(f"<fake_token_around_image><row_{row}_col_{column}>"
+                         for row in range(1, rows + 1) for column in range(1, columns + 1))
+        # a newline between rows; "\n\n", <fake_token_around_image>, <global-img> before the overview, and
+        # <fake_token_around_image> after it
+        return ImageTokens(per_tile * (rows * columns + 1), wrappers, max(rows - 1, 0) + 4)
 
     def _resized(self, width: int, height: int) -> tuple[int, int]:
         """The size mtmd resizes an image to: sides a multiple of `align`, the area between the type's limits
@@ -103,6 +126,9 @@ def image_counter(metadata: dict[str, Any]) -> ImageCounter | None:
         return ImageCounter(projector, size, patch, 1)
     if projector == "gemma3":
         return ImageCounter(projector, size, patch, _positive(metadata.get("clip.vision.projector.scale_factor"), 4))
+    if projector == "idefics3" and size > 0:
+        return ImageCounter(projector, size, patch, _positive(metadata.get("clip.vision.projector.scale_factor"), 1),
+                            _positive(metadata.get("clip.vision.preproc_image_size"), 0))
     if projector in _QWEN or projector == "pixtral":
         merge = _positive(metadata.get("clip.vision.spatial_merge_size"), 2 if projector in _QWEN else 1)
         return ImageCounter(projector, size, patch, merge)
@@ -125,5 +151,5 @@ async def prompt_tokens(counter: ImageCounter, pieces: Sequence[str], images: Se
             if text not in wrapper_tokens:
                 wrapper_tokens[text] = await text_tokens(text)
             total += wrapper_tokens[text]
-        total += layout.embeddings
+        total += layout.embeddings + layout.looked_up
     return total
