@@ -100,7 +100,8 @@ def _blocks(weight: Weight, fused_qkv: bool) -> dict[str, np.ndarray]:
         for norm in ("ln1", "ln2"):
             tensors[f"{prefix}.{norm}.weight"], tensors[f"{prefix}.{norm}.bias"] = _ones(WIDTH), _zeros(WIDTH)
         if fused_qkv:  # Qwen3-VL's attention: one projection for queries, keys and values
-            tensors[f"{prefix}.attn_qkv.weight"], tensors[f"{prefix}.attn_qkv.bias"] = weight(3 * WIDTH, WIDTH), weight(3 * WIDTH)
+            tensors[f"{prefix}.attn_qkv.weight"] = weight(3 * WIDTH, WIDTH)
+            tensors[f"{prefix}.attn_qkv.bias"] = weight(3 * WIDTH)
         for name in ("attn_out",) if fused_qkv else ("attn_q", "attn_k", "attn_v", "attn_out"):
             tensors[f"{prefix}.{name}.weight"], tensors[f"{prefix}.{name}.bias"] = weight(WIDTH, WIDTH), weight(WIDTH)
         tensors[f"{prefix}.ffn_up.weight"], tensors[f"{prefix}.ffn_up.bias"] = weight(FFN, WIDTH), weight(FFN)

@@ -1,9 +1,10 @@
 """rostra counts a prompt's images on llama.cpp as llama.cpp itself does, before generating, for the projector types
 it computes (rostra/engines/llamacpp_images.py): for each, a tiny mmproj of that type (tests/mmproj_gguf.py) on the
-embedded SmolLM2 is served by rostra and by llama.cpp's own server (xllamacpp, in this process), configured alike but for rostra's shorter context; for images of
-several sizes and aspect ratios (the Qwen-VL and Pixtral counts follow the image's size, up, down and past the
-limits), `/v1/messages/count_tokens` and the prompt length the context is checked against (the count every
-counting route shares) both equal llama.cpp's `prompt_tokens` for the same request."""
+embedded SmolLM2 (for idefics3, with SmolVLM's image tokens: tests/vocab_gguf.py) is served by rostra and by
+llama.cpp's own server (xllamacpp, in this process), configured alike but for rostra's shorter context. For images
+of several sizes and aspect ratios (the Qwen-VL, Pixtral and idefics3 counts follow the image's size, up, down and
+past the limits), `/v1/messages/count_tokens` and the prompt length the context is checked against (the count
+every counting route shares) both equal llama.cpp's `prompt_tokens` for the same request."""
 
 from __future__ import annotations
 
@@ -60,8 +61,8 @@ def servers(projector):
     params.kv_unified = False
     params.n_batch = params.n_ubatch
     reference = xllamacpp.Server(params)
-    server = RunningServer([str(model), "--mmproj", str(mmproj), "--parallel", "1", "--max-model-len", str(ROSTRA_CONTEXT)],
-                           startup_timeout=300)
+    server = RunningServer([str(model), "--mmproj", str(mmproj), "--parallel", "1",
+                            "--max-model-len", str(ROSTRA_CONTEXT)], startup_timeout=300)
     yield server, reference
     server.stop()
     del reference

@@ -103,7 +103,7 @@ class LlamaCppEngine(Engine):
         if self.mmproj is not None and not self.mmproj.is_file():
             raise FileNotFoundError(f"mmproj file not found: {self.mmproj}")
         self.metadata = read_gguf_metadata(self.path)
-        # How an image is counted, for the projectors rostra knows (llamacpp_images.py); None: not before llama.cpp says.
+        # How an image is counted (llamacpp_images.py); None: a projector counted only by llama.cpp, at the end.
         self.image_counter = image_counter(read_gguf_metadata(self.mmproj)) if self.mmproj else None
         trained = context_length(self.metadata) or 4096
         self.model = ModelInfo(id=model_name, context_length=min(max_model_len or trained, trained))

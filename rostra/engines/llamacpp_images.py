@@ -47,11 +47,12 @@ _TOKEN_LIMITS = {**{qwen: (8, 4096) for qwen in _QWEN}, "pixtral": (8, 1024)}
 
 @dataclass(frozen=True)
 class ImageTokens:
-    """One image as mtmd lays it out: the projector's embeddings, and the text put around them."""
+    """One image as mtmd lays it out: the projector's embeddings, the text put around them (tokenized), and the
+    tokens put in by id."""
 
     embeddings: int
     wrappers: tuple[str, ...] = ()
-    looked_up: int = 0  # tokens mtmd puts in by id (one each), not by tokenizing text
+    looked_up: int = 0  # mtmd's lookup_token: one token each, whatever the text would tokenize to
 
 
 @dataclass(frozen=True)
