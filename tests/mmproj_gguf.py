@@ -14,7 +14,9 @@ convolution, per block `ln1`, `attn_q/k/v`, `attn_out`, `ln2`, `ffn_up`, `ffn_do
 - `pixtral`: 2D RoPE, RMS norms, `mm.1`, GELU, `mm.2`, and the `[IMG_BREAK]` embedding (`v.token_embd.img_break`);
 - `idefics3` (SmolVLM): learned positions, `v.post_ln`, a pixel shuffle by `clip.vision.projector.scale_factor`
   and `mm.model.fc`; images are tiled after scaling to `clip.vision.preproc_image_size` (its text model needs
-  SmolVLM's image tokens: tests/vocab_gguf.py).
+  SmolVLM's image tokens: tests/vocab_gguf.py);
+- `internvl`: a class token, learned positions, a 2x2 pixel shuffle and its MLP (`mm.model.mlp.0` a layer norm,
+  `.1`, GELU, `.3`); images larger than the encoder's square are tiled.
 Weights are random from a fixed seed: the model sees nothing meaningful, but the same image gives the same
 embeddings, so rostra and llama.cpp's own server must give the same tokens for it.
 """
@@ -32,8 +34,8 @@ IMAGE_SIZE, PATCH, WIDTH, FFN, HEADS, BLOCKS = 32, 8, 64, 128, 4, 2
 SEED = 1234
 # per projector: (image_size, patch_size); the sizes are small so that encoding an image takes milliseconds
 GEOMETRY = {"mlp": (IMAGE_SIZE, PATCH), "gemma3": (64, 8), "qwen2vl_merger": (64, 4), "qwen2.5vl_merger": (64, 4),
-            "qwen3vl_merger": (64, 4), "pixtral": (64, 8), "idefics3": (32, 8)}
-IDEFICS3_MERGE, IDEFICS3_LONGEST_EDGE = 2, 128  # its pixel shuffle; the side an image is scaled to, then tiled
+            "qwen3vl_merger": (64, 4), "pixtral": (64, 8), "idefics3": (32, 8), "internvl": (32, 8)}
+IDEFICS3_MERGE, IDEFICS3_LONGEST_EDGE = 2, 96  # its pixel shuffle; the side an image is scaled to, then tiled
 GEMMA3_POOL = 4  # gemma3's 2D average pooling (clip.vision.projector.scale_factor): 8x8 patches give 2x2 tokens
 
 Weight = Callable[..., np.ndarray]
@@ -152,6 +154,15 @@ def _idefics3(writer: gguf.GGUFWriter, weight: Weight, patches: int) -> dict[str
             "mm.model.fc.weight": weight(TEXT_WIDTH, WIDTH * IDEFICS3_MERGE ** 2)}
 
 
+def _internvl(writer: gguf.GGUFWriter, weight: Weight, patches: int) -> dict[str, np.ndarray]:
+    writer.add_vision_projector_scale_factor(2)
+    shuffled = WIDTH * 4  # its pixel shuffle: 2x2 patches to one token
+    return {"v.class_embd": weight(WIDTH), "v.position_embd.weight": weight(patches + 1, WIDTH),
+            "mm.model.mlp.0.weight": _ones(shuffled), "mm.model.mlp.0.bias": _zeros(shuffled),
+            "mm.model.mlp.1.weight": weight(TEXT_WIDTH, shuffled), "mm.model.mlp.1.bias": weight(TEXT_WIDTH),
+            "mm.model.mlp.3.weight": weight(TEXT_WIDTH, TEXT_WIDTH), "mm.model.mlp.3.bias": weight(TEXT_WIDTH)}
+
+
 def _pixtral(writer: gguf.GGUFWriter, weight: Weight, patches: int) -> dict[str, np.ndarray]:
     return {"v.pre_ln.weight": _ones(WIDTH),
             "mm.1.weight": weight(TEXT_WIDTH, WIDTH), "mm.1.bias": weight(TEXT_WIDTH),
@@ -161,4 +172,4 @@ def _pixtral(writer: gguf.GGUFWriter, weight: Weight, patches: int) -> dict[str,
 
 _PROJECTOR_TENSORS: dict[str, Callable[[gguf.GGUFWriter, Weight, int], dict[str, np.ndarray]]] = {
     "mlp": _mlp, "gemma3": _gemma3, "qwen2vl_merger": _qwen2vl, "qwen2.5vl_merger": _qwen25vl,
-    "qwen3vl_merger": _qwen3vl, "pixtral": _pixtral, "idefics3": _idefics3}
+    "qwen3vl_merger": _qwen3vl, "pixtral": _pixtral, "idefics3": _idefics3, "internvl": _internvl}

@@ -2,9 +2,10 @@
 it computes (rostra/engines/llamacpp_images.py): for each, a tiny mmproj of that type (tests/mmproj_gguf.py) on the
 embedded SmolLM2 (for idefics3, with SmolVLM's image tokens: tests/vocab_gguf.py) is served by rostra and by
 llama.cpp's own server (xllamacpp, in this process), configured alike but for rostra's shorter context. For images
-of several sizes and aspect ratios (the Qwen-VL, Pixtral and idefics3 counts follow the image's size, up, down and
-past the limits), `/v1/messages/count_tokens` and the prompt length the context is checked against (the count
-every counting route shares) both equal llama.cpp's `prompt_tokens` for the same request."""
+of several sizes and aspect ratios (the Qwen-VL, Pixtral, idefics3 and InternVL counts follow the image's size:
+scaled up, down and past the limits, tiled), `/v1/messages/count_tokens` and the prompt length the context is
+checked against (the count every counting route shares) both equal llama.cpp's `prompt_tokens` for the same
+request."""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ SIZES = {"gemma3": [(40, 28), (28, 64)],
          "qwen2.5vl_merger": [(28, 64), (10, 10)],
          "qwen3vl_merger": [(40, 28), (10, 10)],
          "pixtral": [(40, 28), (28, 64), (10, 10), (300, 300)],
-         "idefics3": [(40, 28), (28, 64), (10, 10)]}
+         "idefics3": [(40, 28), (28, 64), (10, 10)],
+         "internvl": [(40, 28), (28, 64), (10, 10), (30, 300)]}
 
 
 @pytest.fixture(scope="module", params=sorted(SIZES))
@@ -144,9 +146,15 @@ def test_the_real_models_geometry():
     layout = smolvlm.count(image(1000, 500))  # 2048x1024: 4x2 tiles and the overview
     assert (layout.embeddings, len(layout.wrappers), layout.looked_up) == (64 * 9, 8, 1 + 4)
     assert layout.wrappers[-1] == "<fake_token_around_image><row_2_col_4>"
+    # InternVL3: 448px tiles of 14px patches shuffled 2x2 (256 tokens a tile); 900x450 needs 1344x896 (3x2 tiles)
+    # to be shown whole, and the whole image follows them
+    internvl = image_counter(metadata("internvl", **{"clip.vision.image_size": 448,
+                                                     "clip.vision.projector.scale_factor": 2}))
+    assert internvl is not None and internvl.count(image(900, 450)).embeddings == 256 * (6 + 1)
+    assert internvl.count(image(448, 448)).embeddings == 256  # fits one tile: the whole image alone
 
 
-@pytest.mark.parametrize("meta", [metadata("lfm2"), metadata("internvl"),
+@pytest.mark.parametrize("meta", [metadata("lfm2"), metadata("llama4"),
                                   metadata("mlp", **{"clip.vision.image_grid_pinpoints": [336, 672]}),
                                   {"clip.projector_type": "gemma3"}])
 def test_projectors_it_does_not_compute_are_left_to_llama_cpp(meta):

@@ -18,8 +18,11 @@ before generating, as clip.cpp and mtmd.cpp do, for the projector types real vis
   and preceded by `<fake_token_around_image><row_R_col_C>`, a newline token between rows, then the whole image
   (the overview) between `\n\n<fake_token_around_image><global-img>` and `<fake_token_around_image>`, which mtmd
   looks up as one token each.
+- `internvl` (InternVL): an image larger than the encoder's square cut into the grid of tiles (1 to 12 unless
+  `clip.vision.preproc_min_tiles`/`max_tiles` say) that shows most of it, the whole image after them, each
+  pixel-shuffled by `clip.vision.projector.scale_factor`; between `<img>` and `</img>`.
 The text around an image is tokenized with the model's own vocabulary (as special tokens where it has them).
-Every other projector type (other tiled ones such as lfm2, internvl, llava 1.6's grid pinpoints, and any newer)
+Every other projector type (other tiled ones such as lfm2 and llava 1.6's grid pinpoints, and any newer)
 is not computed: `image_counter` gives None, and such a prompt counts each image as its marker's text until
 llama.cpp reports its own count at the end of the generation.
 """
@@ -32,6 +35,7 @@ from typing import Any, Awaitable, Callable, Sequence
 import numpy as np
 
 from rostra.core import PromptImage
+from rostra.engines.llamacpp_image_tiles import idefics3_grid, internvl_tiles
 
 _SQUARE = frozenset({"mlp", "mlp_norm", "gemma3"})
 _QWEN = frozenset({"qwen2vl_merger", "qwen2.5vl_merger", "qwen3vl_merger"})
@@ -40,6 +44,7 @@ _WRAPPERS: dict[str, tuple[str, ...]] = {
     "gemma3": ("<start_of_image>", "<end_of_image>"),
     **{qwen: ("<|vision_start|>", "<|vision_end|>") for qwen in _QWEN},
     "pixtral": ("[IMG_END]",),
+    "internvl": ("<img>", "</img>"),
 }
 # the fewest and most tokens an image may take (clip.cpp's set_limit_image_tokens), for the resizing projectors
 _TOKEN_LIMITS = {**{qwen: (8, 4096) for qwen in _QWEN}, "pixtral": (8, 1024)}
@@ -64,10 +69,12 @@ class ImageCounter:
     patch_size: int
     merge: int  # gemma3's and idefics3's pooling factor; Qwen's and Pixtral's spatial merge
     longest_edge: int = 0  # idefics3: the longer side an image is scaled to before it is tiled
+    min_tiles: int = 1  # internvl: the fewest and most tiles an image is cut into
+    max_tiles: int = 12
 
     def count(self, image: PromptImage) -> ImageTokens:
         wrappers = _WRAPPERS.get(self.projector, ())
-        if self.projector == "idefics3":
+        if self.projector in ("idefics3", "internvl"):
             return self._tiled(image.width, image.height)
         if self.projector in _SQUARE:
             patches = (self.image_size // self.patch_size) ** 2
@@ -79,13 +86,12 @@ class ImageCounter:
         return ImageTokens(rows * columns + rows - 1, wrappers)  # pixtral: one [IMG_BREAK] between rows
 
     def _tiled(self, width: int, height: int) -> ImageTokens:
-        """idefics3: mtmd-image.cpp's tiles (row by row) and mtmd.cpp's layout of them, the overview last."""
         per_tile = (self.image_size // self.patch_size) ** 2 // self.merge ** 2
-        columns, rows = 0, 0
-        if self.longest_edge > 0:  # the longer side scaled to it (up or down), each side rounded up to whole tiles
-            f32 = np.float32
-            scale = min(f32(self.longest_edge) / f32(width), f32(self.longest_edge) / f32(height))
-            columns, rows = (int(np.ceil(f32(side) * scale / f32(self.image_size))) for side in (width, height))
+        if self.projector == "internvl":  # the tiles and the whole image (last), in one chunk between <img>, </img>
+            tiles = internvl_tiles(width, height, self.image_size, self.min_tiles, self.max_tiles)
+            return ImageTokens(per_tile * (tiles + 1), _WRAPPERS["internvl"])
+        # idefics3: mtmd.cpp lays the tiles out row by row, each after its own text, the whole image last
+        columns, rows = idefics3_grid(width, height, self.image_size, self.longest_edge)
         wrappers = tuple(f"<fake_token_around_image><row_{row}_col_{column}>"
                          for row in range(1, rows + 1) for column in range(1, columns + 1))
         # a newline between rows; "\n\n", <fake_token_around_image>, <global-img> before the overview, and
@@ -130,6 +136,10 @@ def image_counter(metadata: dict[str, Any]) -> ImageCounter | None:
     if projector == "idefics3" and size > 0:
         return ImageCounter(projector, size, patch, _positive(metadata.get("clip.vision.projector.scale_factor"), 1),
                             _positive(metadata.get("clip.vision.preproc_image_size"), 0))
+    if projector == "internvl" and size > 0:
+        return ImageCounter(projector, size, patch, _positive(metadata.get("clip.vision.projector.scale_factor"), 1),
+                            min_tiles=_positive(metadata.get("clip.vision.preproc_min_tiles"), 1),
+                            max_tiles=_positive(metadata.get("clip.vision.preproc_max_tiles"), 12))
     if projector in _QWEN or projector == "pixtral":
         merge = _positive(metadata.get("clip.vision.spatial_merge_size"), 2 if projector in _QWEN else 1)
         return ImageCounter(projector, size, patch, merge)
