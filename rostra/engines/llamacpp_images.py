@@ -47,6 +47,7 @@ _WRAPPERS: dict[str, tuple[str, ...]] = {
     "internvl": ("<img>", "</img>"),
 }
 # the fewest and most tokens an image may take (clip.cpp's set_limit_image_tokens), for the resizing projectors
+# (llama.cpp's --image-min-tokens / --image-max-tokens would replace them: rostra sets neither)
 _TOKEN_LIMITS = {**{qwen: (8, 4096) for qwen in _QWEN}, "pixtral": (8, 1024)}
 
 
@@ -67,7 +68,7 @@ class ImageCounter:
     projector: str
     image_size: int
     patch_size: int
-    merge: int  # gemma3's and idefics3's pooling factor; Qwen's and Pixtral's spatial merge
+    merge: int  # gemma3's pooling; idefics3's and internvl's pixel shuffle; Qwen's and Pixtral's spatial merge
     longest_edge: int = 0  # idefics3: the longer side an image is scaled to before it is tiled
     min_tiles: int = 1  # internvl: the fewest and most tiles an image is cut into
     max_tiles: int = 12
