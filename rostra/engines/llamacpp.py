@@ -55,7 +55,7 @@ from rostra.engines.base import NATIVE_SAMPLERS, Engine, EngineError
 from rostra.engines.llamacpp_batches import EMBED_CHUNK, BatchedTokenizer
 from rostra.engines.llamacpp_bad_words import generate_without_bad_words
 from rostra.engines.llamacpp_http import EventStream, LoopbackClient, LoopbackError
-from rostra.engines.llamacpp_images import fixed_image_tokens
+from rostra.engines.llamacpp_images import image_counter, prompt_tokens
 from rostra.engines.llamacpp_scoring import PromptScorer
 from rostra.engines.llamacpp_slots import SlotRouter
 from rostra.engines.llamacpp_speculation import CalibrationCache, Speculation
@@ -103,8 +103,8 @@ class LlamaCppEngine(Engine):
         if self.mmproj is not None and not self.mmproj.is_file():
             raise FileNotFoundError(f"mmproj file not found: {self.mmproj}")
         self.metadata = read_gguf_metadata(self.path)
-        # Tokens each image takes, where the projector fixes it (llamacpp_images.py); None: not known before llama.cpp says.
-        self.image_tokens = fixed_image_tokens(read_gguf_metadata(self.mmproj)) if self.mmproj else None
+        # How an image is counted (llamacpp_images.py); None: a projector counted only by llama.cpp, at the end.
+        self.image_counter = image_counter(read_gguf_metadata(self.mmproj)) if self.mmproj else None
         trained = context_length(self.metadata) or 4096
         self.model = ModelInfo(id=model_name, context_length=min(max_model_len or trained, trained))
         declared = declared_pooling(self.metadata)
@@ -297,14 +297,16 @@ class LlamaCppEngine(Engine):
 
     async def prompt_length(self, prompt: Prompt) -> int:
         """With images, as mtmd counts the prompt: the text between the markers tokenized piece by piece, each image
-        as the projector's tokens (when they are known from its metadata)."""
+        as its projector's tokens and the text around them (for the projectors llamacpp_images.py knows)."""
         if not prompt.images:
             return len(prompt.token_ids)
         text = multimodal_prompt(prompt)["prompt_string"]  # (a 400 when markers and images do not pair up)
-        if self.image_tokens is None:
+        if self.image_counter is None:
             return len(prompt.token_ids)
-        pieces = [await self.tokenize(piece, add_special=False) for piece in text.split(MEDIA_MARKER) if piece]
-        return sum(map(len, pieces)) + self.image_tokens * len(prompt.images)
+
+        async def text_tokens(piece: str) -> int:
+            return len(await self.tokenize(piece, add_special=False))
+        return await prompt_tokens(self.image_counter, text.split(MEDIA_MARKER), prompt.images, text_tokens)
 
     def speculative_tokens(self) -> tuple[int, int] | None:
         meter = self.speculation.meter
