@@ -8,12 +8,18 @@ function) in the shape rostra's constraint allows a real model on llama.cpp (a J
 the named function's arguments), structured output as JSON of the asked schema. The server gets no
 sampling parameters from these clients: ChatOpenAI's defaults send none.
 
-Every protocol-level test runs (the per-call model override with a second served name of the model);
-those skipped are the suite's own opt-ins for what rostra does not take (images, PDFs, audio,
-Anthropic-style content blocks) and VCR cassettes (recorded traffic, for a hosted API's benchmarks).
+Every protocol-level test runs (the per-call model override with a second served name of the model),
+images too (in a user message and in a tool message: the scripted engine sees them as `[image WxH]`); those
+skipped are the suite's own opt-ins for what rostra does not take (PDFs, audio, Anthropic-style content blocks),
+image URLs (the suite's image lives on GitHub, out of reach here) and VCR cassettes (recorded traffic, for a
+hosted API's benchmarks).
 """
 
+import io
+
+import httpx
 import pytest
+from PIL import Image
 from langchain_openai import ChatOpenAI
 from langchain_tests.integration_tests import ChatModelIntegrationTests
 
@@ -23,6 +29,26 @@ from servers import DATA, RunningServer
 MODEL = "scripted"
 OTHER_MODEL = "scripted-alt"  # a second name of the same model, for the suite's per-call model override
 _server: dict[str, str] = {}
+
+
+# The suite downloads its test image (a PNG in LangChain's docs repository) with httpx.get before sending it as
+# base64; with no network here the test gets a PNG made on the spot instead. Only the suite's own download is
+# answered so: the client under test (ChatOpenAI, on its own httpx.Client) is untouched.
+SUITE_IMAGE = "https://raw.githubusercontent.com/langchain-ai/docs/"
+
+
+@pytest.fixture(autouse=True)
+def suite_image_offline(monkeypatch):
+    download = httpx.get
+
+    def get(url, *args, **kwargs):
+        if str(url).startswith(SUITE_IMAGE):
+            png = io.BytesIO()
+            Image.new("RGB", (64, 48), (30, 120, 200)).save(png, format="PNG")
+            return httpx.Response(200, content=png.getvalue(), request=httpx.Request("GET", url))
+        return download(url, *args, **kwargs)
+
+    monkeypatch.setattr(httpx, "get", get)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -52,6 +78,14 @@ class TestChatCompletions(ChatModelIntegrationTests):
     @property
     def model_override_value(self) -> str:
         return OTHER_MODEL
+
+    @property
+    def supports_image_inputs(self) -> bool:
+        return True
+
+    @property
+    def supports_image_tool_message(self) -> bool:
+        return True
 
 
 class TestResponses(TestChatCompletions):
