@@ -2,8 +2,9 @@
 
 Extensions to OpenAI's model object: `state` (loaded, loading, unloading or unloaded), `max_model_len`
 (once loaded), `input_modalities` (["text"], or ["text", "image"] for a model that sees images, as OpenRouter's
-model objects say it; before its first load only a llama.cpp model's is known: it sees with a projector), and `generation_defaults`: what a request that leaves those fields out gets (before the
-model's first load, only what its settings give: the model's own recommendation is read when it loads).
+model objects say it; before its first load only a llama.cpp model's is known: it sees with a projector), and
+`generation_defaults`: what a request that leaves those fields out gets (before the model's first load, only what
+its settings give: the model's own recommendation is read when it loads).
 
 Codex asks `GET /v1/models?client_version=...` and reads a `models` array of its own shape: with that query
 the answer carries it beside OpenAI's `data` (rostra/server/codex_catalog.py).
