@@ -16,11 +16,9 @@ is deterministic and its images change its answers, so rostra's output can be co
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 
-from llava_checkpoint import CHAT_TEMPLATE
+from llava_checkpoint import CHAT_TEMPLATE, built_once
 
 IMAGE_TOKEN = "<image>"
 TILE, PATCH, SCALE = 32, 8, 2
@@ -35,16 +33,7 @@ ADDED_TOKENS = (["<fake_token_around_image>", IMAGE_TOKEN, "<end_of_utterance>",
 
 def tiny_idefics3(text_checkpoint: Path, out_dir: Path) -> Path:
     """The checkpoint in `out_dir`, built once (a complete one is reused) from `text_checkpoint` (SmolLM2)."""
-    marker = out_dir / _DONE_MARKER
-    if marker.is_file() and marker.read_text() == str(SEED):
-        return out_dir
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=out_dir.name + ".", dir=out_dir.parent))
-    _write(text_checkpoint, staging)
-    (staging / _DONE_MARKER).write_text(str(SEED))
-    shutil.rmtree(out_dir, ignore_errors=True)
-    staging.rename(out_dir)
-    return out_dir
+    return built_once(out_dir, _DONE_MARKER, SEED, lambda staging: _write(text_checkpoint, staging))
 
 
 def _write(text_checkpoint: Path, target: Path) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 IMAGE_TOKEN = "<image>"
 IMAGE_SIZE, PATCH = 32, 8
@@ -36,13 +37,19 @@ CHAT_TEMPLATE = (
 
 def tiny_llava(text_checkpoint: Path, out_dir: Path) -> Path:
     """The checkpoint in `out_dir`, built once (a complete one is reused) from `text_checkpoint`'s tokenizer."""
-    marker = out_dir / _DONE_MARKER
-    if marker.is_file() and marker.read_text() == str(SEED):
+    return built_once(out_dir, _DONE_MARKER, SEED, lambda staging: _write(text_checkpoint, staging))
+
+
+def built_once(out_dir: Path, done_marker: str, seed: int, write: Callable[[Path], None]) -> Path:
+    """`out_dir`, written by `write` into a staging directory and renamed into place (complete or absent, never
+    half there); reused while its marker file holds the seed it was built from."""
+    marker = out_dir / done_marker
+    if marker.is_file() and marker.read_text() == str(seed):
         return out_dir
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=out_dir.name + ".", dir=out_dir.parent))
-    _write(text_checkpoint, staging)
-    (staging / _DONE_MARKER).write_text(str(SEED))
+    write(staging)
+    (staging / done_marker).write_text(str(seed))
     shutil.rmtree(out_dir, ignore_errors=True)
     staging.rename(out_dir)
     return out_dir

@@ -34,6 +34,23 @@ def address_space_limit(limit: int) -> Callable[[], None]:
     return preexec
 
 
+def became_healthy(process: subprocess.Popen, base_url: str, log_path: Path, timeout: float, name: str,
+                   poll: float = 0.2) -> bool:
+    """Whether the server at `base_url` answered GET /health with 200 within `timeout` seconds; a process that
+    exits first raises, with the end of its log."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{name} exited: {log_path.read_text()[-3000:]}")
+        try:
+            if httpx.get(f"{base_url}/health", timeout=1).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass
+        time.sleep(poll)
+    return False
+
+
 class RunningServer:
     def __init__(self, args: list[str], startup_timeout: float = 120, data_dir: str | None = None,
                  log_level: str = "warning", env: dict[str, str] | None = None, port: int | None = None,
@@ -49,18 +66,9 @@ class RunningServer:
             [sys.executable, "-m", "rostra.cli", "serve", *args, "--port", str(self.port), "--log-level", log_level,
              "--data-dir", self.data_dir],
             stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, preexec_fn=preexec)
-        deadline = time.monotonic() + startup_timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"rostra serve exited: {self.log_path.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{self.base_url}/health", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        self.stop()
-        raise RuntimeError("rostra serve did not become healthy in time")
+        if not became_healthy(self.process, self.base_url, self.log_path, startup_timeout, "rostra serve"):
+            self.stop()
+            raise RuntimeError("rostra serve did not become healthy in time")
 
     @property
     def v1(self) -> str:

@@ -5,16 +5,15 @@ same checkpoint is served by vLLM in tests/test_engine_vllm_images.py."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
 from openai import OpenAI
-from PIL import Image
 
 from idefics3_checkpoint import tiny_idefics3
 from images import data_url, encoded, pattern
 from servers import RunningServer
+from vision_reference import GreedyReference
 
 CACHE = Path(__file__).resolve().parent.parent / ".cache"
 MODEL = "tiny-idefics3"
@@ -39,21 +38,8 @@ def server(checkpoint):
 
 def generate(checkpoint: Path, pngs: list[bytes]) -> list[tuple[int, str]]:
     """transformers' own greedy generate for each image and the question: (prompt length, answer text)."""
-    import torch
-    from transformers import AutoModelForImageTextToText, AutoProcessor
-
-    processor = AutoProcessor.from_pretrained(checkpoint)
-    model = AutoModelForImageTextToText.from_pretrained(checkpoint, dtype=torch.float32).eval()
-    messages = [{"role": "user", "content": [{"type": "text", "text": QUESTION}, {"type": "image"}]}]
-    text = processor.apply_chat_template(messages, add_generation_prompt=True)
-    answers = []
-    for png in pngs:
-        inputs = processor(text=text, images=[Image.open(io.BytesIO(png)).convert("RGB")], return_tensors="pt")
-        with torch.inference_mode():
-            out = model.generate(**inputs, max_new_tokens=MAX_TOKENS, do_sample=False)
-        length = inputs["input_ids"].shape[1]
-        answers.append((length, processor.tokenizer.decode(out[0, length:], skip_special_tokens=True)))
-    return answers
+    reference = GreedyReference(checkpoint, QUESTION, MAX_TOKENS)
+    return [(length, reference.decoded(token_ids)) for length, token_ids in map(reference, pngs)]
 
 
 def test_chat_with_an_image_is_transformers_generate(server, checkpoint):

@@ -17,6 +17,7 @@ from openai import AsyncOpenAI, OpenAI
 from images import data_url, encoded, pattern
 from llava_checkpoint import IMAGE_TOKENS, tiny_llava
 from servers import RunningServer
+from vision_reference import GreedyReference
 from wire import check, fold_chat_stream, stream
 
 CACHE = Path(__file__).resolve().parent.parent / ".cache"
@@ -41,27 +42,9 @@ def server(checkpoint):
 
 
 @pytest.fixture(scope="module")
-def reference(checkpoint):
+def reference(checkpoint) -> GreedyReference:
     """transformers' own generate on the checkpoint: (prompt length, greedy token ids) for one image and the question."""
-    import io
-
-    import torch
-    from PIL import Image
-    from transformers import AutoModelForImageTextToText, AutoProcessor
-
-    processor = AutoProcessor.from_pretrained(checkpoint)
-    model = AutoModelForImageTextToText.from_pretrained(checkpoint, dtype=torch.float32).eval()
-
-    def generate(png: bytes) -> tuple[int, list[int]]:
-        messages = [{"role": "user", "content": [{"type": "text", "text": QUESTION}, {"type": "image"}]}]
-        text = processor.apply_chat_template(messages, add_generation_prompt=True)
-        inputs = processor(text=text, images=[Image.open(io.BytesIO(png)).convert("RGB")], return_tensors="pt")
-        with torch.inference_mode():
-            out = model.generate(**inputs, max_new_tokens=MAX_TOKENS, do_sample=False)
-        length = inputs["input_ids"].shape[1]
-        return length, out[0, length:].tolist()
-
-    return generate
+    return GreedyReference(checkpoint, QUESTION, MAX_TOKENS)
 
 
 def chat_messages(png: bytes) -> list[dict]:

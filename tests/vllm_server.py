@@ -7,12 +7,9 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-import httpx
-
-from servers import free_port
+from servers import became_healthy, free_port
 
 STARTUP = 900  # seconds: vLLM's start on a busy 2-core machine
 
@@ -29,18 +26,9 @@ class VllmServer:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--host", "127.0.0.1",
                  "--port", str(self.port), *flags], stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
-        deadline = time.monotonic() + STARTUP
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"vllm serve exited: {self.log_path.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{self.base_url}/health", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        self.stop()
-        raise RuntimeError("vllm serve did not become healthy in time")
+        if not became_healthy(self.process, self.base_url, self.log_path, STARTUP, "vllm serve", poll=0.5):
+            self.stop()
+            raise RuntimeError("vllm serve did not become healthy in time")
 
     def stop(self) -> None:
         self.process.terminate()
