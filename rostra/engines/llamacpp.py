@@ -300,7 +300,7 @@ class LlamaCppEngine(Engine):
         as its projector's tokens and the text around them (for the projectors llamacpp_images.py knows)."""
         if not prompt.images:
             return len(prompt.token_ids)
-        text = multimodal_prompt(prompt)["prompt_string"]  # (a 400 when markers and images do not pair up)
+        text = marked_text(prompt)  # (a 400 when markers and images do not pair up)
         if self.image_counter is None:
             return len(prompt.token_ids)
 
@@ -458,12 +458,17 @@ class LlamaCppEngine(Engine):
 
 def multimodal_prompt(prompt: Prompt) -> dict:
     """llama.cpp's multimodal prompt: the text with one marker per image, and the images."""
+    return {"prompt_string": marked_text(prompt),
+            "multimodal_data": [base64.b64encode(image.data).decode("ascii") for image in prompt.images]}
+
+
+def marked_text(prompt: Prompt) -> str:
+    """The prompt's text, holding exactly one media marker per image (else a 400)."""
     text = prompt.text or ""
     if text.count(MEDIA_MARKER) != len(prompt.images):  # the marker typed into a message would shift every image
         raise InvalidRequest(f"the messages hold the text {MEDIA_MARKER}, which this model reads as an image",
                              param="messages")
-    return {"prompt_string": text,
-            "multimodal_data": [base64.b64encode(image.data).decode("ascii") for image in prompt.images]}
+    return text
 
 
 def _token_at(tokens: list[str], index: int | None) -> str:
