@@ -1,6 +1,7 @@
 """Validation against OpenAI's OpenAPI spec (tests/spec/openapi.json, vendored) and the SDK's types.
 
-The spec is OAS 3.1 but still writes `nullable: true`; it is read here as "or null".
+The spec is OAS 3.1 but still writes `nullable: true`; it is read here as "or null". One gap is filled
+(`_usage_until_finished`): a Response's `usage` is null until it finishes, as OpenAI's own API sends it.
 """
 
 from __future__ import annotations
@@ -33,9 +34,19 @@ def _nullable_as_null(node):
     return node
 
 
+def _usage_until_finished(spec: dict) -> dict:
+    """The spec types a Response's `usage` as ResponseUsage only, but OpenAI's API (and the openai SDK's
+    Response, whose usage is optional) has `"usage": null` in the snapshots of a response not yet finished."""
+    for part in spec["components"]["schemas"]["Response"]["allOf"]:
+        usage = part.get("properties", {}).get("usage")
+        if usage is not None:
+            part["properties"]["usage"] = {"anyOf": [usage, {"type": "null"}]}
+    return spec
+
+
 @lru_cache(maxsize=1)
 def _registry() -> Registry:
-    spec = _nullable_as_null(copy.deepcopy(json.loads(SPEC_PATH.read_text())))
+    spec = _usage_until_finished(_nullable_as_null(copy.deepcopy(json.loads(SPEC_PATH.read_text()))))
     return Registry().with_resource(SPEC_URI, Resource.opaque(spec))
 
 

@@ -213,3 +213,60 @@ def test_include_output_logprobs(scripted_server):
     events = raw_stream(scripted_server.base_url, body)
     streamed = [t for e in events if e["type"] == "response.output_text.delta" for t in e["logprobs"]]
     assert streamed == part["logprobs"]
+
+
+# Every Response object carries these keys (Open Responses' schema requires them): the request's value or its default.
+ECHOED = {"presence_penalty": 0.5, "frequency_penalty": -0.25, "top_logprobs": 2, "service_tier": "auto",
+          "safety_identifier": "safety-1", "prompt_cache_key": "cache-1", "max_tool_calls": 3, "truncation": "auto",
+          "instructions": "Be kind.", "metadata": {"k": "v"}, "parallel_tool_calls": False, "temperature": 0.5,
+          "top_p": 0.9, "max_output_tokens": 64, "user": "user-1", "tool_choice": "none", "tools": TOOLS[:1],
+          "store": True, "text": {"format": {"type": "text"}}, "reasoning": {"effort": "low", "summary": None}}
+DEFAULTS = {"presence_penalty": 0, "frequency_penalty": 0, "top_logprobs": 0, "service_tier": "default",
+            "safety_identifier": None, "prompt_cache_key": None, "max_tool_calls": None, "truncation": "disabled",
+            "instructions": None, "metadata": {}, "parallel_tool_calls": True, "max_output_tokens": None,
+            "previous_response_id": None, "tool_choice": "auto", "tools": [], "store": True, "background": False,
+            "text": {"format": {"type": "text"}}, "reasoning": {"effort": None, "summary": None},
+            "incomplete_details": None, "error": None}
+REQUIRED_KEYS = set(DEFAULTS) | {"temperature", "top_p", "usage"}
+
+
+def check_echo(response: dict, sent: dict) -> None:
+    assert REQUIRED_KEYS <= response.keys(), REQUIRED_KEYS - response.keys()
+    for key, default in DEFAULTS.items():
+        expected = sent.get(key, default)
+        if key == "service_tier":  # "auto" is served by rostra's one tier, which the response names
+            expected = "default"
+        if key == "tools":
+            assert [tool["name"] for tool in response["tools"]] == [tool["name"] for tool in expected]
+        else:
+            assert response[key] == expected, key
+    for key in ("temperature", "top_p", "user"):
+        if key in sent:
+            assert response[key] == sent[key], key
+
+
+@pytest.mark.parametrize("sent", [{}, ECHOED], ids=["defaults", "echoed"])
+def test_response_objects_carry_every_field(scripted_server, sent):
+    base = scripted_server.base_url
+    body = {"model": MODEL, "input": "say hello", **sent}
+    created = check_response(httpx.post(f"{base}/v1/responses", json=body).json())
+    check_echo(created, sent)
+    assert created["usage"] is not None
+    check_echo(check_response(httpx.get(f"{base}/v1/responses/{created['id']}").json()), sent)
+    events = raw_stream(base, body)
+    snapshots = [event["response"] for event in events if "response" in event]
+    assert [event["type"] for event in events if "response" in event][:2] == ["response.created",
+                                                                           "response.in_progress"]
+    for snapshot in snapshots:
+        check_echo(snapshot, sent)
+    assert snapshots[0]["usage"] is None and snapshots[1]["usage"] is None and snapshots[-1]["usage"] is not None
+    background = {**sent, "background": True}
+    started = check_response(httpx.post(f"{base}/v1/responses", json={**body, "background": True}).json())
+    check_echo(started, background)
+    for _ in range(100):
+        done = check_response(httpx.get(f"{base}/v1/responses/{started['id']}").json())
+        if done["status"] not in ("queued", "in_progress"):
+            break
+        time.sleep(0.05)
+    assert done["status"] == "completed"
+    check_echo(done, background)

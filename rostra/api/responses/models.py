@@ -49,6 +49,9 @@ class CreateResponseRequest(RequestModel):
     max_output_tokens: Annotated[int, Field(ge=1)] | None = None
     temperature: Annotated[float, Field(ge=0, le=2)] | None = None
     top_p: Annotated[float, Field(gt=0, le=1)] | None = None
+    # Open Responses' (not in OpenAI's request schema): applied as in Chat Completions, and echoed.
+    presence_penalty: Annotated[float, Field(ge=-2, le=2)] | None = None
+    frequency_penalty: Annotated[float, Field(ge=-2, le=2)] | None = None
     metadata: dict[str, str] | None = None
     store: bool = True
     stream: bool = False

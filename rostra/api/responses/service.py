@@ -461,6 +461,12 @@ def base_response(request: CreateResponseRequest, tools: list[Tool],
         "tool_choice": request.tool_choice or "auto",
         "temperature": defaults.get("temperature", 1.0) if request.temperature is None else request.temperature,
         "top_p": defaults.get("top_p", 1.0) if request.top_p is None else request.top_p,
+        "presence_penalty": _in_force(request.presence_penalty, defaults, "presence_penalty"),
+        "frequency_penalty": _in_force(request.frequency_penalty, defaults, "frequency_penalty"),
+        "top_logprobs": request.top_logprobs or 0,
+        # One tier here: "auto" is served by it, and a response names the tier that served it.
+        "service_tier": "default",
+        "safety_identifier": request.safety_identifier, "prompt_cache_key": request.prompt_cache_key,
         "max_output_tokens": request.max_output_tokens, "max_tool_calls": request.max_tool_calls,
         "previous_response_id": request.previous_response_id,
         "reasoning": {"effort": request.reasoning.effort if request.reasoning else None,
@@ -468,9 +474,18 @@ def base_response(request: CreateResponseRequest, tools: list[Tool],
         "store": request.store, "background": request.background, "truncation": request.truncation or "disabled",
         "conversation": {"id": conversation_id(request)} if request.conversation else None,
         "text": {"format": (request.text.format if request.text and request.text.format else {"type": "text"})},
-        **({"user": request.user} if request.user is not None else {}),  # usage: set when it finishes
+        "usage": None,  # set when it finishes
+        # OpenAI's schema types `user` as a string, never null: absent unless given.
+        **({"user": request.user} if request.user is not None else {}),
         **({"ignored_tools": ignored} if (ignored := ignored_tools(tools)) else {}),
     }
+
+
+def _in_force(value: float | None, defaults: GenerationDefaults, name: str) -> float:
+    """The request's value, else the server's default, else 0 (OpenAI reports unset penalties as 0)."""
+    if value is not None:
+        return value
+    return float(defaults.get(name, 0.0))
 
 
 def response_usage(*turns: Job) -> dict[str, Any]:

@@ -220,7 +220,8 @@ def _sampling(request: CreateResponseRequest) -> SamplingFields:
     if request.max_output_tokens is not None and request.max_output_tokens > INT32_MAX:
         raise InvalidRequest(f"max_output_tokens: must be at most {INT32_MAX}", param="max_output_tokens")
     fields: dict[str, Any] = {"model": request.model, "temperature": request.temperature, "top_p": request.top_p,
-                              "user": request.user}
+                              "presence_penalty": request.presence_penalty,
+                              "frequency_penalty": request.frequency_penalty, "user": request.user}
     return SamplingFields.model_construct(**{name: value for name, value in fields.items() if value is not None})
 
 
