@@ -6,6 +6,7 @@ import argparse
 import logging
 import math
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -413,6 +414,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 
 def serve(settings: Settings) -> None:
+    # uvicorn binds only after the app's start-up has loaded the model: claim the port first (before even the
+    # imports, a second or so), so a port in use is said at once; uvicorn is handed the bound sockets.
+    sockets = bind_sockets(settings.host, settings.port)
     import uvicorn
 
     from rostra.generation_defaults import GenerationConfigError
@@ -449,8 +453,38 @@ def serve(settings: Settings) -> None:
         print(f"generation defaults: {defaults}", file=sys.stderr, flush=True)
     # On SIGTERM uvicorn stops accepting, lets running requests (streams too) finish for the grace
     # period, then the app's shutdown cancels what is left and closes the engine and the store.
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level,
-                timeout_graceful_shutdown=math.ceil(settings.shutdown_grace))
+    server = uvicorn.Server(uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level,
+                                          timeout_graceful_shutdown=math.ceil(settings.shutdown_grace)))
+    try:
+        server.run(sockets=sockets)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for sock in sockets:
+            sock.close()
+    if not server.started:
+        raise SystemExit(3)  # uvicorn.run's exit status when start-up failed
+
+
+def bind_sockets(host: str, port: int) -> list[socket.socket]:
+    """Sockets bound (not yet listening) to every address `host` names, as asyncio's create_server binds
+    them; a port in use, or a host that is not this machine's, stops the server with one line."""
+    sockets: list[socket.socket] = []
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        for family, kind, proto, _, address in dict.fromkeys(addresses):
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            # Not listening until uvicorn starts: a client connecting while the model loads is refused, as before.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart need not wait out TIME_WAIT
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)  # "::" and "0.0.0.0" apart, as asyncio
+            sock.bind(address)
+    except OSError as exc:
+        for sock in sockets:
+            sock.close()
+        raise SystemExit(f"rostra: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sockets
 
 
 def serve_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:

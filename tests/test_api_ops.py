@@ -48,3 +48,23 @@ def test_structured_request_log(server):
     assert record["route"] == "/v1/chat/completions" and record["status"] == 200
     assert record["model"] == "configured" and record["completion_tokens"] > 0 and "ttft_ms" in record
     assert "say hello" not in server.log_path.read_text()  # prompts stay out of the log by default
+
+
+def test_abandoned_stream_logs_the_tokens_it_generated(server):
+    """Issue 42: a client that hangs up mid-stream is logged with what was generated, not 0."""
+    with httpx.stream("POST", f"{server.base_url}/v1/chat/completions", json=ask("slow story", stream=True),
+                      headers={"x-request-id": "abandon-me"}, timeout=30) as response:
+        contents = 0
+        for line in response.iter_lines():
+            contents += '"content"' in line and '"content":""' not in line
+            if contents >= 3:
+                break  # hang up: well before the 1 s request timeout
+    deadline = time.monotonic() + 5
+    records: list = []
+    while not records and time.monotonic() < deadline:
+        time.sleep(0.1)
+        records = [json.loads(line[line.index("{"):]) for line in server.log_path.read_text().splitlines()
+                   if "rostra.requests" in line and "abandon-me" in line]
+    assert records, "no access-log line for the abandoned request"
+    assert records[-1]["completion_tokens"] >= 3
+    assert records[-1]["total_tokens"] == records[-1]["prompt_tokens"] + records[-1]["completion_tokens"]

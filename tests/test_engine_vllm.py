@@ -539,7 +539,8 @@ def test_the_vllm_engine_needs_a_model():
 
 @pytest.mark.skipif(VLLM_INSTALLED, reason="vLLM is installed: this checks the message when it is not")
 def test_serve_engine_vllm_without_vllm_exits_with_a_clear_message():
-    result = subprocess.run([sys.executable, "-m", "rostra.cli", "serve", "--engine", "vllm", "org/model"],
+    result = subprocess.run([sys.executable, "-m", "rostra.cli", "serve", "--engine", "vllm", "org/model",
+                             "--port", "0"],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
     assert "pip install 'rostra[vllm]'" in result.stderr and "Traceback" not in result.stderr

@@ -95,7 +95,7 @@ def test_bad_settings_are_refused(mode, override):
 
 def test_a_bad_override_stops_the_server_with_a_message():
     done = subprocess.run([sys.executable, "-m", "rostra.cli", "serve", "--engine", "scripted",
-                           "--override-generation-config", '{"temperature": 9}'],
+                           "--override-generation-config", '{"temperature": 9}', "--port", "0"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "temperature=9 is out of range" in done.stderr
 

@@ -4,8 +4,10 @@ command line."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -54,3 +56,19 @@ def test_the_command_line_is_checked_before_anything_loads(flags, message):
     done = subprocess.run([sys.executable, "-m", "rostra.cli", "serve", *flags, "--port", "1"], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode != 0 and message in done.stderr, done.stderr[-2000:]
+
+
+def test_a_port_in_use_is_refused_before_the_model_loads():
+    """Issue 44: a second server on a busy port says so at once, naming it, instead of loading its model first."""
+    with socket.socket() as occupant:
+        occupant.bind(("127.0.0.1", 0))
+        occupant.listen()
+        port = occupant.getsockname()[1]
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "rostra.cli", "serve", "--port", str(port)], capture_output=True,
+                              text=True, timeout=120)
+        took = time.monotonic() - started
+    assert done.returncode != 0, done.stderr[-2000:]
+    assert f"rostra: cannot listen on 127.0.0.1:{port}: Address already in use" in done.stderr, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and "serving" not in done.stderr
+    assert took < 10, took  # a bare interpreter start and one bind (the model takes longer), with room for a busy CI

@@ -655,7 +655,8 @@ def test_postgres_listens_again_after_losing_its_connection(postgres):
 def test_serve_refuses_a_bad_store_setting(flags, message):
     """At once and clearly, before any model loads."""
     done = subprocess.run([sys.executable, "-m", "rostra.cli", "serve", "--engine", "scripted", "--script",
-                           str(DATA / "script.jsonl"), *flags], capture_output=True, text=True, timeout=60)
+                           str(DATA / "script.jsonl"), *flags, "--port", "0"],
+                          capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and message in done.stderr
 
 

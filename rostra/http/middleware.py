@@ -235,7 +235,9 @@ class AccessLogMiddleware:
                   "ms": round((time.monotonic() - started) * 1000, 1)}
         job = state.get("job")
         if job is not None:
-            record.update(model=job.model, id=job.id, **job.stats.usage())
+            # running=True: the tokens sampled so far, so a generation the client hung up on (which never
+            # reached its Finish) is logged with what it generated, not 0; a finished one counts the same.
+            record.update(model=job.model, id=job.id, **job.stats.usage(running=True))
             if job.stats.first_token is not None:
                 record["ttft_ms"] = round((job.stats.first_token - job.stats.started) * 1000, 1)
         return record
