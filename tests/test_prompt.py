@@ -74,3 +74,30 @@ def test_end_of_generation_ids(metadata):
     from rostra.tokenizer import end_of_generation_ids
 
     assert end_of_generation_ids(metadata) == {0, 2}  # <|endoftext|>, <|im_end|>
+
+
+# Shaped like LFM2.5's template: the assistant turn sits in {% generation %} … {% endgeneration %}
+# (transformers' return_assistant_tokens_mask convention), and the loop uses {% break %}.
+LFM2_STYLE_TEMPLATE = (
+    "{{- bos_token -}}"
+    "{%- for message in messages -%}"
+    "{%- if message['role'] == 'stop' -%}{%- break -%}{%- endif -%}"
+    "{%- if message['role'] == 'skip' -%}{%- continue -%}{%- endif -%}"
+    "{{- '<|im_start|>' + message['role'] + '\n' -}}"
+    "{%- if message['role'] == 'assistant' -%}"
+    "{% generation %}{{- message['content'] + '<|im_end|>' -}}{% endgeneration %}"
+    "{%- else -%}{{- message['content'] + '<|im_end|>' -}}{%- endif -%}"
+    "{{- '\n' -}}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\n' -}}{%- endif -%}"
+)
+
+
+def test_generation_tag_and_loop_controls_are_accepted():
+    """Issue 43: {% generation %} renders its body unchanged; {% break %} / {% continue %} work."""
+    template = ChatTemplate(LFM2_STYLE_TEMPLATE, bos_token="<|startoftext|>")
+    messages = [{"role": "user", "content": "Hi"}, {"role": "skip", "content": "no"},
+                {"role": "assistant", "content": "Hello"}, {"role": "stop", "content": ""},
+                {"role": "user", "content": "never"}]
+    assert template.render(messages) == ("<|startoftext|><|im_start|>user\nHi<|im_end|>\n"
+                                         "<|im_start|>assistant\nHello<|im_end|>\n<|im_start|>assistant\n")

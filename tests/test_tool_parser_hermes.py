@@ -39,6 +39,26 @@ CASES = [
          [("add", {"a": 1})]),
     Case("long-call", '<tool_call>{"name": "get_weather", "arguments": {"city": "' + "Oslo " * 2000 + '"}}</tool_call>',
          "", [("get_weather", {"city": "Oslo " * 2000})]),
+    # Issue 45: markup never reaches the content. An empty block (Qwen-family models emit
+    # <tool_call>\n\n</tool_call>) carries nothing and is dropped; a block whose end tag was left
+    # out before the next start is ended there; a stray end tag after a call is markup, dropped.
+    Case("empty-block", "<tool_call>\n\n</tool_call>", ""),
+    Case("empty-block-then-text", "Hi\n<tool_call> </tool_call>\nbye", "Hi\n\nbye"),
+    Case("empty-block-then-call", '<tool_call>\n\n</tool_call>\n<tool_call>\n{"name": "now", "arguments": {}}\n</tool_call>',
+         "\n", [("now", {})]),
+    Case("call-then-empty-block", '<tool_call>\n{"name": "now", "arguments": {}}\n</tool_call>\n<tool_call>\n\n</tool_call>',
+         "\n", [("now", {})]),
+    Case("empty-block-cut-off", "Hi <tool_call>\n\n", "Hi "),
+    Case("empty-block-restarted", '<tool_call>\n<tool_call>\n{"name": "now", "arguments": {}}\n</tool_call>', "",
+         [("now", {})]),
+    Case("nested-blocks", '<tool_call>\n<tool_call>\n{"name": "now", "arguments": {}}\n</tool_call>\n</tool_call>',
+         "\n", [("now", {})]),
+    Case("stray-end-tag", '<tool_call>\n{"name": "now", "arguments": {}}\n</tool_call>\n</tool_call>\nDone.',
+         "\n\nDone.", [("now", {})]),
+    Case("whitespace-around-json", '<tool_call>\n\n  {"name": "add", "arguments": {"a": 1}}  \n\n</tool_call>\nok', "\nok",
+         [("add", {"a": 1})]),
+    Case("malformed-stays-text", '<tool_call>\n{"name": get}\n</tool_call>\n<tool_call>\n\n</tool_call>',
+         '<tool_call>\n{"name": get}\n</tool_call>\n'),
     Case("absurdly-deep", "<tool_call>" + "[" * 3000 + "]" * 3000 + "</tool_call>",
          "<tool_call>" + "[" * 3000 + "]" * 3000 + "</tool_call>"),
 ]
@@ -47,3 +67,4 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_hermes(case):
     check_case("hermes", case)
+    check_case("hermes", case, layered=True)  # the default: the lenient layers after hermes

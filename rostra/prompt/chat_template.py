@@ -14,8 +14,9 @@ import json
 from datetime import datetime
 from typing import Any, Mapping, Protocol
 
-from jinja2 import TemplateError
-from jinja2.ext import loopcontrols
+from jinja2 import TemplateError, nodes
+from jinja2.ext import Extension, loopcontrols
+from jinja2.parser import Parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from rostra.errors import InvalidRequest
@@ -54,13 +55,28 @@ def _strftime_now(fmt: str) -> str:
     return datetime.now().strftime(fmt)
 
 
+class GenerationExtension(Extension):
+    """{% generation %} … {% endgeneration %}: transformers marks the assistant's tokens with it for
+    apply_chat_template(return_assistant_tokens_mask=True), and templates such as LFM2.5's use it.
+    rostra needs no mask, so the body renders unchanged; without the tag such templates would not
+    load (issue 43)."""
+
+    tags = {"generation"}
+
+    def parse(self, parser: Parser) -> list[nodes.Node]:
+        next(parser.stream)  # the `generation` token
+        body: list[nodes.Node] = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return body
+
+
 class ChatTemplate:
     def __init__(self, source: str | None, bos_token: str = "", eos_token: str = "",
                  named_tokens: Mapping[str, str] | None = None):
         """`named_tokens`: the tokenizer's other special tokens (unk_token, pad_token, ...), as Hugging Face
         hands a template its tokenizer's special_tokens_map."""
         self.source = source or CHATML_TEMPLATE
-        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                            extensions=[loopcontrols, GenerationExtension])
         env.filters["tojson"] = _tojson
         env.globals.update(raise_exception=_raise_exception, strftime_now=_strftime_now)
         self._template = env.from_string(self.source)  # a broken template fails at start-up

@@ -191,6 +191,9 @@ class MarkupToolParser(ToolParser):
     end_optional = False  # a call may run to the end of the output without its end marker
     stream_calls = False
     restarts = False  # a new start marker inside a block ends it (its end marker was left out)
+    # An end marker outside any block is markup too (a model that closed a block twice): dropped.
+    drops_stray_end = False
+    drops_empty = False  # a block with nothing but whitespace in it is dropped, not kept as text
 
     def __init__(self, tools: Sequence[ToolSpec], max_calls: int | None = None):
         super().__init__(tools, max_calls)
@@ -210,8 +213,15 @@ class MarkupToolParser(ToolParser):
         while self._pending:
             if not self._inside:
                 at = self._pending.find(self.start)
+                stray = self._pending.find(self.end) if self.drops_stray_end else -1
+                if stray >= 0 and (at < 0 or stray < at):
+                    log.info("stray %r outside a tool call dropped", self.end)
+                    out += [Text(self._pending[:stray])] if stray else []
+                    self._pending = self._pending[stray + len(self.end):]
+                    continue
                 if at < 0:
-                    keep = partial_suffix(self._pending, self.start)
+                    keep = max(partial_suffix(self._pending, self.start),
+                               partial_suffix(self._pending, self.end) if self.drops_stray_end else 0)
                     release = self._pending[: len(self._pending) - keep]
                     self._pending = self._pending[len(release):]
                     out += [Text(release)] if release else []
@@ -286,6 +296,11 @@ class MarkupToolParser(ToolParser):
         if stream is not None and stream.started:
             after = "".join(self._after).strip()  # text the model wrote after the call, unclosed
             return stream.end() + ([Text(after)] if after else [])
+        if self.drops_empty and not block.strip():
+            # An empty block (Qwen-family models write <tool_call>\n\n</tool_call>) carries no
+            # call and nothing to read: dropped, as markup never reaches the content.
+            log.info("empty tool-call block dropped: %.200r", raw)
+            return []
         calls = self.known(self.parse_block(block), raw)
         return self.emit(calls) if calls else [Text(raw)]
 
