@@ -192,13 +192,14 @@ class ResponsesService:
         job = await self._turn(summary_request(request), [], asking_for_summary(conversation), [], builder)
         return ResponseJob(request, job, builder, items, conversation, turns=[job], tools=tools)
 
-    async def count_input_tokens(self, request: CreateResponseRequest) -> int:
+    async def count_input_tokens(self, request: CreateResponseRequest, tenant: Tenant = EVERYONE) -> int:
         """The prompt's tokens as POST /v1/responses would count them (stored history, instructions, tools and
         template included): the same turn through the same template, never prepared for a generation (a model
         an upstream serves is not counted: 501). Output and delivery fields do not count; a prompt the context
-        cannot hold is a 400, unless `truncation: "auto"` drops its oldest turns as the response would."""
+        cannot hold is a 400, unless `truncation: "auto"` drops its oldest turns as the response would.
+        `tenant`: who asks; another key's stored history is a 404 here as on POST /v1/responses."""
         counted = request.model_copy(update={"max_output_tokens": None, "background": False, "stream": False})
-        inputs = await self._inputs(counted, EVERYONE)
+        inputs = await self._inputs(counted, tenant)
         chat = self.chat_for(counted.model)
         context_length = chat.engine.model_info(counted.model).context_length
         conversation, dropped = inputs.conversation + inputs.ready, 0
