@@ -25,6 +25,7 @@ from rostra.api.responses.compaction import asking_for_summary, compaction_reque
 from rostra.api.responses.event_log import DEFAULT_INTERVAL
 from rostra.api.responses.items import MCP_ITEM_TYPES, normalize_input, with_status
 from rostra.api.responses.builtin_tools import HostedRoute, serve_hosted_tools, speaks_harmony_prompts
+from rostra.api.responses.calls import orphan_output
 from rostra.api.responses.mcp.loop import ToolLoop, approved_calls, awaits_client
 from rostra.api.responses.mcp.tools import McpPolicy, McpTools, requested_servers, resolve
 from rostra.api.responses.models import CreateResponseRequest
@@ -172,6 +173,10 @@ class ResponsesService:
             history = []
         conversation = (opened(history, self.sealer, "conversation" if reference else "previous_response_id")
                         + opened(items, self.sealer))
+        orphan = orphan_output(items, conversation)
+        if orphan is not None:  # OpenAI's answer: the model would read a result of a call it never made
+            raise InvalidRequest(f"No tool call found for function call output with call_id {orphan}.",
+                                 param="input")
         if compaction_requested(items):
             return TurnInputs(items, tools, conversation)
         servers = requested_servers(tools, self.mcp_policy)
