@@ -15,6 +15,7 @@ from openai import BadRequestError, OpenAI
 from conftest import scripted
 from servers import RunningServer
 from test_api_responses import check_response, raw_stream
+from wire import check_error
 
 WEATHER = {"type": "function", "name": "get_weather", "description": "The weather in a city.",
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
@@ -104,6 +105,25 @@ def test_namespace_functions(server, client):
         {"role": "user", "content": "spawn a helper"}, {k: v for k, v in call.items() if k != "status"},
         {"type": "function_call_output", "call_id": call["call_id"], "output": "agent started"}])
     assert answer.output_text == "The tool did it."
+
+
+def test_a_function_call_output_without_its_call_is_a_400(server, client):
+    """As OpenAI answers: an output whose call_id no function_call of the conversation has (in the input, or
+    restored from previous_response_id) is refused; the same output beside its call, or after it, is not."""
+    orphan = {"type": "function_call_output", "call_id": "call_nobody_made", "output": "agent started"}
+    refused = create(server, {"tools": [AGENTS], "input": [{"role": "user", "content": "spawn a helper"}, orphan]})
+    error = check_error(refused, 400, "input")
+    assert "call_nobody_made" in error["message"]
+    counted = httpx.post(f"{server.v1}/responses/input_tokens", timeout=60, json={
+        "model": "scripted", "tools": [AGENTS], "input": [{"role": "user", "content": "spawn a helper"}, orphan]})
+    check_error(counted, 400, "input")
+    first = client.responses.create(model="scripted", input="spawn a helper", tools=[AGENTS])
+    [call] = first.output
+    continued = client.responses.create(model="scripted", tools=[AGENTS], previous_response_id=first.id, input=[
+        {"type": "function_call_output", "call_id": call.call_id, "output": "agent started"}])
+    assert continued.output_text == "The tool did it."
+    still_refused = create(server, {"tools": [AGENTS], "previous_response_id": first.id, "input": [orphan]})
+    check_error(still_refused, 400, "input")
 
 
 def test_custom_tool_calls_stream_their_input(server, client):

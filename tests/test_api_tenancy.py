@@ -49,6 +49,7 @@ async def test_another_key_finds_nothing_of_a_keys_responses(tmp_path):
         await not_found(b.responses.cancel(first.id))
         await not_found(b.responses.delete(first.id))
         await not_found(b.responses.create(model=MODEL, input="again", previous_response_id=first.id))
+        await not_found(b.responses.input_tokens.count(model=MODEL, input="again", previous_response_id=first.id))
         followed = await server.client.get(f"/v1/responses/{first.id}?stream=true",
                                            headers={"authorization": "Bearer key-b"})
         assert followed.status_code == 404
@@ -59,6 +60,8 @@ async def test_another_key_finds_nothing_of_a_keys_responses(tmp_path):
         assert len((await a.responses.input_items.list(first.id)).data) == 1
         second = await a.responses.create(model=MODEL, input="again", previous_response_id=first.id)
         assert second.previous_response_id == first.id
+        assert (await a.responses.input_tokens.count(model=MODEL, input="again",
+                                                     previous_response_id=first.id)).input_tokens > 0
         referenced = await a.responses.create(model=MODEL, input=[{"type": "item_reference",
                                                                    "id": first.output[0].id}])
         assert referenced.status == "completed"
@@ -82,6 +85,7 @@ async def test_another_key_finds_nothing_of_a_keys_conversations(tmp_path):
             {"type": "message", "role": "user", "content": "injected"}]))
         await not_found(b.conversations.items.delete(item.id, conversation_id=conversation.id))
         await not_found(b.responses.create(model=MODEL, input="hello", conversation=conversation.id))
+        await not_found(b.responses.input_tokens.count(model=MODEL, input="hello", conversation=conversation.id))
         await not_found(b.conversations.delete(conversation.id))
         mine = await b.conversations.create()
         listed = {key: sorted(row["id"] for row in (await server.client.get(

@@ -147,3 +147,20 @@ def output_text(output: Any) -> str:
         if len(texts) == len(output):
             return "".join(texts)
     return json.dumps(output)
+
+
+def orphan_output(items: list[dict[str, Any]], conversation: list[dict[str, Any]]) -> str | None:
+    """The call_id of the first of the request's `items` that is a function_call_output no call of the
+    `conversation` (the stored history, then the items) made, as OpenAI refuses it; None when each has its call.
+    Stateless clients send the call beside its output, so the items' own calls count. An output after a
+    compaction item is let be: the call it answers may be in the summary."""
+    made: set[str] = set()
+    for item in conversation:
+        if item.get("type") == "compaction":
+            return None
+        if item.get("type") in ("function_call", "custom_tool_call", "local_shell_call") and item.get("call_id"):
+            made.add(str(item["call_id"]))
+    for item in items:
+        if item.get("type") == "function_call_output" and str(item.get("call_id")) not in made:
+            return str(item.get("call_id"))
+    return None

@@ -25,6 +25,7 @@ from rostra.api.responses.compaction import asking_for_summary, compaction_reque
 from rostra.api.responses.event_log import DEFAULT_INTERVAL
 from rostra.api.responses.items import MCP_ITEM_TYPES, normalize_input, with_status
 from rostra.api.responses.builtin_tools import HostedRoute, serve_hosted_tools, speaks_harmony_prompts
+from rostra.api.responses.calls import orphan_output
 from rostra.api.responses.mcp.loop import ToolLoop, approved_calls, awaits_client
 from rostra.api.responses.mcp.tools import McpPolicy, McpTools, requested_servers, resolve
 from rostra.api.responses.models import CreateResponseRequest
@@ -172,6 +173,10 @@ class ResponsesService:
             history = []
         conversation = (opened(history, self.sealer, "conversation" if reference else "previous_response_id")
                         + opened(items, self.sealer))
+        orphan = orphan_output(items, conversation)
+        if orphan is not None:  # OpenAI's answer: the model would read a result of a call it never made
+            raise InvalidRequest(f"No tool call found for function call output with call_id {orphan}.",
+                                 param="input")
         if compaction_requested(items):
             return TurnInputs(items, tools, conversation)
         servers = requested_servers(tools, self.mcp_policy)
@@ -192,13 +197,14 @@ class ResponsesService:
         job = await self._turn(summary_request(request), [], asking_for_summary(conversation), [], builder)
         return ResponseJob(request, job, builder, items, conversation, turns=[job], tools=tools)
 
-    async def count_input_tokens(self, request: CreateResponseRequest) -> int:
+    async def count_input_tokens(self, request: CreateResponseRequest, tenant: Tenant = EVERYONE) -> int:
         """The prompt's tokens as POST /v1/responses would count them (stored history, instructions, tools and
         template included): the same turn through the same template, never prepared for a generation (a model
         an upstream serves is not counted: 501). Output and delivery fields do not count; a prompt the context
-        cannot hold is a 400, unless `truncation: "auto"` drops its oldest turns as the response would."""
+        cannot hold is a 400, unless `truncation: "auto"` drops its oldest turns as the response would.
+        `tenant`: who asks; another key's stored history is a 404 here as on POST /v1/responses."""
         counted = request.model_copy(update={"max_output_tokens": None, "background": False, "stream": False})
-        inputs = await self._inputs(counted, EVERYONE)
+        inputs = await self._inputs(counted, tenant)
         chat = self.chat_for(counted.model)
         context_length = chat.engine.model_info(counted.model).context_length
         conversation, dropped = inputs.conversation + inputs.ready, 0

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request, WebSocket
 from starlette.responses import JSONResponse, Response
 
 from rostra.api.responses.models import CreateResponseRequest
+from rostra.api.responses.routes import tenant_of
 from rostra.api.responses.services import responses_of
 from rostra.http.gate import gated
 from rostra.http.generation_endpoint import CLIENT_CLOSED
@@ -22,9 +23,9 @@ router = APIRouter()
 @router.post("/v1/responses/input_tokens")
 async def count_input_tokens(request: Request) -> Response:
     body = await parse_body(request, CreateResponseRequest)
-    responses = responses_of(request)
+    responses, tenant = responses_of(request), tenant_of(request)
     # Through the gate, as every piece of engine work: admission, the model's lease, the deadline, the disconnect.
-    tokens = await gated(request, body.model, lambda _: responses.count_input_tokens(body))
+    tokens = await gated(request, body.model, lambda _: responses.count_input_tokens(body, tenant))
     if tokens is None:
         return Response(status_code=CLIENT_CLOSED)
     return JSONResponse({"object": "response.input_tokens", "input_tokens": tokens})
