@@ -46,6 +46,11 @@ class PayloadTooLarge(APIError):
     error_type = "invalid_request_error"
 
 
+class UnsupportedMediaType(APIError):
+    status_code = 415
+    error_type = "invalid_request_error"
+
+
 class TooManyRequests(APIError):
     status_code = 429
     error_type = "rate_limit_error"

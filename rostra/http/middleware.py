@@ -9,7 +9,8 @@ import logging
 import os
 import time
 
-from rostra.errors import APIError, PayloadTooLarge, Unauthorized
+from rostra.errors import APIError, PayloadTooLarge, Unauthorized, UnsupportedMediaType
+from rostra.http.content_encoding import BodyDecoder, body_decoder
 from rostra.http.envelopes import ErrorEnvelopes
 from rostra.http.error_log import MAX_ERROR_BODY, MAX_LOGGED_BODY, ErrorSummary, read_error, redacted_body
 from rostra.store.tenancy import EVERYONE, Tenant, fingerprint
@@ -109,7 +110,9 @@ class ApiKeyMiddleware:
 
 
 class BodySizeLimitMiddleware:
-    """Request bodies above the limit are refused with 413, whether or not they declare a length."""
+    """Request bodies above the limit are refused with 413, whether or not they declare a length. A compressed body
+    (Content-Encoding) is decoded here, for every route, as it arrives: the limit holds for both its size on the
+    wire and its decoded size, and decoding stops as soon as that passes the limit (a decompression bomb)."""
 
     def __init__(self, app, max_bytes: int, upload_bytes: int | None = None,
                  envelopes: ErrorEnvelopes | None = None):
@@ -124,18 +127,38 @@ class BodySizeLimitMiddleware:
         if scope["path"] == "/v1/files" and self.upload_bytes is not None:
             return await BodySizeLimitMiddleware(self.app, self.upload_bytes, envelopes=self.envelopes)(
                 scope, receive, send)
-        declared = dict(scope["headers"]).get(b"content-length", b"")
+        headers = dict(scope["headers"])
+        declared = headers.get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.max_bytes:
             return await _send_error(scope, send, self._error(), self.envelopes)
-        received = 0
+        encoding = headers.get(b"content-encoding", b"").decode("latin-1").strip().lower()
+        decoder: BodyDecoder | None = None
+        if encoding not in ("", "identity"):
+            decoder = body_decoder(encoding)
+            if decoder is None:
+                error = UnsupportedMediaType(f"unsupported Content-Encoding {encoding!r}: gzip, deflate or zstd")
+                return await _send_error(scope, send, error, self.envelopes)
+            # The route sees the decoded body, of a length no header states. In place: the access log reads the
+            # route the router leaves in this scope.
+            scope["headers"] = [(name, value) for name, value in scope["headers"]
+                                if name not in (b"content-encoding", b"content-length")]
+        received = decoded = 0
 
         async def counting_receive():
-            nonlocal received
+            nonlocal received, decoded
             message = await receive()
             received += len(message.get("body", b""))
             if received > self.max_bytes:
                 raise self._error()  # surfaces where the route reads its body: a 413 envelope
-            return message
+            if decoder is None or message["type"] != "http.request":
+                return message
+            body = decoder.decode(message.get("body", b""), self.max_bytes - decoded)
+            if body is None:
+                raise self._error()
+            decoded += len(body)
+            if not message.get("more_body", False) and received:  # no body at all is no body, whatever its header
+                decoder.finish()
+            return {**message, "body": body}
 
         await self.app(scope, counting_receive, send)
 
