@@ -126,6 +126,15 @@ def test_errors(scripted_server):
     assert refused.status_code == 400
 
 
+def test_unknown_previous_response_is_previous_response_not_found(scripted_server):
+    # The spec's code for it; Open Responses' WebSocket reconnect test reads it.
+    response = httpx.post(f"{scripted_server.base_url}/v1/responses",
+                          json={"model": MODEL, "input": "x", "previous_response_id": "resp_gone"})
+    assert response.status_code == 404
+    error = response.json()["error"]
+    assert (error["code"], error["param"]) == ("previous_response_not_found", "previous_response_id")
+
+
 def test_function_calls_and_the_tool_loop(tools_server):
     client = client_for(tools_server)
     first = client.responses.create(model=MODEL, input="two cities", tools=TOOLS)

@@ -411,7 +411,8 @@ class ResponsesService:
                 raise InvalidRequest("previous_response_id chain is too long", param="previous_response_id")
             response = await self.store.get(current, tenant)
             if response is None:
-                raise NotFound(f"Previous response with id '{current}' not found.", param="previous_response_id")
+                raise NotFound(f"Previous response with id '{current}' not found.", param="previous_response_id",
+                               code="previous_response_not_found")
             chain.append(response)
             current = response.get("previous_response_id")
         items: list[dict[str, Any]] = []
