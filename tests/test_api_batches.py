@@ -218,13 +218,14 @@ async def test_files_expire_after_their_expires_after(tmp_path, stored):
     async with InProcessServer(tmp_path, SCRIPT, min_file_expiry=1, **stored) as server:
         client = sdk(server)
         soon = await client.files.create(file=("s.jsonl", b"{}\n"), purpose="user_data",
-                                         expires_after={"anchor": "created_at", "seconds": 1})
+                                         expires_after={"anchor": "created_at", "seconds": 4})
         kept = await client.files.create(file=("k.jsonl", b"{}\n"), purpose="user_data")
         raw = (await server.client.get(f"/v1/files/{soon.id}")).json()
         validate("OpenAIFile", raw)
-        assert raw["expires_at"] == raw["created_at"] + 1 and kept.expires_at is None
+        # created_at is whole seconds, so "4 s" may end a little over 3 s after the upload: room for a slow CI machine
+        assert raw["expires_at"] == raw["created_at"] + 4 and kept.expires_at is None
         assert (await client.files.content(soon.id)).content == b"{}\n"
-        await asyncio.sleep(2.1)
+        await asyncio.sleep(max(0.0, raw["expires_at"] + 1.1 - time.time()))
         with pytest.raises(NotFoundError):
             await client.files.retrieve(soon.id)
         check_error(await server.client.get(f"/v1/files/{soon.id}/content"), 404)
