@@ -45,6 +45,7 @@ class Engine(abc.ABC):
     named_tokens: Mapping[str, str] = MappingProxyType({})
     vocab_size: int = 0
     parallel: int = 1  # sequences the engine runs at once (llama.cpp slots)
+    compute_threads: int | None = None  # CPU threads it computes with, once loaded (None: not known)
     # Whether json_schema/grammar constraints are enforced while sampling (from the first token on).
     enforces_constraints: bool = False
     # Whether the engine enforces vLLM's structural tags (as a grammar, or read by the engine itself).

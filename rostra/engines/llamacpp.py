@@ -52,6 +52,7 @@ from rostra.core import (
     TopLogprob,
 )
 from rostra.engines.base import NATIVE_SAMPLERS, Engine, EngineError
+from rostra.engines.cpu_budget import engine_threads
 from rostra.engines.llamacpp_batches import EMBED_CHUNK, BatchedTokenizer
 from rostra.engines.llamacpp_bad_words import generate_without_bad_words
 from rostra.engines.llamacpp_http import EventStream, LoopbackClient, LoopbackError
@@ -171,6 +172,21 @@ class LlamaCppEngine(Engine):
                 self._token_ids.setdefault(piece, token_id)
 
     async def start(self) -> None:
+        # Not llama.cpp's default (every core of the machine): the cores this process may use that other work
+        # leaves free now (cpu_budget.py says why and what it measured).
+        choice = await asyncio.to_thread(engine_threads, self.threads)
+        self.compute_threads = choice.threads
+        log.info("%s: %d compute threads (%s)", self.path.name, choice.threads, choice.reason)
+        key = secrets.token_urlsafe(32)
+        params = self._server_params(key)
+        log.info("loading %s (%.0f MB, context %d, %d slots)...", self.path.name,
+                 self.path.stat().st_size / 1e6, self.model.context_length, self.parallel)
+        if self.speculation.mode == "on":
+            self.speculation.configure(params)
+        await self._start_server(params, key)
+
+    def _server_params(self, key: str) -> Any:
+        """llama.cpp's server parameters for this model (an xllamacpp.CommonParams), drafting's aside."""
         params = xllamacpp.CommonParams()
         params.model.path = str(self.path)
         if self.mmproj is not None:
@@ -203,19 +219,16 @@ class LlamaCppEngine(Engine):
             # pooled in the same batch came out mixed with each other (cosine 0.5 to the input embedded
             # alone; tests/test_embeddings_engines.py checks it).
             params.kv_unified = True
-        if self.threads:
-            params.cpuparams.n_threads = self.threads
-            params.cpuparams_batch.n_threads = self.threads
-        key = secrets.token_urlsafe(32)
+        params.cpuparams.n_threads = params.cpuparams_batch.n_threads = self.compute_threads or 0
         params.api_keys = [key]
         params.hostnames = ["127.0.0.1"]
         params.endpoint_slots = params.endpoint_metrics = params.endpoint_props = False
         # One connection thread per streaming slot, and some to spare for tokenization meanwhile.
         params.n_threads_http = self.parallel + 4
-        log.info("loading %s (%.0f MB, context %d, %d slots)...", self.path.name,
-                 self.path.stat().st_size / 1e6, self.model.context_length, self.parallel)
-        if self.speculation.mode == "on":
-            self.speculation.configure(params)
+        return params
+
+    async def _start_server(self, params: Any, key: str) -> None:
+        """llama.cpp's server loaded; again drafting if the speculation probe finds that drafting pays."""
         started = time.monotonic()
         self._server = await asyncio.to_thread(xllamacpp.Server, params)
         log.info("model loaded in %.1f s", time.monotonic() - started)
@@ -235,7 +248,7 @@ class LlamaCppEngine(Engine):
         """What a calibration depends on: the file (path, size, modification time), the build, the settings."""
         stat = self.path.stat()
         return (f"{self.path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{getattr(xllamacpp, '__version__', '')}|"
-                f"{self.model.context_length}|{self.threads}|{self.flash_attn}")
+                f"{self.model.context_length}|{self.compute_threads}|{self.flash_attn}")
 
     async def close(self) -> None:
         for stream in list(self._streams.values()):

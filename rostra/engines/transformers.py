@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from pathlib import Path
 from typing import AsyncGenerator
@@ -20,6 +19,7 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText, AutoTokenizer, GenerationConfig
 
 from rostra.engines.base import EngineError
+from rostra.engines.cpu_budget import core_limits
 from rostra.core import EngineOutput, ModelInfo, Prompt, SamplingParams
 from rostra.engines.transformers_batch import BatchDecoder, Sequence, stackable_cache
 from rostra.engines.transformers_constraints import ConstraintCompiler, ConstraintError
@@ -55,8 +55,8 @@ def cpu_threads() -> int:
     meet at a barrier after every operation, and a decode step is thousands of small operations, so one
     worker preempted by the server's work stalls the step. Served on 2 cores (bench_transformers.py, medians
     of 3 rounds, benchmarks/README.md): torch's 2 threads 12.4 / 24.7 tok/s at c=1 / 4; 1 thread 13.7 / 29.8;
-    1 for decode steps and 2 for prefills 14.4 / 35.7."""
-    return max(1, len(os.sched_getaffinity(0)) - 1)
+    1 for decode steps and 2 for prefills 14.4 / 35.7. The cores it may use: its affinity and cgroup quota."""
+    return max(1, core_limits().usable - 1)
 
 
 def _eos_ids(tokenizer, generation_config: GenerationConfig | None) -> set[int]:
@@ -140,7 +140,7 @@ class TransformersEngine(VisionEngine):
         self.hf_model = model
         self._constraints = ConstraintCompiler(self.tokenizer, self.vocab_size, sorted(self.eos_ids))
         # On CPU without --threads: prefills on every core, decode steps on all but one (cpu_threads).
-        all_cores = len(os.sched_getaffinity(0)) if self.device.type == "cpu" and not self.threads else None
+        all_cores = core_limits().usable if self.device.type == "cpu" and not self.threads else None
         self._decoder = BatchDecoder(model, self.parallel, self.eos_ids, self.token_bytes, prefill_threads=all_cores)
         self._decoder.start()
 

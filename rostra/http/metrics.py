@@ -71,6 +71,8 @@ class Metrics:
         self._engine_queued = Gauge("rostra_engine_queued_requests", "Requests the engine holds but does not run "
                                     "yet (its slot queue, the embeddings batcher's queue).", labels, registry=reg)
         self._slots = Gauge("rostra_engine_slots", "Sequences the engine runs at once.", labels, registry=reg)
+        self._threads = Gauge("rostra_engine_threads", "CPU threads the engine computes with (chosen at load: "
+                              "usable cores less those other work kept busy; see the log).", labels, registry=reg)
         self._loaded = Gauge("rostra_model_loaded", "1 while the model is loaded.", labels, registry=reg)
         self._load_seconds = Histogram("rostra_model_load_seconds", "Time to load a model.", labels,
                                        buckets=_LOAD_BUCKETS, registry=reg)
@@ -107,6 +109,8 @@ class Metrics:
         self._engine_running.labels(model).set_function(engine.running_requests)
         self._engine_queued.labels(model).set_function(engine.queued_requests)
         self._slots.labels(model).set(engine.parallel)
+        if engine.compute_threads is not None:
+            self._threads.labels(model).set(engine.compute_threads)
         speculative_tokens = engine.speculative_tokens
         for index, gauge in enumerate(self._speculative):  # (drafted, accepted)
             gauge.labels(model).set_function(functools.partial(_nth_count, speculative_tokens, index))
