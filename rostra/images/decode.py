@@ -10,13 +10,17 @@ declare gigapixels) costs nothing. Decoding is CPU work: `decode_image` runs in 
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
+import os
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from rostra.core import PromptImage
 from rostra.errors import InvalidRequest
+from rostra.images.budget import ImageBudget
 from rostra.images.limits import ImageLimits
 
 # AVIF is what browsers and phones increasingly save (where this Pillow build reads it).
@@ -27,13 +31,16 @@ FORMATS = tuple(name for name in ("PNG", "JPEG", "WEBP", "GIF", "BMP", "TIFF", "
                 if name in Image.OPEN)
 
 
-def decode_image(data: bytes, param: str, limits: ImageLimits) -> PromptImage:
-    """The first frame of the image in `data`, EXIF orientation applied, transparency over white."""
+def decode_image(data: bytes, param: str, limits: ImageLimits, budget: ImageBudget | None = None) -> PromptImage:
+    """The first frame of the image in `data`, EXIF orientation applied, transparency over white; its pixels
+    charged to the request's `budget` from the header, before any is decoded."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", Image.DecompressionBombWarning)  # our limits decide, not Pillow's
         try:
             with Image.open(io.BytesIO(data), formats=FORMATS) as image:
                 check_size(image.size, param, limits)
+                if budget is not None:
+                    budget.take_pixels(image.width * image.height, param)
                 image.seek(0)  # GIF, WebP, TIFF: the first frame (page)
                 image.load()  # every pixel decoded: a corrupt or truncated file fails here, not in the engine
                 media_type = _readable_as_is(image)
@@ -54,8 +61,16 @@ def decode_image(data: bytes, param: str, limits: ImageLimits) -> PromptImage:
     return PromptImage(out.getvalue(), rgb.width, rgb.height)
 
 
-async def decode_image_off_loop(data: bytes, param: str, limits: ImageLimits) -> PromptImage:
-    return await asyncio.to_thread(decode_image, data, param, limits)
+# Image decoding's own threads, not the default pool that tokenization, templates and file work share: a request of
+# many large images then waits for these few rather than holding up every other request's work.
+_DECODERS = ThreadPoolExecutor(max_workers=max(1, min(4, len(os.sched_getaffinity(0)))),
+                               thread_name_prefix="rostra-image-decode")
+
+
+async def decode_image_off_loop(data: bytes, param: str, limits: ImageLimits,
+                                budget: ImageBudget | None = None) -> PromptImage:
+    return await asyncio.get_running_loop().run_in_executor(
+        _DECODERS, functools.partial(decode_image, data, param, limits, budget))
 
 
 def _readable_as_is(image: Image.Image) -> str | None:

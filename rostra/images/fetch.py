@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from typing import Callable
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
@@ -75,17 +76,18 @@ class ImageFetcher:
                                                   headers={"User-Agent": "rostra", "Accept": "image/*"})
         return self._session
 
-    async def fetch(self, url: str) -> bytes:
-        """The body of `url`, after at most `max_redirects` redirects, within `fetch_timeout` seconds in all."""
+    async def fetch(self, url: str, charge: Callable[[int], None] = lambda count: None) -> bytes:
+        """The body of `url`, after at most `max_redirects` redirects, within `fetch_timeout` seconds in all;
+        `charge` is told each chunk's size as it arrives (it raises to stop the download)."""
         try:
             async with asyncio.timeout(self.limits.fetch_timeout):
-                return await self._follow(URL(url))
+                return await self._follow(URL(url), charge)
         except TimeoutError:
             raise FetchFailed(f"the image download took longer than {self.limits.fetch_timeout:g} seconds") from None
         except (aiohttp.ClientError, ValueError) as exc:
             raise FetchFailed(f"the image could not be downloaded: {exc}") from None
 
-    async def _follow(self, url: URL) -> bytes:
+    async def _follow(self, url: URL, charge: Callable[[int], None]) -> bytes:
         for _ in range(self.limits.max_redirects + 1):
             self.check_url(url)
             async with self._client().get(url, allow_redirects=False) as response:
@@ -94,7 +96,7 @@ class ImageFetcher:
                     continue
                 if response.status != 200:
                     raise FetchFailed(f"the image URL answered HTTP {response.status}")
-                return await self._body(response)
+                return await self._body(response, charge)
         raise FetchFailed(f"the image URL redirected more than {self.limits.max_redirects} times")
 
     def check_url(self, url: URL) -> None:
@@ -105,7 +107,7 @@ class ImageFetcher:
             raise FetchRefused(f"the image URL's host {url.host} is not a public address: rostra fetches images "
                                "from public addresses only (--image-allow-hosts names trusted private hosts)")
 
-    async def _body(self, response: aiohttp.ClientResponse) -> bytes:
+    async def _body(self, response: aiohttp.ClientResponse, charge: Callable[[int], None]) -> bytes:
         kind = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
         if kind and not kind.startswith("image/") and kind not in ("application/octet-stream", "binary/octet-stream"):
             raise FetchFailed(f"the image URL answered {kind!r}, not an image")
@@ -115,6 +117,7 @@ class ImageFetcher:
         body = bytearray()
         async for chunk in response.content.iter_chunked(_CHUNK):
             body += chunk
+            charge(len(chunk))
             if len(body) > limit:
                 raise FetchFailed(f"the image is larger than this server's limit of {limit} bytes")
         return bytes(body)

@@ -16,6 +16,10 @@ class ImageLimits:
     max_pixels: int = 64_000_000  # width x height, checked from the header before any pixel is decoded
     max_side: int = 32_768  # the longer side, in pixels
     max_images: int = 256  # images in one request
+    # All of one request's images together (budget.py): OpenAI takes 50 MB of images per request.
+    max_request_bytes: int = 64 * 1024 * 1024
+    max_request_pixels: int = 256_000_000  # 64 images of 2000x2000
+    max_fetches: int = 8  # downloads of one request running at once
     fetch_timeout: float = 30.0  # seconds per download, redirects included
     max_redirects: int = 5
     # Fetching http(s) URLs: off (--no-image-urls) leaves data URLs only.
