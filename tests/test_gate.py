@@ -138,3 +138,56 @@ def test_a_hang_up_in_the_loop_turn_its_slot_is_granted_loses_no_slot(tmp_path, 
             return counts, leases, after.status_code
     counts, leases, after = run(scenario())
     assert counts == (0, 0) and leases == 0 and after == 200
+
+
+def slow_prepare(monkeypatch, seconds: float) -> list[str]:
+    """Every Chat request's prepare (where images are downloaded, MCP tools listed, upstreams opened) made slow;
+    the list records how each ended."""
+    from rostra.serving.chat import ChatService
+
+    ended: list[str] = []
+    prepare = ChatService.prepare
+
+    async def slow(self, request):
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            ended.append("cancelled")
+            raise
+        ended.append("prepared")
+        return await prepare(self, request)
+
+    monkeypatch.setattr(ChatService, "prepare", slow)
+    return ended
+
+
+@pytest.mark.parametrize("path,body", GENERATIONS[:2])
+def test_the_deadline_bounds_prepare(tmp_path, monkeypatch, path, body):
+    ended = slow_prepare(monkeypatch, 30)
+
+    async def scenario():
+        async with InProcessServer(tmp_path, SCRIPT, request_timeout=0.5) as server:
+            started = asyncio.get_running_loop().time()
+            response = await server.client.post(path, json=body)
+            took = asyncio.get_running_loop().time() - started
+            return response, took, admission(server).running, sum(s.leases for s in server.app.state.rostra.models.slots)
+    response, took, running, leases = run(scenario())
+    assert response.status_code == 504 and took < 5, (response.text, took)
+    assert ended == ["cancelled"] and running == 0 and leases == 0
+
+
+@pytest.mark.parametrize("path,body", GENERATIONS[:2])
+def test_a_client_gone_during_prepare_cancels_it_and_frees_its_slot(tmp_path, monkeypatch, path, body):
+    ended = slow_prepare(monkeypatch, 30)
+
+    async def scenario():
+        async with InProcessServer(tmp_path, SCRIPT, max_concurrency=1) as server:
+            exchange = server.call("POST", path, body)
+            while admission(server).running == 0:
+                await asyncio.sleep(0.01)
+            exchange.hang_up()
+            await exchange.finished(timeout=5)
+            counts = admission(server).running, sum(s.leases for s in server.app.state.rostra.models.slots)
+            return exchange.status, counts
+    status, counts = run(scenario())
+    assert status == 499 and counts == (0, 0) and ended == ["cancelled"]

@@ -46,7 +46,10 @@ async def serve_generation(request: Request, service_of: Callable[[ModelBundle],
         service = service_of(admitted.bundle)
         if request.headers.get("x-request-id") and hasattr(body, "request_id"):
             body.request_id = request.headers["x-request-id"][:256]  # vLLM's: the header names the completion
-        job = await service.prepare(body)
+        # prepare downloads images, lists MCP tools, opens upstreams: bounded and watched like the generation
+        job = await until_disconnected(request, deadline.wait_for(service.prepare(body)))
+        if job is None:
+            return Response(status_code=CLIENT_CLOSED)
         request.state.job = job  # for the access log
         if settings.log_requests:
             log.info("request %s prompt: %r", job.id, job.runs[0].prompt.last_message_text)
