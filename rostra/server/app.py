@@ -158,6 +158,7 @@ def create_app(engine: Engine | None, settings: Settings, store: ResponseStore,
     app.router.redirect_slashes = False
     app.state.rostra = context
     app.state.batches = build_batches(app, settings, store, context.admission, context.models)
+    context.services.get(ResponsesService).files = app.state.batches  # input_image and input_file parts by file_id
     envelopes = ErrorEnvelopes()
     for register in ENVELOPES:  # each API whose clients read an error envelope of their own
         register(envelopes)

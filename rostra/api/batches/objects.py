@@ -12,7 +12,7 @@ from rostra.store.batch_store import LineCounts
 
 # The endpoints a batch may name, and the route each line then takes.
 ENDPOINTS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses", "/v1/messages")
-FILE_PURPOSES = ("batch", "user_data")
+FILE_PURPOSES = ("batch", "user_data", "vision")  # vision: images a Responses input_image names by file_id
 FINAL_STATUSES = ("completed", "failed", "expired", "cancelled")
 # expires_after's bounds in seconds, as OpenAI's (an hour to 30 days; the least is a setting, --min-file-expiry)
 MIN_EXPIRY, MAX_EXPIRY = 3600, 30 * 24 * 3600

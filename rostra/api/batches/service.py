@@ -97,6 +97,17 @@ class BatchesService:
         await self.get_file(file_id, tenant)
         return self.blobs.read(file_id)
 
+    async def read_whole(self, file_id: str, tenant: Tenant, max_bytes: int) -> tuple[str, bytes]:
+        """A file's name and contents, for a Responses input part that names it (api/responses/file_inputs.py)."""
+        file = await self.get_file(file_id, tenant)
+        if file["bytes"] > max_bytes:
+            raise InvalidRequest(f"the file {file_id} is larger than this server reads as input ({max_bytes} bytes)",
+                                 param="file_id", code="file_too_large")
+        data = bytearray()
+        async for chunk in self.blobs.read(file_id):
+            data += chunk
+        return file["filename"], bytes(data)
+
     async def delete_file(self, file_id: str, tenant: Tenant) -> dict[str, Any]:
         if not await self.store.delete_file(file_id, tenant):
             raise NotFound(f"No such File object: {file_id}", param="file_id")

@@ -37,13 +37,25 @@ class TextPart(BaseModel):
 
 class ImagePart(BaseModel):
     """An `input_image` part (in user messages, and in a call output's list: Codex's view_image): an image by
-    URL (data: or http(s)); `file_id` names an uploaded file, which this server has no Files API for."""
+    URL (data: or http(s)), or by `file_id`, an uploaded file (read into image_url: file_inputs.py)."""
 
     model_config = ConfigDict(extra="allow", strict=True)
     type: Literal["input_image"]
     image_url: str | None = None
     detail: str | None = None
     file_id: str | None = None
+
+
+class FilePart(BaseModel):
+    """An `input_file` part: an uploaded file (`file_id`) or one carried (`file_data`, base64), read into the message
+    as its text before the model sees it (file_inputs.py)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    type: Literal["input_file"]
+    file_id: str | None = None
+    file_data: str | None = None
+    file_url: str | None = None
+    filename: str | None = None
 
 
 class MessageItem(Item):
@@ -53,7 +65,7 @@ class MessageItem(Item):
                       "content": "message content must be a string or text and image parts"}
     type: Literal["message"]
     role: Literal["user", "system", "developer", "assistant"]
-    content: str | list[TextPart | ImagePart]
+    content: str | list[TextPart | ImagePart | FilePart]
 
     @model_validator(mode="after")
     def _parts(self) -> MessageItem:

@@ -23,6 +23,7 @@ from typing import Any, AsyncGenerator, Callable
 
 from rostra.api.responses.compaction import asking_for_summary, compaction_requested, summary_request
 from rostra.api.responses.event_log import DEFAULT_INTERVAL
+from rostra.api.responses.file_inputs import FileReader, reads_files, with_files_read
 from rostra.api.responses.items import MCP_ITEM_TYPES, normalize_input, with_status
 from rostra.api.responses.builtin_tools import HostedRoute, serve_hosted_tools, speaks_harmony_prompts
 from rostra.api.responses.calls import orphan_output
@@ -108,6 +109,7 @@ class ResponsesService:
         # holds a lease on the request's model for as long as the response runs).
         self.chat_for = chat_for
         self.store = store
+        self.files: FileReader | None = None  # the Files API's, where input parts name uploaded files (app.py)
         self.mcp_policy = mcp_policy
         self.sealer = sealer or ReasoningSealer(key=secrets.token_bytes(32))  # a key for this process only
         self._closing: set[asyncio.Task[None]] = set()  # closes of jobs whose runs ended (see start_background)
@@ -157,6 +159,11 @@ class ResponsesService:
             if value not in INCLUDABLE:
                 raise InvalidRequest(f"include: unknown value {value!r}", param=f"include[{index}]")
         items = await self._resolved(normalize_input(request.input), tenant)
+        if reads_files(items):
+            if self.files is None:
+                raise InvalidRequest("this server reads no files: send images as image_url and files' text as "
+                                     "input_text", param="input")
+            items = await with_files_read(items, self.files, tenant)
         tools, hosted = serve_hosted_tools(parse_tools(request.tools), self.mcp_policy,
                                            speaks_harmony_prompts(self.chat_for(request.model)))
         for ignored in ignored_tools(tools):

@@ -115,8 +115,8 @@ def turn_content(parts: list[dict[str, Any]], path: str, joiner: str) -> str | t
         if part.get("type") != "input_image":
             out.append(TextPart(part.get("text") or "", param))
         elif part.get("file_id") and not part.get("image_url"):
-            raise InvalidRequest("input_image by file_id is not supported: this server has no Files API; send "
-                                 "image_url (a data URL or an http(s) URL)", param=param)
+            raise InvalidRequest("an input_image by file_id is read in user messages only: here send image_url (a "
+                                 "data URL or an http(s) URL)", param=param)
         elif not isinstance(part.get("image_url"), str):
             raise InvalidRequest("an input_image needs image_url", param=param)
         elif part.get("detail") not in (None, *IMAGE_DETAILS):  # accepted: the engine sees its own resolution
