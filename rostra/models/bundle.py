@@ -96,8 +96,8 @@ def build_bundle(name: str, engine: Engine, settings: Settings, on_finished: Job
 def chosen_parsers(template: ChatTemplate, settings: Settings, gpt_oss: bool) -> Dialect:
     """The parsers the flags name, else those the template speaks (rostra/parsing/dialect.py); gpt-oss's output
     is harmony's to read."""
-    def render(messages: list[dict], tools: list[dict]) -> str:
-        return template.render(messages, add_generation_prompt=False, tools=tools)
+    def render(messages: list[dict], tools: list[dict], add_generation_prompt: bool = False) -> str:
+        return template.render(messages, add_generation_prompt=add_generation_prompt, tools=tools)
 
     if settings.tool_call_parser and (settings.reasoning_parser or gpt_oss):
         found = Dialect(settings.tool_call_parser, None, "--tool-call-parser")  # nothing left to detect

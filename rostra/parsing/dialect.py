@@ -20,13 +20,13 @@ from typing import Any, Callable
 
 from rostra.parsing.events import Text, ToolCallArgs, ToolCallStart
 from rostra.parsing.reasoning import reasoning_parser_class
-from rostra.parsing.tools import REGISTRY, detect_tool_parser, tool_parser_class
+from rostra.parsing.tools import _TEMPLATE_MARKERS, REGISTRY, detect_tool_parser, tool_parser_class
 from rostra.parsing.tools.base import ToolSpec
 
 log = logging.getLogger("rostra.server")
 
-# Renders messages (with these tools) into prompt text: ChatTemplate.render's shape.
-Render = Callable[[list[dict[str, Any]], list[dict[str, Any]]], str]
+# Renders messages with these tools into prompt text, with the generation prompt or not.
+Render = Callable[[list[dict[str, Any]], list[dict[str, Any]], bool], str]
 
 PROBE_NAME = "get_weather"  # a plain name: templates that check or rewrite names leave it alone
 PROBE_ARGUMENTS = {"city": "Oslo", "days": 3}
@@ -59,17 +59,28 @@ def probe_messages(call_id: str) -> list[dict[str, Any]]:
             {"role": "tool", "tool_call_id": call_id, "name": PROBE_NAME, "content": RESULT_TEXT}]
 
 
-def assistant_part(render: Render, call_id: str) -> str | None:
-    """What the template writes between the probe's user message and the tool's result; None: it cannot."""
+@dataclass(frozen=True)
+class ProbeRendering:
+    output: str  # what the model would have written: after the generation prompt, up to the tool's result
+    turn: str  # from the end of the user's message to the tool's result (the generation prompt included)
+
+
+def render_probe(render: Render, call_id: str) -> ProbeRendering | None:
+    """The probe conversation as the template writes it; None: it cannot."""
     try:
-        text = render(probe_messages(call_id), [PROBE_TOOL])
+        text = render(probe_messages(call_id), [PROBE_TOOL], False)
+        prompt = render(probe_messages(call_id)[:1], [PROBE_TOOL], True)
     except Exception as exc:  # a template may refuse the probe any way it likes: then markers decide
         log.debug("the chat template cannot render the tool-call probe: %s", exc)
         return None
     start, end = text.find(USER_TEXT), text.rfind(RESULT_TEXT)
     if start < 0 or end < start:
         return None
-    return text[start + len(USER_TEXT): end]
+    turn = text[start + len(USER_TEXT): end]
+    # The model's own output follows the generation prompt; a template whose history does not extend its prompt
+    # (one that rewrites earlier turns) gives the whole turn.
+    output = text[len(prompt): end] if text.startswith(prompt) and len(prompt) <= end else turn
+    return ProbeRendering(output, turn)
 
 
 def reads_probe(parser_name: str, text: str) -> bool:
@@ -88,20 +99,31 @@ def reads_probe(parser_name: str, text: str) -> bool:
         return False
 
 
-def probed_tool_parser(render: Render) -> tuple[str, str] | None:
-    """(the parser that reads the probe call back, the assistant part it read), or None."""
+def marker_length(parser_name: str, text: str) -> int:
+    """How specific the parser's own markup in `text` is: the longest of its markers there (0: none)."""
+    markers = [marker for marker, name in _TEMPLATE_MARKERS if name == parser_name]
+    start = getattr(tool_parser_class(parser_name), "start", None)
+    markers += [start] if isinstance(start, str) else []
+    return max((len(marker) for marker in markers if marker and marker in text), default=0)
+
+
+def probed_tool_parser(render: Render) -> tuple[str, ProbeRendering] | None:
+    """The parser that reads the probe call back, and the rendering it read; None if none does. Where several
+    do (a lenient parser also reads another's markup), the one whose own markers the rendering shows wins, then
+    a format's parser over the generic recognisers."""
     order = sorted(name for name in REGISTRY if name not in GENERIC) + [n for n in GENERIC if n in REGISTRY]
     for call_id in CALL_IDS:
-        text = assistant_part(render, call_id)
-        if text is None:
+        rendering = render_probe(render, call_id)
+        if rendering is None:
             continue
-        for name in order:
-            if reads_probe(name, text):
-                return name, text
+        readers = [name for name in order if reads_probe(name, rendering.output)]
+        if readers:
+            best = max(readers, key=lambda name: (marker_length(name, rendering.output), -order.index(name)))
+            return best, rendering
     return None
 
 
-def family_reasoning(tool_parser: str, assistant_text: str | None, source: str) -> str | None:
+def family_reasoning(tool_parser: str, rendering: ProbeRendering | None, source: str) -> str | None:
     """The reasoning parser of the tool parser's family, where the template shows its markers: around the probe's
     thinking when the template renders it, else anywhere in the template."""
     name = tool_parser_class(tool_parser).reasoning
@@ -111,8 +133,8 @@ def family_reasoning(tool_parser: str, assistant_text: str | None, source: str) 
     start, end = getattr(parser, "start", None), getattr(parser, "end", None)
     if not (isinstance(start, str) and isinstance(end, str)):
         return None
-    if assistant_text is not None and THOUGHT_TEXT in assistant_text:
-        before, _, after = assistant_text.partition(THOUGHT_TEXT)
+    if rendering is not None and THOUGHT_TEXT in rendering.turn:
+        before, _, after = rendering.turn.partition(THOUGHT_TEXT)
         return name if start in before and end in after else None
     return name if start in source else None
 
@@ -121,13 +143,13 @@ def detect_dialect(render: Render, source: str) -> Dialect:
     """The parsers the template speaks, and why."""
     probed = probed_tool_parser(render)
     if probed is not None:
-        tool_parser, text = probed
+        tool_parser, rendering = probed
         reason = f"the chat template renders a probe tool call that {tool_parser} reads back"
     else:
-        tool_parser, text = detect_tool_parser(source), None
+        tool_parser, rendering = detect_tool_parser(source), None
         reason = ("no parser reads the chat template's probe tool call; " +
                   (f"its markup names {tool_parser}" if tool_parser != "json" else "the lenient json parser"))
-    reasoning = family_reasoning(tool_parser, text, source)
+    reasoning = family_reasoning(tool_parser, rendering, source)
     if reasoning:
         reason += f"; it writes {tool_parser}'s thinking markers, so reasoning parser {reasoning}"
     return Dialect(tool_parser, reasoning, reason)

@@ -101,7 +101,8 @@ class TaggedCallsToolParser(MarkupToolParser):
         tags, properties = self.tags, self.properties(name)
         arguments: dict[str, Any] = {}
         while True:
-            at = SPACE.match(block, pos).end()  # type: ignore[union-attr]  (\s* always matches)
+            space = SPACE.match(block, pos)
+            at = space.end() if space else pos
             if tags.function_close and block.startswith(tags.function_close, at):
                 return ParsedCall(name, arguments), at + len(tags.function_close)
             opened = tags.parameter_head.match(block, pos)
