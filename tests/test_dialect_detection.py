@@ -28,6 +28,7 @@ def detect(source: str):
 
 @pytest.mark.parametrize("file,tool_parser,reasoning,probed", [
     ("GLM-4.6.jinja", "glm45", "glm45", True),
+    ("glm_4_5.jinja", "glm45", "glm45", True),
     ("unsloth-MiniMax-M2.jinja", "minimax_m2", "minimax_m2_append_think", True),
     ("ByteDance-Seed-OSS.jinja", "seed_oss", "seed_oss", True),
     # The families rostra read before, as before.
