@@ -8,7 +8,11 @@ import json
 
 import pytest
 
+from rostra.parsing.tools.base import ToolSpec
 from toolparse import TOOLS, Case, check_case, streamed_before
+
+TYPED = ToolSpec("search", {"type": "object", "properties": {
+    "query": {"type": "string"}, "filters": {"type": "object"}, "tags": {"type": "array"}}})
 
 
 def call(name: str, *params: tuple[str, str]) -> str:
@@ -34,6 +38,11 @@ CASES = [
     # The template writes a non-string value with Jinja's `string` filter: True, not true.
     Case("python-spelled-boolean", call("get_weather", ("city", "Oslo"), ("days", "3"), ("flag", "True")), "",
          [("get_weather", {"city": "Oslo", "days": 3, "flag": "True"})]),
+    # ... and an object or a list in Python's spelling ({'k': None}), read back for a parameter typed so.
+    Case("python-spelled-object", call("search", ("filters", "{'lang': 'no', 'n': [1, 2], 'on': True, 'x': None}"),
+                                       ("tags", "['a', 'b']"), ("query", "{'stays': 'a string'}")), "",
+         [("search", {"filters": {"lang": "no", "n": [1, 2], "on": True, "x": None}, "tags": ["a", "b"],
+                      "query": "{'stays': 'a string'}"})]),
     Case("reasoning-left-to-the-reasoning-parser", "<seed:think>Oslo.</seed:think>" + WEATHER,
          "<seed:think>Oslo.</seed:think>", [OSLO]),
     Case("qwen3-block-is-not-seed", "<tool_call>\n<function=now>\n</function>\n</tool_call>",
@@ -50,7 +59,7 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_seed_oss(case):
-    check_case("seed_oss", case)
+    check_case("seed_oss", case, tools=[*TOOLS, TYPED])
 
 
 def test_a_long_string_value_streams_before_its_end():

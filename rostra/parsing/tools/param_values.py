@@ -7,6 +7,7 @@ values with `tojson`). `convert` reads it back by the schema's type.
 
 from __future__ import annotations
 
+import ast
 import json
 from typing import Any
 
@@ -86,8 +87,27 @@ def _null(text: str) -> Any:
 def _typed_json(kind: type) -> Any:
     def convert_json(text: str) -> Any:
         value = _json_value(text)
+        if value is _NO:
+            value = _python_literal(text)
         return value if isinstance(value, kind) else _NO
     return convert_json
+
+
+PYTHON_LITERAL_LIMIT = 100_000  # longer text is not tried as a Python literal (parsing it costs memory)
+
+
+def _python_literal(text: str) -> Any:
+    """A dict or list in Python's spelling ({'a': True, 'b': None}): what Seed-OSS's template writes for a
+    non-string value (Jinja's `string` filter), so what the model learnt to write. Only plain literals are
+    read (ast.literal_eval), and only what is JSON as well."""
+    if len(text) > PYTHON_LITERAL_LIMIT or not text.startswith(("{", "[")):
+        return _NO
+    try:
+        value = ast.literal_eval(text)
+        json.dumps(value, allow_nan=False)  # tuples pass as lists; sets, bytes, NaN do not pass
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _NO
+    return json.loads(json.dumps(value))
 
 
 _CONVERTERS = {"integer": _integer, "number": _number, "boolean": _boolean, "null": _null,
