@@ -91,3 +91,19 @@ async def test_a_family_works_at_zero_configuration(tmp_path, family):
         await check_chat(server, thinking, content)
         await check_responses(server, thinking)
         await check_messages(server, thinking)
+
+
+async def test_a_malformed_call_stays_text_and_the_stream_ends(tmp_path):
+    # GLM: a call to a tool the request does not have, then a good one. The first stays text (logged), the
+    # second is a call, and the stream ends properly with the same answer as the non-streamed one.
+    bad = "<tool_call>launch_rocket\n<arg_key>target</arg_key>\n<arg_value>moon</arg_value>\n</tool_call>"
+    good = "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Oslo</arg_value>\n</tool_call>"
+    script = [{"match": ASK, "output": "<think>hm</think>" + bad + good}]
+    body = {"model": MODEL, "messages": [{"role": "user", "content": ASK}],
+            "tools": [{"type": "function", "function": TOOL}]}
+    async with InProcessServer(tmp_path, script, chat_template=str(TEMPLATES / "GLM-4.6.jinja")) as server:
+        message = (await answer(server, "/v1/chat/completions", body))["choices"][0]["message"]
+        assert message["content"] == bad
+        assert [json.loads(c["function"]["arguments"]) for c in message["tool_calls"]] == [{"city": "Oslo"}]
+        folded = fold_chat_stream(await sse(server, "/v1/chat/completions", body))[0]
+        assert (folded["content"], folded["finish_reason"], len(folded["tool_calls"])) == (bad, "tool_calls", 1)
