@@ -29,6 +29,12 @@ FORMATS = {
                     f"```json\n{ARGUMENTS}\n```{deepseek_v3.CALL_END}{deepseek_v3.CALLS_END}"),
     "kimi_k2": (f"{PREFACE}{kimi_k2.SECTION_BEGIN}{kimi_k2.CALL_BEGIN}functions.get_weather:0"
                 f"{kimi_k2.ARGUMENTS_BEGIN}{ARGUMENTS}{kimi_k2.CALL_END}{kimi_k2.SECTION_END}"),
+    "glm45": (f"{PREFACE}\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Oslo</arg_value>\n"
+              "<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>"),
+    "minimax_m2": (f'{PREFACE}\n<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Oslo'
+                   '</parameter>\n<parameter name="days">3</parameter>\n</invoke>\n</minimax:tool_call>'),
+    "seed_oss": (f"{PREFACE}\n<seed:tool_call>\n<function=get_weather>\n<parameter=city>Oslo</parameter>\n"
+                 "<parameter=days>3</parameter>\n</function>\n</seed:tool_call>"),
 }
 TOOL = {"name": "get_weather", "description": "The weather in a city.",
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},

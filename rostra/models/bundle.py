@@ -15,8 +15,9 @@ from rostra.engines.base import Engine
 from rostra.generation_defaults import GenerationDefaults
 from rostra.images.limits import ImageLimits
 from rostra.images.loader import ImageLoader
+from rostra.parsing.dialect import Dialect, detect_dialect
 from rostra.parsing.reasoning import reasoning_parser_class
-from rostra.parsing.tools import detect_tool_parser, layered_tool_parser, tool_parser_class
+from rostra.parsing.tools import layered_tool_parser, tool_parser_class
 from rostra.parsing.tools.base import ToolParser
 from rostra.prompt.chat_template import ChatTemplate
 from rostra.service_set import ServiceSet
@@ -43,6 +44,8 @@ class ModelBundle:
     generation_defaults: GenerationDefaults
     # The APIs' services of this model (Messages over `chat`, Embeddings), by class: `services.get(MessagesService)`.
     services: ServiceSet = field(default_factory=ServiceSet)
+    # The tool-call and reasoning parsers serving it, and why (GET /v1/models shows them).
+    parsers: Dialect = field(default_factory=lambda: Dialect("json", None, "not detected"))
 
 
 def build_bundle(name: str, engine: Engine, settings: Settings, on_finished: JobObserver) -> ModelBundle:
@@ -56,14 +59,15 @@ def build_bundle(name: str, engine: Engine, settings: Settings, on_finished: Job
     if gpt_oss:
         log.info("%s: gpt-oss: %s, harmony output parser", name,
                  "the given chat template" if given_template else "harmony prompts")
-    parser_name = settings.tool_call_parser or detect_tool_parser(template.source)
-    log.info("%s: tool-call parser %s%s", name, parser_name,
-             "" if settings.strict_tool_parsing else " (then the lenient ones)")
-    primary = tool_parser_class(parser_name)
+    parsers = chosen_parsers(template, settings, gpt_oss)
+    log.info("%s: tool-call parser %s%s, reasoning parser %s: %s", name, parsers.tool_parser,
+             "" if settings.strict_tool_parsing else " (then the lenient ones)", parsers.reasoning_parser or "none",
+             parsers.reason)
+    primary = tool_parser_class(parsers.tool_parser)
     # The class itself, or (the default) a factory like it that layers the lenient parsers after it.
     tool_parser: Callable[..., ToolParser] = primary if settings.strict_tool_parsing else layered_tool_parser(primary)
     fields = ("reasoning_content", "reasoning") if settings.reasoning_field == "both" else (settings.reasoning_field,)
-    reasoning = settings.reasoning_parser or ("gpt_oss" if gpt_oss else None)
+    reasoning = parsers.reasoning_parser
 
     defaults = generation_defaults.resolve(settings.generation_config, engine.recommended_sampling,
                                            settings.override_generation_config)
@@ -86,4 +90,25 @@ def build_bundle(name: str, engine: Engine, settings: Settings, on_finished: Job
     completions = CompletionService(engine, served_names, defaults, max_choices=settings.max_choices,
                                     fit_budgets=fit)
     chat.on_finished = completions.on_finished = on_finished
-    return ModelBundle(name, engine, settings, template, chat, completions, served_names, defaults)
+    return ModelBundle(name, engine, settings, template, chat, completions, served_names, defaults, parsers=parsers)
+
+
+def chosen_parsers(template: ChatTemplate, settings: Settings, gpt_oss: bool) -> Dialect:
+    """The parsers the flags name, else those the template speaks (rostra/parsing/dialect.py); gpt-oss's output
+    is harmony's to read."""
+    def render(messages: list[dict], tools: list[dict], add_generation_prompt: bool = False) -> str:
+        return template.render(messages, add_generation_prompt=add_generation_prompt, tools=tools)
+
+    if settings.tool_call_parser and (settings.reasoning_parser or gpt_oss):
+        found = Dialect(settings.tool_call_parser, None, "--tool-call-parser")  # nothing left to detect
+    else:
+        found = detect_dialect(render, template.source)
+    tool_parser, reasoning, reason = found.tool_parser, found.reasoning_parser, found.reason
+    if settings.tool_call_parser and tool_parser != settings.tool_call_parser:
+        tool_parser = settings.tool_call_parser
+        reason = "--tool-call-parser" + ("; reasoning parser from the chat template" if reasoning else "")
+    if gpt_oss:
+        reasoning, reason = "gpt_oss", reason + "; gpt-oss: harmony"
+    if settings.reasoning_parser:
+        reasoning, reason = settings.reasoning_parser, reason + "; --reasoning-parser"
+    return Dialect(tool_parser, reasoning, reason)

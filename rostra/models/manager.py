@@ -247,7 +247,8 @@ class ModelManager:
                 engine = await asyncio.to_thread(self._built, spec)
             try:
                 await engine.start()
-                bundle = self._make_bundle(spec, engine)
+                # (off the event loop: it compiles the chat template and renders its tool-call probe)
+                bundle = await asyncio.to_thread(self._make_bundle, spec, engine)
             except BaseException:
                 await _closed(engine)
                 raise

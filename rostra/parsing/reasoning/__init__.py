@@ -14,6 +14,10 @@ REGISTRY: dict[str, str] = {
     "qwen3": "think:Qwen3ReasoningParser",
     "granite": "granite:GraniteReasoningParser",
     "gpt_oss": "gpt_oss:GptOssReasoningParser",
+    "glm45": "glm45:Glm45ReasoningParser",
+    "minimax_m2": "minimax_m2:MiniMaxM2ReasoningParser",
+    "minimax_m2_append_think": "minimax_m2:MiniMaxM2AppendThinkReasoningParser",
+    "seed_oss": "seed_oss:SeedOssReasoningParser",
 }
 
 

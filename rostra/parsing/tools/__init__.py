@@ -13,19 +13,27 @@ from rostra.parsing.registry import load_class
 # name -> "module:Class" under rostra.parsing.tools, imported on first use.
 REGISTRY: dict[str, str] = {
     "deepseek_v3": "deepseek_v3:DeepSeekV3ToolParser",
+    "glm45": "glm45:Glm45ToolParser",
     "granite": "granite:GraniteToolParser",
     "hermes": "hermes:HermesToolParser",
     "json": "json_lenient:JsonToolParser",
     "kimi_k2": "kimi_k2:KimiK2ToolParser",
     "llama3_json": "llama3_json:Llama3JsonToolParser",
+    "minimax_m2": "minimax_m2:MiniMaxM2ToolParser",
     "mistral": "mistral:MistralToolParser",
     "pythonic": "pythonic:PythonicToolParser",
     "qwen3_coder": "qwen3_coder:Qwen3CoderToolParser",
+    "seed_oss": "seed_oss:SeedOssToolParser",
 }
 
 
-# A marker in a chat template that tells which format the model was trained to call tools in.
+# A marker in a chat template that tells which format the model was trained to call tools in, most specific
+# first: Seed-OSS's template also contains `<function=`, GLM's also `<tool_call>`. Only a fallback: detection
+# renders a probe call through the template first (rostra/parsing/dialect.py).
 _TEMPLATE_MARKERS = [
+    ("<seed:tool_call>", "seed_oss"),
+    ("<minimax:tool_call>", "minimax_m2"),
+    ("<arg_key>", "glm45"),
     ("<function=", "qwen3_coder"),
     ("<|tool_calls_section_begin|>", "kimi_k2"),
     ("<|tool_call|>", "granite"),

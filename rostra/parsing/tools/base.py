@@ -91,6 +91,9 @@ class ToolParser:
     """Base: passes Text through; subclasses recognise their markup (see MarkupToolParser)."""
 
     name = "base"
+    # The family's reasoning parser: detection (parsing/dialect.py) picks it with this one when the template
+    # writes its markers.
+    reasoning: str | None = None
 
     def __init__(self, tools: Sequence[ToolSpec], max_calls: int | None = None):
         self.tools = {tool.name: tool for tool in tools}

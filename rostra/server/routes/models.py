@@ -4,7 +4,8 @@ Extensions to OpenAI's model object: `state` (loaded, loading, unloading or unlo
 (once loaded), `input_modalities` (["text"], or ["text", "image"] for a model that sees images, as OpenRouter's
 model objects say it; before its first load only a llama.cpp model's is known: it sees with a projector), and
 `generation_defaults`: what a request that leaves those fields out gets (before the model's first load, only what
-its settings give: the model's own recommendation is read when it loads).
+its settings give: the model's own recommendation is read when it loads), and once loaded `parsers`: the tool-call
+and reasoning parsers reading its output and why (a flag, or what its chat template renders: parsing/dialect.py).
 
 Codex asks `GET /v1/models?client_version=...` and reads a `models` array of its own shape: with that query
 the answer carries it beside OpenAI's `data` (rostra/server/codex_catalog.py).
@@ -32,7 +33,9 @@ def model_cards(context: ServerContext, slot: ModelSlot) -> list[dict]:
             cards.append({"id": name, "object": "model", "created": context.started, "owned_by": info.owned_by,
                           "state": slot.state, "max_model_len": info.context_length,
                           "input_modalities": ["text", "image"] if sees_images(slot, name) else ["text"],
-                          "generation_defaults": dict(bundle.generation_defaults.values)})
+                          "generation_defaults": dict(bundle.generation_defaults.values),
+                          "parsers": {"tool_calls": bundle.parsers.tool_parser,
+                                      "reasoning": bundle.parsers.reasoning_parser, "why": bundle.parsers.reason}})
         return cards
     settings = slot.spec.settings
     try:
@@ -66,7 +69,8 @@ def codex_models(slots: list[ModelSlot]) -> list[CodexModel]:
         task = slot.bundle.engine.task if slot.bundle is not None else slot.spec.settings.task
         if task == "embed":  # not a model Codex can talk to
             continue
-        reasoning = slot.spec.settings.reasoning_parser is not None
+        reasoning = (slot.bundle.parsers.reasoning_parser if slot.bundle is not None
+                     else slot.spec.settings.reasoning_parser) is not None
         names = slot.bundle.served_names() if slot.bundle is not None else slot.spec.names
         for name in names:
             length = slot.bundle.engine.model_info(name).context_length if slot.bundle is not None else None
