@@ -54,6 +54,9 @@ class MessageItem(Item):
     type: Literal["message"]
     role: Literal["user", "system", "developer", "assistant"]
     content: str | list[TextPart | ImagePart]
+    # An assistant message's: commentary (a preamble, a progress note) or the final answer. OpenAI asks clients to
+    # send it back as given; it picks the channel a harmony model (gpt-oss) reads the message on.
+    phase: Literal["commentary", "final_answer"] | None = None
 
     @model_validator(mode="after")
     def _parts(self) -> MessageItem:
