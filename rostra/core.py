@@ -162,6 +162,9 @@ class EngineOutput:
     completion_tokens: int | None = None
     # Prompt tokens the engine took from its prefix cache (on the output that reports it; None: not said).
     cached_tokens: int | None = None
+    # Prompt tokens the engine evaluated and keeps in its prefix cache for later requests that share the prefix (on
+    # the output that reports it; None: not said, or the engine keeps no prefix cache).
+    cache_write_tokens: int | None = None
     # The prompt's length as the engine counts it, where rostra's count of `token_ids` falls short (images: the
     # engine's image tokens, not their markers'). On the last output; None: `token_ids` is right.
     prompt_tokens: int | None = None

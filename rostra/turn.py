@@ -97,6 +97,8 @@ class TurnMessage:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None  # a tool result's call
     reasoning: str | None = None  # an assistant turn's thinking
+    # An assistant turn's, when its client said (Responses' `phase`): "commentary" or "final_answer".
+    phase: str | None = None
 
 
 @dataclass(frozen=True)

@@ -223,3 +223,61 @@ def test_compaction_errors_name_the_item(compaction_server):
         "model": MODEL, "input": [{"type": "compaction", "encrypted_content": "bm90IHNlYWxlZA=="},
                                   {"role": "user", "content": "Go on"}]})
     assert forged.status_code == 400 and forged.json()["error"]["param"] == "input[0].encrypted_content"
+
+
+# -- POST /v1/responses/compact: the compaction turn as an endpoint of its own (OpenAI's CompactResource) ----------
+def test_compact_endpoint_returns_the_user_messages_then_one_compaction_item(compaction_server):
+    raw = httpx.post(f"{compaction_server.v1}/responses/compact", json={"model": MODEL, "input": CONVERSATION})
+    assert raw.status_code == 200, raw.text
+    validate("CompactResource", raw.json())
+    compacted = OpenAI(base_url=compaction_server.v1, api_key="unused").responses.compact(
+        model=MODEL, input=CONVERSATION)
+    assert compacted.object == "response.compaction" and compacted.id.startswith("resp_")
+    *users, item = compacted.output
+    # The SDK's CompactedResponse.output: "a list of all user messages, followed by a single compaction item".
+    assert [(message.role, message.content[0].text) for message in users] == [
+        ("user", "Fix the typo in greet.py"), ("user", "It prints helo.")]
+    assert item.type == "compaction" and item.id.startswith("cmp_") and "helo" not in item.encrypted_content
+    usage = compacted.usage
+    assert usage.input_tokens > 0 and usage.output_tokens > 0
+    assert usage.total_tokens == usage.input_tokens + usage.output_tokens
+
+
+def test_compacted_output_is_the_next_requests_input(compaction_server):
+    client = OpenAI(base_url=compaction_server.v1, api_key="unused")
+    compacted = client.responses.compact(model=MODEL, input=CONVERSATION, instructions="Be brief.")
+    window = [item.model_dump(exclude_none=True) for item in compacted.output]
+    following = client.responses.create(model=MODEL, input=window, extra_body={"enable_response_messages": True})
+    # The script answers so only when the last message it reads is the summary the compaction wrote.
+    assert following.output_text == "Continuing from the summary: replacing helo with hello."
+    read = [(message["role"], message["content"]) for message in following.model_extra["input_messages"]]
+    assert read[:2] == [("user", "Fix the typo in greet.py"), ("user", "It prints helo.")]
+    assert read[2][0] == "user" and "The user is fixing a typo in greet.py" in read[2][1]
+    assert len(read) == 3  # the assistant's answer is in the summary only
+
+
+def test_compact_reads_the_stored_conversation_of_previous_response_id(compaction_server):
+    client = OpenAI(base_url=compaction_server.v1, api_key="unused")
+    first = client.responses.create(model=MODEL, input="Fix the typo in greet.py")
+    compacted = client.responses.compact(model=MODEL, previous_response_id=first.id, input="It prints helo.")
+    assert [item.type for item in compacted.output] == ["message", "message", "compaction"]
+    assert compacted.output[0].content[0].text == "Fix the typo in greet.py"
+    from_history_only = client.responses.compact(model=MODEL, previous_response_id=first.id)
+    assert [item.type for item in from_history_only.output] == ["message", "compaction"]
+
+
+def test_compact_errors(compaction_server):
+    url = f"{compaction_server.v1}/responses/compact"
+    nothing = httpx.post(url, json={"model": MODEL})
+    assert nothing.status_code == 400 and nothing.json()["error"]["param"] == "input"
+    no_model = httpx.post(url, json={"input": "hi"})
+    assert no_model.status_code == 400 and no_model.json()["error"]["param"] == "model"
+    unknown = httpx.post(url, json={"model": MODEL, "previous_response_id": "resp_nope"})
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["code"] == "previous_response_not_found"
+    forged = httpx.post(url, json={"model": MODEL, "input": [
+        {"type": "compaction", "encrypted_content": "bm90IHNlYWxlZA=="}, {"role": "user", "content": "Go on"}]})
+    assert forged.status_code == 400 and forged.json()["error"]["param"] == "input[0].encrypted_content"
+    with pytest.raises(NotFoundError):
+        OpenAI(base_url=compaction_server.v1, api_key="unused", max_retries=0).responses.compact(
+            model="no-such-model", input="hi")

@@ -223,7 +223,8 @@ def test_continuous_usage_counts_the_tokens_so_far(ext_server):
 
 def test_cached_tokens_are_reported(ext_server, scripted_client):
     for usage in (chat(ext_server)["usage"], completion(ext_server, "count to ten")["usage"]):
-        assert usage["prompt_tokens_details"] == {"cached_tokens": 0}  # the scripted engine caches nothing
+        # The scripted engine has no prefix cache: nothing read from it, nothing written to it.
+        assert usage["prompt_tokens_details"] == {"cached_tokens": 0, "cache_write_tokens": 0}
     response = scripted_client.responses.create(model=MODEL, input="say hello")
     assert response.usage.input_tokens_details.cached_tokens == 0
 

@@ -50,6 +50,7 @@ async def test_another_key_finds_nothing_of_a_keys_responses(tmp_path):
         await not_found(b.responses.delete(first.id))
         await not_found(b.responses.create(model=MODEL, input="again", previous_response_id=first.id))
         await not_found(b.responses.input_tokens.count(model=MODEL, input="again", previous_response_id=first.id))
+        await not_found(b.responses.compact(model=MODEL, previous_response_id=first.id))
         followed = await server.client.get(f"/v1/responses/{first.id}?stream=true",
                                            headers={"authorization": "Bearer key-b"})
         assert followed.status_code == 404

@@ -62,6 +62,12 @@ def test_cached_tokens_come_from_the_prefix_cache(real_server, client):
     second = chat(real_server, messages=messages, max_tokens=4)["usage"]
     assert first["prompt_tokens"] == second["prompt_tokens"] > 100
     assert 0 < second["prompt_tokens_details"]["cached_tokens"] < second["prompt_tokens"]
+    # What the prefix cache did not hold was evaluated and written into it (llama.cpp's timings.prompt_n): the first
+    # request writes most of its prompt, the second (its prefix cached) almost none.
+    for usage in (first, second):
+        details = usage["prompt_tokens_details"]
+        assert details["cached_tokens"] + details["cache_write_tokens"] == usage["prompt_tokens"]
+    assert second["prompt_tokens_details"]["cache_write_tokens"] < first["prompt_tokens_details"]["cache_write_tokens"]
     prompt = LONG + "In short:"
     for _ in range(2):
         reply = post(real_server.base_url, "/v1/completions", {**GREEDY, "prompt": prompt, "max_tokens": 4})
@@ -70,6 +76,8 @@ def test_cached_tokens_come_from_the_prefix_cache(real_server, client):
     for _ in range(2):
         response = client.responses.create(model=MODEL, input=LONG + "Go on.", max_output_tokens=4, store=False)
     assert response.usage.input_tokens_details.cached_tokens > 100
+    details = response.usage.input_tokens_details
+    assert 0 < details.cache_write_tokens and details.cached_tokens + details.cache_write_tokens == response.usage.input_tokens
 
 
 

@@ -80,6 +80,7 @@ def test_a_batch_is_one_output_with_the_last_finish_reason_and_cache_count():
     assert [step.token_id for step in output.tokens] == [79, 100, 43405]
     assert output.tokens[2].token_bytes == b"utorial" and output.tokens[0].top_logprobs == ()
     assert output.finish_reason == "length" and output.cached_tokens == 3 and output.completion_tokens is None
+    assert output.cache_write_tokens == 1  # timings.prompt_n: the prompt tokens evaluated, held by the slot from now on
     assert _chunks().merge([_final(0, "eos")])[0].finish_reason == "stop"
 
 

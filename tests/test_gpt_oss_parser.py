@@ -146,3 +146,43 @@ def test_a_long_call_streams_before_its_end():
     for at in range(0, output.index("<|call|>") - 7, 7):
         streamed += "".join(e.text for e in parser.feed([Text(output[at: at + 7])]) if isinstance(e, ToolCallArgs))
     assert streamed.startswith('{"city": "line of code\\n') and len(streamed) > 2500
+
+
+# A preamble on the commentary channel, then the final answer (harmony's guide: "preambles" are commentary messages
+# without a recipient; the Responses API labels them phase "commentary", the answer "final_answer").
+PREAMBLE_THEN_ANSWER = (A + "plan<|end|>" + S + "<|channel|>commentary<|message|>Checking the forecast first.<|end|>"
+                        + FINAL + "It is sunny in Oslo.<|return|>")
+
+
+def phases(events) -> list[tuple[bool, str]]:
+    """The text as (commentary?, text) runs, adjacent pieces of one kind joined."""
+    runs: list[tuple[bool, str]] = []
+    for event in events:
+        if isinstance(event, Text) and event.text:
+            if runs and runs[-1][0] == event.commentary:
+                runs[-1] = (event.commentary, runs[-1][1] + event.text)
+            else:
+                runs.append((event.commentary, event.text))
+    return runs
+
+
+def test_commentary_text_is_marked_and_the_answer_is_not():
+    expected = [(True, "Checking the forecast first."), (False, "It is sunny in Oslo.")]
+    rng = random.Random("phases")
+    for pieces in [[PREAMBLE_THEN_ANSWER], list(PREAMBLE_THEN_ANSWER)] + [
+            splits(PREAMBLE_THEN_ANSWER, rng) for _ in range(50)]:
+        assert phases(run_reasoning_parser(GptOssReasoningParser(), pieces)[2]) == expected
+    # Plain text outside any message, and a call's body that is no object, are answer text.
+    assert phases(run_reasoning_parser(GptOssReasoningParser(), ["plain"])[2]) == [(False, "plain")]
+    assert phases(run_reasoning_parser(GptOssReasoningParser(), [WEATHER_CALL + "[1]<|call|>"])[2]) == [(False, "[1]")]
+
+
+def test_commentary_stays_commentary_through_the_tool_parser_after_it():
+    from rostra.parsing.tools.base import ToolSpec
+    from rostra.parsing.tools.hermes import HermesToolParser
+    from rostra.parsing.tools.layered import layered_tool_parser
+
+    tools = layered_tool_parser(HermesToolParser)([ToolSpec("get_weather", {"type": "object"})])
+    events = GptOssReasoningParser().feed([Text(PREAMBLE_THEN_ANSWER)])
+    assert phases(tools.feed(events) + tools.finish()) == [(True, "Checking the forecast first."),
+                                                           (False, "It is sunny in Oslo.")]

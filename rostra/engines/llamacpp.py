@@ -404,8 +404,9 @@ class LlamaCppEngine(Engine):
         rest = dataclasses.replace(params, max_tokens=params.max_tokens - len(sampled), min_tokens=0)
         async with aclosing(run(prompt.token_ids + sampled, rest)) as outputs:
             async for output in outputs:
-                # Its cache hits are mostly the tokens just sampled: the prompt's were counted by the first part.
-                yield dataclasses.replace(output, cached_tokens=None) if output.cached_tokens is not None else output
+                # Its cache hits and writes are mostly the tokens just sampled: the prompt's were counted by the first
+                # part.
+                yield dataclasses.replace(output, cached_tokens=None, cache_write_tokens=None)
 
     async def _generate(self, request_id: str, prompt_ids: list[int], params: SamplingParams,
                         session_key: str | None = None, multimodal: dict | None = None, cache_salt: str | None = None
@@ -572,10 +573,12 @@ class _Chunks:
         tokens: list[TokenStep] = []
         reason: FinishReason | None = None
         cached: int | None = None
+        written: int | None = None
         count: int | None = None
         for chunk in chunks:
             if "error" in chunk:
-                return EngineOutput(tuple(tokens), reason, count, cached), EngineError(str(chunk["error"]))
+                return (EngineOutput(tuple(tokens), reason, count, cached, cache_write_tokens=written),
+                        EngineError(str(chunk["error"])))
             tokens += self._steps(chunk)
             predicted = chunk.get("tokens_predicted", 0)
             if predicted > self.counted:  # held back, never to be sent: counted only
@@ -583,7 +586,9 @@ class _Chunks:
             if chunk.get("stop"):
                 reason = "length" if chunk.get("stop_type") == "limit" else "stop"
                 cached = (chunk.get("timings") or {}).get("cache_n")
-        output = EngineOutput(tuple(tokens), reason, count, cached)
+                # The prompt tokens evaluated (not taken from the slot's cache): the slot holds them from now on.
+                written = (chunk.get("timings") or {}).get("prompt_n")
+        output = EngineOutput(tuple(tokens), reason, count, cached, cache_write_tokens=written)
         evaluated = chunks[-1].get("tokens_evaluated") if self.multimodal and reason else None
         if isinstance(evaluated, int):  # its count of a prompt with images: their tokens, not the markers'
             output = dataclasses.replace(output, prompt_tokens=evaluated)

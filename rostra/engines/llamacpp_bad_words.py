@@ -55,6 +55,7 @@ async def generate_without_bad_words(generate: Generate, prompt_ids: list[int], 
                     completion_tokens=None if output.completion_tokens is None else before + output.completion_tokens,
                     # Later parts re-read the tokens sampled so far: their cache hits and scores are not the prompt's.
                     cached_tokens=output.cached_tokens if before == 0 else None,
+                    cache_write_tokens=output.cache_write_tokens if before == 0 else None,
                     prompt_logprobs=output.prompt_logprobs if before == 0 else None)
                 if final:
                     return

@@ -157,5 +157,5 @@ async def _answer(engine: Engine, request_id: str, prompt: Prompt, params: Sampl
         async for output in outputs:
             # The prompt's cache hits and its size were reported by the free part; its tokens count on.
             count = None if output.completion_tokens is None else output.completion_tokens + len(written)
-            yield dataclasses.replace(output, cached_tokens=None, prompt_tokens=None, prompt_logprobs=None,
-                                      completion_tokens=count)
+            yield dataclasses.replace(output, cached_tokens=None, cache_write_tokens=None, prompt_tokens=None,
+                                      prompt_logprobs=None, completion_tokens=count)

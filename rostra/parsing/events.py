@@ -6,7 +6,7 @@ so the two can never disagree.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Literal, Union
 
 from rostra.core import TokenStep
@@ -20,6 +20,9 @@ class Text:
     text: str
     # The tokens this text came from, when the request asked for logprobs.
     logprobs: tuple[TokenStep, ...] = ()
+    # Text the model wrote as commentary, not as its answer: gpt-oss's commentary channel (a preamble to its tool
+    # calls, a progress note). The Responses API labels its message `phase: "commentary"`.
+    commentary: bool = False
     type: Literal["text"] = "text"
 
 
@@ -86,5 +89,11 @@ def feed_texts(events: list[Event], feed_text: Callable[[str], list[Event]]) -> 
     other event (what a parser before it found) passed on as it is."""
     out: list[Event] = []
     for event in events:
-        out.extend(feed_text(event.text) if isinstance(event, Text) else (event,))
+        if not isinstance(event, Text):
+            out.append(event)
+        elif event.commentary:  # what a later parser leaves of commentary is commentary still
+            out.extend(replace(given, commentary=True) if isinstance(given, Text) else given
+                       for given in feed_text(event.text))
+        else:
+            out.extend(feed_text(event.text))
     return out

@@ -134,7 +134,7 @@ class ChoicePipeline:
             return events
         for i, event in enumerate(events):
             if isinstance(event, Text) and event.text:
-                events[i] = Text(event.text, tuple(self._pending_logprobs))
+                events[i] = dataclasses.replace(event, logprobs=tuple(self._pending_logprobs))
                 self._pending_logprobs = []
                 break
         return events

@@ -35,6 +35,8 @@ CHANNELS = "# Valid channels: analysis, commentary, final. Channel must be inclu
 FUNCTIONS_CHANNEL = "Calls to these tools must go to the commentary channel: 'functions'."
 # The ends of the model's turn that are not `<|end|>`: a tool call waits for its result, an answer is done.
 STOP_TEXTS = ("<|call|>", "<|return|>")
+# An assistant message's `phase` (OpenAI's label, which rostra gives gpt-oss's messages by their channel) -> its channel.
+PHASE_CHANNELS = {"commentary": "commentary", "final_answer": "final"}
 # OpenAI's effort names onto the three harmony knows.
 EFFORTS = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "high"}
 
@@ -126,8 +128,9 @@ def _assistant(message: dict[str, Any], call_names: dict[str, str], builtin: Col
     if message.get("reasoning_content"):
         out.append(HarmonyMessage("assistant", message["reasoning_content"], "analysis"))
     calls = message.get("tool_calls") or []
-    if message["content"]:  # beside calls it is a preamble (commentary), else the answer
-        out.append(HarmonyMessage("assistant", message["content"], "commentary" if calls else "final"))
+    if message["content"]:  # as its client labelled it (`phase`), else: beside calls a preamble, alone the answer
+        channel = PHASE_CHANNELS.get(message.get("phase") or "", "commentary" if calls else "final")
+        out.append(HarmonyMessage("assistant", message["content"], channel))
     for call in calls:
         function = call.get("function") or {}
         name = function.get("name", "")

@@ -118,6 +118,8 @@ def template_messages(messages: Sequence[TurnMessage], images: PromptImages = Pr
             item["tool_calls"] = [_template_tool_call(call.fields, call.param) for call in message.tool_calls]
         if message.reasoning:
             item["reasoning_content"] = message.reasoning
+        if message.phase:  # read by the harmony renderer (prompt/harmony.py); other templates pass it by
+            item["phase"] = message.phase
         rendered.append(item)
     return rendered
 

@@ -54,6 +54,9 @@ class ChatMessage(BaseModel):
     # Reasoning of earlier assistant turns; both names are in use.
     reasoning_content: str | None = None
     reasoning: str | None = None
+    # Responses' label of an assistant message, accepted here too (an extension: clients that carry one history
+    # across both APIs keep it): "commentary" or "final_answer", the channel gpt-oss reads the message on.
+    phase: Literal["commentary", "final_answer"] | None = None
 
 
 class ChatCompletionRequest(SamplingFields):

@@ -67,7 +67,8 @@ def chat_message(message: ChatMessage, param: str) -> TurnMessage:
         chat_part(part, f"{param}.content[{index}]") for index, part in enumerate(content))
     calls = tuple(ToolCall(call, f"{param}.tool_calls[{number}]") for number, call in enumerate(message.tool_calls or ()))
     return TurnMessage(message.role, parts, param, message.name, calls, message.tool_call_id,
-                       message.reasoning_content or message.reasoning)
+                       message.reasoning_content or message.reasoning,
+                       message.phase if message.role == "assistant" else None)
 
 
 def chat_part(part: ContentPart, param: str) -> TurnPart:

@@ -74,6 +74,8 @@ class RequestStats:
     generated_by_choice: dict[int, int] = field(default_factory=dict)
     cached_by_group: dict[int, int] = field(default_factory=dict)  # prompt tokens from the prefix cache
     cached_tokens: int = 0  # their sum, kept as they come (usage is read per chunk: no sum over all prompts)
+    written_by_group: dict[int, int] = field(default_factory=dict)  # prompt tokens written into the prefix cache
+    cache_write_tokens: int = 0  # their sum, kept as they come
     reasoning_tokens: int | None = None  # None: no reasoning parser, the detail is left out
     started: float = field(default_factory=time.monotonic)
     first_token: float | None = None
@@ -102,6 +104,13 @@ class RequestStats:
             self.cached_by_group[group] = cached
             self.cached_tokens += cached - before
 
+    def note_cache_write(self, group: int, written: int) -> None:
+        """A prompt's tokens the engine evaluated into its prefix cache (once per prompt, as its cache hits)."""
+        before = self.written_by_group.get(group, 0)
+        if written > before:
+            self.written_by_group[group] = written
+            self.cache_write_tokens += written - before
+
     def note_generated(self, choice: int, tokens: int) -> None:
         self.generated += tokens
         self.generated_by_choice[choice] = self.generated_by_choice.get(choice, 0) + tokens
@@ -116,7 +125,8 @@ class RequestStats:
             completion = max(self.generated, self.completion_tokens)
         usage: dict[str, Any] = {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
                  "total_tokens": self.prompt_tokens + completion,
-                 "prompt_tokens_details": {"cached_tokens": self.cached_tokens}}
+                 "prompt_tokens_details": {"cached_tokens": self.cached_tokens,
+                                           "cache_write_tokens": self.cache_write_tokens}}
         if self.reasoning_tokens is not None:
             usage["completion_tokens_details"] = {"reasoning_tokens": self.reasoning_tokens}
         if self.output_budget is not None:  # rostra extension: SDKs keep unknown usage fields
@@ -186,6 +196,8 @@ async def choice_events(engine: Engine, request_id: str, run: ChoiceRun, stats: 
                                                             engine.token_bytes))
                 if output.cached_tokens is not None:
                     stats.note_cached(run.prompt_group, output.cached_tokens)
+                if output.cache_write_tokens is not None:
+                    stats.note_cache_write(run.prompt_group, output.cache_write_tokens)
                 if output.prompt_tokens is not None:  # (images: the engine's count of their tokens)
                     stats.prompt_tokens = output.prompt_tokens
                 before = pipeline.completion_tokens

@@ -77,7 +77,9 @@ async def relayed_events(upstream: RelayedStream, chunk_events: ChunkEvents, sta
             usage = chunk.get("usage")
             if usage:
                 stats.prompt_tokens = int(usage.get("prompt_tokens") or 0)
-                stats.note_cached(0, int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0))
+                details = usage.get("prompt_tokens_details") or {}
+                stats.note_cached(0, int(details.get("cached_tokens") or 0))
+                stats.note_cache_write(0, int(details.get("cache_write_tokens") or 0))
                 stats.completion_tokens = int(usage.get("completion_tokens") or 0)
                 reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
                 if reasoning is not None:

@@ -63,6 +63,9 @@ class MessageItem(Item):
     requirement = "a message needs a role and content"
     field_messages = {"role": "a message needs a role: user, system, developer or assistant",
                       "content": "message content must be a string or text and image parts"}
+    # An assistant message's: commentary (a preamble, a progress note) or the final answer. OpenAI asks clients to
+    # send it back as given; it picks the channel a harmony model (gpt-oss) reads the message on.
+    phase: Literal["commentary", "final_answer"] | None = None
     type: Literal["message"]
     role: Literal["user", "system", "developer", "assistant"]
     content: str | list[TextPart | ImagePart | FilePart]

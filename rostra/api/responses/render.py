@@ -79,17 +79,19 @@ class ResponseBuilder:
             return self._freeform_input(event.text)
         if isinstance(event, Text):
             logprobs = logprobs_content(event.logprobs)
-            if self._open is None or self._open["type"] != "message":
+            phase = "commentary" if event.commentary else "final_answer"
+            open_message = self._open is not None and self._open["type"] == "message"
+            if not open_message or (event.text and self._open is not None and self._open["phase"] != phase):
                 if not event.text.strip():  # no message of whitespace alone (between tool calls, say)
                     self._held += event.text
                     self._held_logprobs += logprobs
                     return []
                 text, logprobs = self._held + event.text, self._held_logprobs + logprobs
-                return self._write("message", text, logprobs)
+                return self._write("message", text, logprobs, phase)
             if not event.text:
                 self._logprobs += logprobs
                 return []
-            return self._write("message", event.text, logprobs)
+            return self._write("message", event.text, logprobs, phase)
         if isinstance(event, Reasoning):
             return self._write("reasoning", event.text) if event.text else []
         if isinstance(event, ToolCallStart):
@@ -189,14 +191,17 @@ class ResponseBuilder:
                                      content_index=0, part=part))
         return events
 
-    def _write(self, kind: str, text: str, logprobs: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    def _write(self, kind: str, text: str, logprobs: list[dict[str, Any]] | None = None,
+               phase: str = "final_answer") -> list[dict[str, Any]]:
+        """`phase`: a message's (OpenAI's `phase`): commentary (gpt-oss's commentary channel) or the final answer;
+        text of the other phase is a message of its own."""
         out: list[dict[str, Any]] = []
         item = self._open
-        if item is None or item["type"] != kind:
+        if item is None or item["type"] != kind or (kind == "message" and item["phase"] != phase):
             out += self._close()
             if kind == "message":
                 item = {"id": new_id("msg"), "type": "message", "role": "assistant", "status": "in_progress",
-                        "content": []}
+                        "content": [], "phase": phase}
             else:
                 item = {"id": new_id("rs"), "type": "reasoning", "summary": [], "content": [],
                         "status": "in_progress"}

@@ -509,7 +509,7 @@ def response_usage(*turns: Job) -> dict[str, Any]:
     output_tokens = sum(usage["completion_tokens"] for usage in usages)
     return {"input_tokens": input_tokens,
             "input_tokens_details": {"cached_tokens": sum(job.stats.cached_tokens for job in turns),
-                                     "cache_write_tokens": 0},
+                                     "cache_write_tokens": sum(job.stats.cache_write_tokens for job in turns)},
             "output_tokens": output_tokens,
             "output_tokens_details": {"reasoning_tokens": sum(job.stats.reasoning_tokens or 0 for job in turns)},
             "total_tokens": input_tokens + output_tokens,

@@ -76,7 +76,8 @@ def items_to_messages(items: list[dict[str, Any]], routes: ToolRoutes | None = N
             thought = reasoning if item["role"] == "assistant" else ""
             reasoning = "" if thought else reasoning
             messages.append(TurnMessage(item["role"], turn_content(item["content"], f"{path}.content", ""), path,
-                                        reasoning=thought or None))
+                                        reasoning=thought or None,
+                                        phase=item.get("phase") if item["role"] == "assistant" else None))
         elif call is not None:
             last = messages[-1] if messages else None
             if last and last.role == "assistant" and last.tool_calls and not last.content:

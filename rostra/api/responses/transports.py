@@ -1,5 +1,6 @@
 """What the Responses API answers beside POST /v1/responses itself: OpenAI's input-token count
-(POST /v1/responses/input_tokens, which LiteLLM probes on every request) and a 426 for the WebSocket transport
+(POST /v1/responses/input_tokens, which LiteLLM probes on every request), the compaction of a conversation
+(POST /v1/responses/compact, compacted.py) and a 426 for the WebSocket transport
 Codex tries first when a provider allows it (it then falls back to HTTP at once; any other refusal it retries)."""
 
 from __future__ import annotations
@@ -9,11 +10,13 @@ import logging
 from fastapi import APIRouter, Request, WebSocket
 from starlette.responses import JSONResponse, Response
 
+from rostra.api.responses.compacted import Compactor
+from rostra.api.responses.compaction import CompactRequest
 from rostra.api.responses.models import CreateResponseRequest
 from rostra.api.responses.routes import tenant_of
 from rostra.api.responses.services import responses_of
 from rostra.http.gate import gated
-from rostra.http.generation_endpoint import CLIENT_CLOSED
+from rostra.http.generation_endpoint import CLIENT_CLOSED, serve_generation
 from rostra.http.request_body import parse_body
 
 log = logging.getLogger("rostra.responses")
@@ -29,6 +32,14 @@ async def count_input_tokens(request: Request) -> Response:
     if tokens is None:
         return Response(status_code=CLIENT_CLOSED)
     return JSONResponse({"object": "response.input_tokens", "input_tokens": tokens})
+
+
+@router.post("/v1/responses/compact")
+async def compact_conversation(request: Request) -> Response:
+    body = await parse_body(request, CompactRequest)
+    turn = body.as_turn()  # a 400 before admission: nothing to compact
+    compactor = Compactor(responses_of(request), tenant_of(request))
+    return await serve_generation(request, lambda model: compactor, turn, responses_api=True)
 
 
 @router.websocket("/v1/responses")

@@ -149,9 +149,11 @@ class RemoteEngine(Engine):
                         yield EngineOutput(steps, "length" if reason == "length" else "stop" if reason else None,
                                            stop_reason=stop if isinstance(stop, (int, str)) else None)
                 if usage:
-                    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+                    details = usage.get("prompt_tokens_details") or {}
+                    cached, written = details.get("cached_tokens"), details.get("cache_write_tokens")
                     yield EngineOutput(completion_tokens=int(usage.get("completion_tokens") or 0),
-                                       cached_tokens=int(cached) if cached is not None else None)
+                                       cached_tokens=int(cached) if cached is not None else None,
+                                       cache_write_tokens=int(written) if written is not None else None)
             if not scored:  # an upstream that does not know the field (llama.cpp's server ignores it)
                 raise BadGateway("the upstream did not score the prompt (prompt_logprobs): it may not support it")
         finally:

@@ -13,7 +13,8 @@ body that begins with "{" starts the call there and its arguments stream as they
 any other body is decided when the message ends, a call if it is empty, else text; a call to the built-in
 `python` tool is its code as written (`<|channel|>analysis code<|message|>print(1)`), emitted when it ends as
 arguments `{"code": ...}`; every other
-body (final, commentary preambles) and text outside any message is answer text. The closing
+body (final, commentary preambles) and text outside any message is answer text, a commentary body's marked as
+commentary (harmony's preambles and progress notes: the Responses API's `phase: "commentary"`). The closing
 marker may be missing (the engine stops on it): the end of the output closes the message.
 
 Reasoning and answer text stream as they arrive; only a tail that could begin a marker is held
@@ -62,6 +63,7 @@ class GptOssReasoningParser(ReasoningParser):
         self._where = "outside"  # outside | header | body
         self._header = ""  # the header so far (markup included), while in one
         self._kind = "text"  # the body being read: reasoning | text | call
+        self._commentary = False  # a text body on the commentary channel
         self._recipient = ""
         self._body = ""  # a tool call's body, held until it is known to begin with "{"
         self._writer: ArgumentsWriter | None = None  # the streaming call's arguments
@@ -110,6 +112,7 @@ class GptOssReasoningParser(ReasoningParser):
                 return [Reasoning(text)]
             if self._kind == "call":
                 return self._call_body(text)
+            return [Text(text, commentary=self._commentary)]
         return [Text(text)]
 
     def _call_body(self, text: str) -> list[Event]:
@@ -175,6 +178,7 @@ class GptOssReasoningParser(ReasoningParser):
             self._kind = "reasoning"
         else:
             self._kind = "text"  # final, commentary preambles, anything else
+        self._commentary = self._kind == "text" and channel is not None and channel.group(1) == "commentary"
         self.state = "reasoning" if self._kind == "reasoning" else "answering"
 
     def _close(self) -> list[Event]:

@@ -349,11 +349,12 @@ class SectionToolParser(MarkupToolParser):
 
 
 def merge_text(events: list[Event]) -> list[Event]:
-    """Adjacent Text events as one (fewer, larger content deltas)."""
+    """Adjacent Text events as one (fewer, larger content deltas); commentary and answer text stay apart."""
     merged: list[Event] = []
     for event in events:
-        if isinstance(event, Text) and merged and isinstance(merged[-1], Text):
-            merged[-1] = Text(merged[-1].text + event.text)
+        last = merged[-1] if merged else None
+        if isinstance(event, Text) and isinstance(last, Text) and last.commentary == event.commentary:
+            merged[-1] = Text(last.text + event.text, commentary=event.commentary)
         elif not (isinstance(event, Text) and not event.text):
             merged.append(event)
     return merged
