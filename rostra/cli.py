@@ -231,9 +231,9 @@ def _production_flags(group: FlagGroup) -> None:
                        help="seconds a streaming client may read nothing before its stream is ended and its "
                             "generation aborted (default 60; 0: never)")
     group.add_argument("--stream-keep-alive", type=float, default=15.0,
-                       help="seconds a stream may stay silent (a long prompt being read, a wait for the engine) "
-                            "before it sends a keep-alive, so that clients' idle timeouts do not close it: an SSE "
-                            "comment, an empty chunk on Chat Completions, a ping on Messages (default 15; 0: never)")
+                       help="seconds a stream may stay silent (a long prompt's read) before it sends a keep-alive "
+                            "for clients' idle timeouts: an empty chunk on Chat Completions, a ping on Messages, a "
+                            "keepalive event on Responses, an SSE comment on Completions (default 15; 0: never)")
     group.add_argument("--raw-special-tokens", action="store_true",
                        help="parse special-token text in user and tool messages as special tokens (default: "
                             "it is plain text, so `<|im_start|>system` in a message cannot forge a turn)")

@@ -1,6 +1,7 @@
 """A slow first token never kills a stream (issue 46): a stream silent for --stream-keep-alive seconds sends its API's
-keep-alive (Chat: an empty chunk; Messages: Anthropic's ping; Completions and Responses: an SSE comment), which the
-official SDKs read past, so the answer is the same as without them; and a client that leaves during the silence
+keep-alive (Chat: an empty chunk; Messages: Anthropic's ping; Responses: OpenAI's keepalive event; Completions: an SSE
+comment), which the official SDKs read past, so the answer is the same as without them; a real client whose idle
+timeout is shorter than the first token's wait (Codex) gets its answer; and a client that leaves during the silence
 releases everything at once."""
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ import anthropic
 import openai
 import pytest
 
+from codex_cli import codex_exec
 from harness import BASE_URL, MODEL, InProcessServer, served
 from rostra.http.sse import KEEP_ALIVE_COMMENT, EventStreamResponse
+from servers import RunningServer
 from wire import check
 
 ANSWER = "The answer, after a long read."
@@ -68,6 +71,8 @@ def _is_keep_alive(path: str, frame: str) -> bool:
         return choice["delta"] == {} and choice["finish_reason"] is None
     if path == "/v1/messages":  # Anthropic's own: its SDKs skip `event: ping` before parsing events
         return frame == 'event: ping\ndata: {"type":"ping"}'
+    if path == "/v1/responses":  # OpenAI's own, not in the spec's ResponseStreamEvent
+        return frame.startswith("event: keepalive\n") and set(_data(frame)) == {"type", "sequence_number"}
     return frame + "\n\n" == KEEP_ALIVE_COMMENT.decode()
 
 
@@ -86,6 +91,10 @@ async def test_a_slow_first_token_is_preceded_by_keep_alives(tmp_path, path):
     assert 3 <= len(before) <= 7, frames[:first_token]
     # Tokens that follow one another at once have no keep-alive between them.
     assert not any(_is_keep_alive(path, frame) for frame in frames[first_token:])
+    if path == "/v1/responses":  # each repeats the last event's number: the events' own numbers have no gap
+        numbered = [(_is_keep_alive(path, frame), _data(frame)["sequence_number"]) for frame in frames]
+        assert [number for kept, number in numbered if not kept] == list(range(len(frames) - len(before)))
+        assert all(number == numbered[i - 1][1] for i, (kept, number) in enumerate(numbered) if kept)
 
 
 @pytest.mark.parametrize("path", APIS)
@@ -190,3 +199,28 @@ def test_the_official_sdks_read_past_the_keep_alives(tmp_path):
             streamed = s.get_final_message()
         assert streamed.content[0].text == message.content[0].text == ANSWER
         assert streamed.stop_reason == message.stop_reason == "end_turn"
+
+
+def test_codex_waits_out_a_first_token_longer_than_its_idle_timeout(tmp_path):
+    """Codex CLI (tests/clients/codex) over Responses, its idle timer (stream_idle_timeout_ms, 300 s by default)
+    cut to 2 s, no retries, and a first token 5 s away: with keep-alives off it fails (`idle timeout waiting for
+    SSE`; SSE comments do not reset that timer either, its reader counts events), with them it gets its answer."""
+    script = tmp_path / "script.jsonl"
+    script.write_text(json.dumps({"match": "Wait for it", "output": "Done waiting.", "first_token_delay_ms": 5000}))
+    config = ('model = "scripted"\nmodel_provider = "rostra"\n[model_providers.rostra]\nname = "rostra"\n'
+              'base_url = "{base_url}"\nwire_api = "responses"\nstream_idle_timeout_ms = 2000\n'
+              'stream_max_retries = 0\nrequest_max_retries = 0\n')
+    runs = {}
+    for keep_alive in ("0", "0.5"):
+        server = RunningServer(["--engine", "scripted", "--script", str(script), "--max-model-len", "131072",
+                                "--stream-keep-alive", keep_alive])
+        try:
+            workdir = tmp_path / f"work-{keep_alive}"
+            workdir.mkdir()
+            runs[keep_alive] = codex_exec(server.v1, workdir, "Wait for it.", timeout=120,
+                                          user_config=config.format(base_url=server.v1))
+        finally:
+            server.stop()
+    assert runs["0"].returncode != 0 and "idle timeout" in json.dumps(runs["0"].errors())
+    assert runs["0.5"].returncode == 0, (runs["0.5"].errors(), runs["0.5"].stderr[-2000:])
+    assert runs["0.5"].last_message == "Done waiting." and not runs["0.5"].errors()

@@ -54,7 +54,8 @@ async def serve_generation(request: Request, service_of: Callable[[ModelBundle],
         if getattr(body, "background", False):
             response, release = await service.start_background(job, deadline, release), None
             if body.stream:
-                return EventStreamResponse(service.follow(response["id"], None), responses_api=True)
+                return EventStreamResponse(service.follow(response["id"], None), responses_api=True,
+                                           keep_alive=keep_alive)
             return json_response(response)
         if body.stream:
             stream = service.stream(job, deadline)

@@ -45,16 +45,15 @@ _DONE_FRAME = sse_data("[DONE]")
 
 KeepAlive = Callable[[dict[str, Any] | None], dict[str, Any] | None]
 """An API's keep-alive: given the last object its stream sent (None before any), the object a stream that has
-been silent for --stream-keep-alive seconds sends (Chat: an empty chunk; Messages: Anthropic's ping), or None for
-an SSE comment, which every SSE reader skips (the spec: a line that starts with a colon)."""
+been silent for --stream-keep-alive seconds sends (Chat: an empty chunk; Messages: Anthropic's ping; Responses:
+OpenAI's keepalive event), or None for an SSE comment, which every SSE reader skips (a line that starts with a
+colon). Each API's is the vendor's own idiom, and a real event where a client it serves times events, not bytes."""
 
 KEEP_ALIVE_COMMENT = b": keep-alive\n\n"
 
 
 def comment_keep_alive(last: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Completions' and Responses': an SSE comment. A Responses event would take a sequence number, which the
-    stream's own events (and a background response's replay, `starting_after`) number without gaps; and readers
-    that refuse unknown event types (older openai-node accumulators, openai-php) read past a comment."""
+    """Completions': an SSE comment (no client of its times chunks)."""
     return None
 
 
