@@ -168,6 +168,32 @@ async def test_a_reader_that_takes_nothing_is_still_ended_while_keep_alives_are_
     assert sent[2]["body"] == KEEP_ALIVE_COMMENT  # the keep-alive that never got through
 
 
+async def test_a_frame_that_comes_while_a_keep_alive_is_written_goes_after_it():
+    """The watchdog writes from its own task: a send is never entered twice at once, and frames keep their order."""
+    async def slow_then_fast():
+        yield {"n": 1}
+        await asyncio.sleep(0.15)  # the keep-alive (due at 0.1 s) is still being written at 0.15 s
+        yield {"n": 2}
+
+    sent: list[bytes] = []
+    in_flight = []
+
+    async def send(message):
+        in_flight.append(message)
+        assert len(in_flight) == 1, "two writes at once"
+        if message.get("body") == KEEP_ALIVE_COMMENT:
+            await asyncio.sleep(0.2)  # the client's buffers are full for a while
+        sent.append(message.get("body", b"headers"))
+        in_flight.pop()
+
+    async def receive():
+        await asyncio.sleep(3600)
+
+    response = EventStreamResponse(slow_then_fast())
+    await asyncio.wait_for(response(_settings_scope(stream_write_timeout=5, stream_keep_alive=0.1), receive, send), 5)
+    assert sent == [b"headers", b'data: {"n":1}\n\n', KEEP_ALIVE_COMMENT, b'data: {"n":2}\n\n', b"data: [DONE]\n\n"]
+
+
 def _chat(client: openai.OpenAI, prompt: str, stream: bool):
     return client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": prompt}], stream=stream)
 

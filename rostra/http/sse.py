@@ -1,8 +1,11 @@
-"""Server-sent events, with client disconnects noticed at once.
+"""Server-sent events, with client disconnects noticed at once, and kept alive while silent.
 
 The response watches the connection while it streams: when the client goes away the
 stream is cancelled and its event source closed, which aborts the engine work behind it,
-even while no token is being produced (a long prompt being processed).
+even while no token is being produced (a long prompt being processed). A watchdog beside it
+ends a stream whose reader takes nothing (--stream-write-timeout) and keeps a silent one alive
+(--stream-keep-alive) with its API's keep-alive (KeepAlive), so that clients' idle timeouts do
+not close a stream whose first token is minutes away.
 """
 
 from __future__ import annotations
@@ -82,37 +85,40 @@ def _error_event(error: APIError, sequence_number: int) -> dict[str, Any]:
 
 
 class _Writer:
-    """A response's one way to its client. The stream's frames and the watchdog's keep-alives take turns (a lock:
-    the watchdog writes from its own task); what the watchdog reads of the stream's timing is kept here."""
+    """A response's one way to its client. The stream's frames and the watchdog's keep-alives take turns (the
+    watchdog writes from its own task, only between frames; a frame that comes while a keep-alive is on its way
+    goes after it); what the watchdog reads of the stream's timing is kept here. No lock: a frame's write is the
+    hot path, one per token, and a check of `keeping` is all it pays."""
 
     def __init__(self, send, loop: asyncio.AbstractEventLoop):
         self._send = send
         self.loop = loop
-        self.lock = asyncio.Lock()
         self.since = loop.time()  # when the last write began
         self.writing = False  # a write is under way (waiting, while the client's buffers are full)
         self.open = False  # the headers are out and the body's end is not: a keep-alive may go
         self.last: dict[str, Any] | None = None  # the last object the stream sent
+        self.keeping = False  # a keep-alive is on its way
+        self._kept = asyncio.Event()
 
     async def write(self, message: dict[str, Any]) -> None:
-        async with self.lock:
-            self.writing, self.since = True, self.loop.time()
-            try:
-                await self._send(message)  # waits while the client's buffers are full (uvicorn's flow control)
-            finally:
-                self.writing = False
-            self.open = message["type"] == "http.response.start" or message.get("more_body", False)
+        while self.keeping:
+            await self._kept.wait()
+        self.writing, self.since = True, self.loop.time()
+        await self._send(message)  # waits while the client's buffers are full (uvicorn's flow control)
+        self.writing = False
 
     async def keep_alive(self, keep_alive: KeepAlive, named: bool) -> None:
-        async with self.lock:  # free but for a write the stream began just now: then after it
-            if self.open and not self.writing:
-                frame = keep_alive(self.last)
-                body = KEEP_ALIVE_COMMENT if frame is None else sse_data(frame, named=named)
-                self.writing, self.since = True, self.loop.time()
-                try:
-                    await self._send({"type": "http.response.body", "body": body, "more_body": True})
-                finally:
-                    self.writing = False
+        if not self.open or self.writing:
+            return
+        frame = keep_alive(self.last)
+        body = KEEP_ALIVE_COMMENT if frame is None else sse_data(frame, named=named)
+        self.keeping, self.writing, self.since = True, True, self.loop.time()
+        self._kept.clear()
+        try:
+            await self._send({"type": "http.response.body", "body": body, "more_body": True})
+        finally:
+            self.keeping = self.writing = False
+            self._kept.set()
 
 
 class EventStreamResponse(Response):
@@ -139,9 +145,11 @@ class EventStreamResponse(Response):
 
         async def stream() -> None:
             await writer.write({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+            writer.open = True
             async for obj, frame in frames:
                 writer.last = obj
                 await writer.write({"type": "http.response.body", "body": frame, "more_body": True})
+            writer.open = False
             # [DONE] and the end of the body in one write.
             last = b"" if self.responses_api else _DONE_FRAME
             await writer.write({"type": "http.response.body", "body": last, "more_body": False})
