@@ -230,6 +230,10 @@ def _production_flags(group: FlagGroup) -> None:
     group.add_argument("--stream-write-timeout", type=float, default=60.0,
                        help="seconds a streaming client may read nothing before its stream is ended and its "
                             "generation aborted (default 60; 0: never)")
+    group.add_argument("--stream-keep-alive", type=float, default=15.0,
+                       help="seconds a stream may stay silent (a long prompt's read) before it sends a keep-alive "
+                            "for clients' idle timeouts: an empty chunk on Chat Completions, a ping on Messages, a "
+                            "keepalive event on Responses, an SSE comment on Completions (default 15; 0: never)")
     group.add_argument("--raw-special-tokens", action="store_true",
                        help="parse special-token text in user and tool messages as special tokens (default: "
                             "it is plain text, so `<|im_start|>system` in a message cannot forge a turn)")
@@ -387,7 +391,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     batch_chunk_lines=args.batch_chunk_lines, batch_window=args.batch_window,
                     min_file_expiry=args.min_file_expiry,
                     max_body_bytes=args.max_body_bytes, max_choices=args.max_choices,
-                    stream_write_timeout=args.stream_write_timeout, raw_special_tokens=args.raw_special_tokens,
+                    stream_write_timeout=args.stream_write_timeout,
+                    stream_keep_alive=args.stream_keep_alive, raw_special_tokens=args.raw_special_tokens,
                     trust_request_chat_template=args.trust_request_chat_template,
                     response_role=args.response_role, chat_template_content_format=args.chat_template_content_format,
                     allowed_origins=args.allowed_origins,

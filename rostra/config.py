@@ -70,6 +70,7 @@ class Settings:
     max_body_bytes: int = 16 * 1024 * 1024
     max_choices: int = 1024  # prompts x n in one Completions request
     stream_write_timeout: float = 60.0  # a stream whose reader takes nothing this long is ended; 0: never
+    stream_keep_alive: float = 15.0  # a stream silent this long sends its API's keep-alive (rostra/http/sse.py); 0: never
     # User and tool content: special-token text in it is plain text (False), or parsed as the special
     # tokens it spells (True: as vLLM and llama.cpp's server do; lets a user forge turns).
     raw_special_tokens: bool = False

@@ -2,8 +2,9 @@
 backbone of rostra's API tests.
 
 A script is a JSONL file; each line is {"match": REGEX, "output": TEXT} with optional
-"role" (the line applies only when the last message has that role) and "delay_ms" (a pause
-before each token, to make streams slow enough to watch or to cancel). The first line whose
+"role" (the line applies only when the last message has that role), "delay_ms" (a pause
+before each token, to make streams slow enough to watch or to cancel) and "first_token_delay_ms" (a
+pause before the first token only: a long prompt being read, or a wait for a free slot in the engine). The first line whose
 regex is found (re.search) in the text of the last message wins; with no match the output is
 that text echoed back. TEXT is raw model output: tool-call or reasoning markup in it goes
 through the same parsers as a real model's output. It is cut into real tokens by a real
@@ -44,6 +45,7 @@ class ScriptLine:
     output: str
     role: str | None = None
     delay_ms: float = 0.0
+    first_token_delay_ms: float = 0.0
 
 
 def load_script(path: str | Path) -> list[ScriptLine]:
@@ -56,7 +58,7 @@ def load_script(path: str | Path) -> list[ScriptLine]:
             if not isinstance(entry, dict) or not isinstance(entry.get("match"), str) or not isinstance(entry.get("output"), str):
                 raise ScriptError('each line must be an object with string "match" and "output"')
             lines.append(ScriptLine(re.compile(entry["match"]), entry["output"], entry.get("role"),
-                                    float(entry.get("delay_ms", 0))))
+                                    float(entry.get("delay_ms", 0)), float(entry.get("first_token_delay_ms", 0))))
         except (json.JSONDecodeError, re.error, ScriptError, TypeError, ValueError) as exc:
             raise ScriptError(f"{path}:{number}: {exc}") from exc
     return lines
@@ -71,14 +73,21 @@ def obeys(output: str, schema: dict) -> bool:
     return True
 
 
-def pick_output(script: list[ScriptLine], text: str, role: str | None,
-                json_schema: dict | None = None) -> tuple[str, float]:
+def pick_line(script: list[ScriptLine], text: str, role: str | None,
+              json_schema: dict | None = None) -> ScriptLine | None:
     """The first line that matches; under a JSON-schema constraint, the first matching line whose
-    output obeys it (as a constrained model's would), else still the first match."""
+    output obeys it (as a constrained model's would), else still the first match. None: no line matches."""
     matching = [line for line in script if (line.role is None or line.role == role) and line.match.search(text)]
     if json_schema is not None:
         matching = [line for line in matching if obeys(line.output, json_schema)] or matching
-    return (matching[0].output, matching[0].delay_ms) if matching else (text, 0.0)
+    return matching[0] if matching else None
+
+
+def pick_output(script: list[ScriptLine], text: str, role: str | None,
+                json_schema: dict | None = None) -> tuple[str, float]:
+    """The output the script gives (the text echoed when no line matches) and its pause before each token."""
+    line = pick_line(script, text, role, json_schema)
+    return (line.output, line.delay_ms) if line else (text, 0.0)
 
 
 class ScriptedEngine(Engine):
@@ -132,8 +141,10 @@ class ScriptedEngine(Engine):
     async def generate(self, request_id: str, prompt: Prompt, params: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
         cancelled = self._running[request_id] = asyncio.Event()
         try:
-            text, delay_ms = pick_output(self.script, prompt.last_message_text, prompt.last_message_role,
-                                         params.json_schema)
+            line = pick_line(self.script, prompt.last_message_text, prompt.last_message_role, params.json_schema)
+            text, delay_ms = (line.output, line.delay_ms) if line else (prompt.last_message_text, 0.0)
+            if line and line.first_token_delay_ms:
+                await self._pause(line.first_token_delay_ms, cancelled)
             ids = await asyncio.to_thread(self.tokenizer.encode, text)
             emitted = ids[: params.max_tokens]
             scores = self._prompt_scores(prompt.token_ids, params.prompt_logprobs)
@@ -153,6 +164,14 @@ class ScriptedEngine(Engine):
                 )
         finally:
             self._running.pop(request_id, None)
+
+    @staticmethod
+    async def _pause(delay_ms: float, cancelled: asyncio.Event) -> None:
+        """Waits `delay_ms`, or less if the request is aborted meanwhile (an abort during a long prompt's read)."""
+        try:
+            await asyncio.wait_for(cancelled.wait(), delay_ms / 1000)
+        except TimeoutError:
+            pass
 
     def _prompt_scores(self, token_ids: list[int], top: int | None) -> tuple[TokenStep | None, ...] | None:
         if top is None:

@@ -19,7 +19,7 @@ from starlette.responses import Response
 from rostra.errors import InvalidRequest
 from rostra.http.context import server_context
 from rostra.http.gate import admit
-from rostra.http.sse import EventStreamResponse, json_bytes, until_disconnected
+from rostra.http.sse import EventStreamResponse, KeepAlive, comment_keep_alive, json_bytes, until_disconnected
 from rostra.models.bundle import ModelBundle
 
 log = logging.getLogger("rostra.server")
@@ -27,10 +27,11 @@ CLIENT_CLOSED = 499  # nginx's code for "the client went away first"
 
 
 async def serve_generation(request: Request, service_of: Callable[[ModelBundle], Any], body,
-                           responses_api: bool = False) -> Response:
+                           responses_api: bool = False, keep_alive: KeepAlive = comment_keep_alive) -> Response:
     """`service_of`: the service of the request's model that serves it (its chat, completions or messages;
     the server's Responses service). The model is leased (loaded first if need be) for as long as the request
-    runs, stream and background run included: it is never unloaded under it."""
+    runs, stream and background run included: it is never unloaded under it. `keep_alive`: what its stream sends
+    while silent (rostra/http/sse.py)."""
     settings = server_context(request).settings
     # The deadline bounds the admission wait and a model's load too; a client gone while they last is dropped at
     # once (gate.py: the same gate as the other engine work's).
@@ -56,12 +57,13 @@ async def serve_generation(request: Request, service_of: Callable[[ModelBundle],
         if getattr(body, "background", False):
             response, release = await service.start_background(job, deadline, release), None
             if body.stream:
-                return EventStreamResponse(service.follow(response["id"], None), responses_api=True)
+                return EventStreamResponse(service.follow(response["id"], None), responses_api=True,
+                                           keep_alive=keep_alive)
             return json_response(response)
         if body.stream:
             stream = service.stream(job, deadline)
             streamed = EventStreamResponse(_logged(stream) if settings.log_outputs else stream, responses_api,
-                                           on_close=release)
+                                           on_close=release, keep_alive=keep_alive)
             release = None
             return streamed
         result = await until_disconnected(request, service.complete(job, deadline))

@@ -1,8 +1,11 @@
-"""Server-sent events, with client disconnects noticed at once.
+"""Server-sent events, with client disconnects noticed at once, and kept alive while silent.
 
 The response watches the connection while it streams: when the client goes away the
 stream is cancelled and its event source closed, which aborts the engine work behind it,
-even while no token is being produced (a long prompt being processed).
+even while no token is being produced (a long prompt being processed). A watchdog beside it
+ends a stream whose reader takes nothing (--stream-write-timeout) and keeps a silent one alive
+(--stream-keep-alive) with its API's keep-alive (KeepAlive), so that clients' idle timeouts do
+not close a stream whose first token is minutes away.
 """
 
 from __future__ import annotations
@@ -43,22 +46,36 @@ def json_bytes(payload: dict[str, Any]) -> bytes:
 
 _DONE_FRAME = sse_data("[DONE]")
 
+KeepAlive = Callable[[dict[str, Any] | None], dict[str, Any] | None]
+"""An API's keep-alive: given the last object its stream sent (None before any), the object a stream that has
+been silent for --stream-keep-alive seconds sends (Chat: an empty chunk; Messages: Anthropic's ping; Responses:
+OpenAI's keepalive event), or None for an SSE comment, which every SSE reader skips (a line that starts with a
+colon). Each API's is the vendor's own idiom, and a real event where a client it serves times events, not bytes."""
+
+KEEP_ALIVE_COMMENT = b": keep-alive\n\n"
+
+
+def comment_keep_alive(last: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Completions': an SSE comment (no client of its times chunks)."""
+    return None
+
 
 async def _sse_frames(objects: AsyncGenerator[dict[str, Any], None],
-                      responses_api: bool = False) -> AsyncGenerator[bytes, None]:
-    """Objects -> SSE frames (the Responses API names its events). An error after the headers went
-    out is sent in-band, in the API's own shape. Chat/Completions' closing [DONE] is the response's
-    last body message (see EventStreamResponse), not one of these frames."""
+                      responses_api: bool = False) -> AsyncGenerator[tuple[dict[str, Any], bytes], None]:
+    """Objects -> SSE frames, each with its object (the Responses API and Messages name their events). An error
+    after the headers went out is sent in-band, in the API's own shape. Chat/Completions' closing [DONE] is the
+    response's last body message (see EventStreamResponse), not one of these frames."""
     sequence = -1  # the Responses stream's last sequence number, which an error event continues
     try:
         async for obj in objects:
             sequence = obj.get("sequence_number", sequence)
-            yield sse_data(obj, named=responses_api)
+            yield obj, sse_data(obj, named=responses_api)
     except Exception as exc:  # the status line is already sent: report in-band, keep serving
         if not isinstance(exc, APIError):
             log.exception("stream failed")
             exc = ServerError(f"internal error: {type(exc).__name__}")
-        yield sse_data(_error_event(exc, sequence + 1) if responses_api else exc.body(), named=responses_api)
+        error = _error_event(exc, sequence + 1) if responses_api else exc.body()
+        yield error, sse_data(error, named=responses_api)
 
 
 def _error_event(error: APIError, sequence_number: int) -> dict[str, Any]:
@@ -67,16 +84,55 @@ def _error_event(error: APIError, sequence_number: int) -> dict[str, Any]:
             "param": error.param, "sequence_number": sequence_number}
 
 
+class _Writer:
+    """A response's one way to its client. The stream's frames and the watchdog's keep-alives take turns (the
+    watchdog writes from its own task, only between frames; a frame that comes while a keep-alive is on its way
+    goes after it); what the watchdog reads of the stream's timing is kept here. No lock: a frame's write is the
+    hot path, one per token, and a check of `keeping` is all it pays."""
+
+    def __init__(self, send, loop: asyncio.AbstractEventLoop):
+        self._send = send
+        self.loop = loop
+        self.since = loop.time()  # when the last write began
+        self.writing = False  # a write is under way (waiting, while the client's buffers are full)
+        self.open = False  # the headers are out and the body's end is not: a keep-alive may go
+        self.last: dict[str, Any] | None = None  # the last object the stream sent
+        self.keeping = False  # a keep-alive is on its way
+        self._kept = asyncio.Event()
+
+    async def write(self, message: dict[str, Any]) -> None:
+        while self.keeping:
+            await self._kept.wait()
+        self.writing, self.since = True, self.loop.time()
+        await self._send(message)  # waits while the client's buffers are full (uvicorn's flow control)
+        self.writing = False
+
+    async def keep_alive(self, keep_alive: KeepAlive, named: bool) -> None:
+        if not self.open or self.writing:
+            return
+        frame = keep_alive(self.last)
+        body = KEEP_ALIVE_COMMENT if frame is None else sse_data(frame, named=named)
+        self.keeping, self.writing, self.since = True, True, self.loop.time()
+        self._kept.clear()
+        try:
+            await self._send({"type": "http.response.body", "body": body, "more_body": True})
+        finally:
+            self.keeping = self.writing = False
+            self._kept.set()
+
+
 class EventStreamResponse(Response):
     media_type = "text/event-stream"
 
     def __init__(self, objects: AsyncGenerator[dict[str, Any], None], responses_api: bool = False,
-                 on_close: Callable[[], None] | None = None):
+                 on_close: Callable[[], None] | None = None, keep_alive: KeepAlive = comment_keep_alive):
         """`on_close` runs once the response is over, whether its stream ever started or not: the
-        response owns what the stream holds (an admission slot), not a generator's `finally`."""
+        response owns what the stream holds (an admission slot), not a generator's `finally`. `keep_alive`:
+        what the stream sends when it has been silent for --stream-keep-alive seconds (see KeepAlive)."""
         self.status_code = 200
         self.on_close = on_close
         self.responses_api = responses_api
+        self.keep_alive = keep_alive
         self.background = None
         # No content-length: the body is a stream.
         self.raw_headers = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"),
@@ -85,38 +141,27 @@ class EventStreamResponse(Response):
 
     async def __call__(self, scope, receive, send) -> None:
         frames = _sse_frames(self._objects, self.responses_api)
-        loop = asyncio.get_running_loop()
-        blocked_since: float | None = None  # when the write under way began, while one is
-
-        async def write(message: dict[str, Any]) -> None:
-            nonlocal blocked_since
-            blocked_since = loop.time()
-            await send(message)  # waits while the client's buffers are full (uvicorn's flow control)
-            blocked_since = None
+        writer = _Writer(send, asyncio.get_running_loop())
 
         async def stream() -> None:
-            await write({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-            async for frame in frames:
-                await write({"type": "http.response.body", "body": frame, "more_body": True})
+            await writer.write({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+            writer.open = True
+            async for obj, frame in frames:
+                writer.last = obj
+                await writer.write({"type": "http.response.body", "body": frame, "more_body": True})
+            writer.open = False
             # [DONE] and the end of the body in one write.
             last = b"" if self.responses_api else _DONE_FRAME
-            await write({"type": "http.response.body", "body": last, "more_body": False})
+            await writer.write({"type": "http.response.body", "body": last, "more_body": False})
 
         async def watch_disconnect() -> None:
             while (await receive())["type"] != "http.disconnect":
                 pass
 
-        async def watch_stall(timeout: float) -> None:
-            """A reader that takes nothing for `timeout` seconds ends the stream: its generation is aborted
-            and what it pins (a slot, the buffers) is released, where it would otherwise wait forever."""
-            while blocked_since is None or loop.time() - blocked_since < timeout:
-                await asyncio.sleep(min(1.0, timeout / 4))
-            log.warning("stream ended: the client read nothing for %.0f s", timeout)
-
         tasks = {asyncio.create_task(stream()), asyncio.create_task(watch_disconnect())}
-        timeout = write_timeout(scope)
-        if timeout:
-            tasks.add(asyncio.create_task(watch_stall(timeout)))
+        timeout, every = write_timeout(scope), keep_alive_interval(scope)
+        if timeout or every:  # one watchdog task for both duties, none when neither is asked for
+            tasks.add(asyncio.create_task(self._watch(writer, timeout, every)))
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -130,6 +175,29 @@ class EventStreamResponse(Response):
                 if self.on_close is not None:
                     self.on_close()
 
+    async def _watch(self, writer: _Writer, timeout: float | None, every: float | None) -> None:
+        """Returns (which ends the stream) once a write has waited `timeout` seconds: a reader that takes nothing
+        has its generation aborted and what it pins (a slot, the buffers) released, where it would otherwise wait
+        forever. Meanwhile, a keep-alive into a stream silent for `every` seconds, however long into the stream
+        (the first token after a long prompt, or a pause later on: a hosted tool's call, a parser holding text
+        back), so that a client's idle timeout (a socket silent for 300 s, Qwen Code's 240 s without a chunk)
+        never closes a stream that is still working."""
+        step = min(1.0, *(limit / 4 for limit in (timeout, every) if limit))
+        while True:
+            waited = writer.loop.time() - writer.since
+            if writer.writing:
+                if timeout and waited >= timeout:
+                    log.warning("stream ended: the client read nothing for %.0f s", timeout)
+                    return
+            elif every and writer.open and waited >= every:
+                try:
+                    async with asyncio.timeout(timeout or None):
+                        await writer.keep_alive(self.keep_alive, self.responses_api)
+                except TimeoutError:
+                    log.warning("stream ended: the client read nothing for %.0f s", timeout)
+                    return
+            await asyncio.sleep(step)
+
 
 DEFAULT_WRITE_TIMEOUT = 60.0
 
@@ -139,6 +207,16 @@ def write_timeout(scope) -> float | None:
     context = getattr(getattr(scope.get("app"), "state", None), "rostra", None)
     settings = getattr(context, "settings", None)
     return getattr(settings, "stream_write_timeout", DEFAULT_WRITE_TIMEOUT)
+
+
+DEFAULT_KEEP_ALIVE = 15.0
+
+
+def keep_alive_interval(scope) -> float | None:
+    """The server's --stream-keep-alive (None or 0: none), for every stream whoever built it."""
+    context = getattr(getattr(scope.get("app"), "state", None), "rostra", None)
+    settings = getattr(context, "settings", None)
+    return getattr(settings, "stream_keep_alive", DEFAULT_KEEP_ALIVE)
 
 
 async def until_disconnected(request: Request, work):

@@ -164,6 +164,25 @@ class ChatStream(GenerationStream):
         return choice
 
 
+def chat_keep_alive(last: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What a silent Chat stream sends (rostra/http/sse.py's KeepAlive): a chunk with an empty delta, the shape of
+    OpenAI's own chunks that carry no text (its finish chunk's delta is `{}`), valid against the spec's
+    CreateChatCompletionStreamResponse. A comment would keep the socket open but not a client that times chunks:
+    Qwen Code gives up on a stream after 240 s without one (its `withStreamInactivityTimeout`, reset by each chunk
+    the openai SDK yields, which skips comments). Clients fold an empty delta into nothing (the openai SDKs' and
+    the AI SDK's accumulators read only the fields a delta has; a null finish_reason changes nothing), so the
+    answer stays the fold of the real chunks. Before any chunk (none exists to take the envelope from) or after
+    an in-band error: a comment."""
+    if last is None or last.get("object") != "chat.completion.chunk":
+        return None
+    chunk = {key: last[key] for key in ("id", "object", "created", "model", "system_fingerprint") if key in last}
+    index = last["choices"][0]["index"] if last["choices"] else 0
+    chunk["choices"] = [{"index": index, "delta": {}, "logprobs": None, "finish_reason": None}]
+    if "usage" in last:  # include_usage: null on every chunk but the last; continuous usage: the running count
+        chunk["usage"] = last["usage"]
+    return chunk
+
+
 def job_prompt_logprobs(job: Job, index: int = 0) -> list[dict[str, Any] | None] | None:
     run = job.runs[index]  # chat choices are numbered in order
     if run.relayed_prompt_logprobs is not None:

@@ -15,6 +15,7 @@ from starlette.responses import Response
 from rostra.api.messages.errors import error_body, error_response
 from rostra.api.messages.models import CountTokensRequest, MessagesRequest
 from rostra.api.messages.service import MessagesService
+from rostra.api.messages.stream import ping
 from rostra.errors import APIError, ServerError
 from rostra.http.envelopes import ErrorEnvelopes
 from rostra.http.gate import gated
@@ -39,7 +40,7 @@ def messages_of(model: ModelBundle) -> MessagesService:
 async def create_message(request: Request) -> Response:
     try:
         body = await parse_body(request, MessagesRequest)
-        return await serve_generation(request, messages_of, body, responses_api=True)
+        return await serve_generation(request, messages_of, body, responses_api=True, keep_alive=ping)
     except Exception as exc:
         return _error(request, exc)
 

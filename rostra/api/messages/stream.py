@@ -25,6 +25,12 @@ DELTA_USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tok
                       "server_tool_use", "output_tokens_details")
 
 
+def ping(last: dict[str, Any] | None) -> dict[str, Any]:
+    """What a silent Messages stream sends (rostra/http/sse.py's KeepAlive): Anthropic's own keep-alive, `event:
+    ping` with `{"type": "ping"}`, which its SDKs skip wherever it comes."""
+    return {"type": "ping"}
+
+
 def new_id(prefix: str) -> str:
     """Anthropic's ids: msg_..., toolu_..."""
     return f"{prefix}_{secrets.token_hex(12)}"

@@ -29,6 +29,20 @@ from rostra.serving.chat import logprobs_content
 from rostra.serving.reasoning_crypto import ReasoningSealer
 
 
+def keepalive(last: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What a silent Responses stream sends (rostra/http/sse.py's KeepAlive): OpenAI's own, `{"type": "keepalive",
+    "sequence_number": N}`, which its API sends on long requests though the spec does not list it (openai-node
+    #1964 and openai-java #776 saw it; their readers skip it since, and Codex skips event types it does not know).
+    An SSE comment would keep the socket open but not Codex, whose idle timer (stream_idle_timeout_ms, 300 s by
+    default) counts events: with comments alone a 5 s first token failed a 2 s timer, `idle timeout waiting for
+    SSE`. It repeats the last event's number rather than taking the next: it is in no event log, so a client that
+    resumes after it (`GET ?stream=true&starting_after=N`) is sent every event after the last real one. Before
+    any event: a comment."""
+    if last is None or "sequence_number" not in last:
+        return None
+    return {"type": "keepalive", "sequence_number": last["sequence_number"]}
+
+
 class ResponseBuilder:
     def __init__(self, response: dict[str, Any], routes: ToolRoutes | None = None, summary: bool = False):
         self.response = response

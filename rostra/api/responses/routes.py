@@ -15,6 +15,7 @@ from rostra.api.responses.models import (
     CreateResponseRequest,
     UpdateConversationBody,
 )
+from rostra.api.responses.render import keepalive
 from rostra.api.responses.services import conversations_of, responses_of
 from rostra.http.generation_endpoint import serve_generation
 from rostra.http.request_body import check_page, parse_body
@@ -34,7 +35,7 @@ def tenant_of(request: Request) -> Tenant:
 async def create_response(request: Request) -> Response:
     body = await parse_body(request, CreateResponseRequest)
     responses = responses_of(request).for_tenant(tenant_of(request))
-    return await serve_generation(request, lambda model: responses, body, responses_api=True)
+    return await serve_generation(request, lambda model: responses, body, responses_api=True, keep_alive=keepalive)
 
 
 @router.get("/v1/responses/{response_id}", response_model=None)
@@ -43,7 +44,8 @@ async def retrieve_response(request: Request, response_id: str, stream: bool = F
     responses, tenant = responses_of(request), tenant_of(request)
     if stream:
         await responses.retrieve(response_id, tenant)  # 404 before the stream starts
-        return EventStreamResponse(responses.follow(response_id, starting_after, tenant), responses_api=True)
+        return EventStreamResponse(responses.follow(response_id, starting_after, tenant), responses_api=True,
+                                   keep_alive=keepalive)
     return await responses.retrieve(response_id, tenant)
 
 

@@ -9,13 +9,14 @@ from rostra.http.generation_endpoint import serve_generation
 from rostra.http.request_body import parse_body
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.protocol.completions import CompletionRequest
+from rostra.serving.chat import chat_keep_alive
 
 router = APIRouter()
 
 
 async def create_chat_completion(request: Request) -> Response:
     body = await parse_body(request, ChatCompletionRequest)
-    return await serve_generation(request, lambda model: model.chat, body)
+    return await serve_generation(request, lambda model: model.chat, body, keep_alive=chat_keep_alive)
 
 
 async def create_completion(request: Request) -> Response:
