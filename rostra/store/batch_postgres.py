@@ -15,7 +15,17 @@ from typing import Any
 import asyncpg
 
 from rostra.store.base import StoreError
-from rostra.store.batch_store import BatchLine, BatchStore, ChunkClaim, LineCounts, LineResult, PendingLine, WorkFilter
+from rostra.store.batch_store import (
+    ANY_MODEL,
+    FINAL_STATUSES,
+    BatchLine,
+    BatchStore,
+    ChunkClaim,
+    LineCounts,
+    LineResult,
+    PendingLine,
+    WorkFilter,
+)
 from rostra.store.blobs import Blobs, too_large
 from rostra.store.postgres_pool import NOW, created_page, open_pool, tenant_visible
 from rostra.store.tables import dumps
@@ -48,12 +58,22 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX rostra_batch_lines_by_chunk ON rostra_batch_lines (batch_id, chunk);
     """,
+    # 2: the models each live process serves (announce), so that a batch of a model none serves is anyone's.
+    """
+    CREATE TABLE rostra_batch_workers (
+        owner TEXT NOT NULL, model TEXT NOT NULL, seen_until DOUBLE PRECISION, PRIMARY KEY (owner, model)
+    );
+    """,
 ]
 SCHEMA_TABLE = "rostra_batch_schema"
 
 
 _LIVE = f"(expires_at IS NULL OR expires_at > {NOW})"  # a file not expired
 _FREE = f"(owner IS NULL OR lease_until < {NOW})"  # nobody holds the lease
+# A final batch is never rewritten: a finalizer that lost its lease, or ran twice, writes nothing.
+_NOT_FINAL = f"status NOT IN ({', '.join(repr(status) for status in FINAL_STATUSES)})"
+_NO_CHUNK_RUNNING = ("NOT EXISTS (SELECT 1 FROM rostra_batch_chunks c WHERE c.batch_id = b.id AND c.owner IS NOT NULL "
+                     f"AND c.lease_until >= {NOW})")
 
 
 class PostgresBatchStore(BatchStore):
@@ -134,13 +154,14 @@ class PostgresBatchStore(BatchStore):
 
     async def update_batch(self, batch: dict, owner: str | None = None) -> bool:
         if owner is None:
-            done = await self.pool.execute("UPDATE rostra_batches SET status = $1, body = $2, model = $3 WHERE id = $4",
-                                           batch["status"], dumps(batch), batch.get("model"), batch["id"])
+            done = await self.pool.execute("UPDATE rostra_batches SET status = $1, body = $2, model = $3 WHERE id = $4 "
+                                           f"AND {_NOT_FINAL}", batch["status"], dumps(batch), batch.get("model"),
+                                           batch["id"])
         else:
             # A cancel that came during validation wins over the validator's move to in_progress.
             done = await self.pool.execute(
                 "UPDATE rostra_batches SET status = $1, body = $2, model = $3, owner = NULL, lease_until = NULL "
-                f"WHERE id = $4 AND owner = $5 AND lease_until >= {NOW} "
+                f"WHERE id = $4 AND owner = $5 AND lease_until >= {NOW} AND {_NOT_FINAL} "
                 "AND NOT (status = 'cancelling' AND $1 = 'in_progress')",
                 batch["status"], dumps(batch), batch.get("model"), batch["id"], owner)
         return done != "UPDATE 0"
@@ -152,22 +173,25 @@ class PostgresBatchStore(BatchStore):
             body = await conn.fetchval("SELECT body FROM rostra_batches WHERE id = $1", batch_id)
         return None if body is None else json.loads(body)
 
-    async def claim_batch(self, owner: str, lease_seconds: float, work: WorkFilter
-                          ) -> tuple[dict, str | None] | None:
-        served, params = _served(work, 1)
+    async def claim_batch(self, owner: str, lease_seconds: float) -> tuple[dict, str | None] | None:
         async with self.pool.acquire() as conn, conn.transaction():
             row = await conn.fetchrow(
-                f"SELECT id, body, tenant FROM rostra_batches b WHERE {_FREE} AND (status = 'validating' OR "
-                f"({served} AND (status = 'finalizing' OR (status = 'cancelling' AND NOT EXISTS ("
-                f"SELECT 1 FROM rostra_batch_chunks c WHERE c.batch_id = b.id AND c.owner IS NOT NULL AND "
-                f"c.lease_until >= {NOW})) OR (status = 'in_progress' AND (expires_at <= {NOW} OR NOT EXISTS ("
-                "SELECT 1 FROM rostra_batch_chunks c WHERE c.batch_id = b.id AND NOT c.done)))))) "
-                "ORDER BY created_at, seq LIMIT 1 FOR UPDATE SKIP LOCKED", *params)
+                f"SELECT id, body, tenant FROM rostra_batches b WHERE {_FREE} AND (status IN ('validating', "
+                f"'finalizing') OR (status = 'cancelling' AND {_NO_CHUNK_RUNNING}) OR (status = 'in_progress' AND "
+                f"((expires_at <= {NOW} AND {_NO_CHUNK_RUNNING}) OR NOT EXISTS (SELECT 1 FROM rostra_batch_chunks c "
+                "WHERE c.batch_id = b.id AND NOT c.done)))) ORDER BY created_at, seq LIMIT 1 FOR UPDATE SKIP LOCKED")
             if row is None:
                 return None
             await conn.execute(f"UPDATE rostra_batches SET owner = $1, lease_until = {NOW} + $2::float8 "
                                "WHERE id = $3", owner, lease_seconds, row["id"])
         return json.loads(row["body"]), row["tenant"]
+
+    async def announce(self, owner: str, work: WorkFilter, seconds: float) -> None:
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute(f"DELETE FROM rostra_batch_workers WHERE owner = $1 OR seen_until < {NOW}", owner)
+            await conn.executemany(f"INSERT INTO rostra_batch_workers (owner, model, seen_until) VALUES "
+                                   f"($1, $2, {NOW} + $3::float8)",
+                                   [(owner, model, seconds) for model in (work.models or (ANY_MODEL,))])
 
     async def renew_batch(self, batch_id: str, owner: str, lease_seconds: float) -> bool:
         done = await self.pool.execute(f"UPDATE rostra_batches SET lease_until = {NOW} + $1::float8 "
@@ -246,12 +270,16 @@ class PostgresBatchStore(BatchStore):
         return [LineResult(row["number"], row["custom_id"], row["result"]) for row in rows]
 
 
-def _served(work: WorkFilter, first: int, table: str = "b") -> tuple[str, list[list[str]]]:
-    """The condition "a batch this process serves", its parameters numbered from `first`."""
+def _served(work: WorkFilter, first: int, table: str = "b") -> tuple[str, list[Any]]:
+    """The condition "a batch whose lines this process runs" (of its endpoints, and of its models or of one no live
+    process announces), its parameters numbered from `first`."""
     condition = f"{table}.endpoint = ANY(${first}::text[])"
     if work.models is None:
         return condition, [list(work.endpoints)]
-    return f"{condition} AND {table}.model = ANY(${first + 1}::text[])", [list(work.endpoints), list(work.models)]
+    unserved = (f"NOT EXISTS (SELECT 1 FROM rostra_batch_workers w WHERE w.seen_until >= {NOW} AND "
+                f"(w.model = {table}.model OR w.model = ${first + 2}))")
+    return (f"{condition} AND ({table}.model = ANY(${first + 1}::text[]) OR {unserved})",
+            [list(work.endpoints), list(work.models), ANY_MODEL])
 
 
 class PostgresBlobs(Blobs):

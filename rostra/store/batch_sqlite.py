@@ -14,7 +14,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from rostra.store.batch_store import BatchLine, BatchStore, ChunkClaim, LineCounts, LineResult, PendingLine, WorkFilter
+from rostra.store.batch_store import (
+    ANY_MODEL,
+    FINAL_STATUSES,
+    BatchLine,
+    BatchStore,
+    ChunkClaim,
+    LineCounts,
+    LineResult,
+    PendingLine,
+    WorkFilter,
+)
 from rostra.store.sqlite_connection import ConnectionThread, created_page
 from rostra.store.sqlite_connection import transaction as _transaction
 from rostra.store.tables import dumps
@@ -44,6 +54,10 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE files ADD COLUMN expires_at INTEGER;
     CREATE INDEX files_by_expiry ON files(expires_at) WHERE expires_at IS NOT NULL;
+    """,
+    # 3: the models each live process serves (announce), so that a batch of a model none serves is anyone's.
+    """
+    CREATE TABLE batch_workers (owner TEXT, model TEXT, seen_until REAL, PRIMARY KEY (owner, model));
     """,
 ]
 _VISIBLE = "(? OR tenant IS NULL OR tenant = ?)"
@@ -110,9 +124,11 @@ class SqliteBatchStore(BatchStore):
     async def request_cancel(self, batch_id: str, cancelling: dict) -> dict | None:
         return await self._run(_request_cancel, batch_id, cancelling)
 
-    async def claim_batch(self, owner: str, lease_seconds: float, work: WorkFilter
-                          ) -> tuple[dict, str | None] | None:
-        return await self._run(_claim_batch, owner, lease_seconds, work)
+    async def claim_batch(self, owner: str, lease_seconds: float) -> tuple[dict, str | None] | None:
+        return await self._run(_claim_batch, owner, lease_seconds)
+
+    async def announce(self, owner: str, work: WorkFilter, seconds: float) -> None:
+        await self._run(_announce, owner, work, seconds)
 
     async def renew_batch(self, batch_id: str, owner: str, lease_seconds: float) -> bool:
         return await self._run(lambda conn: conn.execute(
@@ -170,14 +186,17 @@ def _page(conn: sqlite3.Connection, table: str, after: str | None, limit: int, o
 
 
 def _update_batch(conn: sqlite3.Connection, batch: dict, owner: str | None) -> bool:
+    # A final batch is never rewritten: a finalizer that lost its lease, or ran twice, writes nothing.
+    not_final = f"status NOT IN ({', '.join(repr(status) for status in FINAL_STATUSES)})"
     params: tuple[Any, ...]
     if owner is None:
-        sql, params = "UPDATE batches SET status = ?, body = ?, model = ? WHERE id = ?", (
+        sql, params = f"UPDATE batches SET status = ?, body = ?, model = ? WHERE id = ? AND {not_final}", (
             batch["status"], dumps(batch), batch.get("model"), batch["id"])
     else:
         # A cancel that came during validation wins over the validator's move to in_progress.
         sql = ("UPDATE batches SET status = ?, body = ?, model = ?, owner = NULL, lease_until = NULL WHERE id = ? "
-               "AND owner = ? AND lease_until >= ? AND NOT (status = 'cancelling' AND ? = 'in_progress')")
+               f"AND owner = ? AND lease_until >= ? AND {not_final} "
+               "AND NOT (status = 'cancelling' AND ? = 'in_progress')")
         params = (batch["status"], dumps(batch), batch.get("model"), batch["id"], owner, time.time(),
                   batch["status"])
     return conn.execute(sql, params).rowcount > 0
@@ -191,33 +210,39 @@ def _request_cancel(conn: sqlite3.Connection, batch_id: str, cancelling: dict) -
     return None if row is None else json.loads(row[0])
 
 
-def _served(work: WorkFilter, table: str = "batches") -> tuple[str, tuple]:
-    """The condition "a batch this process serves" (table: a fixed string)."""
-    condition = f"{table}.endpoint IN ({', '.join('?' for _ in work.endpoints)})"
+def _served(work: WorkFilter, now: float) -> tuple[str, tuple]:
+    """The condition "a batch (`b`) whose lines this process runs": of its endpoints, and of its models or of one
+    no live process announces."""
+    condition = f"b.endpoint IN ({', '.join('?' for _ in work.endpoints)})"
     if work.models is None:
         return condition, tuple(work.endpoints)
-    return (f"{condition} AND {table}.model IN ({', '.join('?' for _ in work.models)})",
-            (*work.endpoints, *work.models))
+    unserved = "NOT EXISTS (SELECT 1 FROM batch_workers w WHERE w.seen_until >= ? AND w.model IN (b.model, ?))"
+    return (f"{condition} AND (b.model IN ({', '.join('?' for _ in work.models)}) OR {unserved})",
+            (*work.endpoints, *work.models, now, ANY_MODEL))
 
 
-def _claim_batch(conn: sqlite3.Connection, owner: str, lease_seconds: float, work: WorkFilter
-                 ) -> tuple[dict, str | None] | None:
+def _claim_batch(conn: sqlite3.Connection, owner: str, lease_seconds: float) -> tuple[dict, str | None] | None:
     now = time.time()
-    served, served_params = _served(work)
-    running_chunks = "SELECT 1 FROM batch_chunks c WHERE c.batch_id = batches.id AND c.owner IS NOT NULL AND " \
-                     "c.lease_until >= ?"
+    no_chunk_running = "NOT EXISTS (SELECT 1 FROM batch_chunks c WHERE c.batch_id = batches.id AND " \
+                       "c.owner IS NOT NULL AND c.lease_until >= ?)"
     with _transaction(conn):
         row = conn.execute(
-            f"SELECT id, body, tenant FROM batches WHERE {_FREE} AND (status = 'validating' OR ({served} AND ("
-            "status = 'finalizing' OR "
-            "(status = 'cancelling' AND NOT EXISTS (" + running_chunks + ")) OR "
-            "(status = 'in_progress' AND (expires_at <= ? OR NOT EXISTS (SELECT 1 FROM batch_chunks c WHERE "
-            "c.batch_id = batches.id AND c.done = 0)))))) ORDER BY created_at LIMIT 1",
-            (now, *served_params, now, now)).fetchone()
+            f"SELECT id, body, tenant FROM batches WHERE {_FREE} AND (status IN ('validating', 'finalizing') OR "
+            f"(status = 'cancelling' AND {no_chunk_running}) OR (status = 'in_progress' AND ((expires_at <= ? AND "
+            f"{no_chunk_running}) OR NOT EXISTS (SELECT 1 FROM batch_chunks c WHERE c.batch_id = batches.id AND "
+            "c.done = 0)))) ORDER BY created_at LIMIT 1", (now, now, now, now)).fetchone()
         if row is None:
             return None
         conn.execute("UPDATE batches SET owner = ?, lease_until = ? WHERE id = ?", (owner, now + lease_seconds, row[0]))
     return json.loads(row[1]), row[2]
+
+
+def _announce(conn: sqlite3.Connection, owner: str, work: WorkFilter, seconds: float) -> None:
+    now = time.time()
+    with _transaction(conn):
+        conn.execute("DELETE FROM batch_workers WHERE owner = ? OR seen_until < ?", (owner, now))
+        conn.executemany("INSERT INTO batch_workers (owner, model, seen_until) VALUES (?, ?, ?)",
+                         [(owner, model, now + seconds) for model in (work.models or (ANY_MODEL,))])
 
 
 def _add_lines(conn: sqlite3.Connection, batch_id: str, owner: str, lines: list[BatchLine], chunk_lines: int) -> bool:
@@ -238,7 +263,7 @@ def _add_lines(conn: sqlite3.Connection, batch_id: str, owner: str, lines: list[
 def _claim_chunk(conn: sqlite3.Connection, owner: str, lease_seconds: float, work: WorkFilter
                  ) -> ChunkClaim | None:
     now = time.time()
-    served, served_params = _served(work, "b")
+    served, served_params = _served(work, now)
     with _transaction(conn):
         row = conn.execute(
             "SELECT c.batch_id, c.chunk, b.body, b.tenant FROM batch_chunks c JOIN batches b ON b.id = c.batch_id "

@@ -8,12 +8,13 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from rostra.store.batch_store import LineCounts
+from rostra.store.batch_store import FINAL_STATUSES, LineCounts
+
+__all__ = ["FINAL_STATUSES"]  # the store's, where a final batch is never rewritten
 
 # The endpoints a batch may name, and the route each line then takes.
 ENDPOINTS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses", "/v1/messages")
 FILE_PURPOSES = ("batch", "user_data")
-FINAL_STATUSES = ("completed", "failed", "expired", "cancelled")
 # expires_after's bounds in seconds, as OpenAI's (an hour to 30 days; the least is a setting, --min-file-expiry)
 MIN_EXPIRY, MAX_EXPIRY = 3600, 30 * 24 * 3600
 # The batch's output_expires_after, kept in the stored batch for its finalizer but not in the object shown: OpenAI's

@@ -15,8 +15,9 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
+from typing import TypeVar
 
 from rostra.api.batches.dispatch import Asgi, run_line
 from rostra.api.batches.lines import LineChecker, check_block
@@ -26,6 +27,7 @@ from rostra.store.blobs import Blobs, lines_of, rechunked
 from rostra.store.tables import dumps
 
 log = logging.getLogger("rostra.batches")
+T = TypeVar("T")
 VALIDATION_BLOCK = 2000  # input lines checked and stored per transaction
 
 
@@ -37,6 +39,9 @@ class BatchSettings:
     poll_interval: float = 0.5  # how often an idle worker looks for work
     window_seconds: int = 24 * 3600  # the completion window ("24h")
     sweep_interval: float = 60.0  # how often expired files are deleted (they are invisible from their expiry on)
+    # How long the models a process announces count as served after it last said so: long enough that a restart
+    # does not hand its batches to a process that would answer their lines model_not_found.
+    announce_seconds: float = 60.0
 
 
 def output_file_id(batch_id: str, kind: str) -> str:
@@ -46,14 +51,17 @@ def output_file_id(batch_id: str, kind: str) -> str:
 
 class BatchWorker:
     def __init__(self, store: BatchStore, blobs: Blobs, app: Asgi, settings: BatchSettings,
-                 busy: Callable[[], bool], work: Callable[[], WorkFilter]):
+                 busy: Callable[[], bool], work: Callable[[], WorkFilter],
+                 resolve_model: Callable[[str], str] = lambda name: name):
         self.store, self.blobs, self.app, self.settings = store, blobs, app, settings
         self.busy = busy  # an online request waits for a slot: batch lines wait too
         self.work = work
+        self.resolve_model = resolve_model  # the model that answers a name (--model-alias), as online
         self.owner = f"worker-{secrets.token_hex(6)}"
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._next_sweep = 0.0  # when to delete the expired files next (time.monotonic())
+        self._next_announce = 0.0  # when to tell the store again which models this process serves
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name="rostra-batch-worker")
@@ -88,11 +96,15 @@ class BatchWorker:
         if time.monotonic() >= self._next_sweep:
             self._next_sweep = time.monotonic() + self.settings.sweep_interval
             await self.delete_expired_files()
-        claimed = await self.store.claim_batch(self.owner, self.settings.lease_seconds, self.work())
+        claimed = await self.store.claim_batch(self.owner, self.settings.lease_seconds)
         if claimed is not None:
             await self._advance(*claimed)
             return True
-        chunk = await self.store.claim_chunk(self.owner, self.settings.lease_seconds, self.work())
+        work = self.work()
+        if time.monotonic() >= self._next_announce:
+            self._next_announce = time.monotonic() + self.settings.lease_seconds / 3
+            await self.store.announce(self.owner, work, self.settings.announce_seconds)
+        chunk = await self.store.claim_chunk(self.owner, self.settings.lease_seconds, work)
         if chunk is None:
             return False
         await self._run_chunk(chunk)
@@ -136,7 +148,7 @@ class BatchWorker:
             failed = {**batch, "status": "failed", "failed_at": now, "errors": {"object": "list", "data": [error]}}
             await self.store.update_batch(failed, self.owner)
             return
-        model = checker.model
+        model = None if checker.model is None else self.resolve_model(checker.model)
         counts = await self.store.counts(batch["id"])
         started = with_counts({**batch, "status": "in_progress", "in_progress_at": now, "model": model}, counts)
         if await self.store.update_batch(started, self.owner):
@@ -145,7 +157,17 @@ class BatchWorker:
             await self.store.renew_batch(batch["id"], self.owner, -1.0)
 
     async def _finalize(self, batch: dict[str, Any], tenant: str | None, status: str) -> None:
-        """Write the output and error files (the lines not answered, if cancelled or expired, as errors)."""
+        """Write the output and error files (the lines not answered, if cancelled or expired, as errors) and then
+        the final object, under the batch's lease, renewed while the files are written (a large output outlives one
+        lease). A finalizer that loses the lease stops; whoever claims the batch next writes the same files (the
+        same ids) again, and the final object is written once (the store never rewrites a final batch)."""
+        final = await self._while_leased(batch["id"], self._write_results(batch, tenant, status))
+        if final is not None and await self.store.update_batch(final, self.owner):
+            log.info("batch %s %s: %s", batch["id"], status, final["request_counts"])
+
+    async def _write_results(self, batch: dict[str, Any], tenant: str | None, status: str) -> dict[str, Any]:
+        """The output and error files written; the final object, counted as they are (no line is answered from
+        the batch's claim on: store.claim_batch)."""
         unanswered = LineError(f"batch_{status}", f"the batch was {status} before this line ran")
         written = {}
         expires_after = (batch.get(OUTPUT_EXPIRY) or {}).get("seconds")
@@ -165,31 +187,53 @@ class BatchWorker:
         unanswered_count = counts.total - counts.completed - counts.failed
         final = with_counts({**batch, **written, "status": status, f"{status}_at": int(time.time())}, counts)
         final["request_counts"]["failed"] += unanswered_count
-        if await self.store.update_batch(final, self.owner):
-            log.info("batch %s %s: %s", batch["id"], status, final["request_counts"])
+        return final
+
+    async def _while_leased(self, batch_id: str, work: Coroutine[Any, Any, T]) -> T | None:
+        """`work`'s result, run while this process renews its lease on the batch; None (and `work` cancelled) if
+        the lease is lost meanwhile."""
+        task = asyncio.ensure_future(work)
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=self.settings.lease_seconds / 3)
+                if done:
+                    return task.result()
+                if not await self.store.renew_batch(batch_id, self.owner, self.settings.lease_seconds):
+                    log.warning("batch %s: lease lost to another process; its work stopped", batch_id)
+                    return None
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     async def _run_chunk(self, claim: ChunkClaim) -> None:
+        """The chunk's lines, at most `concurrency` at once; all of them stopped (running or waiting) when the
+        chunk's lease is lost or its batch stops (cancel, expiry): the chunk is then released at once, and its
+        batch finalized with exactly the lines answered so far."""
         batch_id = claim.batch["id"]
-        running = asyncio.Event()  # cleared when the lease is lost or the batch stops (cancel, expiry)
-        running.set()
-        renewer = asyncio.create_task(self._renew(batch_id, claim.chunk, running))
         slots = asyncio.Semaphore(self.settings.concurrency)
 
         async def one(line: PendingLine) -> None:
             async with slots:
-                while running.is_set() and self.busy():  # online requests first
+                while self.busy():  # online requests first
                     await asyncio.sleep(0.01)
-                if running.is_set():
-                    await self._run_one(claim, line)
+                await self._run_one(claim, line)
 
+        lines = [asyncio.create_task(one(line)) for line in claim.lines]
+        renewer = asyncio.create_task(self._renew(batch_id, claim.chunk, lines))
         try:
-            await asyncio.gather(*(one(line) for line in claim.lines))
+            if lines:
+                await asyncio.wait(lines)
         finally:
-            renewer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await renewer
+            for task in (renewer, *lines):
+                task.cancel()
+            await asyncio.gather(renewer, *lines, return_exceptions=True)
             await self.store.release_chunk(batch_id, claim.chunk, self.owner)
             log.info("batch %s chunk %d: %d lines run by %s", batch_id, claim.chunk, len(claim.lines), self.owner)
+        errors = [error for task in lines if not task.cancelled() and (error := task.exception()) is not None]
+        if errors:
+            raise errors[0]  # a store error: logged, and the step retried
 
     async def _run_one(self, claim: ChunkClaim, line: PendingLine) -> None:
         request_id = "req_" + secrets.token_hex(12)
@@ -207,12 +251,13 @@ class BatchWorker:
             log.warning("batch %s line %d: answered after its chunk was taken over; not written",
                         claim.batch["id"], line.number)
 
-    async def _renew(self, batch_id: str, chunk: int, running: asyncio.Event) -> None:
+    async def _renew(self, batch_id: str, chunk: int, lines: list[asyncio.Task[None]]) -> None:
         while True:
-            # Often enough that a cancel or the batch's expiry stops new lines soon, not only to keep the lease.
+            # Often enough that a cancel or the batch's expiry stops its lines soon, not only to keep the lease.
             await asyncio.sleep(min(self.settings.lease_seconds / 3, 0.5))
             if not await self.store.renew_chunk(batch_id, chunk, self.owner, self.settings.lease_seconds):
-                running.clear()
+                for task in lines:
+                    task.cancel()
                 return
 
 
