@@ -9,10 +9,16 @@ import json
 import time
 from collections.abc import AsyncIterator
 
+import pytest
+
+from rostra.api.batches.objects import FINAL_STATUSES
+from rostra.api.batches.service import BatchesService
 from rostra.api.batches.worker import BatchSettings, BatchWorker, output_file_id
+from rostra.errors import InvalidRequest
 from rostra.store.batch_sqlite import SqliteBatchStore
 from rostra.store.batch_store import BatchLine, WorkFilter
 from rostra.store.blobs import DirectoryBlobs
+from rostra.store.tenancy import EVERYONE
 
 CHAT = "/v1/chat/completions"
 LEASE = 0.3
@@ -98,6 +104,40 @@ def test_a_finalizer_that_lost_its_lease_stops_and_the_next_ends_the_batch(tmp_p
             assert await first  # it stopped without writing (the batch is final: nothing is rewritten)
             batch = await store.get_batch("batch_two")
             assert batch["status"] == "completed" and batch["request_counts"]["completed"] == 400
+        finally:
+            await store.close()
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("cancel_first", [True, False])
+def test_a_cancel_and_the_finalizers_claim_in_one_loop_turn(tmp_path, cancel_first):
+    """Every line answered; a cancel and the worker's next step in one loop turn, in either order: the batch ends
+    once, `cancelled` if the cancel was accepted (it was `cancelling` before the worker's move to finalizing, which
+    then gives way), else `completed`, the cancel refused with the status it found; every line in its output."""
+    async def main():
+        store, blobs = SqliteBatchStore(tmp_path / "batches.sqlite3"), DirectoryBlobs(tmp_path / "files")
+        await store.open()
+        try:
+            await answered_batch(store, "batch_race", 5)
+            worker = worker_on(store, blobs)
+            service = BatchesService(store, blobs, worker, max_file_bytes=1 << 20)
+            cancel = service.cancel_batch("batch_race", EVERYONE)
+            step = worker.step()
+            results = await asyncio.gather(*((cancel, step) if cancel_first else (step, cancel)),
+                                           return_exceptions=True)
+            cancelled = results[0 if cancel_first else 1]
+            while (await store.get_batch("batch_race"))["status"] not in FINAL_STATUSES:
+                assert await worker.step()
+            batch = await store.get_batch("batch_race")
+            if isinstance(cancelled, InvalidRequest):
+                assert batch["status"] == "completed" and "is finalizing" in str(cancelled)
+            else:
+                assert not isinstance(cancelled, BaseException) and cancelled["status"] == "cancelling"
+                assert batch["status"] == "cancelled"
+            assert batch["request_counts"] == {"total": 5, "completed": 5, "failed": 0}
+            written = b"".join([chunk async for chunk in blobs.read(batch["output_file_id"])]).splitlines()
+            assert len(written) == 5 and batch.get("error_file_id") is None
+            assert not await worker.step()
         finally:
             await store.close()
     asyncio.run(main())

@@ -70,8 +70,10 @@ SCHEMA_TABLE = "rostra_batch_schema"
 
 _LIVE = f"(expires_at IS NULL OR expires_at > {NOW})"  # a file not expired
 _FREE = f"(owner IS NULL OR lease_until < {NOW})"  # nobody holds the lease
-# A final batch is never rewritten: a finalizer that lost its lease, or ran twice, writes nothing.
-_NOT_FINAL = f"status NOT IN ({', '.join(repr(status) for status in FINAL_STATUSES)})"
+# A final batch is never rewritten (a finalizer that lost its lease, or ran twice, writes nothing), and a cancel wins
+# over a move to in_progress (the validator's) or finalizing (the last chunk's). Parameter $1: the new status.
+_GUARD = (f"status NOT IN ({', '.join(repr(status) for status in FINAL_STATUSES)}) "
+          "AND NOT (status = 'cancelling' AND $1 IN ('in_progress', 'finalizing'))")
 _NO_CHUNK_RUNNING = ("NOT EXISTS (SELECT 1 FROM rostra_batch_chunks c WHERE c.batch_id = b.id AND c.owner IS NOT NULL "
                      f"AND c.lease_until >= {NOW})")
 
@@ -155,14 +157,12 @@ class PostgresBatchStore(BatchStore):
     async def update_batch(self, batch: dict, owner: str | None = None) -> bool:
         if owner is None:
             done = await self.pool.execute("UPDATE rostra_batches SET status = $1, body = $2, model = $3 WHERE id = $4 "
-                                           f"AND {_NOT_FINAL}", batch["status"], dumps(batch), batch.get("model"),
+                                           f"AND {_GUARD}", batch["status"], dumps(batch), batch.get("model"),
                                            batch["id"])
         else:
-            # A cancel that came during validation wins over the validator's move to in_progress.
             done = await self.pool.execute(
                 "UPDATE rostra_batches SET status = $1, body = $2, model = $3, owner = NULL, lease_until = NULL "
-                f"WHERE id = $4 AND owner = $5 AND lease_until >= {NOW} AND {_NOT_FINAL} "
-                "AND NOT (status = 'cancelling' AND $1 = 'in_progress')",
+                f"WHERE id = $4 AND owner = $5 AND lease_until >= {NOW} AND {_GUARD}",
                 batch["status"], dumps(batch), batch.get("model"), batch["id"], owner)
         return done != "UPDATE 0"
 

@@ -186,19 +186,18 @@ def _page(conn: sqlite3.Connection, table: str, after: str | None, limit: int, o
 
 
 def _update_batch(conn: sqlite3.Connection, batch: dict, owner: str | None) -> bool:
-    # A final batch is never rewritten: a finalizer that lost its lease, or ran twice, writes nothing.
-    not_final = f"status NOT IN ({', '.join(repr(status) for status in FINAL_STATUSES)})"
-    params: tuple[Any, ...]
+    # A final batch is never rewritten (a finalizer that lost its lease, or ran twice, writes nothing), and a cancel
+    # wins over a move to in_progress (the validator's) or finalizing (the last chunk's).
+    guard = (f"status NOT IN ({', '.join(repr(status) for status in FINAL_STATUSES)}) "
+             "AND NOT (status = 'cancelling' AND ? IN ('in_progress', 'finalizing'))")
+    params: tuple[Any, ...] = (batch["status"], dumps(batch), batch.get("model"), batch["id"])
     if owner is None:
-        sql, params = f"UPDATE batches SET status = ?, body = ?, model = ? WHERE id = ? AND {not_final}", (
-            batch["status"], dumps(batch), batch.get("model"), batch["id"])
+        sql = f"UPDATE batches SET status = ?, body = ?, model = ? WHERE id = ? AND {guard}"
+        params = (*params, batch["status"])
     else:
-        # A cancel that came during validation wins over the validator's move to in_progress.
         sql = ("UPDATE batches SET status = ?, body = ?, model = ?, owner = NULL, lease_until = NULL WHERE id = ? "
-               f"AND owner = ? AND lease_until >= ? AND {not_final} "
-               "AND NOT (status = 'cancelling' AND ? = 'in_progress')")
-        params = (batch["status"], dumps(batch), batch.get("model"), batch["id"], owner, time.time(),
-                  batch["status"])
+               f"AND owner = ? AND lease_until >= ? AND {guard}")
+        params = (*params, owner, time.time(), batch["status"])
     return conn.execute(sql, params).rowcount > 0
 
 

@@ -127,7 +127,7 @@ class BatchStore(ABC):
     @abstractmethod
     async def update_batch(self, batch: dict, owner: str | None = None) -> bool:
         """Replace the batch object (its `status` column follows), unless it is final already (a finalization is
-        written once). With `owner`: only while it holds the batch's lease, which is then dropped. False if nothing
+        written once) or a cancel came before a move to `in_progress` or `finalizing`. With `owner`: only while it holds the batch's lease, which is then dropped. False if nothing
         was written."""
 
     @abstractmethod

@@ -146,9 +146,9 @@ class BatchesService:
             return batch  # asked twice: the same answer
         cancelling = {**batch, "status": "cancelling", "cancelling_at": int(time.time())}
         stored = await self.store.request_cancel(batch_id, cancelling)
-        if stored is None or stored["status"] != "cancelling":
-            raise InvalidRequest(f"the batch is {batch['status']}: it can no longer be cancelled",
-                                 param="batch_id")
+        if stored is None or stored["status"] != "cancelling":  # it moved on meanwhile: say to what
+            status = batch["status"] if stored is None else stored["status"]
+            raise InvalidRequest(f"the batch is {status}: it can no longer be cancelled", param="batch_id")
         self.worker.wake()
         return stored
 

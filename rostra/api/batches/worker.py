@@ -127,9 +127,12 @@ class BatchWorker:
         elif batch["expires_at"] <= time.time():
             await self._finalize(batch, tenant, "expired")
         else:
-            batch = {**batch, "status": "finalizing", "finalizing_at": int(time.time())}
-            await self.store.update_batch(batch)
-            await self._finalize(batch, tenant, "completed")
+            finalizing = {**batch, "status": "finalizing", "finalizing_at": int(time.time())}
+            if await self.store.update_batch(finalizing):
+                await self._finalize(finalizing, tenant, "completed")
+            elif (cancelling := await self.store.get_batch(batch["id"])) is not None:
+                # A cancel came since the claim: it was accepted, so the batch ends cancelled (its lines answered).
+                await self._finalize(cancelling, tenant, "cancelled")
 
     async def _validate(self, batch: dict[str, Any]) -> None:
         now = int(time.time())
