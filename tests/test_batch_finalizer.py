@@ -16,6 +16,7 @@ from rostra.api.batches.service import BatchesService
 from rostra.api.batches.worker import BatchSettings, BatchWorker, output_file_id
 from rostra.errors import InvalidRequest
 from rostra.store.batch_sqlite import SqliteBatchStore
+from rostra.store.batch_objects import Batch, RequestCounts
 from rostra.store.batch_store import BatchLine, WorkFilter
 from rostra.store.blobs import DirectoryBlobs
 from rostra.store.tenancy import EVERYONE
@@ -40,13 +41,12 @@ class SlowDisk(DirectoryBlobs):
 async def answered_batch(store: SqliteBatchStore, batch_id: str, count: int) -> None:
     """A batch in progress whose lines are all answered (every chunk done): next, its finalization."""
     now = int(time.time())
-    await store.create_batch({"id": batch_id, "object": "batch", "endpoint": CHAT, "status": "validating",
-                              "created_at": now, "expires_at": now + 3600, "input_file_id": "file-in",
-                              "model": None, "request_counts": {"total": 0, "completed": 0, "failed": 0}}, None)
+    await store.create_batch(Batch(id=batch_id, endpoint=CHAT, status="validating", created_at=now,
+                                   expires_at=now + 3600, input_file_id="file-in"), None)
     claimed = await store.claim_batch("validator", 5)
     assert claimed is not None
     assert await store.add_lines(batch_id, "validator", [BatchLine(n, f"c{n}", "{}") for n in range(count)], count)
-    assert await store.update_batch({**claimed[0], "status": "in_progress"}, "validator")
+    assert await store.update_batch(claimed[0].moved("in_progress", now), "validator")
     chunk = await store.claim_chunk("runner", 5, WorkFilter((CHAT,)))
     assert chunk is not None
     for line in chunk.lines:
@@ -74,10 +74,10 @@ def test_a_finalizer_slower_than_its_lease_ends_the_batch_once(tmp_path):
             assert await worker.step()
             assert time.monotonic() - started > LEASE * 2  # it did outlive its lease
             batch = await store.get_batch("batch_slow")
-            assert batch["status"] == "completed", batch["status"]
-            assert batch["request_counts"] == {"total": 400, "completed": 400, "failed": 0}
-            assert batch["output_file_id"] == output_file_id("batch_slow", "o")
-            written = b"".join([chunk async for chunk in blobs.read(batch["output_file_id"])]).splitlines()
+            assert batch.status == "completed", batch.status
+            assert batch.request_counts == RequestCounts(total=400, completed=400, failed=0)
+            assert batch.output_file_id == output_file_id("batch_slow", "o")
+            written = b"".join([chunk async for chunk in blobs.read(batch.output_file_id)]).splitlines()
             assert [json.loads(line)["custom_id"] for line in written] == [f"c{n}" for n in range(400)]
             assert not await worker.step()  # nothing left: not claimed again
         finally:
@@ -95,15 +95,15 @@ def test_a_finalizer_that_lost_its_lease_stops_and_the_next_ends_the_batch(tmp_p
             await answered_batch(store, "batch_two", 400)
             stalled, other = worker_on(store, blobs), worker_on(store, DirectoryBlobs(tmp_path / "files"))
             first = asyncio.create_task(stalled.step())
-            while (await store.get_batch("batch_two"))["status"] != "finalizing":
+            while (await store.get_batch("batch_two")).status != "finalizing":
                 await asyncio.sleep(0.01)
             # The stalled finalizer's lease lapses (as if its process froze) and the other claims the batch.
             await store.renew_batch("batch_two", stalled.owner, -1.0)
             assert await other.step()
-            assert (await store.get_batch("batch_two"))["status"] == "completed"
+            assert (await store.get_batch("batch_two")).status == "completed"
             assert await first  # it stopped without writing (the batch is final: nothing is rewritten)
             batch = await store.get_batch("batch_two")
-            assert batch["status"] == "completed" and batch["request_counts"]["completed"] == 400
+            assert batch.status == "completed" and batch.request_counts.completed == 400
         finally:
             await store.close()
     asyncio.run(main())
@@ -126,17 +126,17 @@ def test_a_cancel_and_the_finalizers_claim_in_one_loop_turn(tmp_path, cancel_fir
             results = await asyncio.gather(*((cancel, step) if cancel_first else (step, cancel)),
                                            return_exceptions=True)
             cancelled = results[0 if cancel_first else 1]
-            while (await store.get_batch("batch_race"))["status"] not in FINAL_STATUSES:
+            while (await store.get_batch("batch_race")).status not in FINAL_STATUSES:
                 assert await worker.step()
             batch = await store.get_batch("batch_race")
             if isinstance(cancelled, InvalidRequest):
-                assert batch["status"] == "completed" and "is finalizing" in str(cancelled)
+                assert batch.status == "completed" and "is finalizing" in str(cancelled)
             else:
-                assert not isinstance(cancelled, BaseException) and cancelled["status"] == "cancelling"
-                assert batch["status"] == "cancelled"
-            assert batch["request_counts"] == {"total": 5, "completed": 5, "failed": 0}
-            written = b"".join([chunk async for chunk in blobs.read(batch["output_file_id"])]).splitlines()
-            assert len(written) == 5 and batch.get("error_file_id") is None
+                assert not isinstance(cancelled, BaseException) and cancelled.status == "cancelling"
+                assert batch.status == "cancelled"
+            assert batch.request_counts == RequestCounts(total=5, completed=5, failed=0)
+            written = b"".join([chunk async for chunk in blobs.read(batch.output_file_id)]).splitlines()
+            assert len(written) == 5 and batch.error_file_id is None
             assert not await worker.step()
         finally:
             await store.close()

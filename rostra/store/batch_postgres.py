@@ -8,7 +8,6 @@ Batch tables migrate apart from the Responses tables in the same database.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,9 +17,11 @@ from rostra.store.base import StoreError
 from rostra.store.batch_store import (
     ANY_MODEL,
     FINAL_STATUSES,
+    Batch,
     BatchLine,
     BatchStore,
     ChunkClaim,
+    FileObject,
     LineCounts,
     LineResult,
     PendingLine,
@@ -28,7 +29,6 @@ from rostra.store.batch_store import (
 )
 from rostra.store.blobs import Blobs, too_large
 from rostra.store.postgres_pool import NOW, created_page, open_pool, tenant_visible
-from rostra.store.tables import dumps
 from rostra.store.tenancy import EVERYONE, Tenant
 
 MIGRATIONS: list[str] = [
@@ -99,21 +99,22 @@ class PostgresBatchStore(BatchStore):
 
     # -- files ----------------------------------------------------------------------------------
 
-    async def create_file(self, file: dict, tenant: str | None) -> None:
+    async def create_file(self, file: FileObject, tenant: str | None) -> None:
         await self.pool.execute(
             "INSERT INTO rostra_files (id, tenant, created_at, purpose, expires_at, body) VALUES ($1, $2, $3, $4, $5, "
             "$6) ON CONFLICT (id) DO UPDATE SET tenant = $2, created_at = $3, purpose = $4, expires_at = $5, body = $6",
-            file["id"], tenant, file["created_at"], file["purpose"], file.get("expires_at"), dumps(file))
+            file.id, tenant, file.created_at, file.purpose, file.expires_at, file.stored())
 
-    async def get_file(self, file_id: str, tenant: Tenant = EVERYONE) -> dict | None:
+    async def get_file(self, file_id: str, tenant: Tenant = EVERYONE) -> FileObject | None:
         body = await self.pool.fetchval(
             f"SELECT body FROM rostra_files WHERE id = $1 AND {tenant_visible(2)} AND {_LIVE}", file_id,
             *tenant.sql_params())
-        return None if body is None else json.loads(body)
+        return None if body is None else FileObject.model_validate_json(body)
 
     async def list_files(self, *, after: str | None, limit: int, order: str, purpose: str | None,
-                         tenant: Tenant = EVERYONE) -> tuple[list[dict], bool]:
-        return await self._page("rostra_files", after, limit, order, purpose, tenant)
+                         tenant: Tenant = EVERYONE) -> tuple[list[FileObject], bool]:
+        rows, more = await self._page("rostra_files", after, limit, order, purpose, tenant)
+        return [FileObject.model_validate(row) for row in rows], more
 
     async def delete_file(self, file_id: str, tenant: Tenant = EVERYONE) -> bool:
         done = await self.pool.execute(f"DELETE FROM rostra_files WHERE id = $1 AND {tenant_visible(2)} AND {_LIVE}",
@@ -125,7 +126,8 @@ class PostgresBatchStore(BatchStore):
         return [row["id"] for row in rows]
 
     async def _page(self, table: str, after: str | None, limit: int, order: str, purpose: str | None,
-                    tenant: Tenant) -> tuple[list[dict], bool]:
+                    tenant: Tenant) -> tuple[list[dict[str, Any]], bool]:
+        """One page of rows' bodies, parsed (the caller validates them as its model)."""
         conditions, params = [tenant_visible(1)], list[Any](tenant.sql_params())
         if table == "rostra_files":
             conditions.append(_LIVE)
@@ -138,42 +140,41 @@ class PostgresBatchStore(BatchStore):
 
     # -- batches ----------------------------------------------------------------------------------
 
-    async def create_batch(self, batch: dict, tenant: str | None) -> None:
+    async def create_batch(self, batch: Batch, tenant: str | None) -> None:
         await self.pool.execute(
             "INSERT INTO rostra_batches (id, tenant, created_at, status, endpoint, expires_at, body) "
             "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            batch["id"], tenant, batch["created_at"], batch["status"], batch["endpoint"], batch["expires_at"],
-            dumps(batch))
+            batch.id, tenant, batch.created_at, batch.status, batch.endpoint, batch.expires_at, batch.stored())
 
-    async def get_batch(self, batch_id: str, tenant: Tenant = EVERYONE) -> dict | None:
+    async def get_batch(self, batch_id: str, tenant: Tenant = EVERYONE) -> Batch | None:
         body = await self.pool.fetchval(f"SELECT body FROM rostra_batches WHERE id = $1 AND {tenant_visible(2)}",
                                         batch_id, *tenant.sql_params())
-        return None if body is None else json.loads(body)
+        return None if body is None else Batch.model_validate_json(body)
 
     async def list_batches(self, *, after: str | None, limit: int, tenant: Tenant = EVERYONE
-                           ) -> tuple[list[dict], bool]:
-        return await self._page("rostra_batches", after, limit, "desc", None, tenant)
+                           ) -> tuple[list[Batch], bool]:
+        rows, more = await self._page("rostra_batches", after, limit, "desc", None, tenant)
+        return [Batch.model_validate(row) for row in rows], more
 
-    async def update_batch(self, batch: dict, owner: str | None = None) -> bool:
+    async def update_batch(self, batch: Batch, owner: str | None = None) -> bool:
         if owner is None:
             done = await self.pool.execute("UPDATE rostra_batches SET status = $1, body = $2, model = $3 WHERE id = $4 "
-                                           f"AND {_GUARD}", batch["status"], dumps(batch), batch.get("model"),
-                                           batch["id"])
+                                           f"AND {_GUARD}", batch.status, batch.stored(), batch.model, batch.id)
         else:
             done = await self.pool.execute(
                 "UPDATE rostra_batches SET status = $1, body = $2, model = $3, owner = NULL, lease_until = NULL "
                 f"WHERE id = $4 AND owner = $5 AND lease_until >= {NOW} AND {_GUARD}",
-                batch["status"], dumps(batch), batch.get("model"), batch["id"], owner)
+                batch.status, batch.stored(), batch.model, batch.id, owner)
         return done != "UPDATE 0"
 
-    async def request_cancel(self, batch_id: str, cancelling: dict) -> dict | None:
+    async def request_cancel(self, batch_id: str, cancelling: Batch) -> Batch | None:
         async with self.pool.acquire() as conn, conn.transaction():
             await conn.execute("UPDATE rostra_batches SET status = 'cancelling', body = $1 WHERE id = $2 AND status IN "
-                               "('validating', 'in_progress')", dumps(cancelling), batch_id)
+                               "('validating', 'in_progress')", cancelling.stored(), batch_id)
             body = await conn.fetchval("SELECT body FROM rostra_batches WHERE id = $1", batch_id)
-        return None if body is None else json.loads(body)
+        return None if body is None else Batch.model_validate_json(body)
 
-    async def claim_batch(self, owner: str, lease_seconds: float) -> tuple[dict, str | None] | None:
+    async def claim_batch(self, owner: str, lease_seconds: float) -> tuple[Batch, str | None] | None:
         async with self.pool.acquire() as conn, conn.transaction():
             row = await conn.fetchrow(
                 f"SELECT id, body, tenant FROM rostra_batches b WHERE {_FREE} AND (status IN ('validating', "
@@ -184,7 +185,7 @@ class PostgresBatchStore(BatchStore):
                 return None
             await conn.execute(f"UPDATE rostra_batches SET owner = $1, lease_until = {NOW} + $2::float8 "
                                "WHERE id = $3", owner, lease_seconds, row["id"])
-        return json.loads(row["body"]), row["tenant"]
+        return Batch.model_validate_json(row["body"]), row["tenant"]
 
     async def announce(self, owner: str, work: WorkFilter, seconds: float) -> None:
         async with self.pool.acquire() as conn, conn.transaction():
@@ -229,7 +230,7 @@ class PostgresBatchStore(BatchStore):
                                "WHERE batch_id = $3 AND chunk = $4", owner, lease_seconds, row["batch_id"], row["chunk"])
             pending = await conn.fetch("SELECT number, custom_id, request FROM rostra_batch_lines WHERE batch_id = $1 "
                                        "AND chunk = $2 AND result IS NULL ORDER BY number", row["batch_id"], row["chunk"])
-        return ChunkClaim(json.loads(row["body"]), row["tenant"], row["chunk"],
+        return ChunkClaim(Batch.model_validate_json(row["body"]), row["tenant"], row["chunk"],
                           [PendingLine(line["number"], line["custom_id"], line["request"]) for line in pending])
 
     async def renew_chunk(self, batch_id: str, chunk: int, owner: str, lease_seconds: float) -> bool:

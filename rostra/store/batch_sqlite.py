@@ -7,7 +7,6 @@ writes that take the write lock up front, leases).
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from collections.abc import Callable
@@ -17,9 +16,11 @@ from typing import Any, TypeVar
 from rostra.store.batch_store import (
     ANY_MODEL,
     FINAL_STATUSES,
+    Batch,
     BatchLine,
     BatchStore,
     ChunkClaim,
+    FileObject,
     LineCounts,
     LineResult,
     PendingLine,
@@ -27,7 +28,6 @@ from rostra.store.batch_store import (
 )
 from rostra.store.sqlite_connection import ConnectionThread, created_page
 from rostra.store.sqlite_connection import transaction as _transaction
-from rostra.store.tables import dumps
 from rostra.store.tenancy import EVERYONE, Tenant
 
 T = TypeVar("T")
@@ -82,17 +82,19 @@ class SqliteBatchStore(BatchStore):
 
     # -- files ----------------------------------------------------------------------------------
 
-    async def create_file(self, file: dict, tenant: str | None) -> None:
+    async def create_file(self, file: FileObject, tenant: str | None) -> None:
         await self._run(lambda conn: conn.execute(
             "INSERT OR REPLACE INTO files (id, tenant, created_at, purpose, expires_at, body) VALUES (?, ?, ?, ?, ?, ?)",
-            (file["id"], tenant, file["created_at"], file["purpose"], file.get("expires_at"), dumps(file))))
+            (file.id, tenant, file.created_at, file.purpose, file.expires_at, file.stored())))
 
-    async def get_file(self, file_id: str, tenant: Tenant = EVERYONE) -> dict | None:
-        return await self._run(_get, "files", file_id, tenant)
+    async def get_file(self, file_id: str, tenant: Tenant = EVERYONE) -> FileObject | None:
+        body = await self._run(_get, "files", file_id, tenant)
+        return None if body is None else FileObject.model_validate_json(body)
 
     async def list_files(self, *, after: str | None, limit: int, order: str, purpose: str | None,
-                         tenant: Tenant = EVERYONE) -> tuple[list[dict], bool]:
-        return await self._run(_page, "files", after, limit, order, purpose, tenant)
+                         tenant: Tenant = EVERYONE) -> tuple[list[FileObject], bool]:
+        rows, more = await self._run(_page, "files", after, limit, order, purpose, tenant)
+        return [FileObject.model_validate(row) for row in rows], more
 
     async def delete_file(self, file_id: str, tenant: Tenant = EVERYONE) -> bool:
         return await self._run(lambda conn: conn.execute(
@@ -105,27 +107,30 @@ class SqliteBatchStore(BatchStore):
 
     # -- batches ----------------------------------------------------------------------------------
 
-    async def create_batch(self, batch: dict, tenant: str | None) -> None:
+    async def create_batch(self, batch: Batch, tenant: str | None) -> None:
         await self._run(lambda conn: conn.execute(
             "INSERT INTO batches (id, tenant, created_at, status, endpoint, expires_at, body) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (batch["id"], tenant, batch["created_at"], batch["status"], batch["endpoint"], batch["expires_at"],
-             dumps(batch))))
+            (batch.id, tenant, batch.created_at, batch.status, batch.endpoint, batch.expires_at, batch.stored())))
 
-    async def get_batch(self, batch_id: str, tenant: Tenant = EVERYONE) -> dict | None:
-        return await self._run(_get, "batches", batch_id, tenant)
+    async def get_batch(self, batch_id: str, tenant: Tenant = EVERYONE) -> Batch | None:
+        body = await self._run(_get, "batches", batch_id, tenant)
+        return None if body is None else Batch.model_validate_json(body)
 
     async def list_batches(self, *, after: str | None, limit: int, tenant: Tenant = EVERYONE
-                           ) -> tuple[list[dict], bool]:
-        return await self._run(_page, "batches", after, limit, "desc", None, tenant)
+                           ) -> tuple[list[Batch], bool]:
+        rows, more = await self._run(_page, "batches", after, limit, "desc", None, tenant)
+        return [Batch.model_validate(row) for row in rows], more
 
-    async def update_batch(self, batch: dict, owner: str | None = None) -> bool:
+    async def update_batch(self, batch: Batch, owner: str | None = None) -> bool:
         return await self._run(_update_batch, batch, owner)
 
-    async def request_cancel(self, batch_id: str, cancelling: dict) -> dict | None:
-        return await self._run(_request_cancel, batch_id, cancelling)
+    async def request_cancel(self, batch_id: str, cancelling: Batch) -> Batch | None:
+        body = await self._run(_request_cancel, batch_id, cancelling)
+        return None if body is None else Batch.model_validate_json(body)
 
-    async def claim_batch(self, owner: str, lease_seconds: float) -> tuple[dict, str | None] | None:
-        return await self._run(_claim_batch, owner, lease_seconds)
+    async def claim_batch(self, owner: str, lease_seconds: float) -> tuple[Batch, str | None] | None:
+        claimed = await self._run(_claim_batch, owner, lease_seconds)
+        return None if claimed is None else (Batch.model_validate_json(claimed[0]), claimed[1])
 
     async def announce(self, owner: str, work: WorkFilter, seconds: float) -> None:
         await self._run(_announce, owner, work, seconds)
@@ -167,15 +172,16 @@ class SqliteBatchStore(BatchStore):
             f"SELECT number, custom_id, result FROM batch_lines WHERE batch_id = ? AND number > ? AND ({condition}) "
             "ORDER BY number LIMIT ?", (batch_id, after, limit))])
 
-def _get(conn: sqlite3.Connection, table: str, object_id: str, tenant: Tenant) -> dict | None:
+def _get(conn: sqlite3.Connection, table: str, object_id: str, tenant: Tenant) -> str | None:
     live, now = (f" AND {_LIVE}", (time.time(),)) if table == "files" else ("", ())
     row = conn.execute(f"SELECT body FROM {table} WHERE id = ? AND {_VISIBLE}{live}",
                        (object_id, *tenant.sql_params(), *now)).fetchone()
-    return None if row is None else json.loads(row[0])
+    return None if row is None else str(row[0])
 
 
 def _page(conn: sqlite3.Connection, table: str, after: str | None, limit: int, order: str, purpose: str | None,
-          tenant: Tenant) -> tuple[list[dict], bool]:
+          tenant: Tenant) -> tuple[list[dict[str, Any]], bool]:
+    """One page of rows' bodies, parsed (the caller validates them as its model)."""
     where, params = _VISIBLE, tuple[Any, ...](tenant.sql_params())
     if table == "files":
         where, params = f"{where} AND {_LIVE}", (*params, time.time())
@@ -185,28 +191,28 @@ def _page(conn: sqlite3.Connection, table: str, after: str | None, limit: int, o
     return created_page(conn, table, where, params, after, limit, order, tiebreak="rowid", noun=noun)
 
 
-def _update_batch(conn: sqlite3.Connection, batch: dict, owner: str | None) -> bool:
+def _update_batch(conn: sqlite3.Connection, batch: Batch, owner: str | None) -> bool:
     # A final batch is never rewritten (a finalizer that lost its lease, or ran twice, writes nothing), and a cancel
     # wins over a move to in_progress (the validator's) or finalizing (the last chunk's).
     guard = (f"status NOT IN ({', '.join(repr(status) for status in FINAL_STATUSES)}) "
              "AND NOT (status = 'cancelling' AND ? IN ('in_progress', 'finalizing'))")
-    params: tuple[Any, ...] = (batch["status"], dumps(batch), batch.get("model"), batch["id"])
+    params: tuple[Any, ...] = (batch.status, batch.stored(), batch.model, batch.id)
     if owner is None:
         sql = f"UPDATE batches SET status = ?, body = ?, model = ? WHERE id = ? AND {guard}"
-        params = (*params, batch["status"])
+        params = (*params, batch.status)
     else:
         sql = ("UPDATE batches SET status = ?, body = ?, model = ?, owner = NULL, lease_until = NULL WHERE id = ? "
                f"AND owner = ? AND lease_until >= ? AND {guard}")
-        params = (*params, owner, time.time(), batch["status"])
+        params = (*params, owner, time.time(), batch.status)
     return conn.execute(sql, params).rowcount > 0
 
 
-def _request_cancel(conn: sqlite3.Connection, batch_id: str, cancelling: dict) -> dict | None:
+def _request_cancel(conn: sqlite3.Connection, batch_id: str, cancelling: Batch) -> str | None:
     with _transaction(conn):
         conn.execute("UPDATE batches SET status = 'cancelling', body = ? WHERE id = ? AND status IN "
-                     "('validating', 'in_progress')", (dumps(cancelling), batch_id))
+                     "('validating', 'in_progress')", (cancelling.stored(), batch_id))
         row = conn.execute("SELECT body FROM batches WHERE id = ?", (batch_id,)).fetchone()
-    return None if row is None else json.loads(row[0])
+    return None if row is None else str(row[0])
 
 
 def _served(work: WorkFilter, now: float) -> tuple[str, tuple]:
@@ -220,7 +226,7 @@ def _served(work: WorkFilter, now: float) -> tuple[str, tuple]:
             (*work.endpoints, *work.models, now, ANY_MODEL))
 
 
-def _claim_batch(conn: sqlite3.Connection, owner: str, lease_seconds: float) -> tuple[dict, str | None] | None:
+def _claim_batch(conn: sqlite3.Connection, owner: str, lease_seconds: float) -> tuple[str, str | None] | None:
     now = time.time()
     no_chunk_running = "NOT EXISTS (SELECT 1 FROM batch_chunks c WHERE c.batch_id = batches.id AND " \
                        "c.owner IS NOT NULL AND c.lease_until >= ?)"
@@ -233,7 +239,7 @@ def _claim_batch(conn: sqlite3.Connection, owner: str, lease_seconds: float) -> 
         if row is None:
             return None
         conn.execute("UPDATE batches SET owner = ?, lease_until = ? WHERE id = ?", (owner, now + lease_seconds, row[0]))
-    return json.loads(row[1]), row[2]
+    return str(row[1]), row[2]
 
 
 def _announce(conn: sqlite3.Connection, owner: str, work: WorkFilter, seconds: float) -> None:
@@ -276,7 +282,7 @@ def _claim_chunk(conn: sqlite3.Connection, owner: str, lease_seconds: float, wor
                      (owner, now + lease_seconds, batch_id, chunk))
         pending = conn.execute("SELECT number, custom_id, request FROM batch_lines WHERE batch_id = ? AND chunk = ? "
                                "AND result IS NULL ORDER BY number", (batch_id, chunk)).fetchall()
-    return ChunkClaim(json.loads(row[2]), row[3], chunk, [PendingLine(*line) for line in pending])
+    return ChunkClaim(Batch.model_validate_json(row[2]), row[3], chunk, [PendingLine(*line) for line in pending])
 
 
 def _release_chunk(conn: sqlite3.Connection, batch_id: str, chunk: int, owner: str) -> None:

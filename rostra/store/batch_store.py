@@ -17,7 +17,10 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from rostra.store.batch_objects import FINAL_STATUSES, Batch, FileObject
 from rostra.store.tenancy import EVERYONE, Tenant
+
+__all__ = ["FINAL_STATUSES", "Batch", "FileObject"]
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,7 @@ class PendingLine:
 class ChunkClaim:
     """A chunk of a batch that this process now runs: the lines of it that have no result yet."""
 
-    batch: dict
+    batch: Batch
     tenant: str | None
     chunk: int
     lines: list[PendingLine]
@@ -61,7 +64,6 @@ class WorkFilter:
 
 
 ANY_MODEL = "*"  # what a process that answers whatever model a request names announces
-FINAL_STATUSES = ("completed", "failed", "expired", "cancelled")
 
 
 @dataclass(frozen=True)
@@ -93,14 +95,14 @@ class BatchStore(ABC):
     # -- files ----------------------------------------------------------------------------------
 
     @abstractmethod
-    async def create_file(self, file: dict, tenant: str | None) -> None: ...
+    async def create_file(self, file: FileObject, tenant: str | None) -> None: ...
 
     @abstractmethod
-    async def get_file(self, file_id: str, tenant: Tenant = EVERYONE) -> dict | None: ...
+    async def get_file(self, file_id: str, tenant: Tenant = EVERYONE) -> FileObject | None: ...
 
     @abstractmethod
     async def list_files(self, *, after: str | None, limit: int, order: str, purpose: str | None,
-                         tenant: Tenant = EVERYONE) -> tuple[list[dict], bool]:
+                         tenant: Tenant = EVERYONE) -> tuple[list[FileObject], bool]:
         """One page of the file objects `tenant` may see by (created_at, id); StoreError for an unknown `after`."""
 
     @abstractmethod
@@ -114,28 +116,28 @@ class BatchStore(ABC):
     # -- batches ----------------------------------------------------------------------------------
 
     @abstractmethod
-    async def create_batch(self, batch: dict, tenant: str | None) -> None: ...
+    async def create_batch(self, batch: Batch, tenant: str | None) -> None: ...
 
     @abstractmethod
-    async def get_batch(self, batch_id: str, tenant: Tenant = EVERYONE) -> dict | None: ...
+    async def get_batch(self, batch_id: str, tenant: Tenant = EVERYONE) -> Batch | None: ...
 
     @abstractmethod
     async def list_batches(self, *, after: str | None, limit: int, tenant: Tenant = EVERYONE
-                           ) -> tuple[list[dict], bool]:
+                           ) -> tuple[list[Batch], bool]:
         """Newest first, as OpenAI lists batches."""
 
     @abstractmethod
-    async def update_batch(self, batch: dict, owner: str | None = None) -> bool:
+    async def update_batch(self, batch: Batch, owner: str | None = None) -> bool:
         """Replace the batch object (its `status` column follows), unless it is final already (a finalization is
         written once) or a cancel came before a move to `in_progress` or `finalizing`. With `owner`: only while it holds the batch's lease, which is then dropped. False if nothing
         was written."""
 
     @abstractmethod
-    async def request_cancel(self, batch_id: str, cancelling: dict) -> dict | None:
+    async def request_cancel(self, batch_id: str, cancelling: Batch) -> Batch | None:
         """validating/in_progress -> `cancelling` (the object given); the stored object as it is now, or None."""
 
     @abstractmethod
-    async def claim_batch(self, owner: str, lease_seconds: float) -> tuple[dict, str | None] | None:
+    async def claim_batch(self, owner: str, lease_seconds: float) -> tuple[Batch, str | None] | None:
         """A batch with work for its own lease, whatever its model: `validating`, or `in_progress` with every chunk
         done, or past its `expires_at` or `cancelling` with no chunk running (a line answered late is then never
         written after its batch's files are: record_line needs the chunk's lease). (batch, tenant)."""

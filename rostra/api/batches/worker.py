@@ -21,7 +21,8 @@ from typing import TypeVar
 
 from rostra.api.batches.dispatch import Asgi, run_line
 from rostra.api.batches.lines import LineChecker, check_block
-from rostra.api.batches.objects import OUTPUT_EXPIRY, LineError, answered_line, file_object, refused_line, with_counts
+from rostra.api.batches.objects import LineError, answered_line, file_object, refused_line
+from rostra.store.batch_objects import Batch, BatchError, BatchErrors, FinalStatus
 from rostra.store.batch_store import BatchStore, ChunkClaim, LineResult, PendingLine, WorkFilter
 from rostra.store.blobs import Blobs, lines_of, rechunked
 from rostra.store.tables import dumps
@@ -117,80 +118,76 @@ class BatchWorker:
             await self.blobs.delete(file_id)
             log.info("file %s expired: deleted", file_id)
 
-    async def _advance(self, batch: dict[str, Any], tenant: str | None) -> None:
-        if batch["status"] == "validating":
+    async def _advance(self, batch: Batch, tenant: str | None) -> None:
+        if batch.status == "validating":
             await self._validate(batch)
-        elif batch["status"] == "cancelling":
+        elif batch.status == "cancelling":
             await self._finalize(batch, tenant, "cancelled")
-        elif batch["status"] == "finalizing":  # its finalizer died half-way
+        elif batch.status == "finalizing":  # its finalizer died half-way
             await self._finalize(batch, tenant, "completed")
-        elif batch["expires_at"] <= time.time():
+        elif batch.expires_at <= time.time():
             await self._finalize(batch, tenant, "expired")
         else:
-            finalizing = {**batch, "status": "finalizing", "finalizing_at": int(time.time())}
+            finalizing = batch.moved("finalizing", int(time.time()))
             if await self.store.update_batch(finalizing):
                 await self._finalize(finalizing, tenant, "completed")
-            elif (cancelling := await self.store.get_batch(batch["id"])) is not None:
+            elif (cancelling := await self.store.get_batch(batch.id)) is not None:
                 # A cancel came since the claim: it was accepted, so the batch ends cancelled (its lines answered).
                 await self._finalize(cancelling, tenant, "cancelled")
 
-    async def _validate(self, batch: dict[str, Any]) -> None:
+    async def _validate(self, batch: Batch) -> None:
         now = int(time.time())
-        checker = LineChecker(batch["endpoint"])
+        checker = LineChecker(batch.endpoint)
         stored = 0
-        async with contextlib.aclosing(_input_lines(self.blobs, batch["input_file_id"])) as raw_lines:
+        async with contextlib.aclosing(_input_lines(self.blobs, batch.input_file_id)) as raw_lines:
             while block := await _next_raw_block(raw_lines, VALIDATION_BLOCK):
                 lines = await asyncio.to_thread(check_block, checker, block, stored)
-                if not await self.store.add_lines(batch["id"], self.owner, lines, self.settings.chunk_lines):
+                if not await self.store.add_lines(batch.id, self.owner, lines, self.settings.chunk_lines):
                     return  # the lease was lost: another process validates it
                 stored += len(lines)
-                await self.store.renew_batch(batch["id"], self.owner, self.settings.lease_seconds)
+                await self.store.renew_batch(batch.id, self.owner, self.settings.lease_seconds)
         if not stored:
-            error = {"code": "empty_file", "message": "the input file has no lines (or is gone)", "param": None,
-                     "line": None}
-            failed = {**batch, "status": "failed", "failed_at": now, "errors": {"object": "list", "data": [error]}}
-            await self.store.update_batch(failed, self.owner)
+            error = BatchError(code="empty_file", message="the input file has no lines (or is gone)")
+            await self.store.update_batch(batch.moved("failed", now, errors=BatchErrors(data=(error,))), self.owner)
             return
         model = None if checker.model is None else self.resolve_model(checker.model)
-        counts = await self.store.counts(batch["id"])
-        started = with_counts({**batch, "status": "in_progress", "in_progress_at": now, "model": model}, counts)
+        counts = await self.store.counts(batch.id)
+        started = batch.moved("in_progress", now, model=model).counted(counts.total, counts.completed, counts.failed)
         if await self.store.update_batch(started, self.owner):
-            log.info("batch %s: %d lines, %d refused at validation", batch["id"], counts.total, counts.failed)
+            log.info("batch %s: %d lines, %d refused at validation", batch.id, counts.total, counts.failed)
         else:  # cancelled meanwhile: let it be finalized now, not when this lease runs out
-            await self.store.renew_batch(batch["id"], self.owner, -1.0)
+            await self.store.renew_batch(batch.id, self.owner, -1.0)
 
-    async def _finalize(self, batch: dict[str, Any], tenant: str | None, status: str) -> None:
+    async def _finalize(self, batch: Batch, tenant: str | None, status: FinalStatus) -> None:
         """Write the output and error files (the lines not answered, if cancelled or expired, as errors) and then
         the final object, under the batch's lease, renewed while the files are written (a large output outlives one
         lease). A finalizer that loses the lease stops; whoever claims the batch next writes the same files (the
         same ids) again, and the final object is written once (the store never rewrites a final batch)."""
-        final = await self._while_leased(batch["id"], self._write_results(batch, tenant, status))
+        final = await self._while_leased(batch.id, self._write_results(batch, tenant, status))
         if final is not None and await self.store.update_batch(final, self.owner):
-            log.info("batch %s %s: %s", batch["id"], status, final["request_counts"])
+            log.info("batch %s %s: %s", batch.id, status, final.request_counts)
 
-    async def _write_results(self, batch: dict[str, Any], tenant: str | None, status: str) -> dict[str, Any]:
+    async def _write_results(self, batch: Batch, tenant: str | None, status: FinalStatus) -> Batch:
         """The output and error files written; the final object, counted as they are (no line is answered from
         the batch's claim on: store.claim_batch)."""
         unanswered = LineError(f"batch_{status}", f"the batch was {status} before this line ran")
-        written = {}
-        expires_after = (batch.get(OUTPUT_EXPIRY) or {}).get("seconds")
+        written: dict[str, str | None] = {}
         for kind, failed in (("output", False), ("error", True)):
-            file_id = output_file_id(batch["id"], kind[0])
-            size = await self.blobs.write(file_id, rechunked(_result_lines(self.store.results(batch["id"], failed),
+            file_id = output_file_id(batch.id, kind[0])
+            size = await self.blobs.write(file_id, rechunked(_result_lines(self.store.results(batch.id, failed),
                                                                            unanswered)))
             if size:
                 now = int(time.time())
-                await self.store.create_file(file_object(
-                    file_id, f"{batch['id']}_{kind}.jsonl", "batch_output", size,
-                    None if expires_after is None else now + expires_after, created_at=now), tenant)
+                expires_at = None if batch.output_expires_after is None else now + batch.output_expires_after
+                await self.store.create_file(file_object(file_id, f"{batch.id}_{kind}.jsonl", "batch_output", size,
+                                                         expires_at, created_at=now), tenant)
                 written[f"{kind}_file_id"] = file_id
             else:
                 await self.blobs.delete(file_id)
-        counts = await self.store.counts(batch["id"])
-        unanswered_count = counts.total - counts.completed - counts.failed
-        final = with_counts({**batch, **written, "status": status, f"{status}_at": int(time.time())}, counts)
-        final["request_counts"]["failed"] += unanswered_count
-        return final
+        counts = await self.store.counts(batch.id)
+        unanswered_count = counts.total - counts.completed - counts.failed  # reported failed, as OpenAI counts them
+        return batch.moved(status, int(time.time()), **written).counted(counts.total, counts.completed,
+                                                                       counts.failed + unanswered_count)
 
     async def _while_leased(self, batch_id: str, work: Coroutine[Any, Any, T]) -> T | None:
         """`work`'s result, run while this process renews its lease on the batch; None (and `work` cancelled) if
@@ -214,7 +211,7 @@ class BatchWorker:
         """The chunk's lines, at most `concurrency` at once; all of them stopped (running or waiting) when the
         chunk's lease is lost or its batch stops (cancel, expiry): the chunk is then released at once, and its
         batch finalized with exactly the lines answered so far."""
-        batch_id = claim.batch["id"]
+        batch_id = claim.batch.id
         slots = asyncio.Semaphore(self.settings.concurrency)
 
         async def one(line: PendingLine) -> None:
@@ -241,18 +238,18 @@ class BatchWorker:
     async def _run_one(self, claim: ChunkClaim, line: PendingLine) -> None:
         request_id = "req_" + secrets.token_hex(12)
         try:
-            answer = await run_line(self.app, claim.batch["endpoint"], line.request.encode(), claim.tenant, request_id,
-                                    window_ends=claim.batch["expires_at"])
+            answer = await run_line(self.app, claim.batch.endpoint, line.request.encode(), claim.tenant, request_id,
+                                    window_ends=claim.batch.expires_at)
             status, body = answer.status_code, answer.body
         except Exception as exc:  # the route's error handlers answer what a client causes; this is the rest
-            log.exception("batch %s line %d failed", claim.batch["id"], line.number)
+            log.exception("batch %s line %d failed", claim.batch.id, line.number)
             status, body = 500, {"error": {"message": f"internal error: {type(exc).__name__}", "type": "server_error",
                                            "param": None, "code": None}}
         result = dumps(answered_line(line.custom_id, status, request_id, body))
-        if not await self.store.record_line(claim.batch["id"], claim.chunk, self.owner, line.number, result,
+        if not await self.store.record_line(claim.batch.id, claim.chunk, self.owner, line.number, result,
                                             failed=not 200 <= status < 300):
             log.warning("batch %s line %d: answered after its chunk was taken over; not written",
-                        claim.batch["id"], line.number)
+                        claim.batch.id, line.number)
 
     async def _renew(self, batch_id: str, chunk: int, lines: list[asyncio.Task[None]]) -> None:
         while True:
