@@ -101,15 +101,20 @@ class BatchWorker:
         if claimed is not None:
             await self._advance(*claimed)
             return True
-        work = self.work()
-        if time.monotonic() >= self._next_announce:
-            self._next_announce = time.monotonic() + self.settings.lease_seconds / 3
-            await self.store.announce(self.owner, work, self.settings.announce_seconds)
-        chunk = await self.store.claim_chunk(self.owner, self.settings.lease_seconds, work)
+        await self._keep_announced()
+        chunk = await self.store.claim_chunk(self.owner, self.settings.lease_seconds, self.work())
         if chunk is None:
             return False
         await self._run_chunk(chunk)
         return True
+
+    async def _keep_announced(self) -> None:
+        """Tell the store again which models this process serves (at most every third of a lease): from the idle
+        loop and while a chunk runs, however long, so that no other process takes this one's batches for a model
+        nobody serves."""
+        if time.monotonic() >= self._next_announce:
+            self._next_announce = time.monotonic() + self.settings.lease_seconds / 3
+            await self.store.announce(self.owner, self.work(), self.settings.announce_seconds)
 
     async def delete_expired_files(self) -> None:
         """The contents of the files past their `expires_at` (the store forgets them first: they are a 404 from
@@ -259,6 +264,7 @@ class BatchWorker:
                 for task in lines:
                     task.cancel()
                 return
+            await self._keep_announced()
 
 
 async def _result_lines(rows: AsyncIterator[LineResult], unanswered: LineError) -> AsyncIterator[bytes]:

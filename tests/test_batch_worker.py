@@ -1,6 +1,8 @@
-"""The batch worker's finalizer on a real SQLite store and real files, with a disk slower than the lease: the
-finalizer renews its lease while it writes, so the batch ends once; one that lost its lease writes nothing final
-(issue 42: such a batch stayed `finalizing`, was claimed and rewritten forever, and held up the worker)."""
+"""The batch worker on a real SQLite store and real files. Its finalizer, with a disk slower than the lease, renews
+its lease while it writes, so the batch ends once; one that lost its lease writes nothing final (issue 42: such a
+batch stayed `finalizing`, was claimed and rewritten forever, and held up the worker). A cancel and the finalizer's
+claim in one loop turn; a long chunk keeps its process's models announced.
+"""
 
 from __future__ import annotations
 
@@ -138,6 +140,41 @@ def test_a_cancel_and_the_finalizers_claim_in_one_loop_turn(tmp_path, cancel_fir
             written = b"".join([chunk async for chunk in blobs.read(batch.output_file_id)]).splitlines()
             assert len(written) == 5 and batch.error_file_id is None
             assert not await worker.step()
+        finally:
+            await store.close()
+    asyncio.run(main())
+
+
+def test_a_process_running_a_long_chunk_keeps_its_models_announced(tmp_path):
+    """A chunk that runs longer than an announcement lasts: the process says again that it serves its model while
+    the chunk runs, so a process of another model does not take the batch's next chunk as a model nobody serves
+    (it would answer its lines model_not_found)."""
+    async def main():
+        store, blobs = SqliteBatchStore(tmp_path / "batches.sqlite3"), DirectoryBlobs(tmp_path / "files")
+        await store.open()
+        try:
+            now = int(time.time())
+            await store.create_batch(Batch(id="batch_long", endpoint=CHAT, status="validating", created_at=now,
+                                           expires_at=now + 3600, input_file_id="file-in"), None)
+            claimed = await store.claim_batch("validator", 5)
+            assert claimed is not None
+            assert await store.add_lines("batch_long", "validator", [BatchLine(n, f"c{n}", "{}") for n in range(2)], 1)
+            assert await store.update_batch(claimed[0].moved("in_progress", now, model="alpha"), "validator")
+
+            async def slow_app(scope, receive, send) -> None:  # a line that generates for 1.5 s
+                await asyncio.sleep(1.5)
+                await send({"type": "http.response.start", "status": 200, "headers": []})
+                await send({"type": "http.response.body", "body": b"{}"})
+
+            worker = BatchWorker(store, blobs, slow_app, BatchSettings(lease_seconds=0.6, announce_seconds=0.5,
+                                                                       chunk_lines=1),
+                                 busy=lambda: False, work=lambda: WorkFilter((CHAT,), ("alpha",)))
+            running = asyncio.create_task(worker.step())  # announces, then runs chunk 0 for 1.5 s
+            await asyncio.sleep(1.0)  # past its first announcement's 0.5 s
+            other = WorkFilter((CHAT,), ("beta",))
+            await store.announce("other", other, 30)
+            assert await store.claim_chunk("other", 5, other) is None  # alpha is still served: chunk 1 is not its
+            assert await running
         finally:
             await store.close()
     asyncio.run(main())
