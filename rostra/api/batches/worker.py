@@ -206,6 +206,7 @@ class BatchWorker:
                 if not await self.store.renew_batch(batch_id, self.owner, self.settings.lease_seconds):
                     log.warning("batch %s: lease lost to another process; its work stopped", batch_id)
                     return None
+                await self._keep_announced()  # a long finalization holds up the idle loop's announcements
         finally:
             if not task.done():
                 task.cancel()
