@@ -62,6 +62,7 @@ class InProcessServer:
         model=PATH`, or `upstreams=[URL]` (a gateway, the remote engine, in front of them); or many models
         (`models_config=PATH`, `models_dir=PATH`)."""
         self.store = open_store(directory / "data", settings.get("store"))  # a PostgreSQL URL, or SQLite here
+        self._stack = AsyncExitStack()
         if Settings(**settings).many_models:  # `models_config=` / `models_dir=`: the models they declare
             self.engine = None
             self.app = create_app(None, Settings(**settings), self.store, command_line_specs(Settings(**settings)))
@@ -73,7 +74,6 @@ class InProcessServer:
         else:
             self.engine = build_engine(Settings(**settings))
         self.app = create_app(self.engine, Settings(**settings), self.store)
-        self._stack = AsyncExitStack()
 
     async def __aenter__(self) -> "InProcessServer":
         await self._stack.enter_async_context(self.app.router.lifespan_context(self.app))

@@ -12,8 +12,9 @@ import httpx
 import pytest
 from openai import AsyncOpenAI, BadRequestError, NotFoundError
 
-from harness import MODEL, InProcessServer
+from harness import MODEL, InProcessServer, write_script
 from rostra.api.batches.dispatch import run_line
+from rostra.model_aliases import ModelAlias
 from spec import validate
 from wire import check_error
 
@@ -214,6 +215,28 @@ async def test_expiry(tmp_path, stored):
 
 
 @pytest.mark.anyio
+async def test_an_expired_batch_reports_exactly_the_lines_answered_before_it_stopped(tmp_path, stored):
+    """Issue 42: an idle process finalized the expired batch while another still ran a line of it; that line's
+    answer was recorded afterwards, so the output file, the counts and the store disagreed. Expiry stops the running
+    lines and the finalizer waits for them: the output holds every line answered, the error file the rest as
+    batch_expired, and the counts agree. Two serving processes on one store (here: two apps, one loop)."""
+    settings = {"batch_concurrency": 1, "batch_chunk_lines": 20, "batch_window": 2.0, **stored}
+    async with InProcessServer(tmp_path, SCRIPT, **settings) as server, InProcessServer(tmp_path, SCRIPT, **settings):
+        client = sdk(server)
+        done = await run_batch(client, [chat_line(f"s{n}", "slow") for n in range(8)])  # ~0.9 s a line
+        assert done.status == "expired"
+        await asyncio.sleep(1.5)  # a line that ran on past the expiry has ended by now
+        answered, errors = await lines_of(client, done.output_file_id), await lines_of(client, done.error_file_id)
+        stored_answers = [row.custom_id async for row in server.app.state.batches.store.results(done.id, False)]
+        assert [line["custom_id"] for line in answered] == stored_answers
+        assert all(line["response"]["status_code"] == 200 for line in answered)
+        assert {line["error"]["code"] for line in errors} == {"batch_expired"}
+        counts = done.request_counts
+        assert (counts.total, counts.completed, counts.failed) == (8, len(answered), len(errors))
+        assert (await client.batches.retrieve(done.id)).request_counts == counts
+
+
+@pytest.mark.anyio
 async def test_files_expire_after_their_expires_after(tmp_path, stored):
     async with InProcessServer(tmp_path, SCRIPT, min_file_expiry=1, **stored) as server:
         client = sdk(server)
@@ -313,6 +336,49 @@ async def test_another_key_finds_nothing_of_a_keys_files_and_batches(tmp_path):
                 await call
         assert (await b.files.list()).data == [] and (await b.batches.list()).data == []
         assert len((await a.files.list()).data) == 2 and (await a.batches.list()).data[0].id == batch.id
+
+
+@pytest.mark.anyio
+async def test_a_background_line_is_refused(tmp_path):
+    """OpenAI's Batch API runs no background response: such a line is answered in the error file at once."""
+    async with InProcessServer(tmp_path, SCRIPT) as server:
+        client = sdk(server)
+        line = {"custom_id": "bg", "method": "POST", "url": "/v1/responses",
+                "body": {"model": MODEL, "input": "hello", "background": True}}
+        done = await run_batch(client, [line, {**line, "custom_id": "fg", "body": {"model": MODEL, "input": "hello"}}],
+                               "/v1/responses")
+        (refused,) = await lines_of(client, done.error_file_id)
+        assert refused["custom_id"] == "bg" and refused["response"] is None
+        assert refused["error"]["code"] == "invalid_request" and "background" in refused["error"]["message"]
+        assert [line["custom_id"] for line in await lines_of(client, done.output_file_id)] == ["fg"]
+
+
+def two_models(tmp_path) -> dict:
+    """A server of two scripted models, `alpha` and `beta`, where `gpt-*` names alpha (--model-alias)."""
+    script = write_script(tmp_path, SCRIPT)
+    config = tmp_path / "models.yaml"
+    config.write_text("models:\n" + "".join(f"  - name: {name}\n    engine: scripted\n    script: {script}\n"
+                                             for name in ("alpha", "beta")))
+    return {"models_config": str(config), "model_aliases": [ModelAlias("gpt-*", "alpha")]}
+
+
+@pytest.mark.anyio
+async def test_on_a_server_of_two_models_an_aliased_and_an_unserved_models_batch_end(tmp_path):
+    """Issue 42: with several models, a batch's chunks were run only by a process serving the model the batch names,
+    literally: a batch naming an alias, or a model nobody serves, stayed in progress forever."""
+    async with InProcessServer(tmp_path, [], **two_models(tmp_path)) as server:
+        client = sdk(server)
+        aliased = await run_batch(client, [{**chat_line("a", "hello"), "body": {
+            "model": "gpt-4o", "messages": [{"role": "user", "content": "hello"}]}}])
+        assert (aliased.status, aliased.model, aliased.request_counts.completed) == ("completed", "alpha", 1)
+        (answer,) = await lines_of(client, aliased.output_file_id)
+        assert answer["response"]["body"]["choices"][0]["message"]["content"] == "Hello there."
+        unserved = await run_batch(client, [{**chat_line(f"n{n}", "hello"), "body": {
+            "model": "nobody", "messages": [{"role": "user", "content": "hello"}]}} for n in range(2)])
+        assert (unserved.status, unserved.request_counts.failed) == ("completed", 2)
+        for line in await lines_of(client, unserved.error_file_id):  # answered as online: a 404
+            assert line["response"]["status_code"] == 404
+            assert line["response"]["body"]["error"]["code"] == "model_not_found"
 
 
 @pytest.mark.anyio

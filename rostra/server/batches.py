@@ -21,6 +21,7 @@ from rostra.api.batches.service import BatchesService
 from rostra.api.batches.worker import BatchSettings, BatchWorker
 from rostra.config import Settings
 from rostra.http.admission import Admission
+from rostra.model_aliases import aliased
 from rostra.models.manager import ModelManager
 from rostra.store import POSTGRES_SCHEMES, SqliteResponseStore, default_data_dir
 from rostra.store.base import ResponseStore
@@ -75,8 +76,12 @@ def build_batches(app: FastAPI, settings: Settings, responses: ResponseStore, ad
         # One model answers whatever model a request names (as online); several: the batches of their names.
         return WorkFilter(endpoints, None if len(models.slots) == 1 else tuple(models.names()))
 
+    def resolve_model(name: str) -> str:
+        """The model that answers a batch naming `name` (--model-alias), as online: its chunks are that model's."""
+        return aliased(name, settings.model_aliases, models.names())
+
     worker = BatchWorker(store, blobs, lines_app, BatchSettings(
         concurrency=settings.batch_concurrency, lease_seconds=settings.lease_seconds,
         chunk_lines=settings.batch_chunk_lines, poll_interval=min(0.5, settings.lease_seconds / 4),
-        window_seconds=int(settings.batch_window) or 1), busy, work)
+        window_seconds=int(settings.batch_window) or 1), busy, work, resolve_model)
     return BatchesService(store, blobs, worker, settings.max_file_bytes, settings.min_file_expiry)

@@ -8,17 +8,27 @@ Batch tables migrate apart from the Responses tables in the same database.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
 
 from rostra.store.base import StoreError
-from rostra.store.batch_store import BatchLine, BatchStore, ChunkClaim, LineCounts, LineResult, PendingLine, WorkFilter
+from rostra.store.batch_store import (
+    ANY_MODEL,
+    FINAL_STATUSES,
+    Batch,
+    BatchLine,
+    BatchStore,
+    ChunkClaim,
+    FileObject,
+    LineCounts,
+    LineResult,
+    PendingLine,
+    WorkFilter,
+)
 from rostra.store.blobs import Blobs, too_large
 from rostra.store.postgres_pool import NOW, created_page, open_pool, tenant_visible
-from rostra.store.tables import dumps
 from rostra.store.tenancy import EVERYONE, Tenant
 
 MIGRATIONS: list[str] = [
@@ -48,12 +58,24 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX rostra_batch_lines_by_chunk ON rostra_batch_lines (batch_id, chunk);
     """,
+    # 2: the models each live process serves (announce), so that a batch of a model none serves is anyone's.
+    """
+    CREATE TABLE rostra_batch_workers (
+        owner TEXT NOT NULL, model TEXT NOT NULL, seen_until DOUBLE PRECISION, PRIMARY KEY (owner, model)
+    );
+    """,
 ]
 SCHEMA_TABLE = "rostra_batch_schema"
 
 
 _LIVE = f"(expires_at IS NULL OR expires_at > {NOW})"  # a file not expired
 _FREE = f"(owner IS NULL OR lease_until < {NOW})"  # nobody holds the lease
+# A final batch is never rewritten (a finalizer that lost its lease, or ran twice, writes nothing), and a cancel wins
+# over a move to in_progress (the validator's) or finalizing (the last chunk's). Parameter $1: the new status.
+_GUARD = (f"status NOT IN ({', '.join(repr(status) for status in FINAL_STATUSES)}) "
+          "AND NOT (status = 'cancelling' AND $1 IN ('in_progress', 'finalizing'))")
+_NO_CHUNK_RUNNING = ("NOT EXISTS (SELECT 1 FROM rostra_batch_chunks c WHERE c.batch_id = b.id AND c.owner IS NOT NULL "
+                     f"AND c.lease_until >= {NOW})")
 
 
 class PostgresBatchStore(BatchStore):
@@ -77,21 +99,22 @@ class PostgresBatchStore(BatchStore):
 
     # -- files ----------------------------------------------------------------------------------
 
-    async def create_file(self, file: dict, tenant: str | None) -> None:
+    async def create_file(self, file: FileObject, tenant: str | None) -> None:
         await self.pool.execute(
             "INSERT INTO rostra_files (id, tenant, created_at, purpose, expires_at, body) VALUES ($1, $2, $3, $4, $5, "
             "$6) ON CONFLICT (id) DO UPDATE SET tenant = $2, created_at = $3, purpose = $4, expires_at = $5, body = $6",
-            file["id"], tenant, file["created_at"], file["purpose"], file.get("expires_at"), dumps(file))
+            file.id, tenant, file.created_at, file.purpose, file.expires_at, file.stored())
 
-    async def get_file(self, file_id: str, tenant: Tenant = EVERYONE) -> dict | None:
+    async def get_file(self, file_id: str, tenant: Tenant = EVERYONE) -> FileObject | None:
         body = await self.pool.fetchval(
             f"SELECT body FROM rostra_files WHERE id = $1 AND {tenant_visible(2)} AND {_LIVE}", file_id,
             *tenant.sql_params())
-        return None if body is None else json.loads(body)
+        return None if body is None else FileObject.model_validate_json(body)
 
     async def list_files(self, *, after: str | None, limit: int, order: str, purpose: str | None,
-                         tenant: Tenant = EVERYONE) -> tuple[list[dict], bool]:
-        return await self._page("rostra_files", after, limit, order, purpose, tenant)
+                         tenant: Tenant = EVERYONE) -> tuple[list[FileObject], bool]:
+        rows, more = await self._page("rostra_files", after, limit, order, purpose, tenant)
+        return [FileObject.model_validate(row) for row in rows], more
 
     async def delete_file(self, file_id: str, tenant: Tenant = EVERYONE) -> bool:
         done = await self.pool.execute(f"DELETE FROM rostra_files WHERE id = $1 AND {tenant_visible(2)} AND {_LIVE}",
@@ -103,7 +126,8 @@ class PostgresBatchStore(BatchStore):
         return [row["id"] for row in rows]
 
     async def _page(self, table: str, after: str | None, limit: int, order: str, purpose: str | None,
-                    tenant: Tenant) -> tuple[list[dict], bool]:
+                    tenant: Tenant) -> tuple[list[dict[str, Any]], bool]:
+        """One page of rows' bodies, parsed (the caller validates them as its model)."""
         conditions, params = [tenant_visible(1)], list[Any](tenant.sql_params())
         if table == "rostra_files":
             conditions.append(_LIVE)
@@ -116,58 +140,59 @@ class PostgresBatchStore(BatchStore):
 
     # -- batches ----------------------------------------------------------------------------------
 
-    async def create_batch(self, batch: dict, tenant: str | None) -> None:
+    async def create_batch(self, batch: Batch, tenant: str | None) -> None:
         await self.pool.execute(
             "INSERT INTO rostra_batches (id, tenant, created_at, status, endpoint, expires_at, body) "
             "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            batch["id"], tenant, batch["created_at"], batch["status"], batch["endpoint"], batch["expires_at"],
-            dumps(batch))
+            batch.id, tenant, batch.created_at, batch.status, batch.endpoint, batch.expires_at, batch.stored())
 
-    async def get_batch(self, batch_id: str, tenant: Tenant = EVERYONE) -> dict | None:
+    async def get_batch(self, batch_id: str, tenant: Tenant = EVERYONE) -> Batch | None:
         body = await self.pool.fetchval(f"SELECT body FROM rostra_batches WHERE id = $1 AND {tenant_visible(2)}",
                                         batch_id, *tenant.sql_params())
-        return None if body is None else json.loads(body)
+        return None if body is None else Batch.model_validate_json(body)
 
     async def list_batches(self, *, after: str | None, limit: int, tenant: Tenant = EVERYONE
-                           ) -> tuple[list[dict], bool]:
-        return await self._page("rostra_batches", after, limit, "desc", None, tenant)
+                           ) -> tuple[list[Batch], bool]:
+        rows, more = await self._page("rostra_batches", after, limit, "desc", None, tenant)
+        return [Batch.model_validate(row) for row in rows], more
 
-    async def update_batch(self, batch: dict, owner: str | None = None) -> bool:
+    async def update_batch(self, batch: Batch, owner: str | None = None) -> bool:
         if owner is None:
-            done = await self.pool.execute("UPDATE rostra_batches SET status = $1, body = $2, model = $3 WHERE id = $4",
-                                           batch["status"], dumps(batch), batch.get("model"), batch["id"])
+            done = await self.pool.execute("UPDATE rostra_batches SET status = $1, body = $2, model = $3 WHERE id = $4 "
+                                           f"AND {_GUARD}", batch.status, batch.stored(), batch.model, batch.id)
         else:
-            # A cancel that came during validation wins over the validator's move to in_progress.
             done = await self.pool.execute(
                 "UPDATE rostra_batches SET status = $1, body = $2, model = $3, owner = NULL, lease_until = NULL "
-                f"WHERE id = $4 AND owner = $5 AND lease_until >= {NOW} "
-                "AND NOT (status = 'cancelling' AND $1 = 'in_progress')",
-                batch["status"], dumps(batch), batch.get("model"), batch["id"], owner)
+                f"WHERE id = $4 AND owner = $5 AND lease_until >= {NOW} AND {_GUARD}",
+                batch.status, batch.stored(), batch.model, batch.id, owner)
         return done != "UPDATE 0"
 
-    async def request_cancel(self, batch_id: str, cancelling: dict) -> dict | None:
+    async def request_cancel(self, batch_id: str, cancelling: Batch) -> Batch | None:
         async with self.pool.acquire() as conn, conn.transaction():
             await conn.execute("UPDATE rostra_batches SET status = 'cancelling', body = $1 WHERE id = $2 AND status IN "
-                               "('validating', 'in_progress')", dumps(cancelling), batch_id)
+                               "('validating', 'in_progress')", cancelling.stored(), batch_id)
             body = await conn.fetchval("SELECT body FROM rostra_batches WHERE id = $1", batch_id)
-        return None if body is None else json.loads(body)
+        return None if body is None else Batch.model_validate_json(body)
 
-    async def claim_batch(self, owner: str, lease_seconds: float, work: WorkFilter
-                          ) -> tuple[dict, str | None] | None:
-        served, params = _served(work, 1)
+    async def claim_batch(self, owner: str, lease_seconds: float) -> tuple[Batch, str | None] | None:
         async with self.pool.acquire() as conn, conn.transaction():
             row = await conn.fetchrow(
-                f"SELECT id, body, tenant FROM rostra_batches b WHERE {_FREE} AND (status = 'validating' OR "
-                f"({served} AND (status = 'finalizing' OR (status = 'cancelling' AND NOT EXISTS ("
-                f"SELECT 1 FROM rostra_batch_chunks c WHERE c.batch_id = b.id AND c.owner IS NOT NULL AND "
-                f"c.lease_until >= {NOW})) OR (status = 'in_progress' AND (expires_at <= {NOW} OR NOT EXISTS ("
-                "SELECT 1 FROM rostra_batch_chunks c WHERE c.batch_id = b.id AND NOT c.done)))))) "
-                "ORDER BY created_at, seq LIMIT 1 FOR UPDATE SKIP LOCKED", *params)
+                f"SELECT id, body, tenant FROM rostra_batches b WHERE {_FREE} AND (status IN ('validating', "
+                f"'finalizing') OR (status = 'cancelling' AND {_NO_CHUNK_RUNNING}) OR (status = 'in_progress' AND "
+                f"((expires_at <= {NOW} AND {_NO_CHUNK_RUNNING}) OR NOT EXISTS (SELECT 1 FROM rostra_batch_chunks c "
+                "WHERE c.batch_id = b.id AND NOT c.done)))) ORDER BY created_at, seq LIMIT 1 FOR UPDATE SKIP LOCKED")
             if row is None:
                 return None
             await conn.execute(f"UPDATE rostra_batches SET owner = $1, lease_until = {NOW} + $2::float8 "
                                "WHERE id = $3", owner, lease_seconds, row["id"])
-        return json.loads(row["body"]), row["tenant"]
+        return Batch.model_validate_json(row["body"]), row["tenant"]
+
+    async def announce(self, owner: str, work: WorkFilter, seconds: float) -> None:
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute(f"DELETE FROM rostra_batch_workers WHERE owner = $1 OR seen_until < {NOW}", owner)
+            await conn.executemany(f"INSERT INTO rostra_batch_workers (owner, model, seen_until) VALUES "
+                                   f"($1, $2, {NOW} + $3::float8)",
+                                   [(owner, model, seconds) for model in (work.models or (ANY_MODEL,))])
 
     async def renew_batch(self, batch_id: str, owner: str, lease_seconds: float) -> bool:
         done = await self.pool.execute(f"UPDATE rostra_batches SET lease_until = {NOW} + $1::float8 "
@@ -205,7 +230,7 @@ class PostgresBatchStore(BatchStore):
                                "WHERE batch_id = $3 AND chunk = $4", owner, lease_seconds, row["batch_id"], row["chunk"])
             pending = await conn.fetch("SELECT number, custom_id, request FROM rostra_batch_lines WHERE batch_id = $1 "
                                        "AND chunk = $2 AND result IS NULL ORDER BY number", row["batch_id"], row["chunk"])
-        return ChunkClaim(json.loads(row["body"]), row["tenant"], row["chunk"],
+        return ChunkClaim(Batch.model_validate_json(row["body"]), row["tenant"], row["chunk"],
                           [PendingLine(line["number"], line["custom_id"], line["request"]) for line in pending])
 
     async def renew_chunk(self, batch_id: str, chunk: int, owner: str, lease_seconds: float) -> bool:
@@ -246,12 +271,16 @@ class PostgresBatchStore(BatchStore):
         return [LineResult(row["number"], row["custom_id"], row["result"]) for row in rows]
 
 
-def _served(work: WorkFilter, first: int, table: str = "b") -> tuple[str, list[list[str]]]:
-    """The condition "a batch this process serves", its parameters numbered from `first`."""
+def _served(work: WorkFilter, first: int, table: str = "b") -> tuple[str, list[Any]]:
+    """The condition "a batch whose lines this process runs" (of its endpoints, and of its models or of one no live
+    process announces), its parameters numbered from `first`."""
     condition = f"{table}.endpoint = ANY(${first}::text[])"
     if work.models is None:
         return condition, [list(work.endpoints)]
-    return f"{condition} AND {table}.model = ANY(${first + 1}::text[])", [list(work.endpoints), list(work.models)]
+    unserved = (f"NOT EXISTS (SELECT 1 FROM rostra_batch_workers w WHERE w.seen_until >= {NOW} AND "
+                f"(w.model = {table}.model OR w.model = ${first + 2}))")
+    return (f"{condition} AND ({table}.model = ANY(${first + 1}::text[]) OR {unserved})",
+            [list(work.endpoints), list(work.models), ANY_MODEL])
 
 
 class PostgresBlobs(Blobs):

@@ -7,17 +7,27 @@ writes that take the write lock up front, leases).
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from rostra.store.batch_store import BatchLine, BatchStore, ChunkClaim, LineCounts, LineResult, PendingLine, WorkFilter
+from rostra.store.batch_store import (
+    ANY_MODEL,
+    FINAL_STATUSES,
+    Batch,
+    BatchLine,
+    BatchStore,
+    ChunkClaim,
+    FileObject,
+    LineCounts,
+    LineResult,
+    PendingLine,
+    WorkFilter,
+)
 from rostra.store.sqlite_connection import ConnectionThread, created_page
 from rostra.store.sqlite_connection import transaction as _transaction
-from rostra.store.tables import dumps
 from rostra.store.tenancy import EVERYONE, Tenant
 
 T = TypeVar("T")
@@ -45,6 +55,10 @@ MIGRATIONS: list[str] = [
     ALTER TABLE files ADD COLUMN expires_at INTEGER;
     CREATE INDEX files_by_expiry ON files(expires_at) WHERE expires_at IS NOT NULL;
     """,
+    # 3: the models each live process serves (announce), so that a batch of a model none serves is anyone's.
+    """
+    CREATE TABLE batch_workers (owner TEXT, model TEXT, seen_until REAL, PRIMARY KEY (owner, model));
+    """,
 ]
 _VISIBLE = "(? OR tenant IS NULL OR tenant = ?)"
 _FREE = "(owner IS NULL OR lease_until < ?)"  # nobody holds the lease (parameter: now)
@@ -68,17 +82,19 @@ class SqliteBatchStore(BatchStore):
 
     # -- files ----------------------------------------------------------------------------------
 
-    async def create_file(self, file: dict, tenant: str | None) -> None:
+    async def create_file(self, file: FileObject, tenant: str | None) -> None:
         await self._run(lambda conn: conn.execute(
             "INSERT OR REPLACE INTO files (id, tenant, created_at, purpose, expires_at, body) VALUES (?, ?, ?, ?, ?, ?)",
-            (file["id"], tenant, file["created_at"], file["purpose"], file.get("expires_at"), dumps(file))))
+            (file.id, tenant, file.created_at, file.purpose, file.expires_at, file.stored())))
 
-    async def get_file(self, file_id: str, tenant: Tenant = EVERYONE) -> dict | None:
-        return await self._run(_get, "files", file_id, tenant)
+    async def get_file(self, file_id: str, tenant: Tenant = EVERYONE) -> FileObject | None:
+        body = await self._run(_get, "files", file_id, tenant)
+        return None if body is None else FileObject.model_validate_json(body)
 
     async def list_files(self, *, after: str | None, limit: int, order: str, purpose: str | None,
-                         tenant: Tenant = EVERYONE) -> tuple[list[dict], bool]:
-        return await self._run(_page, "files", after, limit, order, purpose, tenant)
+                         tenant: Tenant = EVERYONE) -> tuple[list[FileObject], bool]:
+        rows, more = await self._run(_page, "files", after, limit, order, purpose, tenant)
+        return [FileObject.model_validate(row) for row in rows], more
 
     async def delete_file(self, file_id: str, tenant: Tenant = EVERYONE) -> bool:
         return await self._run(lambda conn: conn.execute(
@@ -91,28 +107,33 @@ class SqliteBatchStore(BatchStore):
 
     # -- batches ----------------------------------------------------------------------------------
 
-    async def create_batch(self, batch: dict, tenant: str | None) -> None:
+    async def create_batch(self, batch: Batch, tenant: str | None) -> None:
         await self._run(lambda conn: conn.execute(
             "INSERT INTO batches (id, tenant, created_at, status, endpoint, expires_at, body) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (batch["id"], tenant, batch["created_at"], batch["status"], batch["endpoint"], batch["expires_at"],
-             dumps(batch))))
+            (batch.id, tenant, batch.created_at, batch.status, batch.endpoint, batch.expires_at, batch.stored())))
 
-    async def get_batch(self, batch_id: str, tenant: Tenant = EVERYONE) -> dict | None:
-        return await self._run(_get, "batches", batch_id, tenant)
+    async def get_batch(self, batch_id: str, tenant: Tenant = EVERYONE) -> Batch | None:
+        body = await self._run(_get, "batches", batch_id, tenant)
+        return None if body is None else Batch.model_validate_json(body)
 
     async def list_batches(self, *, after: str | None, limit: int, tenant: Tenant = EVERYONE
-                           ) -> tuple[list[dict], bool]:
-        return await self._run(_page, "batches", after, limit, "desc", None, tenant)
+                           ) -> tuple[list[Batch], bool]:
+        rows, more = await self._run(_page, "batches", after, limit, "desc", None, tenant)
+        return [Batch.model_validate(row) for row in rows], more
 
-    async def update_batch(self, batch: dict, owner: str | None = None) -> bool:
+    async def update_batch(self, batch: Batch, owner: str | None = None) -> bool:
         return await self._run(_update_batch, batch, owner)
 
-    async def request_cancel(self, batch_id: str, cancelling: dict) -> dict | None:
-        return await self._run(_request_cancel, batch_id, cancelling)
+    async def request_cancel(self, batch_id: str, cancelling: Batch) -> Batch | None:
+        body = await self._run(_request_cancel, batch_id, cancelling)
+        return None if body is None else Batch.model_validate_json(body)
 
-    async def claim_batch(self, owner: str, lease_seconds: float, work: WorkFilter
-                          ) -> tuple[dict, str | None] | None:
-        return await self._run(_claim_batch, owner, lease_seconds, work)
+    async def claim_batch(self, owner: str, lease_seconds: float) -> tuple[Batch, str | None] | None:
+        claimed = await self._run(_claim_batch, owner, lease_seconds)
+        return None if claimed is None else (Batch.model_validate_json(claimed[0]), claimed[1])
+
+    async def announce(self, owner: str, work: WorkFilter, seconds: float) -> None:
+        await self._run(_announce, owner, work, seconds)
 
     async def renew_batch(self, batch_id: str, owner: str, lease_seconds: float) -> bool:
         return await self._run(lambda conn: conn.execute(
@@ -151,15 +172,16 @@ class SqliteBatchStore(BatchStore):
             f"SELECT number, custom_id, result FROM batch_lines WHERE batch_id = ? AND number > ? AND ({condition}) "
             "ORDER BY number LIMIT ?", (batch_id, after, limit))])
 
-def _get(conn: sqlite3.Connection, table: str, object_id: str, tenant: Tenant) -> dict | None:
+def _get(conn: sqlite3.Connection, table: str, object_id: str, tenant: Tenant) -> str | None:
     live, now = (f" AND {_LIVE}", (time.time(),)) if table == "files" else ("", ())
     row = conn.execute(f"SELECT body FROM {table} WHERE id = ? AND {_VISIBLE}{live}",
                        (object_id, *tenant.sql_params(), *now)).fetchone()
-    return None if row is None else json.loads(row[0])
+    return None if row is None else str(row[0])
 
 
 def _page(conn: sqlite3.Connection, table: str, after: str | None, limit: int, order: str, purpose: str | None,
-          tenant: Tenant) -> tuple[list[dict], bool]:
+          tenant: Tenant) -> tuple[list[dict[str, Any]], bool]:
+    """One page of rows' bodies, parsed (the caller validates them as its model)."""
     where, params = _VISIBLE, tuple[Any, ...](tenant.sql_params())
     if table == "files":
         where, params = f"{where} AND {_LIVE}", (*params, time.time())
@@ -169,55 +191,63 @@ def _page(conn: sqlite3.Connection, table: str, after: str | None, limit: int, o
     return created_page(conn, table, where, params, after, limit, order, tiebreak="rowid", noun=noun)
 
 
-def _update_batch(conn: sqlite3.Connection, batch: dict, owner: str | None) -> bool:
-    params: tuple[Any, ...]
+def _update_batch(conn: sqlite3.Connection, batch: Batch, owner: str | None) -> bool:
+    # A final batch is never rewritten (a finalizer that lost its lease, or ran twice, writes nothing), and a cancel
+    # wins over a move to in_progress (the validator's) or finalizing (the last chunk's).
+    guard = (f"status NOT IN ({', '.join(repr(status) for status in FINAL_STATUSES)}) "
+             "AND NOT (status = 'cancelling' AND ? IN ('in_progress', 'finalizing'))")
+    params: tuple[Any, ...] = (batch.status, batch.stored(), batch.model, batch.id)
     if owner is None:
-        sql, params = "UPDATE batches SET status = ?, body = ?, model = ? WHERE id = ?", (
-            batch["status"], dumps(batch), batch.get("model"), batch["id"])
+        sql = f"UPDATE batches SET status = ?, body = ?, model = ? WHERE id = ? AND {guard}"
+        params = (*params, batch.status)
     else:
-        # A cancel that came during validation wins over the validator's move to in_progress.
         sql = ("UPDATE batches SET status = ?, body = ?, model = ?, owner = NULL, lease_until = NULL WHERE id = ? "
-               "AND owner = ? AND lease_until >= ? AND NOT (status = 'cancelling' AND ? = 'in_progress')")
-        params = (batch["status"], dumps(batch), batch.get("model"), batch["id"], owner, time.time(),
-                  batch["status"])
+               f"AND owner = ? AND lease_until >= ? AND {guard}")
+        params = (*params, owner, time.time(), batch.status)
     return conn.execute(sql, params).rowcount > 0
 
 
-def _request_cancel(conn: sqlite3.Connection, batch_id: str, cancelling: dict) -> dict | None:
+def _request_cancel(conn: sqlite3.Connection, batch_id: str, cancelling: Batch) -> str | None:
     with _transaction(conn):
         conn.execute("UPDATE batches SET status = 'cancelling', body = ? WHERE id = ? AND status IN "
-                     "('validating', 'in_progress')", (dumps(cancelling), batch_id))
+                     "('validating', 'in_progress')", (cancelling.stored(), batch_id))
         row = conn.execute("SELECT body FROM batches WHERE id = ?", (batch_id,)).fetchone()
-    return None if row is None else json.loads(row[0])
+    return None if row is None else str(row[0])
 
 
-def _served(work: WorkFilter, table: str = "batches") -> tuple[str, tuple]:
-    """The condition "a batch this process serves" (table: a fixed string)."""
-    condition = f"{table}.endpoint IN ({', '.join('?' for _ in work.endpoints)})"
+def _served(work: WorkFilter, now: float) -> tuple[str, tuple]:
+    """The condition "a batch (`b`) whose lines this process runs": of its endpoints, and of its models or of one
+    no live process announces."""
+    condition = f"b.endpoint IN ({', '.join('?' for _ in work.endpoints)})"
     if work.models is None:
         return condition, tuple(work.endpoints)
-    return (f"{condition} AND {table}.model IN ({', '.join('?' for _ in work.models)})",
-            (*work.endpoints, *work.models))
+    unserved = "NOT EXISTS (SELECT 1 FROM batch_workers w WHERE w.seen_until >= ? AND w.model IN (b.model, ?))"
+    return (f"{condition} AND (b.model IN ({', '.join('?' for _ in work.models)}) OR {unserved})",
+            (*work.endpoints, *work.models, now, ANY_MODEL))
 
 
-def _claim_batch(conn: sqlite3.Connection, owner: str, lease_seconds: float, work: WorkFilter
-                 ) -> tuple[dict, str | None] | None:
+def _claim_batch(conn: sqlite3.Connection, owner: str, lease_seconds: float) -> tuple[str, str | None] | None:
     now = time.time()
-    served, served_params = _served(work)
-    running_chunks = "SELECT 1 FROM batch_chunks c WHERE c.batch_id = batches.id AND c.owner IS NOT NULL AND " \
-                     "c.lease_until >= ?"
+    no_chunk_running = "NOT EXISTS (SELECT 1 FROM batch_chunks c WHERE c.batch_id = batches.id AND " \
+                       "c.owner IS NOT NULL AND c.lease_until >= ?)"
     with _transaction(conn):
         row = conn.execute(
-            f"SELECT id, body, tenant FROM batches WHERE {_FREE} AND (status = 'validating' OR ({served} AND ("
-            "status = 'finalizing' OR "
-            "(status = 'cancelling' AND NOT EXISTS (" + running_chunks + ")) OR "
-            "(status = 'in_progress' AND (expires_at <= ? OR NOT EXISTS (SELECT 1 FROM batch_chunks c WHERE "
-            "c.batch_id = batches.id AND c.done = 0)))))) ORDER BY created_at LIMIT 1",
-            (now, *served_params, now, now)).fetchone()
+            f"SELECT id, body, tenant FROM batches WHERE {_FREE} AND (status IN ('validating', 'finalizing') OR "
+            f"(status = 'cancelling' AND {no_chunk_running}) OR (status = 'in_progress' AND ((expires_at <= ? AND "
+            f"{no_chunk_running}) OR NOT EXISTS (SELECT 1 FROM batch_chunks c WHERE c.batch_id = batches.id AND "
+            "c.done = 0)))) ORDER BY created_at LIMIT 1", (now, now, now, now)).fetchone()
         if row is None:
             return None
         conn.execute("UPDATE batches SET owner = ?, lease_until = ? WHERE id = ?", (owner, now + lease_seconds, row[0]))
-    return json.loads(row[1]), row[2]
+    return str(row[1]), row[2]
+
+
+def _announce(conn: sqlite3.Connection, owner: str, work: WorkFilter, seconds: float) -> None:
+    now = time.time()
+    with _transaction(conn):
+        conn.execute("DELETE FROM batch_workers WHERE owner = ? OR seen_until < ?", (owner, now))
+        conn.executemany("INSERT INTO batch_workers (owner, model, seen_until) VALUES (?, ?, ?)",
+                         [(owner, model, now + seconds) for model in (work.models or (ANY_MODEL,))])
 
 
 def _add_lines(conn: sqlite3.Connection, batch_id: str, owner: str, lines: list[BatchLine], chunk_lines: int) -> bool:
@@ -238,7 +268,7 @@ def _add_lines(conn: sqlite3.Connection, batch_id: str, owner: str, lines: list[
 def _claim_chunk(conn: sqlite3.Connection, owner: str, lease_seconds: float, work: WorkFilter
                  ) -> ChunkClaim | None:
     now = time.time()
-    served, served_params = _served(work, "b")
+    served, served_params = _served(work, now)
     with _transaction(conn):
         row = conn.execute(
             "SELECT c.batch_id, c.chunk, b.body, b.tenant FROM batch_chunks c JOIN batches b ON b.id = c.batch_id "
@@ -252,7 +282,7 @@ def _claim_chunk(conn: sqlite3.Connection, owner: str, lease_seconds: float, wor
                      (owner, now + lease_seconds, batch_id, chunk))
         pending = conn.execute("SELECT number, custom_id, request FROM batch_lines WHERE batch_id = ? AND chunk = ? "
                                "AND result IS NULL ORDER BY number", (batch_id, chunk)).fetchall()
-    return ChunkClaim(json.loads(row[2]), row[3], chunk, [PendingLine(*line) for line in pending])
+    return ChunkClaim(Batch.model_validate_json(row[2]), row[3], chunk, [PendingLine(*line) for line in pending])
 
 
 def _release_chunk(conn: sqlite3.Connection, batch_id: str, chunk: int, owner: str) -> None:

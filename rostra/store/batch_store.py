@@ -17,7 +17,10 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from rostra.store.batch_objects import FINAL_STATUSES, Batch, FileObject
 from rostra.store.tenancy import EVERYONE, Tenant
+
+__all__ = ["FINAL_STATUSES", "Batch", "FileObject"]
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,7 @@ class PendingLine:
 class ChunkClaim:
     """A chunk of a batch that this process now runs: the lines of it that have no result yet."""
 
-    batch: dict
+    batch: Batch
     tenant: str | None
     chunk: int
     lines: list[PendingLine]
@@ -51,11 +54,16 @@ class ChunkClaim:
 
 @dataclass(frozen=True)
 class WorkFilter:
-    """The batches a process runs: those of its endpoints (an embedding server's: /v1/embeddings), and of its
-    models (None: any model, as a server of one model answers whatever model a request names)."""
+    """The lines a process runs: those of batches of its endpoints (an embedding server's: /v1/embeddings), and of
+    its models (None: any model, as a server of one model answers whatever model a request names), or of a model no
+    live process announces (store.announce) serving: its lines are anyone's, answered as online (model_not_found).
+    Validating, cancelling, expiring and finalizing a batch need no model: any process does them."""
 
     endpoints: tuple[str, ...]
     models: tuple[str, ...] | None = None
+
+
+ANY_MODEL = "*"  # what a process that answers whatever model a request names announces
 
 
 @dataclass(frozen=True)
@@ -87,14 +95,14 @@ class BatchStore(ABC):
     # -- files ----------------------------------------------------------------------------------
 
     @abstractmethod
-    async def create_file(self, file: dict, tenant: str | None) -> None: ...
+    async def create_file(self, file: FileObject, tenant: str | None) -> None: ...
 
     @abstractmethod
-    async def get_file(self, file_id: str, tenant: Tenant = EVERYONE) -> dict | None: ...
+    async def get_file(self, file_id: str, tenant: Tenant = EVERYONE) -> FileObject | None: ...
 
     @abstractmethod
     async def list_files(self, *, after: str | None, limit: int, order: str, purpose: str | None,
-                         tenant: Tenant = EVERYONE) -> tuple[list[dict], bool]:
+                         tenant: Tenant = EVERYONE) -> tuple[list[FileObject], bool]:
         """One page of the file objects `tenant` may see by (created_at, id); StoreError for an unknown `after`."""
 
     @abstractmethod
@@ -108,29 +116,35 @@ class BatchStore(ABC):
     # -- batches ----------------------------------------------------------------------------------
 
     @abstractmethod
-    async def create_batch(self, batch: dict, tenant: str | None) -> None: ...
+    async def create_batch(self, batch: Batch, tenant: str | None) -> None: ...
 
     @abstractmethod
-    async def get_batch(self, batch_id: str, tenant: Tenant = EVERYONE) -> dict | None: ...
+    async def get_batch(self, batch_id: str, tenant: Tenant = EVERYONE) -> Batch | None: ...
 
     @abstractmethod
     async def list_batches(self, *, after: str | None, limit: int, tenant: Tenant = EVERYONE
-                           ) -> tuple[list[dict], bool]:
+                           ) -> tuple[list[Batch], bool]:
         """Newest first, as OpenAI lists batches."""
 
     @abstractmethod
-    async def update_batch(self, batch: dict, owner: str | None = None) -> bool:
-        """Replace the batch object (its `status` column follows). With `owner`: only while it holds the batch's
-        lease, which is then dropped. False if nothing was written."""
+    async def update_batch(self, batch: Batch, owner: str | None = None) -> bool:
+        """Replace the batch object (its `status` column follows), unless it is final already (a finalization is
+        written once) or a cancel came before a move to `in_progress` or `finalizing`. With `owner`: only while it holds the batch's lease, which is then dropped. False if nothing
+        was written."""
 
     @abstractmethod
-    async def request_cancel(self, batch_id: str, cancelling: dict) -> dict | None:
+    async def request_cancel(self, batch_id: str, cancelling: Batch) -> Batch | None:
         """validating/in_progress -> `cancelling` (the object given); the stored object as it is now, or None."""
 
     @abstractmethod
-    async def claim_batch(self, owner: str, lease_seconds: float, work: WorkFilter) -> tuple[dict, str | None] | None:
-        """A batch with work for its own lease: `validating`, or `in_progress` with every chunk done or past its
-        `expires_at`, or `cancelling` with no chunk running; that `work` takes. (batch, tenant)."""
+    async def claim_batch(self, owner: str, lease_seconds: float) -> tuple[Batch, str | None] | None:
+        """A batch with work for its own lease, whatever its model: `validating`, or `in_progress` with every chunk
+        done, or past its `expires_at` or `cancelling` with no chunk running (a line answered late is then never
+        written after its batch's files are: record_line needs the chunk's lease). (batch, tenant)."""
+
+    @abstractmethod
+    async def announce(self, owner: str, work: WorkFilter, seconds: float) -> None:
+        """`owner` serves `work.models` (None: any model) for the next `seconds` (replacing what it announced)."""
 
     @abstractmethod
     async def renew_batch(self, batch_id: str, owner: str, lease_seconds: float) -> bool: ...
@@ -141,8 +155,8 @@ class BatchStore(ABC):
 
     @abstractmethod
     async def claim_chunk(self, owner: str, lease_seconds: float, work: WorkFilter) -> ChunkClaim | None:
-        """A chunk of an `in_progress` batch (before its `expires_at`) that nobody runs (or whose runner's lease
-        expired) and that has lines without a result; taken under `owner`'s lease."""
+        """A chunk of an `in_progress` batch (before its `expires_at`) that `work` takes, that nobody runs (or whose
+        runner's lease expired) and that has lines without a result; taken under `owner`'s lease."""
 
     @abstractmethod
     async def renew_chunk(self, batch_id: str, chunk: int, owner: str, lease_seconds: float) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import secrets
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -78,9 +79,10 @@ class DirectoryBlobs(Blobs):
 
     async def write(self, blob_id: str, chunks: AsyncIterator[bytes], max_bytes: int | None = None) -> int:
         """Write the chunks to a temporary file, then move it into place (a reader never sees half a file).
-        Returns the size; PayloadTooLarge (and nothing kept) past `max_bytes`."""
+        Returns the size; PayloadTooLarge (and nothing kept) past `max_bytes`. Each writer has a temporary file of
+        its own: two finalizers of one batch (one that lost its lease) never write into each other's."""
         target = self.path(blob_id)
-        partial = target.with_name(target.name + ".partial")
+        partial = target.with_name(f"{target.name}.partial-{secrets.token_hex(4)}")
         await asyncio.to_thread(self.root.mkdir, parents=True, exist_ok=True)
         handle = await asyncio.to_thread(open, partial, "wb")
         size = 0

@@ -1,8 +1,8 @@
 """The lines of a batch's input file, checked before any runs: each is a request to run, or an error line.
 
 A line is `{"custom_id": str, "method": "POST", "url": ENDPOINT, "body": {...}}`. A line that is not that (invalid
-JSON, another url than the batch's endpoint, a repeated custom_id, a streamed request, another model than the
-batch's) is answered at once in the error file; the other lines still run.
+JSON, another url than the batch's endpoint, a repeated custom_id, a streamed or background request, another model
+than the batch's) is answered at once in the error file; the other lines still run.
 """
 
 from __future__ import annotations
@@ -56,8 +56,9 @@ class LineChecker:
         body = line.get("body")
         if not isinstance(body, dict):
             return LineError("invalid_request", f"{where}: body must be a JSON object")
-        if body.get("stream"):
-            return LineError("invalid_request", f"{where}: stream is not supported in a batch")
+        for unsupported in ("stream", "background"):  # OpenAI's batches run neither a stream nor a background response
+            if body.get(unsupported):
+                return LineError("invalid_request", f"{where}: {unsupported} is not supported in a batch")
         if self.model is not None and body.get("model") != self.model:
             return LineError("model_mismatch", f"{where}: every line of a batch names the same model "
                                                f"({self.model!r}), not {body.get('model')!r}")

@@ -11,7 +11,6 @@ from fastapi import APIRouter, Request
 from starlette.datastructures import FormData, UploadFile
 from starlette.responses import Response, StreamingResponse
 
-from rostra.api.batches.objects import shown_batch
 from rostra.api.batches.service import BatchesService, CreateBatchBody, ExpiresAfter
 from rostra.api.responses.routes import tenant_of
 from rostra.errors import InvalidRequest, ServiceUnavailable
@@ -39,8 +38,8 @@ async def upload_file(request: Request) -> dict[str, Any]:
             raise InvalidRequest("file: a file part is required (multipart/form-data)", param="file")
         if not isinstance(purpose, str):
             raise InvalidRequest("purpose is required", param="purpose")
-        return present(await files.upload(upload.filename or "upload", purpose, _chunks(upload), tenant_of(request),
-                                          _expires_after(form)))
+        return present((await files.upload(upload.filename or "upload", purpose, _chunks(upload), tenant_of(request),
+                                           _expires_after(form))).wire())
     finally:
         await form.close()
 
@@ -66,7 +65,7 @@ def present(value: dict[str, Any]) -> dict[str, Any]:
 def _present(value: Any) -> Any:
     if isinstance(value, dict):
         return present(value)
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return [_present(item) for item in value]
     return value
 
@@ -87,7 +86,7 @@ async def list_files(request: Request, after: str | None = None, limit: int = 10
 
 @router.get("/v1/files/{file_id}")
 async def retrieve_file(request: Request, file_id: str) -> dict[str, Any]:
-    return present(await service(request).get_file(file_id, tenant_of(request)))
+    return present((await service(request).get_file(file_id, tenant_of(request))).wire())
 
 
 @router.get("/v1/files/{file_id}/content")
@@ -95,7 +94,7 @@ async def file_content(request: Request, file_id: str) -> Response:
     files = service(request)
     file = await files.get_file(file_id, tenant_of(request))
     return StreamingResponse(await files.content(file_id, tenant_of(request)), media_type="application/octet-stream",
-                             headers={"content-length": str(file["bytes"])})
+                             headers={"content-length": str(file.bytes)})
 
 
 @router.delete("/v1/files/{file_id}")
@@ -106,21 +105,20 @@ async def delete_file(request: Request, file_id: str) -> dict[str, Any]:
 @router.post("/v1/batches")
 async def create_batch(request: Request) -> dict[str, Any]:
     body = await parse_body(request, CreateBatchBody)
-    return present(shown_batch(await service(request).create_batch(body, tenant_of(request))))
+    return present((await service(request).create_batch(body, tenant_of(request))).wire())
 
 
 @router.get("/v1/batches")
 async def list_batches(request: Request, after: str | None = None, limit: int = 20) -> dict[str, Any]:
     check_page(limit, "desc")
-    page = await service(request).list_batches(after, limit, tenant_of(request))
-    return present({**page, "data": [shown_batch(batch) for batch in page["data"]]})
+    return present(await service(request).list_batches(after, limit, tenant_of(request)))
 
 
 @router.get("/v1/batches/{batch_id}")
 async def retrieve_batch(request: Request, batch_id: str) -> dict[str, Any]:
-    return present(shown_batch(await service(request).get_batch(batch_id, tenant_of(request))))
+    return present((await service(request).get_batch(batch_id, tenant_of(request))).wire())
 
 
 @router.post("/v1/batches/{batch_id}/cancel")
 async def cancel_batch(request: Request, batch_id: str) -> dict[str, Any]:
-    return present(shown_batch(await service(request).cancel_batch(batch_id, tenant_of(request))))
+    return present((await service(request).cancel_batch(batch_id, tenant_of(request))).wire())

@@ -14,15 +14,14 @@ from rostra.api.batches.objects import (
     FILE_PURPOSES,
     MAX_EXPIRY,
     MIN_EXPIRY,
-    OUTPUT_EXPIRY,
     batch_object,
     file_object,
     new_id,
-    with_counts,
 )
 from rostra.api.batches.worker import BatchWorker
 from rostra.errors import InvalidRequest, NotFound
 from rostra.store.base import StoreError
+from rostra.store.batch_objects import Batch, FileObject
 from rostra.store.batch_store import BatchStore
 from rostra.store.blobs import Blobs
 from rostra.store.tenancy import Tenant
@@ -66,7 +65,7 @@ class BatchesService:
     # -- files ----------------------------------------------------------------------------------
 
     async def upload(self, filename: str, purpose: str, chunks: AsyncIterator[bytes], tenant: Tenant,
-                     expires_after: ExpiresAfter | None = None) -> dict[str, Any]:
+                     expires_after: ExpiresAfter | None = None) -> FileObject:
         if purpose not in FILE_PURPOSES:
             raise InvalidRequest(f"purpose must be one of {', '.join(FILE_PURPOSES)}, not {purpose!r}",
                                  param="purpose")
@@ -78,7 +77,7 @@ class BatchesService:
         await self.store.create_file(file, tenant.key)
         return file
 
-    async def get_file(self, file_id: str, tenant: Tenant) -> dict[str, Any]:
+    async def get_file(self, file_id: str, tenant: Tenant) -> FileObject:
         file = await self.store.get_file(file_id, tenant)
         if file is None or not await self.blobs.exists(file_id):
             raise NotFound(f"No such File object: {file_id}", param="file_id")
@@ -91,7 +90,7 @@ class BatchesService:
                                                           tenant=tenant)
         except StoreError as exc:
             raise InvalidRequest(str(exc), param="after") from exc
-        return _page(files, has_more)
+        return _page([file.wire() for file in files], has_more)
 
     async def content(self, file_id: str, tenant: Tenant) -> AsyncIterator[bytes]:
         await self.get_file(file_id, tenant)
@@ -100,13 +99,13 @@ class BatchesService:
     async def read_whole(self, file_id: str, tenant: Tenant, max_bytes: int) -> tuple[str, bytes]:
         """A file's name and contents, for a Responses input part that names it (api/responses/file_inputs.py)."""
         file = await self.get_file(file_id, tenant)
-        if file["bytes"] > max_bytes:
+        if file.bytes > max_bytes:
             raise InvalidRequest(f"the file {file_id} is larger than this server reads as input ({max_bytes} bytes)",
                                  param="file_id", code="file_too_large")
         data = bytearray()
         async for chunk in self.blobs.read(file_id):
             data += chunk
-        return file["filename"], bytes(data)
+        return file.filename, bytes(data)
 
     async def delete_file(self, file_id: str, tenant: Tenant) -> dict[str, Any]:
         if not await self.store.delete_file(file_id, tenant):
@@ -116,7 +115,7 @@ class BatchesService:
 
     # -- batches ----------------------------------------------------------------------------------
 
-    async def create_batch(self, body: CreateBatchBody, tenant: Tenant) -> dict[str, Any]:
+    async def create_batch(self, body: CreateBatchBody, tenant: Tenant) -> Batch:
         if body.endpoint not in ENDPOINTS:
             raise InvalidRequest(f"endpoint must be one of {', '.join(ENDPOINTS)}, not {body.endpoint!r}",
                                  param="endpoint")
@@ -126,22 +125,22 @@ class BatchesService:
         file = await self.store.get_file(body.input_file_id, tenant)
         if file is None:
             raise NotFound(f"No such File object: {body.input_file_id}", param="input_file_id")
-        if file["purpose"] != "batch":
-            raise InvalidRequest(f"the input file's purpose is {file['purpose']!r}, not 'batch'",
-                                 param="input_file_id")
-        batch = batch_object(body.input_file_id, body.endpoint, body.metadata, self.worker.settings.window_seconds)
-        if body.output_expires_after is not None:  # kept for the finalizer; not part of the object shown
-            batch[OUTPUT_EXPIRY] = body.output_expires_after.model_dump()
+        if file.purpose != "batch":
+            raise InvalidRequest(f"the input file's purpose is {file.purpose!r}, not 'batch'", param="input_file_id")
+        expiry = None if body.output_expires_after is None else body.output_expires_after.seconds
+        batch = batch_object(body.input_file_id, body.endpoint, body.metadata, self.worker.settings.window_seconds,
+                             expiry)
         await self.store.create_batch(batch, tenant.key)
         self.worker.wake()
         return batch
 
-    async def get_batch(self, batch_id: str, tenant: Tenant) -> dict[str, Any]:
+    async def get_batch(self, batch_id: str, tenant: Tenant) -> Batch:
         batch = await self.store.get_batch(batch_id, tenant)
         if batch is None:
             raise NotFound(f"No batch found with id '{batch_id}'", param="batch_id")
-        if batch["status"] in ("in_progress", "cancelling"):  # the live counts, not those at the last phase
-            batch = with_counts(batch, await self.store.counts(batch_id))
+        if batch.status in ("in_progress", "cancelling"):  # the live counts, not those at the last phase
+            counts = await self.store.counts(batch_id)
+            batch = batch.counted(counts.total, counts.completed, counts.failed)
         return batch
 
     async def list_batches(self, after: str | None, limit: int, tenant: Tenant) -> dict[str, Any]:
@@ -149,17 +148,16 @@ class BatchesService:
             batches, has_more = await self.store.list_batches(after=after, limit=limit, tenant=tenant)
         except StoreError as exc:
             raise InvalidRequest(str(exc), param="after") from exc
-        return _page(batches, has_more)
+        return _page([batch.wire() for batch in batches], has_more)
 
-    async def cancel_batch(self, batch_id: str, tenant: Tenant) -> dict[str, Any]:
+    async def cancel_batch(self, batch_id: str, tenant: Tenant) -> Batch:
         batch = await self.get_batch(batch_id, tenant)
-        if batch["status"] in ("cancelling", "cancelled"):
+        if batch.status in ("cancelling", "cancelled"):
             return batch  # asked twice: the same answer
-        cancelling = {**batch, "status": "cancelling", "cancelling_at": int(time.time())}
-        stored = await self.store.request_cancel(batch_id, cancelling)
-        if stored is None or stored["status"] != "cancelling":
-            raise InvalidRequest(f"the batch is {batch['status']}: it can no longer be cancelled",
-                                 param="batch_id")
+        stored = await self.store.request_cancel(batch_id, batch.moved("cancelling", int(time.time())))
+        if stored is None or stored.status != "cancelling":  # it moved on meanwhile: say to what
+            status = batch.status if stored is None else stored.status
+            raise InvalidRequest(f"the batch is {status}: it can no longer be cancelled", param="batch_id")
         self.worker.wake()
         return stored
 
