@@ -35,9 +35,22 @@ CHAT_TEMPLATE = (
 )
 
 
-def tiny_llava(text_checkpoint: Path, out_dir: Path) -> Path:
+# llava-hf/llava-1.5-7b-hf's own chat template (its chat_template.json): every image first, as "<image>\n", then the
+# text parts, each followed by a space: a spelling around the image that only the template knows.
+LLAVA_15_TEMPLATE = (
+    "{% for message in messages %}{% if message['role'] != 'system' %}{{ message['role'].upper() + ': '}}{% endif %}"
+    "{# Render all images first #}{% for content in message['content'] | selectattr('type', 'equalto', 'image') %}"
+    "{{ '<image>\n' }}{% endfor %}{# Render all text next #}{% if message['role'] != 'assistant' %}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}{{ content['text'] + ' '}}"
+    "{% endfor %}{% else %}{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}"
+    "{% generation %}{{ content['text'] + ' '}}{% endgeneration %}{% endfor %}{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ 'ASSISTANT:' }}{% endif %}"
+)
+
+
+def tiny_llava(text_checkpoint: Path, out_dir: Path, chat_template: str = CHAT_TEMPLATE) -> Path:
     """The checkpoint in `out_dir`, built once (a complete one is reused) from `text_checkpoint`'s tokenizer."""
-    return built_once(out_dir, _DONE_MARKER, SEED, lambda staging: _write(text_checkpoint, staging))
+    return built_once(out_dir, _DONE_MARKER, SEED, lambda staging: _write(text_checkpoint, staging, chat_template))
 
 
 def built_once(out_dir: Path, done_marker: str, seed: int, write: Callable[[Path], None]) -> Path:
@@ -55,7 +68,7 @@ def built_once(out_dir: Path, done_marker: str, seed: int, write: Callable[[Path
     return out_dir
 
 
-def _write(text_checkpoint: Path, target: Path) -> None:
+def _write(text_checkpoint: Path, target: Path, chat_template: str) -> None:
     import torch
     from transformers import (AutoTokenizer, CLIPVisionConfig, GenerationConfig, LlamaConfig, LlavaConfig,
                               LlavaForConditionalGeneration, LlavaProcessor)
@@ -82,7 +95,7 @@ def _write(text_checkpoint: Path, target: Path) -> None:
                                             crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE})
     processor = LlavaProcessor(image_processor=image_processor, tokenizer=tokenizer, patch_size=PATCH,
                                vision_feature_select_strategy="default", num_additional_image_tokens=1,
-                               image_token=IMAGE_TOKEN, chat_template=CHAT_TEMPLATE)
+                               image_token=IMAGE_TOKEN, chat_template=chat_template)
     processor.save_pretrained(target)
-    tokenizer.chat_template = CHAT_TEMPLATE  # the template rostra reads from the tokenizer as from the processor
+    tokenizer.chat_template = chat_template  # the template rostra reads from the tokenizer as from the processor
     tokenizer.save_pretrained(target)

@@ -115,6 +115,11 @@ class Engine(abc.ABC):
         """The text that stands for `image` where it appears in the rendered prompt (engines that take images)."""
         raise NotImplementedError
 
+    # Whether a template that loops over content parts gets each image as {"type": "image"} and writes the marker
+    # itself, as the checkpoint's processor renders it (vision checkpoints: the marker is their image token), rather
+    # than a text part holding the marker (llama.cpp's media marker, which no template writes).
+    template_writes_image_marker: bool = False
+
     async def prompt_length(self, prompt: Prompt) -> int:
         """The tokens the engine evaluates for `prompt` (usage, budgets, count_tokens): its token ids, where each
         image counts as the tokens the engine gives it, not as its marker's text; a 400 for images and markers

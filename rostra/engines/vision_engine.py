@@ -21,6 +21,9 @@ if TYPE_CHECKING:  # (transformers_vision imports torch: vllm.py must import wit
 class VisionEngine(Engine):
     # The checkpoint's processor when the model reads images, else None (a text model).
     vision: VisionProcessor | None = None
+    # The checkpoint's own template places its image token for an {"type": "image"} part: with spacing of its own
+    # ("<image>\n" before the text, LLaVA 1.5's), which a marker given as a text part would not get.
+    template_writes_image_marker = True
 
     def takes_images(self, model: str) -> bool:
         return self.vision is not None and self.task == "generate"

@@ -31,6 +31,9 @@ class PromptImages:
 
     markers: dict[PartKey, str] = field(default_factory=dict)
     images: tuple[PromptImage, ...] = ()
+    # To a template that loops over content parts: each image as {"type": "image"} (the template writes the marker)
+    # rather than a text part holding the marker.
+    as_image_parts: bool = False
 
 
 def image_parts(messages: Sequence[TurnMessage]) -> list[PlacedImage]:
@@ -82,7 +85,8 @@ def message_text(message: TurnMessage, index: int, images: PromptImages = Prompt
 def content_parts(message: TurnMessage, index: int, images: PromptImages = PromptImages()) -> list[dict[str, Any]]:
     """The content as a template that loops over it takes it (vLLM's `openai` content format): text parts, a
     string as one. An image is a text part holding the engine's marker, so the engine finds each image where it
-    stands whatever image token the template would write."""
+    stands whatever image token the template would write; or, `as_image_parts`, {"type": "image"}, where the
+    template writes the engine's marker itself."""
     content = message.content
     if content is None:
         return []
@@ -92,7 +96,7 @@ def content_parts(message: TurnMessage, index: int, images: PromptImages = Promp
     for part_index, part in enumerate(content):
         marker = images.markers.get((index, part_index))
         if marker is not None:
-            parts.append({"type": "text", "text": marker})
+            parts.append({"type": "image"} if images.as_image_parts else {"type": "text", "text": marker})
         elif isinstance(part, TextPart):
             parts.append({"type": "text", "text": part.text})
         else:

@@ -70,8 +70,9 @@ class SpecialTextGuard:
             if message.get("role") in UNTRUSTED_ROLES and isinstance(content, str) and self._pattern.search(content):
                 message = {**message, "content": self._pattern.sub(masked.placeholder, content)}
             elif message.get("role") in UNTRUSTED_ROLES and isinstance(content, list):  # `openai` content format
-                message = {**message, "content": [{**part, "text": self._pattern.sub(masked.placeholder, part["text"])}
-                                                  for part in content]}
+                message = {**message, "content": [  # (an image part, {"type": "image"}, has no text)
+                    {**part, "text": self._pattern.sub(masked.placeholder, part["text"])} if "text" in part else part
+                    for part in content]}
             out.append(message)
         return out, masked
 

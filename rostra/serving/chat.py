@@ -393,6 +393,21 @@ class ChatService(GenerationService):
         # Harmony renders its own format from strings; a Jinja template takes the parts where it loops over them.
         parts = isinstance(template, ChatTemplate) and resolve_content_format(
             options.content_format or self.content_format, template.source) == "openai"
+        if parts and images.images and self.engine.template_writes_image_marker:
+            # The checkpoint's own spelling around each image; unless the template writes no marker for them
+            rendered = await self._render_text(turn, template, dataclasses.replace(images, as_image_parts=True),
+                                               kwargs)
+            if rendered.text.count(self.engine.image_marker(images.images[0])) != len(images.images):
+                rendered = await self._render_text(turn, template, images, kwargs, parts)
+        else:
+            rendered = await self._render_text(turn, template, images, kwargs, parts)
+        if options.response_prefix:  # tabby's: the answer's first words, given (as plain text: it forges no turn)
+            return RenderedPrompt((*rendered.pieces, (options.response_prefix, True)))
+        return rendered
+
+    async def _render_text(self, turn: Turn, template: PromptRenderer, images: PromptImages, kwargs: dict[str, Any],
+                           parts: bool = True) -> RenderedPrompt:
+        options = turn.template
         messages = template_messages(turn.messages, images, as_parts=parts)
         if getattr(self.tool_parser, "name", "") == "mistral":
             messages = mistral_history(messages)  # ids from other servers, as Mistral templates take them
@@ -406,8 +421,5 @@ class ChatService(GenerationService):
             if exc.param == "messages":  # the template's refusal of the whole list, named as the client's API does
                 exc.param = turn.budget.prompt_param
             raise
-        rendered = masked.unmask(text)
-        if options.response_prefix:  # tabby's: the answer's first words, given (as plain text: it forges no turn)
-            return RenderedPrompt((*rendered.pieces, (options.response_prefix, True)))
-        return rendered
+        return masked.unmask(text)
 
