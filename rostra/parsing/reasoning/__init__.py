@@ -1,6 +1,6 @@
 """Reasoning parsers: one small file per format over one base contract (base.ReasoningParser).
 
-Select one with `--reasoning-parser NAME`. They run before the tool parser, which then sees
+Select one with `--reasoning-parser NAME`; without it the chat template's markup picks one (detect.py). They run before the tool parser, which then sees
 only the answer.
 """
 
@@ -14,6 +14,9 @@ REGISTRY: dict[str, str] = {
     "qwen3": "think:Qwen3ReasoningParser",
     "granite": "granite:GraniteReasoningParser",
     "gpt_oss": "gpt_oss:GptOssReasoningParser",
+    "deepseek_v3": "think:DeepSeekV3ReasoningParser",
+    "kimi_k2": "think:KimiK2ReasoningParser",
+    "magistral": "magistral:MagistralReasoningParser",
 }
 
 

@@ -19,6 +19,8 @@ REGISTRY: dict[str, str] = {
     "kimi_k2": "kimi_k2:KimiK2ToolParser",
     "llama3_json": "llama3_json:Llama3JsonToolParser",
     "mistral": "mistral:MistralToolParser",
+    "nemotron_json": "nemotron:NemotronToolParser",
+    "phi4_mini_json": "phi4_mini:Phi4MiniToolParser",
     "pythonic": "pythonic:PythonicToolParser",
     "qwen3_coder": "qwen3_coder:Qwen3CoderToolParser",
 }
@@ -33,6 +35,9 @@ _TEMPLATE_MARKERS = [
     ("[TOOL_CALLS]", "mistral"),
     ("<｜tool▁calls▁begin｜>", "deepseek_v3"),
     ("<|python_tag|>", "llama3_json"),
+    ("<TOOLCALL>", "nemotron_json"),  # Nemotron's templates teach and write back <TOOLCALL>[…]</TOOLCALL>
+    ("functools[", "phi4_mini_json"),  # vLLM's Phi-4-mini tool template teaches functools[…]
+    ("<|/tool|>", "phi4_mini_json"),  # Phi-4-mini's own template: tools in <|tool|>…<|/tool|>, no call markup
 ]
 
 
