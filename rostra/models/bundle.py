@@ -16,6 +16,7 @@ from rostra.generation_defaults import GenerationDefaults
 from rostra.images.limits import ImageLimits
 from rostra.images.loader import ImageLoader
 from rostra.parsing.reasoning import reasoning_parser_class
+from rostra.parsing.reasoning.detect import detect_reasoning_parser
 from rostra.parsing.tools import detect_tool_parser, layered_tool_parser, tool_parser_class
 from rostra.parsing.tools.base import ToolParser
 from rostra.prompt.chat_template import ChatTemplate
@@ -63,7 +64,7 @@ def build_bundle(name: str, engine: Engine, settings: Settings, on_finished: Job
     # The class itself, or (the default) a factory like it that layers the lenient parsers after it.
     tool_parser: Callable[..., ToolParser] = primary if settings.strict_tool_parsing else layered_tool_parser(primary)
     fields = ("reasoning_content", "reasoning") if settings.reasoning_field == "both" else (settings.reasoning_field,)
-    reasoning = settings.reasoning_parser or ("gpt_oss" if gpt_oss else None)
+    reasoning = settings.reasoning_parser or ("gpt_oss" if gpt_oss else _detected_reasoning(name, template.source))
 
     defaults = generation_defaults.resolve(settings.generation_config, engine.recommended_sampling,
                                            settings.override_generation_config)
@@ -87,3 +88,10 @@ def build_bundle(name: str, engine: Engine, settings: Settings, on_finished: Job
                                     fit_budgets=fit)
     chat.on_finished = completions.on_finished = on_finished
     return ModelBundle(name, engine, settings, template, chat, completions, served_names, defaults)
+
+
+def _detected_reasoning(name: str, chat_template: str | None) -> str | None:
+    """The reasoning parser the template's markup calls for (rostra/parsing/reasoning/detect.py), logged with why."""
+    parser, why = detect_reasoning_parser(chat_template)
+    log.info("%s: reasoning parser %s (%s)", name, parser or "none", why)
+    return parser
