@@ -235,3 +235,40 @@ async def test_a_real_output_through_every_api_with_no_parser_flag(tmp_path, fam
         if not family.variables:  # (Responses passes no template variables: each template's default thinking)
             await check_responses(server, family)
         await check_messages(server, family)
+
+
+async def test_a_detected_reasoning_model_offers_reasoning_levels_to_codex(tmp_path):
+    async with InProcessServer(tmp_path, [], chat_template=str(TEMPLATES / "moonshotai-Kimi-K2-Thinking.jinja")) as server:
+        response = await server.client.get("/v1/models", params={"client_version": "0.169.0"})
+        [entry] = response.json()["models"]
+        assert [level["effort"] for level in entry["supported_reasoning_levels"]] == ["low", "medium", "high"]
+
+
+THINKING_ENDS = ("</think>", "[/THINK]", "<|tool_calls_section_begin|>")
+# Markup of every family above: none of it may reach the content, however the output is cut.
+MARKUP = ("</think>", "<think>", "[THINK]", "[/THINK]", "<|tool_call", "<｜tool", "<TOOLCALL>", "functools", "<tool_call>",
+          "[TOOL_CALLS]")
+
+
+@pytest.mark.parametrize("family", [f for f in FAMILIES if "malformed" not in f.id], ids=lambda f: f.id)
+async def test_an_output_cut_at_every_token_folds_and_leaks_no_markup(tmp_path, family):
+    """max_tokens at every token of the output: streamed = not streamed, the thinking is a prefix of the thinking,
+    no marker in the content, and `length` until the whole output fits."""
+    script = [{"match": "weather in Oslo", "output": family.output}]
+    async with InProcessServer(tmp_path, script, chat_template=str(TEMPLATES / family.template),
+                               reasoning_field="reasoning_content") as server:
+        tokens = len(server.engine.tokenizer.encode(family.output))
+        for budget in range(1, tokens + 1):
+            body = {"model": MODEL, "messages": [{"role": "user", "content": ASK}], "tools": tools_for("chat"),
+                    "chat_template_kwargs": family.variables, "max_tokens": budget}
+            choice = (await answer(server, "/v1/chat/completions", body))["choices"][0]
+            folded = fold_chat_stream(await sse(server, "/v1/chat/completions", body))[0]
+            message, where = choice["message"], f"{family.id}, cut at token {budget} of {tokens}"
+            assert (folded["content"], folded["reasoning"], folded["finish_reason"]) == (
+                message["content"] or "", message.get("reasoning_content") or "", choice["finish_reason"]), where
+            # (a cut inside the end marker leaves its first characters in the thinking: the scripted engine's
+            # tokenizer spells the marker in several tokens, where the model's is one special token)
+            assert any((family.reasoning + end).startswith(folded["reasoning"]) for end in THINKING_ENDS), where
+            assert not any(marker in folded["content"] for marker in MARKUP), where
+            assert choice["finish_reason"] == ("length" if budget < tokens else
+                                               "tool_calls" if family.calls else "stop"), where

@@ -38,7 +38,7 @@ class GraniteToolParser(ToolParser):
     """
 
     name = "granite"
-    markers = MARKERS  # what opens a list of calls (phi4_mini.py reads the same shape after its own)
+    markers: tuple[str, ...] = MARKERS  # what opens a list of calls (phi4_mini.py reads the same shape after its own)
 
     def __init__(self, tools: Sequence[ToolSpec], max_calls: int | None = None):
         super().__init__(tools, max_calls)

@@ -66,7 +66,9 @@ def codex_models(slots: list[ModelSlot]) -> list[CodexModel]:
         task = slot.bundle.engine.task if slot.bundle is not None else slot.spec.settings.task
         if task == "embed":  # not a model Codex can talk to
             continue
-        reasoning = slot.spec.settings.reasoning_parser is not None
+        # Loaded, the model's own parser says (one detected from its template too); before, only the flag can.
+        reasoning = (slot.bundle.chat.reasoning_parser is not None if slot.bundle is not None
+                     else slot.spec.settings.reasoning_parser is not None)
         names = slot.bundle.served_names() if slot.bundle is not None else slot.spec.names
         for name in names:
             length = slot.bundle.engine.model_info(name).context_length if slot.bundle is not None else None
