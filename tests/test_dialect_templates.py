@@ -27,6 +27,7 @@ LLAMA_CPP = "github.com/ggml-org/llama.cpp models/templates/"
 SOURCES = {
     "deepseek-ai-DeepSeek-V3.1.jinja": LLAMA_CPP + "deepseek-ai-DeepSeek-V3.1.jinja",
     "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja": LLAMA_CPP + "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja",
+    "DeepSeek-V3.2.jinja": LLAMA_CPP + "DeepSeek-V3.2.jinja",
     # llama.cpp's copy of Qwen/Qwen3-0.6B's template, as a fork of llama.cpp keeps it (the index had no other).
     "Qwen-Qwen3-0.6B.jinja": "github.com/Indras-Mirror/llama.cpp-turboq-mtp models/templates/Qwen-Qwen3-0.6B.jinja",
     "moonshotai-Kimi-K2-Thinking.jinja": LLAMA_CPP + "moonshotai-Kimi-K2-Thinking.jinja",
@@ -54,13 +55,18 @@ DETECTED = {
 }
 
 
+# V3.2 calls tools in DSML (`<｜DSML｜function_calls><｜DSML｜invoke name="…"><｜DSML｜parameter name="…"
+# string="true|false">…`), which no parser reads yet: only its reasoning parser is checked.
+REASONING_ONLY = {"DeepSeek-V3.2.jinja": "deepseek_v3"}
+
+
 def template(name: str) -> str:
     return (TEMPLATES / name).read_text(encoding="utf-8")
 
 
 def test_every_template_has_its_source():
     assert sorted(path.name for path in TEMPLATES.glob("*.jinja") if path.name in SOURCES) == sorted(SOURCES)
-    assert set(DETECTED) == set(SOURCES)
+    assert set(DETECTED) | set(REASONING_ONLY) == set(SOURCES)
 
 
 @pytest.mark.parametrize("name", sorted(DETECTED))
@@ -68,6 +74,11 @@ def test_the_real_template_selects_the_parsers(name):
     tools, reasoning = DETECTED[name]
     assert detect_tool_parser(template(name)) == tools
     assert detect_reasoning_parser(template(name))[0] == reasoning
+
+
+@pytest.mark.parametrize("name", sorted(REASONING_ONLY))
+def test_the_real_template_selects_the_reasoning_parser(name):
+    assert detect_reasoning_parser(template(name))[0] == REASONING_ONLY[name]
 
 
 def test_a_template_without_thinking_markup_gets_no_reasoning_parser(tmp_path):
@@ -84,6 +95,8 @@ OPENED = [
     ("deepseek-ai-DeepSeek-V3.1.jinja", {}, USER, False),  # V3.1 thinks only when asked: the prompt ends </think>
     ("deepseek-ai-DeepSeek-V3.1.jinja", {"thinking": True}, USER, True),  # … and <think> when asked
     ("deepseek-ai-DeepSeek-V3.1.jinja", {"enable_thinking": True}, USER, True),
+    ("DeepSeek-V3.2.jinja", {}, USER, True),  # V3.2 thinks by default: the prompt ends <think>
+    ("DeepSeek-V3.2.jinja", {"enable_thinking": False}, USER, False),
     ("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", {}, USER, True),  # R1 ends every prompt with <think>\n
     ("NVIDIA-Nemotron-Nano-v2.jinja", {}, USER, True),  # Nano v2: <think>\n\n unless /no_think
     ("NVIDIA-Nemotron-Nano-v2.jinja", {}, [{"role": "user", "content": "Hi /no_think"}], False),
@@ -97,7 +110,7 @@ OPENED = [
 @pytest.mark.parametrize("name,variables,messages,opened", OPENED)
 def test_the_rendered_prompt_tells_whether_the_thinking_is_open(name, variables, messages, opened):
     prompt = ChatTemplate(template(name), "<s>", "</s>").render(messages, **variables)
-    parser = reasoning_parser_class(DETECTED[name][1])(prompt)
+    parser = reasoning_parser_class({**{n: d[1] for n, d in DETECTED.items()}, **REASONING_ONLY}[name])(prompt)
     assert parser.in_reasoning == opened, prompt[-40:]
 
 
