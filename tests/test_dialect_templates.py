@@ -44,6 +44,7 @@ SOURCES = {
 # template -> (tool-call parser, reasoning parser) detected with no flag
 DETECTED = {
     "deepseek-ai-DeepSeek-V3.1.jinja": ("deepseek_v3", "deepseek_v3"),
+    "DeepSeek-V3.2.jinja": ("deepseek_v32", "deepseek_v3"),  # V3.2 calls tools in DSML
     "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja": ("deepseek_v3", "deepseek_r1"),
     "Qwen-Qwen3-0.6B.jinja": ("hermes", "qwen3"),
     "moonshotai-Kimi-K2-Thinking.jinja": ("kimi_k2", "kimi_k2"),
@@ -55,18 +56,13 @@ DETECTED = {
 }
 
 
-# V3.2 calls tools in DSML (`<｜DSML｜function_calls><｜DSML｜invoke name="…"><｜DSML｜parameter name="…"
-# string="true|false">…`), which no parser reads yet: only its reasoning parser is checked.
-REASONING_ONLY = {"DeepSeek-V3.2.jinja": "deepseek_v3"}
-
-
 def template(name: str) -> str:
     return (TEMPLATES / name).read_text(encoding="utf-8")
 
 
 def test_every_template_has_its_source():
     assert sorted(path.name for path in TEMPLATES.glob("*.jinja") if path.name in SOURCES) == sorted(SOURCES)
-    assert set(DETECTED) | set(REASONING_ONLY) == set(SOURCES)
+    assert set(DETECTED) == set(SOURCES)
 
 
 @pytest.mark.parametrize("name", sorted(DETECTED))
@@ -74,11 +70,6 @@ def test_the_real_template_selects_the_parsers(name):
     tools, reasoning = DETECTED[name]
     assert detect_tool_parser(template(name)) == tools
     assert detect_reasoning_parser(template(name))[0] == reasoning
-
-
-@pytest.mark.parametrize("name", sorted(REASONING_ONLY))
-def test_the_real_template_selects_the_reasoning_parser(name):
-    assert detect_reasoning_parser(template(name))[0] == REASONING_ONLY[name]
 
 
 def test_a_template_without_thinking_markup_gets_no_reasoning_parser(tmp_path):
@@ -110,7 +101,7 @@ OPENED = [
 @pytest.mark.parametrize("name,variables,messages,opened", OPENED)
 def test_the_rendered_prompt_tells_whether_the_thinking_is_open(name, variables, messages, opened):
     prompt = ChatTemplate(template(name), "<s>", "</s>").render(messages, **variables)
-    parser = reasoning_parser_class({**{n: d[1] for n, d in DETECTED.items()}, **REASONING_ONLY}[name])(prompt)
+    parser = reasoning_parser_class(DETECTED[name][1])(prompt)
     assert parser.in_reasoning == opened, prompt[-40:]
 
 
@@ -151,6 +142,15 @@ FAMILIES = [
            "The user asks about Oslo; I cannot look it up.</think>I cannot check the weather, sorry.",
            "The user asks about Oslo; I cannot look it up.", "I cannot check the weather, sorry.",
            variables={"thinking": True}),
+    Family("deepseek-v3.2", "DeepSeek-V3.2.jinja",  # thinking on by default: the prompt ends <think>
+           'The user wants Oslo.</think>Checking.\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_weather">\n'
+           '<｜DSML｜parameter name="city" string="true">Oslo ☀ "Nord"</｜DSML｜parameter>\n'
+           '<｜DSML｜parameter name="days" string="false">3</｜DSML｜parameter>\n'
+           '<｜DSML｜parameter name="extra" string="false">{"units": ["°C", null]}</｜DSML｜parameter>\n'
+           '</｜DSML｜invoke>\n<｜DSML｜invoke name="add">\n<｜DSML｜parameter name="a" string="false">1'
+           '</｜DSML｜parameter>\n<｜DSML｜parameter name="b" string="false">2</｜DSML｜parameter>\n'
+           '</｜DSML｜invoke>\n</｜DSML｜function_calls>', "The user wants Oslo.", "Checking.\n\n",
+           [("get_weather", OSLO), ("add", {"a": 1, "b": 2})]),
     Family("deepseek-r1", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja",
            f"Okay, the user wants Oslo's weather.\n</think>\n\n{DS_CALLS}{DS_CALL}function{DS_SEP}get_weather\n"
            f"```json\n{OSLO_JSON}\n```{DS_END}{DS_CALLS_END}", "Okay, the user wants Oslo's weather.\n", "",
@@ -260,7 +260,7 @@ async def test_a_detected_reasoning_model_offers_reasoning_levels_to_codex(tmp_p
 THINKING_ENDS = ("</think>", "[/THINK]", "<|tool_calls_section_begin|>")
 # Markup of every family above: none of it may reach the content, however the output is cut.
 MARKUP = ("</think>", "<think>", "[THINK]", "[/THINK]", "<|tool_call", "<｜tool", "<TOOLCALL>", "functools", "<tool_call>",
-          "[TOOL_CALLS]")
+          "[TOOL_CALLS]", "｜DSML｜")
 
 
 @pytest.mark.parametrize("family", [f for f in FAMILIES if "malformed" not in f.id], ids=lambda f: f.id)

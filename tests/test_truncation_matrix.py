@@ -27,6 +27,10 @@ FORMATS = {
     "json": f'{PREFACE}\n```json\n{{"name": "get_weather", "arguments": {ARGUMENTS}}}\n```',
     "deepseek_v3": (f"{PREFACE}{deepseek_v3.CALLS_BEGIN}{deepseek_v3.CALL_BEGIN}function{deepseek_v3.SEP}get_weather\n"
                     f"```json\n{ARGUMENTS}\n```{deepseek_v3.CALL_END}{deepseek_v3.CALLS_END}"),
+    "deepseek_v32": (f'{PREFACE}\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_weather">\n'
+                     '<｜DSML｜parameter name="city" string="true">Oslo</｜DSML｜parameter>\n'
+                     '<｜DSML｜parameter name="days" string="false">3</｜DSML｜parameter>\n</｜DSML｜invoke>\n'
+                     '</｜DSML｜function_calls>'),
     "nemotron_json": f'{PREFACE}\n\n<TOOLCALL>[{{"name": "get_weather", "arguments": {ARGUMENTS}}}]</TOOLCALL>',
     "phi4_mini_json": f'{PREFACE}\nfunctools[{{"name": "get_weather", "arguments": {ARGUMENTS}}}]',
     "kimi_k2": (f"{PREFACE}{kimi_k2.SECTION_BEGIN}{kimi_k2.CALL_BEGIN}functions.get_weather:0"

@@ -13,6 +13,7 @@ from rostra.parsing.registry import load_class
 # name -> "module:Class" under rostra.parsing.tools, imported on first use.
 REGISTRY: dict[str, str] = {
     "deepseek_v3": "deepseek_v3:DeepSeekV3ToolParser",
+    "deepseek_v32": "deepseek_v32:DeepSeekV32ToolParser",
     "granite": "granite:GraniteToolParser",
     "hermes": "hermes:HermesToolParser",
     "json": "json_lenient:JsonToolParser",
@@ -38,6 +39,7 @@ _TEMPLATE_MARKERS = [
     ("<TOOLCALL>", "nemotron_json"),  # Nemotron's templates teach and write back <TOOLCALL>[…]</TOOLCALL>
     ("functools[", "phi4_mini_json"),  # vLLM's Phi-4-mini tool template teaches functools[…]
     ("<|/tool|>", "phi4_mini_json"),  # Phi-4-mini's own template: tools in <|tool|>…<|/tool|>, no call markup
+    ("\uff5cDSML\uff5c", "deepseek_v32"),  # DeepSeek V3.2's template teaches <｜DSML｜function_calls> blocks
 ]
 
 
