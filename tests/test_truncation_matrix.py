@@ -27,6 +27,12 @@ FORMATS = {
     "json": f'{PREFACE}\n```json\n{{"name": "get_weather", "arguments": {ARGUMENTS}}}\n```',
     "deepseek_v3": (f"{PREFACE}{deepseek_v3.CALLS_BEGIN}{deepseek_v3.CALL_BEGIN}function{deepseek_v3.SEP}get_weather\n"
                     f"```json\n{ARGUMENTS}\n```{deepseek_v3.CALL_END}{deepseek_v3.CALLS_END}"),
+    "deepseek_v32": (f'{PREFACE}\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_weather">\n'
+                     '<｜DSML｜parameter name="city" string="true">Oslo</｜DSML｜parameter>\n'
+                     '<｜DSML｜parameter name="days" string="false">3</｜DSML｜parameter>\n</｜DSML｜invoke>\n'
+                     '</｜DSML｜function_calls>'),
+    "nemotron_json": f'{PREFACE}\n\n<TOOLCALL>[{{"name": "get_weather", "arguments": {ARGUMENTS}}}]</TOOLCALL>',
+    "phi4_mini_json": f'{PREFACE}\nfunctools[{{"name": "get_weather", "arguments": {ARGUMENTS}}}]',
     "kimi_k2": (f"{PREFACE}{kimi_k2.SECTION_BEGIN}{kimi_k2.CALL_BEGIN}functions.get_weather:0"
                 f"{kimi_k2.ARGUMENTS_BEGIN}{ARGUMENTS}{kimi_k2.CALL_END}{kimi_k2.SECTION_END}"),
     "glm45": (f"{PREFACE}\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Oslo</arg_value>\n"

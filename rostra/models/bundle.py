@@ -17,6 +17,7 @@ from rostra.images.limits import ImageLimits
 from rostra.images.loader import ImageLoader
 from rostra.parsing.dialect import Dialect, detect_dialect
 from rostra.parsing.reasoning import reasoning_parser_class
+from rostra.parsing.reasoning.detect import detect_reasoning_parser
 from rostra.parsing.tools import layered_tool_parser, tool_parser_class
 from rostra.parsing.tools.base import ToolParser
 from rostra.prompt.chat_template import ChatTemplate
@@ -107,6 +108,9 @@ def chosen_parsers(template: ChatTemplate, settings: Settings, gpt_oss: bool) ->
     if settings.tool_call_parser and tool_parser != settings.tool_call_parser:
         tool_parser = settings.tool_call_parser
         reason = "--tool-call-parser" + ("; reasoning parser from the chat template" if reasoning else "")
+    if reasoning is None and not gpt_oss:  # the probe found no family's thinking: the template's markers may
+        reasoning, why = detect_reasoning_parser(template.source)  # (reasoning/detect.py: <think>, [THINK], ...)
+        reason += f"; reasoning parser {reasoning}: {why}" if reasoning else ""
     if gpt_oss:
         reasoning, reason = "gpt_oss", reason + "; gpt-oss: harmony"
     if settings.reasoning_parser:

@@ -1,6 +1,6 @@
 """Reasoning parsers: one small file per format over one base contract (base.ReasoningParser).
 
-Select one with `--reasoning-parser NAME`. They run before the tool parser, which then sees
+Select one with `--reasoning-parser NAME`; without it the chat template's markup picks one (detect.py). They run before the tool parser, which then sees
 only the answer.
 """
 
@@ -18,6 +18,9 @@ REGISTRY: dict[str, str] = {
     "minimax_m2": "minimax_m2:MiniMaxM2ReasoningParser",
     "minimax_m2_append_think": "minimax_m2:MiniMaxM2AppendThinkReasoningParser",
     "seed_oss": "seed_oss:SeedOssReasoningParser",
+    "deepseek_v3": "think:DeepSeekV3ReasoningParser",
+    "kimi_k2": "think:KimiK2ReasoningParser",
+    "magistral": "magistral:MagistralReasoningParser",
 }
 
 

@@ -26,6 +26,9 @@ class ReasoningParser:
     end: str
     # What an output that does not begin with `start` is: thinking (the template opened it) or answer.
     unopened_is_reasoning = False
+    # Markers that also end the thinking but belong to the answer (Kimi K2 Thinking writes its tool-call
+    # section without closing the thinking first): the answer begins with them.
+    answer_starts: tuple[str, ...] = ()
 
     def __init__(self, prompt_text: str = "", enabled: bool = True):
         self.state: State = "deciding"
@@ -77,17 +80,23 @@ class ReasoningParser:
                 held, self._held = self._held, ""
                 return [Text(held)]
         # reasoning
-        at = self._held.find(self.end)
+        at, size = self._end_of_thinking()
         if at >= 0:
-            thinking, rest = self._held[:at], self._held[at + len(self.end):]
+            thinking, rest = self._held[:at], self._held[at + size:]
             self._held = ""
             self.state = "answering"
-            self._after_end = True
+            self._after_end = size > 0
             return out + ([Reasoning(thinking)] if thinking else []) + self._feed_text(rest)
-        keep = partial_suffix(self._held, self.end)
+        keep = max(partial_suffix(self._held, marker) for marker in (self.end, *self.answer_starts))
         thinking = self._held[: len(self._held) - keep]
         self._held = self._held[len(thinking):]
         return out + ([Reasoning(thinking)] if thinking else [])
+
+    def _end_of_thinking(self) -> tuple[int, int]:
+        """Where the thinking ends in what is held, and how much of it is the end marker (0: an answer start)."""
+        found = [(at, len(self.end)) for at in [self._held.find(self.end)] if at >= 0]
+        found += [(at, 0) for marker in self.answer_starts if (at := self._held.find(marker)) >= 0]
+        return min(found) if found else (-1, 0)
 
 
 def merge_reasoning(events: list[Event]) -> list[Event]:

@@ -22,3 +22,25 @@ class Qwen3ReasoningParser(ReasoningParser):
     name = "qwen3"
     start = "<think>"
     end = "</think>"
+
+
+class DeepSeekV3ReasoningParser(ReasoningParser):
+    """DeepSeek V3.1 (and its hybrid successors): the template ends the prompt with `<think>` when thinking is on
+    (`thinking` / `enable_thinking`, off by default) and with `</think>` when it is off; the model writes only the
+    close. So the prompt decides: after `<think>` the output is thinking until `</think>`, else it is all answer
+    (unlike R1, an output that does not open a block is answer)."""
+
+    name = "deepseek_v3"
+    start = "<think>"
+    end = "</think>"
+
+
+class KimiK2ReasoningParser(ReasoningParser):
+    """Kimi K2 Thinking: `<think>…</think>` then the answer and/or its tool-call section. The model sometimes opens
+    the tool-call section without closing the thinking first (vLLM's kimi_k2 reasoning parser handles the same):
+    the section begin then ends the thinking and goes on, whole, to the tool parser."""
+
+    name = "kimi_k2"
+    start = "<think>"
+    end = "</think>"
+    answer_starts = ("<|tool_calls_section_begin|>",)

@@ -14,6 +14,7 @@ from rostra.parsing.registry import load_class
 REGISTRY: dict[str, str] = {
     "deepseek_v3": "deepseek_v3:DeepSeekV3ToolParser",
     "glm45": "glm45:Glm45ToolParser",
+    "deepseek_v32": "deepseek_v32:DeepSeekV32ToolParser",
     "granite": "granite:GraniteToolParser",
     "hermes": "hermes:HermesToolParser",
     "json": "json_lenient:JsonToolParser",
@@ -21,6 +22,8 @@ REGISTRY: dict[str, str] = {
     "llama3_json": "llama3_json:Llama3JsonToolParser",
     "minimax_m2": "minimax_m2:MiniMaxM2ToolParser",
     "mistral": "mistral:MistralToolParser",
+    "nemotron_json": "nemotron:NemotronToolParser",
+    "phi4_mini_json": "phi4_mini:Phi4MiniToolParser",
     "pythonic": "pythonic:PythonicToolParser",
     "qwen3_coder": "qwen3_coder:Qwen3CoderToolParser",
     "seed_oss": "seed_oss:SeedOssToolParser",
@@ -41,6 +44,10 @@ _TEMPLATE_MARKERS = [
     ("[TOOL_CALLS]", "mistral"),
     ("<｜tool▁calls▁begin｜>", "deepseek_v3"),
     ("<|python_tag|>", "llama3_json"),
+    ("<TOOLCALL>", "nemotron_json"),  # Nemotron's templates teach and write back <TOOLCALL>[…]</TOOLCALL>
+    ("functools[", "phi4_mini_json"),  # vLLM's Phi-4-mini tool template teaches functools[…]
+    ("<|/tool|>", "phi4_mini_json"),  # Phi-4-mini's own template: tools in <|tool|>…<|/tool|>, no call markup
+    ("\uff5cDSML\uff5c", "deepseek_v32"),  # DeepSeek V3.2's template teaches <｜DSML｜function_calls> blocks
 ]
 
 

@@ -38,6 +38,7 @@ class GraniteToolParser(ToolParser):
     """
 
     name = "granite"
+    markers: tuple[str, ...] = MARKERS  # what opens a list of calls (phi4_mini.py reads the same shape after its own)
 
     def __init__(self, tools: Sequence[ToolSpec], max_calls: int | None = None):
         super().__init__(tools, max_calls)
@@ -90,9 +91,9 @@ class GraniteToolParser(ToolParser):
                 if not buf.strip():
                     return False
                 self._after_call = False
-            hits = [(at, marker) for marker in MARKERS if (at := buf.find(marker)) >= 0]
+            hits = [(at, marker) for marker in self.markers if (at := buf.find(marker)) >= 0]
             if not hits:
-                self._release(out, len(buf) - max(partial_suffix(buf, m) for m in MARKERS))
+                self._release(out, len(buf) - max(partial_suffix(buf, m) for m in self.markers))
                 return False
             at, marker = min(hits)
             self._release(out, at)
