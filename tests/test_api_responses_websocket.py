@@ -8,6 +8,7 @@ cache for `store: false` continuations, `response.steer`, errors as `error` even
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from contextlib import contextmanager
@@ -22,9 +23,10 @@ from openai.types.responses.responses_server_event import ResponseWsError
 from harness import MODEL, InProcessServer
 from servers import free_port
 from spec import validate
-from test_api_responses import STREAM_EVENT, event_schemas
+from test_api_responses import STREAM_EVENT, event_schemas, raw_stream
 
 KEY = "ws-key-1"
+EMBEDDED = "SmolLM2-135M-Instruct"
 SLOW = "one two three four five six seven eight nine ten eleven twelve"
 SCRIPT = [
     {"match": "^count slowly", "output": SLOW, "delay_ms": 120},
@@ -42,12 +44,13 @@ class LiveServer:
         self.inner = InProcessServer(directory, script, **settings)
         self.port = free_port()
         self.server = uvicorn.Server(uvicorn.Config(self.inner.app, host="127.0.0.1", port=self.port,
-                                                    log_level="warning", lifespan="on"))
+                                                    log_level="warning", lifespan="on",
+                                                    ws="websockets-sansio"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self) -> "LiveServer":
         self.thread.start()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 180  # a model's load included, on a busy machine
         while not self.server.started:
             assert time.monotonic() < deadline and self.thread.is_alive(), "uvicorn did not start"
             time.sleep(0.02)
@@ -95,7 +98,7 @@ def until(connection, *kinds: str) -> list[dict]:
 
 
 def turn(connection, **request: Any) -> list[dict]:
-    connection.response.create(model=MODEL, **request)
+    connection.response.create(**{"model": MODEL, **request})
     return until(connection, "response.completed", "response.failed", "response.incomplete", "error")
 
 
@@ -119,6 +122,11 @@ def test_sequential_turns_and_a_store_false_continuation(live):
         numbers = [event["sequence_number"] for event in first]
         assert numbers == list(range(len(first)))
         assert text_of(final(first)) == "hello there"
+        # The very events of the SSE stream (ids, times and usage aside).
+        sse = raw_stream(f"http://127.0.0.1:{live.port}", {"model": MODEL, "input": "hello there", "store": False},
+                         headers={"Authorization": f"Bearer {KEY}"})
+        assert [event["type"] for event in sse] == kinds
+        assert [event.get("delta") for event in sse] == [event.get("delta") for event in first]
         alone = final(turn(connection, input="and then?", store=False))
         continued = final(turn(connection, input="and then?", store=False, previous_response_id=final(first)["id"]))
         # The continuation read the first turn from the connection's cache: its prompt holds both turns.
@@ -156,8 +164,10 @@ def test_a_failed_continuation_evicts_its_parent(live):
 
 def test_a_bad_event_is_an_error_event_and_the_connection_serves_on(live):
     with live.client().responses.connect() as connection:
-        connection.send({"type": "response.cancel"})  # type: ignore[typeddict-item]
+        connection.send_raw(json.dumps({"type": "response.cancel"}))
         assert until(connection, "error")[-1]["error"]["code"] == "unknown_event_type"
+        connection.send_raw("not json")
+        assert until(connection, "error")[-1]["status"] == 400
         connection.response.create(model=MODEL, input="x", temperature="hot")  # type: ignore[arg-type]
         error = until(connection, "error")[-1]
         assert error["status"] == 400 and error["error"]["param"] == "temperature"
@@ -192,8 +202,8 @@ def test_steering_waits_for_the_clients_tool_results(live):
     with live.client().responses.connect() as connection:
         connection.response.create(model=MODEL, input="count slowly", store=False)
         created = until(connection, "response.created")[-1]["response"]
-        connection.send({"type": "response.steer", "previous_response_id": created["id"],
-                         "input": [{"role": "assistant", "content": "not a user"}]})  # type: ignore[typeddict-item]
+        connection.send_raw(json.dumps({"type": "response.steer", "previous_response_id": created["id"],
+                                        "input": [{"role": "assistant", "content": "not a user"}]}))
         refused = until(connection, "response.steer.failed")[-1]
         assert refused["error"]["code"] == "invalid_input" and "id" not in refused["steer"]
         until(connection, "response.completed")
@@ -234,13 +244,19 @@ def test_a_client_that_vanishes_mid_turn_leaves_nothing_held(live):
     assert live.client().responses.retrieve(created["id"]).status == "cancelled"
 
 
-def test_the_embedded_model_over_websocket(real_server):
-    client = OpenAI(base_url=f"{real_server.base_url}/v1", api_key="unused", max_retries=0)
-    with client.responses.connect() as connection:
-        first = turn(connection, input="Say hello.", max_output_tokens=12, temperature=0, store=False)[-1]
-        assert first["type"] in ("response.completed", "response.incomplete"), first
-        first = first["response"]
-        assert first["usage"]["output_tokens"] > 0 and text_of(first)
-        second = turn(connection, input="Again.", max_output_tokens=12, temperature=0, store=False,
-                      previous_response_id=first["id"])[-1]["response"]
-        assert second["usage"]["input_tokens"] > first["usage"]["input_tokens"]
+def test_the_embedded_model_over_websocket(tmp_path):
+    """The embedded model (SmolLM2 on llama.cpp): two turns on one connection, the second continuing the first
+    from the connection's cache."""
+    with LiveServer(tmp_path, [], engine="llamacpp", max_model_len=2048, parallel=1) as server:
+        client = server.client("unused")
+        with client.responses.connect() as connection:
+            first = turn(connection, model=EMBEDDED, input="Say hello.", max_output_tokens=12, temperature=0,
+                         store=False)[-1]
+            assert first["type"] in ("response.completed", "response.incomplete"), first
+            first = first["response"]
+            assert first["usage"]["output_tokens"] > 0 and text_of(first)
+            second = turn(connection, model=EMBEDDED, input="Again.", max_output_tokens=12, temperature=0,
+                          store=False, previous_response_id=first["id"])[-1]
+            assert second["type"] in ("response.completed", "response.incomplete"), second
+            assert second["response"]["previous_response_id"] == first["id"]
+            assert second["response"]["usage"]["input_tokens"] > first["usage"]["input_tokens"]

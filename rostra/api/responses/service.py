@@ -171,7 +171,7 @@ class ResponsesService:
             raise InvalidRequest("give either previous_response_id or conversation, not both", param="conversation")
         if reference:
             history = await self._conversation_items(reference, tenant)
-        elif request.previous_response_id in known:
+        elif request.previous_response_id and request.previous_response_id in known:
             history = known[request.previous_response_id]
         elif request.previous_response_id:
             history = await self._conversation(request.previous_response_id, tenant)

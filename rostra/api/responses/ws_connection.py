@@ -180,7 +180,7 @@ class ResponsesSocket:
 
     def _evict(self, create: CreateEvent) -> None:
         parent = create.request.previous_response_id
-        if parent in self.cache and self.cache[parent].lane == create.stream_id:
+        if parent is not None and parent in self.cache and self.cache[parent].lane == create.stream_id:
             del self.cache[parent]
 
     async def _refused(self, create: CreateEvent, error: APIError) -> None:
