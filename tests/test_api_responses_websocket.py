@@ -176,6 +176,24 @@ def test_a_bad_event_is_an_error_event_and_the_connection_serves_on(live):
         assert text_of(final(turn(connection, input="still here"))) == "still here"
 
 
+def test_lanes_run_side_by_side_and_a_warm_up_generates_nothing(live):
+    with live.client().responses.connect() as connection:
+        connection.response.create(model=MODEL, input="count slowly", store=False, stream_id="slow")
+        connection.response.create(model=MODEL, input="quick", store=False, stream_id="quick")
+        events = until(connection, "response.completed")
+        assert events[-1]["stream_id"] == "quick" and text_of(events[-1]["response"]) == "quick"
+        assert {event["stream_id"] for event in events} == {"slow", "quick"}  # interleaved, each labelled
+        slow = until(connection, "response.completed")[-1]
+        assert slow["stream_id"] == "slow" and text_of(slow["response"]) == SLOW
+        # generate: false prepares a turn (stored here) that a later turn continues, without running the model.
+        warm = final(turn(connection, input="You will be asked to echo.", generate=False, store=True))
+        assert warm["output"] == [] and warm["usage"]["output_tokens"] == 0
+        continued = final(turn(connection, input="echo this", previous_response_id=warm["id"]))
+        alone = final(turn(connection, input="echo this"))
+        assert continued["usage"]["input_tokens"] > alone["usage"]["input_tokens"]
+    assert live.client().responses.retrieve(warm["id"]).status == "completed"
+
+
 def test_steering_queues_input_for_an_automatic_successor(live):
     with live.client().responses.connect() as connection:
         connection.response.create(model=MODEL, input="count slowly", store=False)
