@@ -16,6 +16,7 @@ parent it named when it ran on the same lane (a fork from another lane leaves it
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import OrderedDict
 from contextlib import aclosing
@@ -85,7 +86,7 @@ class ResponsesSocket:
                 raise InvalidRequest(f"unknown client event type {event['type']!r}: response.create or "
                                      "response.steer", param="type", code="unknown_event_type")
         except APIError as exc:
-            log.info("WebSocket client event refused: %s", exc.message)
+            log.warning("WebSocket client event refused: %s", exc.message)
             await self.send(self.writer.error(exc, lane))
 
     async def send(self, event: dict[str, Any]) -> None:
@@ -109,7 +110,14 @@ class ResponsesSocket:
         while True:
             create: CreateEvent | None = await queue.get()
             while create is not None:  # a turn, then the automatic successor its steering asked for
-                create = await self._turn(create)
+                lane = create.stream_id
+                try:
+                    create = await self._turn(create)
+                except Exception as exc:  # a fault here, or the socket failed under a send: the lane serves on
+                    log.exception("a WebSocket turn failed")
+                    with contextlib.suppress(Exception):
+                        await self.send(self.writer.error(ServerError(f"internal error: {type(exc).__name__}"), lane))
+                    create = None
 
     # -- a turn ------------------------------------------------------------------------------------------
     async def _turn(self, create: CreateEvent) -> CreateEvent | None:
@@ -184,7 +192,7 @@ class ResponsesSocket:
             del self.cache[parent]
 
     async def _refused(self, create: CreateEvent, error: APIError) -> None:
-        log.info("WebSocket response.create refused: %s", error.message)
+        log.warning("WebSocket response.create refused (%d): %s", error.status_code, error.message)
         self._evict(create)
         await self.send(self.writer.error(error, create.stream_id))
         for steer in create.steers:  # an automatic successor (or a continuation) that never started

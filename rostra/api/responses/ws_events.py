@@ -117,6 +117,8 @@ class EventWriter:
         event: dict[str, Any] = {
             "type": "error", "status": error.status_code,
             "error": {"type": error.error_type, "code": error.code, "message": error.message, "param": error.param}}
+        if error.headers:  # what an HTTP answer would carry in its headers (a 429's Retry-After)
+            event["error"]["headers"] = dict(error.headers)
         if sequence_number is not None:  # an error of a response's stream, numbered in it
             event["sequence_number"] = sequence_number
         return self.on_lane(event, stream_id)
