@@ -25,7 +25,7 @@ from servers import free_port
 from spec import validate
 from test_api_responses import STREAM_EVENT, event_schemas, raw_stream
 
-KEY = "ws-key-1"
+KEY, OTHER_KEY = "ws-key-1", "ws-key-2"
 EMBEDDED = "SmolLM2-135M-Instruct"
 SLOW = "one two three four five six seven eight nine ten eleven twelve"
 SCRIPT = [
@@ -71,7 +71,7 @@ class LiveServer:
 
 @pytest.fixture
 def live(tmp_path) -> Iterator[LiveServer]:
-    with LiveServer(tmp_path, SCRIPT, api_keys=[KEY], max_concurrency=2) as server:
+    with LiveServer(tmp_path, SCRIPT, api_keys=[KEY, OTHER_KEY], max_concurrency=2) as server:
         yield server
 
 
@@ -245,6 +245,18 @@ def test_a_bad_key_is_refused_at_the_upgrade(live):
             connection.response.create(model=MODEL, input="hi")
             until(connection, "response.completed")
     assert "401" in str(refused.value)
+
+
+def test_a_connection_acts_as_its_keys_tenant(live):
+    with live.client().responses.connect() as connection:
+        mine = final(turn(connection, input="mine", store=True))
+    with live.client(OTHER_KEY).responses.connect() as connection:
+        error = turn(connection, input="theirs", previous_response_id=mine["id"])[-1]
+        assert error["type"] == "error" and error["error"]["code"] == "previous_response_not_found"
+        theirs = final(turn(connection, input="theirs", store=True))
+    with pytest.raises(openai.NotFoundError):
+        live.client().responses.retrieve(theirs["id"])
+    assert live.client(OTHER_KEY).responses.retrieve(theirs["id"]).status == "completed"
 
 
 def test_a_client_that_vanishes_mid_turn_leaves_nothing_held(live):
