@@ -458,8 +458,11 @@ def serve(settings: Settings) -> None:
         print(f"generation defaults: {defaults}", file=sys.stderr, flush=True)
     # On SIGTERM uvicorn stops accepting, lets running requests (streams too) finish for the grace
     # period, then the app's shutdown cancels what is left and closes the engine and the store.
+    # WebSockets (the Responses API's WebSocket mode) on the websockets library's sans-I/O protocol (uvicorn's
+    # other one is deprecated); a message is bounded as a request body is (a larger one closes with 1009).
     server = uvicorn.Server(uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level,
-                                          timeout_graceful_shutdown=math.ceil(settings.shutdown_grace)))
+                                          timeout_graceful_shutdown=math.ceil(settings.shutdown_grace),
+                                          ws="websockets-sansio", ws_max_size=settings.max_body_bytes))
     try:
         server.run(sockets=sockets)
     except KeyboardInterrupt:

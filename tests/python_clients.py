@@ -1,4 +1,4 @@
-"""Python clients whose pins cannot live in the test extra (instructor's jiter<0.15 beside openai 3.51):
+"""Python clients whose pins cannot live in the test extra (instructor's jiter<0.15 beside the test extra's openai):
 each lives in tests/clients/<name>/ with a requirements.txt pinning it and everything it needs, installed by
 pip into tests/clients/<name>/.venv (git-ignored) the first time a test asks for it, and run as a subprocess."""
 

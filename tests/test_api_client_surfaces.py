@@ -1,5 +1,5 @@
-"""What today's clients ask of the server beyond the core APIs: Codex's model catalog on /v1/models, the 426 that
-sends Codex's WebSocket transport back to HTTP, and OpenAI's input-token count (LiteLLM probes it), over real HTTP
+"""What today's clients ask of the server beyond the core APIs: Codex's model catalog on /v1/models, the WebSocket
+handshake on /v1/responses (Codex's WebSocket transport), and OpenAI's input-token count (LiteLLM probes it), over real HTTP
 on the scripted engine, checked against the spec and the openai SDK's types."""
 
 from __future__ import annotations
@@ -75,9 +75,12 @@ def websocket_upgrade(port: int, path: str) -> bytes:
         return answer
 
 
-def test_websocket_upgrade_on_responses_is_426(server):
+def test_websocket_upgrade_on_responses_is_served(server, auth_server):
+    """`rostra serve` takes Codex's WebSocket handshake (the Responses API's WebSocket mode, issue 45; the protocol's
+    tests are tests/test_api_responses_websocket.py); with API keys, a handshake without one is a 401."""
     head = websocket_upgrade(server.port, "/v1/responses")
-    assert head.startswith(b"HTTP/1.1 426"), head
+    assert head.startswith(b"HTTP/1.1 101"), head
+    assert websocket_upgrade(auth_server.port, "/v1/responses").startswith(b"HTTP/1.1 401")
     # ...and the server goes on serving HTTP.
     assert httpx.get(f"{server.v1}/models").status_code == 200
 

@@ -37,10 +37,11 @@ def check_response(body: dict) -> dict:
     return body
 
 
-def raw_stream(base_url: str, body: dict, path: str = "/v1/responses", method: str = "POST") -> list[dict]:
+def raw_stream(base_url: str, body: dict, path: str = "/v1/responses", method: str = "POST",
+               headers: dict[str, str] | None = None) -> list[dict]:
     events = []
     kwargs = {"json": {**body, "stream": True}} if method == "POST" else {}
-    with httpx.stream(method, f"{base_url}{path}", timeout=60, **kwargs) as response:
+    with httpx.stream(method, f"{base_url}{path}", timeout=60, headers=headers, **kwargs) as response:
         assert response.status_code == 200, response.read()
         name = None
         for line in response.iter_lines():

@@ -177,9 +177,9 @@ def test_codex_reads_the_model_catalog_with_the_readme_setup(tmp_path):
         server.stop()
 
 
-def test_codex_websocket_transport_falls_back_to_http_on_426(workdir):
-    """With `supports_websockets` Codex opens the turn over a WebSocket first; rostra's 426 sends it to HTTP at once
-    (any other refusal it retries, five times, before falling back)."""
+def test_codex_runs_its_turns_over_the_websocket(workdir):
+    """With `supports_websockets` Codex opens its turns over a WebSocket on /v1/responses (OpenAI's WebSocket mode):
+    rostra serves them there (issue 45), with no fallback to HTTP and no error at the session's start."""
     server = RunningServer(list(CODEX_SERVER), log_level="info")
     try:
         config = at(setup_block("codex-config"), server.base_url).replace(MODEL, "scripted")
@@ -187,7 +187,7 @@ def test_codex_websocket_transport_falls_back_to_http_on_426(workdir):
         ran_cleanly(run)
         assert run.last_message == "Hello from rostra."
         log = server.log_path.read_text()
-        assert log.count("WebSocket upgrade on /v1/responses: refused with 426") == 1
-        assert '"route": "/v1/responses", "status": 200' in log
+        assert "WebSocket connection on /v1/responses opened" in log
+        assert '"route": "/v1/responses", "status"' not in log  # no turn went over HTTP
     finally:
         server.stop()

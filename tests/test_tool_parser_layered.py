@@ -71,6 +71,15 @@ def test_fenced_calls_are_found_after_any_format(primary):
                layered=True)
 
 
+@pytest.mark.parametrize("body", ['{"name": "get_weather", "arguments": {"city": "Oslo"}}',
+                                  '\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n'])
+def test_a_tagged_call_under_the_default_json_parser_leaves_no_tags(body):
+    """A template that teaches no format gets `json`; a model that writes hermes tags anyway (SmolLM2 does) must
+    not leave `<tool_call></tool_call>` in the content (issue 45: the JSON was read first, the tags left)."""
+    check_case("json", Case("tagged", "Let me check.<tool_call>" + body + "</tool_call>", "Let me check.",
+                            [("get_weather", {"city": "Oslo"})]), layered=True)
+
+
 def test_strict_parsing_is_the_format_alone():
     assert run_parser("hermes", [FENCE_CALL]).calls == []
     assert run_parser("hermes", [FENCE_CALL], layered=True).calls == [("get_weather", {"city": "Oslo"})]

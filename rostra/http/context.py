@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection
 
 from rostra.config import Settings
 from rostra.http.admission import Admission
@@ -33,6 +33,6 @@ class ServerContext:
     started: int = field(default_factory=lambda: int(time.time()))
 
 
-def server_context(request: Request) -> ServerContext:
+def server_context(request: HTTPConnection) -> ServerContext:
     context: ServerContext = request.app.state.rostra
     return context

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Awaitable, Callable, TypeVar
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection
 
 from rostra.http.admission import Admission
 from rostra.http.context import server_context
@@ -59,7 +59,7 @@ class Admitted:
     deadline: Deadline
 
 
-async def admit(request: Request, model: str | None) -> Admitted | None:
+async def admit(request: HTTPConnection, model: str | None) -> Admitted | None:
     """An admission slot, then a lease on `model`, both within the request's deadline (--request-timeout; a batch
     line's: see BatchLine); None, holding nothing, when the client went away first. Beyond the queue a 429, past
     the deadline a 504 (neither holds anything either)."""
@@ -98,7 +98,7 @@ async def _slot(admission: Admission, deadline: Deadline) -> bool:
     return True
 
 
-async def _watched(request: Request, work: Awaitable[T], give_back: Callable[[T], None]) -> T | None:
+async def _watched(request: HTTPConnection, work: Awaitable[T], give_back: Callable[[T], None]) -> T | None:
     """`work`'s result unless the client goes away first (None); what it got is given back if this call is cancelled
     just as it came, so that nothing goes astray."""
     task = asyncio.ensure_future(work)
@@ -110,7 +110,7 @@ async def _watched(request: Request, work: Awaitable[T], give_back: Callable[[T]
         raise
 
 
-async def gated(request: Request, model: str | None, work: Callable[[ModelBundle], Awaitable[T]]) -> T | None:
+async def gated(request: HTTPConnection, model: str | None, work: Callable[[ModelBundle], Awaitable[T]]) -> T | None:
     """`work` on the model's bundle, through the gate; None when the client went away first."""
     admitted = await admit(request, model)
     if admitted is None:

@@ -9,6 +9,9 @@ import logging
 import os
 import time
 
+from starlette.responses import JSONResponse
+from starlette.websockets import WebSocket
+
 from rostra.errors import APIError, PayloadTooLarge, Unauthorized, UnsupportedMediaType
 from rostra.http.content_encoding import BodyDecoder, body_decoder
 from rostra.http.envelopes import ErrorEnvelopes
@@ -106,6 +109,10 @@ class ApiKeyMiddleware:
                 scope.setdefault("state", {})["tenant"] = tenant
             else:
                 return await _send_error(scope, send, Unauthorized(), self.envelopes)
+        elif scope["type"] == "websocket":  # the Responses API's WebSocket mode: the same keys, checked at the upgrade
+            if (tenant := self._tenant(scope)) is None:
+                return await _deny_websocket(scope, receive, send, Unauthorized(), self.envelopes)
+            scope.setdefault("state", {})["tenant"] = tenant
         await self.app(scope, receive, send)
 
 
@@ -175,6 +182,18 @@ async def _send_error(scope, send, error: APIError, envelopes: ErrorEnvelopes) -
     await send({"type": "http.response.start", "status": error.status_code,
                 "headers": [(b"content-type", b"application/json")]})
     await send({"type": "http.response.body", "body": body})
+
+
+async def _deny_websocket(scope, receive, send, error: APIError, envelopes: ErrorEnvelopes) -> None:
+    """A refused WebSocket upgrade: the HTTP error an HTTP request would get, where the server lets an app answer
+    the handshake (uvicorn does: the ASGI `websocket.http.response` extension), else a close with 1008 (policy)."""
+    access_log.warning("WebSocket upgrade on %s refused: %s", scope["path"], error.message)
+    websocket = WebSocket(scope, receive, send)
+    body = envelopes.body(scope["path"], error, scope.get("state", {}).get("request_id"))
+    if "websocket.http.response" in scope.get("extensions", {}):
+        await websocket.send_denial_response(JSONResponse(body, status_code=error.status_code))
+    else:
+        await websocket.close(1008, error.message[:120])
 
 
 access_log = logging.getLogger("rostra.requests")

@@ -8,7 +8,7 @@ import re
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 
 from rostra.errors import InvalidRequest
 from rostra.model_aliases import aliased
@@ -39,7 +39,11 @@ INLINE_BODY_BYTES = 256 * 1024
 
 
 async def parse_body(request: Request, model: type[Body]) -> Body:
-    body = await request.body()
+    return await parse_json(request, model, await request.body())
+
+
+async def parse_json(connection: HTTPConnection, model: type[Body], body: bytes) -> Body:
+    """`body` (a request's, or a WebSocket message's) validated as `model`, for the app `connection` reached."""
     try:
         if len(body) > INLINE_BODY_BYTES:
             parsed = await asyncio.to_thread(model.model_validate_json, body)
@@ -56,12 +60,12 @@ async def parse_body(request: Request, model: type[Body]) -> Body:
         param, message = max(located, key=lambda pair: (pair[0] or "").count("."))
         raise InvalidRequest(f"{param or 'body'}: {message}", param=param) from exc
     if isinstance(parsed, RequestModel):
-        check_fields(parsed, request.app.state.rostra.settings.unknown_params)
-        apply_alias(request, parsed)
+        check_fields(parsed, connection.app.state.rostra.settings.unknown_params)
+        apply_alias(connection, parsed)
     return parsed
 
 
-def apply_alias(request: Request, body: RequestModel) -> None:
+def apply_alias(request: HTTPConnection, body: RequestModel) -> None:
     """A model name only an alias serves becomes the model it names (--model-alias), before anything reads it."""
     context = request.app.state.rostra
     name = getattr(body, "model", None)

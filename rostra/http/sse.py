@@ -16,7 +16,7 @@ import logging
 from typing import Any, AsyncGenerator, Callable
 
 import orjson
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 
 from rostra.errors import APIError, ServerError
@@ -219,9 +219,12 @@ def keep_alive_interval(scope) -> float | None:
     return getattr(settings, "stream_keep_alive", DEFAULT_KEEP_ALIVE)
 
 
-async def until_disconnected(request: Request, work):
+async def until_disconnected(request: HTTPConnection, work):
     """Run `work` (a coroutine) unless the client goes away first: then it is cancelled
-    (which aborts its generations) and None is returned."""
+    (which aborts its generations) and None is returned. A WebSocket's transport owns its connection's
+    messages (a client's next event must not be read here): it cancels the work itself when the client goes."""
+    if not isinstance(request, Request):
+        return await work
     job = asyncio.ensure_future(work)
 
     async def watch() -> None:

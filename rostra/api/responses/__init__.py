@@ -10,6 +10,9 @@
   runner died, settled from its logged events (its partial item incomplete).
 - mcp/: MCP servers (client.py), which a request may use (tools.py), the tool loop (loop.py), their items
   (render.py).
+- ws_connection.py: the WebSocket mode on /v1/responses (transports.py routes it): one connection's lanes, its
+  cache of recent responses, its turns through the gate and service.py; ws_events.py its wire, ws_steering.py
+  `response.steer`.
 - conversations.py: the Conversations API's service; routes.py: both APIs' routes (`router`); objects.py: ids and
   snapshots of the JSON objects the wing makes.
 """

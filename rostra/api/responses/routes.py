@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
+from starlette.requests import HTTPConnection
 from starlette.responses import Response
 
 from rostra.api.responses.models import (
@@ -25,7 +26,7 @@ from rostra.store.tenancy import EVERYONE, Tenant
 router = APIRouter()
 
 
-def tenant_of(request: Request) -> Tenant:
+def tenant_of(request: HTTPConnection) -> Tenant:
     """Whose key made the request (the key middleware says; without keys there is one tenant)."""
     tenant = request.scope.get("state", {}).get("tenant", EVERYONE)
     return tenant if isinstance(tenant, Tenant) else EVERYONE

@@ -129,14 +129,17 @@ class ResponsesService:
         """This service as `tenant` drives it through the generation endpoint."""
         return TenantResponses(self, tenant)
 
-    async def prepare(self, request: CreateResponseRequest, tenant: Tenant = EVERYONE) -> ResponseJob:
+    async def prepare(self, request: CreateResponseRequest, tenant: Tenant = EVERYONE,
+                      known: Mapping[str, list[dict[str, Any]]] = MappingProxyType({})) -> ResponseJob:
         """`tenant`: who asks; what the request continues (previous_response_id, conversation, item
-        references) must be visible to it, and the stored response will be its key's."""
+        references) must be visible to it, and the stored response will be its key's. `known`: conversations
+        the caller holds, by the id of the response they end with (a WebSocket's connection-local cache, where a
+        `store: false` response lives on): a previous_response_id found there is read from there, not the store."""
         if request.background and not request.store:
             raise InvalidRequest("background responses must be stored (store: true)", param="background")
         if request.background:  # before any work: a full server says so at once
             self.runs.check_room()
-        inputs = await self._inputs(request, tenant)
+        inputs = await self._inputs(request, tenant, known)
         items, tools, conversation, loop = inputs.items, inputs.tools, inputs.conversation, inputs.loop
         if compaction_requested(items):
             return await self._compact(request, tools, conversation, items)
@@ -152,7 +155,8 @@ class ResponsesService:
             builder.sealer = self.sealer
         return ResponseJob(request, job, builder, items, conversation, loop, ready, [job], tools, approved, tenant)
 
-    async def _inputs(self, request: CreateResponseRequest, tenant: Tenant) -> TurnInputs:
+    async def _inputs(self, request: CreateResponseRequest, tenant: Tenant,
+                      known: Mapping[str, list[dict[str, Any]]] = MappingProxyType({})) -> TurnInputs:
         """What the request's first model turn reads: its items, the stored conversation it continues, its tools
         and the MCP servers' (listed), and the approved MCP calls (with the results of those that already ran)."""
         for index, value in enumerate(request.include or []):
@@ -174,6 +178,8 @@ class ResponsesService:
             raise InvalidRequest("give either previous_response_id or conversation, not both", param="conversation")
         if reference:
             history = await self._conversation_items(reference, tenant)
+        elif request.previous_response_id and request.previous_response_id in known:
+            history = known[request.previous_response_id]
         elif request.previous_response_id:
             history = await self._conversation(request.previous_response_id, tenant)
         else:
@@ -427,6 +433,12 @@ class ResponsesService:
             stored, _ = await self.store.input_items(response["id"], limit=10_000, order="asc")
             items += stored + [item for item in response["output"] if item.get("type") in REPLAYED]
         return items
+
+
+def conversation_after(job: ResponseJob) -> list[dict[str, Any]]:
+    """What a later response continuing `job`'s reads: its history, its input, the output a later turn replays
+    (as `_conversation` reads a stored one back)."""
+    return job.conversation + [item for item in job.builder.response["output"] if item.get("type") in REPLAYED]
 
 
 @dataclass(frozen=True)

@@ -3,16 +3,16 @@ built them into the server's service set (rostra/server/app.py), which the HTTP 
 
 from __future__ import annotations
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection
 
 from rostra.api.responses.conversations import ConversationsService
 from rostra.api.responses.service import ResponsesService
 from rostra.http.context import server_context
 
 
-def responses_of(request: Request) -> ResponsesService:
+def responses_of(request: HTTPConnection) -> ResponsesService:
     return server_context(request).services.get(ResponsesService)
 
 
-def conversations_of(request: Request) -> ConversationsService:
+def conversations_of(request: HTTPConnection) -> ConversationsService:
     return server_context(request).services.get(ConversationsService)

@@ -1,7 +1,7 @@
 """What the Responses API answers beside POST /v1/responses itself: OpenAI's input-token count
 (POST /v1/responses/input_tokens, which LiteLLM probes on every request), the compaction of a conversation
-(POST /v1/responses/compact, compacted.py) and a 426 for the WebSocket transport
-Codex tries first when a provider allows it (it then falls back to HTTP at once; any other refusal it retries)."""
+(POST /v1/responses/compact, compacted.py) and the WebSocket transport on /v1/responses (OpenAI's WebSocket mode,
+which Codex prefers when a provider allows it)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from rostra.api.responses.compaction import CompactRequest
 from rostra.api.responses.models import CreateResponseRequest
 from rostra.api.responses.routes import tenant_of
 from rostra.api.responses.services import responses_of
+from rostra.api.responses.ws_connection import ResponsesSocket
 from rostra.http.gate import gated
 from rostra.http.generation_endpoint import CLIENT_CLOSED, serve_generation
 from rostra.http.request_body import parse_body
@@ -43,9 +44,12 @@ async def compact_conversation(request: Request) -> Response:
 
 
 @router.websocket("/v1/responses")
-async def refuse_websocket(websocket: WebSocket) -> None:
-    log.info("a WebSocket upgrade on /v1/responses: refused with 426 (this server speaks HTTP and SSE)")
-    await websocket.send_denial_response(JSONResponse(
-        {"error": {"message": "this server serves the Responses API over HTTP (server-sent events), not WebSocket",
-                   "type": "invalid_request_error", "param": None, "code": "websocket_unsupported"}},
-        status_code=426))
+async def responses_websocket(websocket: WebSocket) -> None:
+    """OpenAI's WebSocket mode (the SDKs' `client.responses.connect()`): ws_connection.py. The API key was checked
+    at the upgrade (a bad one is refused there, as an HTTP request is), and it is this connection's tenant."""
+    await websocket.accept()
+    log.info("WebSocket connection on /v1/responses opened")
+    try:
+        await ResponsesSocket(websocket, responses_of(websocket), tenant_of(websocket)).serve()
+    finally:
+        log.info("WebSocket connection on /v1/responses closed")

@@ -23,7 +23,7 @@ import re
 from rostra.parsing.events import Event
 from rostra.parsing.tools.base import BlockStream, ParsedCall, partial_suffix
 from rostra.parsing.tools.qwen3_coder import Qwen3CoderToolParser
-from rostra.parsing.tools.qwen3_coder_stream import FunctionStream
+from rostra.parsing.tools.tagged_calls_stream import FunctionStream
 
 DSML = "\uff5cDSML\uff5c"
 CALLS_BEGIN, CALLS_END = f"<{DSML}function_calls>", f"</{DSML}function_calls>"

@@ -82,8 +82,11 @@ def layered_tool_parser(primary: type[ToolParser]) -> Callable[..., ToolParser]:
     """A factory like a parser class: (tools, max_calls) -> the layered parser over `primary`."""
 
     def make(tools: Sequence[ToolSpec], max_calls: int | None = None) -> ToolParser:
+        if primary in LENIENT_LAYERS:  # (json: a template that teaches no format) the lenient layers in their order,
+            # so a <tool_call> block is read whole: JSON read first would leave its tags in the text
+            return LayeredToolParser([layer(tools, max_calls) for layer in LENIENT_LAYERS])
         layers = [primary(tools, max_calls)]
-        layers += [layer(tools, max_calls) for layer in LENIENT_LAYERS if layer is not primary]
+        layers += [layer(tools, max_calls) for layer in LENIENT_LAYERS]
         return LayeredToolParser(layers)
 
     make.name = primary.name  # type: ignore[attr-defined]
