@@ -24,7 +24,7 @@ PER_MODEL_SETTINGS = frozenset({
     "device", "task", "pooling", "matryoshka", "tool_call_parser", "strict_tool_parsing", "reasoning_parser",
     "reasoning_field", "generation_config", "override_generation_config", "raw_special_tokens", "script",
     "tokenizer", "upstreams", "upstream_retries", "upstream_timeout", "health_check_interval",
-    "speculative", "speculative_draft", "cache_ram_mib", "flash_attn", "mmproj",
+    "speculative", "speculative_draft", "cache_ram_mib", "flash_attn", "mmproj", "mmap",
 })
 # Keys of a --models-config entry that are not settings: its name, idle time to unload, load at start-up.
 ENTRY_KEYS = frozenset({"name", "ttl", "preload", "upstream"})
