@@ -184,6 +184,7 @@ class LlamaCppEngine(Engine):
         # rewritten): no second copy in memory, the page cache shared by every process serving the file.
         params.load_mode = (xllamacpp.llama_load_mode.LLAMA_LOAD_MODE_MMAP if self.mmap
                             else xllamacpp.llama_load_mode.LLAMA_LOAD_MODE_NONE)
+        log.info("loading %s (%s)", self.path, "memory-mapped" if self.mmap else "read into memory")
         params.n_parallel = self.parallel
         # Each slot gets the whole context window.
         params.n_ctx = self.model.context_length * self.parallel
