@@ -65,6 +65,7 @@ class StandInHub:
         # (path in repo, bytes): a GET from byte 0 of that file sends this many bytes, then waits for `release`
         self.stall: tuple[str, int] | None = None
         self.release = threading.Event()
+        self.stall_drops = True  # after the release the connection is dropped; False: the rest is sent
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -152,9 +153,13 @@ def _handler(hub: StandInHub) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(piece)
                 seen.sent += len(piece)
             self.wfile.flush()
-            if end < len(data):  # stalled: hold the connection until released, then drop it
+            if end < len(data):  # stalled: hold the connection until released, then drop it or go on
                 hub.release.wait(60)
-                self.close_connection = True
+                if hub.stall_drops:
+                    self.close_connection = True
+                    return
+                self.wfile.write(data[end:])
+                seen.sent += len(data) - end
 
         def _json(self, value: object) -> None:
             payload = json.dumps(value).encode()

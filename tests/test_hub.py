@@ -223,6 +223,38 @@ def test_hf_token_is_sent_as_authorization(hub, tmp_path):
     assert all(seen.authorization == "Bearer hf_standin_secret" for seen in asked)
 
 
+def test_many_models_shows_a_model_downloading_on_its_first_request(hub, tmp_path, smol):
+    """A --models-config entry naming a Hub model: its first request downloads it; meanwhile GET /v1/models shows
+    `downloading` with the bytes, and a client that gives up waiting does not stop the download."""
+    config = tmp_path / "models.yaml"
+    config.write_text(f"models:\n  - name: smol\n    model: {REPO}:Q4_K_M\n    speculative: 'off'\n"
+                      "  - name: scripted\n    engine: scripted\n")
+    hub.stall, hub.stall_drops = ("SmolLM2-135M-Instruct-Q4_K_M.gguf", 20_000_000), False
+    server = RunningServer(["--models-config", str(config), "--parallel", "1"], env=hub_env(hub.url, tmp_path / "hf"))
+    try:
+        impatient = OpenAI(base_url=server.v1, api_key="unused", timeout=2, max_retries=0)
+        with pytest.raises(Exception):
+            impatient.chat.completions.create(model="smol", messages=[{"role": "user", "content": "Hi"}])
+        deadline = time.monotonic() + 60
+        while (card := _card(server, "smol")).get("download", {}).get("bytes_done") != 20_000_000:
+            assert time.monotonic() < deadline, card
+            time.sleep(0.2)
+        assert card["state"] == "downloading" and card["download"]["bytes_total"] == len(smol)
+        hub.release.set()
+        assert answer(server, "smol")
+        assert _card(server, "smol")["state"] == "loaded"
+    finally:
+        server.stop()
+    assert len(hub.downloads("Q4_K_M.gguf")) == 1
+
+
+def _card(server: RunningServer, name: str) -> dict:
+    import httpx
+
+    cards = httpx.get(f"{server.v1}/models", timeout=10).json()["data"]
+    return next(card for card in cards if card["id"] == name)
+
+
 # -- ls and rm -----------------------------------------------------------------------------------------------
 
 def test_ls_lists_and_rm_removes_a_quantization_or_a_repository(hub, tmp_path):

@@ -4,7 +4,33 @@ stderr is not one (a log, CI), so logs stay readable."""
 from __future__ import annotations
 
 import sys
+import threading
+from dataclasses import dataclass
 from typing import Any, Callable
+
+
+@dataclass
+class DownloadState:
+    """A pull under way in this process, for GET /v1/models (many models: a model downloads on its first request)."""
+    done: int  # bytes on disk, those in the cache before included
+    total: int
+
+
+_ACTIVE: dict[str, DownloadState] = {}  # by the reference's label (OWNER/NAME[:QUANT])
+_LOCK = threading.Lock()
+
+
+def downloading(label: str) -> DownloadState | None:
+    with _LOCK:
+        return _ACTIVE.get(label)
+
+
+def track(label: str, state: DownloadState | None) -> None:
+    with _LOCK:
+        if state is None:
+            _ACTIVE.pop(label, None)
+        else:
+            _ACTIVE[label] = state
 
 
 def size_text(size: float) -> str:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 from urllib.parse import quote
 
 from rostra.hub import cache
 from rostra.hub.choice import ChoiceError, ModelFiles, RemoteFile, choose
 from rostra.hub.download import fetch
 from rostra.hub.errors import HubError
-from rostra.hub.progress import ConsoleProgress
+from rostra.hub.progress import ConsoleProgress, DownloadState, track
 from rostra.hub.reference import HubReference
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,13 @@ def pull(reference: HubReference, progress: ConsoleProgress | None = None) -> Pu
     chosen = choose(reference.repo, listed, reference.quant)
     log.info("%s: %s (%s%s)", reference.repo, chosen.quant, ", ".join(file.path for file in chosen.parts),
              f", projector {chosen.projector.path}" if chosen.projector else "")
-    downloaded = sum(_ensure(reference.repo, commit, file, progress or ConsoleProgress()) for file in chosen.files)
+    state = DownloadState(0, chosen.size)
+    track(reference.label, state)
+    try:
+        downloaded = sum(_ensure(reference.repo, commit, file, progress or ConsoleProgress(), state)
+                         for file in chosen.files)
+    finally:
+        track(reference.label, None)
     cache.write_ref(reference.repo, commit)
     return _pulled(reference, chosen, commit, downloaded)
 
@@ -115,7 +122,7 @@ def _status(exc: Exception) -> str:
     return str(getattr(response, "status_code", "an error"))
 
 
-def _ensure(repo: str, commit: str, file: RemoteFile, progress: ConsoleProgress) -> int:
+def _ensure(repo: str, commit: str, file: RemoteFile, progress: ConsoleProgress, state: DownloadState) -> int:
     """The file in the snapshot, downloaded if its blob is not in the cache; the bytes transferred."""
     import httpx2
     from filelock import FileLock
@@ -123,6 +130,7 @@ def _ensure(repo: str, commit: str, file: RemoteFile, progress: ConsoleProgress)
     from huggingface_hub.utils import build_hf_headers
 
     if cache.snapshot_path(repo, commit, file.path).is_file():
+        state.done += file.size
         return 0
     blob = cache.blob_path(repo, file.cache_key)
     lock = cache.lock_path(repo, file.cache_key)
@@ -133,7 +141,8 @@ def _ensure(repo: str, commit: str, file: RemoteFile, progress: ConsoleProgress)
         if not blob.is_file():
             try:
                 received = fetch(url, build_hf_headers(), blob, file.size, file.sha256,
-                                 lambda done: progress.start(f"{repo} {file.path}", file.size, done))
+                                 lambda done: _counted(progress.start(f"{repo} {file.path}", file.size, done),
+                                                       state, done))
             except HfHubHTTPError as exc:
                 raise HubError(f"{endpoint()} answered {_status(exc)} for {repo} {file.path}") from None
             except httpx2.TransportError as exc:
@@ -141,8 +150,21 @@ def _ensure(repo: str, commit: str, file: RemoteFile, progress: ConsoleProgress)
                                "command again to resume") from None
             finally:
                 progress.finish()
+        else:  # the bytes of another file already in the cache
+            state.done += file.size
     cache.link_snapshot(repo, commit, file.path, blob)
     return received
+
+
+def _counted(shown: Callable[[int], None], state: DownloadState, done: int) -> Callable[[int], None]:
+    """The progress callback that also counts into `state` (GET /v1/models shows it)."""
+    state.done += done
+
+    def update(size: int) -> None:
+        state.done += size
+        shown(size)
+
+    return update
 
 
 def resolve_model(model: str | None) -> PulledModel | None:
