@@ -172,19 +172,22 @@ class LlamaCppEngine(Engine):
             if piece and token_id not in self.special_token_ids:
                 self._token_ids.setdefault(piece, token_id)
 
+    def _load_mode(self) -> Any:
+        """By default the weights are read into memory, not memory-mapped: a GGUF overwritten in place while loaded
+        (`cp` over it truncates and rewrites the same file) would end the process with SIGBUS at the next page read.
+        The cost (README, "Model files"): the load reads the file once; no page cache sharing. Mapped (`--mmap`, and
+        always for a file from the Hub cache, whose blobs are content-addressed and replaced, never rewritten): no
+        second copy in memory, the page cache shared by every process serving the file."""
+        log.info("loading %s (%s)", self.path, "memory-mapped" if self.mmap else "read into memory")
+        return (xllamacpp.llama_load_mode.LLAMA_LOAD_MODE_MMAP if self.mmap
+                else xllamacpp.llama_load_mode.LLAMA_LOAD_MODE_NONE)
+
     async def start(self) -> None:
         params = xllamacpp.CommonParams()
         params.model.path = str(self.path)
         if self.mmproj is not None:
             params.mmproj.path = str(self.mmproj)
-        # By default the weights are read into memory, not memory-mapped: a GGUF overwritten in place while loaded
-        # (`cp` over it truncates and rewrites the same file) would end the process with SIGBUS at the next page
-        # read. The cost (README, "Model files"): the load reads the file once; no page cache sharing. Mapped
-        # (`--mmap`, and always for a file from the Hub cache, whose blobs are content-addressed and replaced, never
-        # rewritten): no second copy in memory, the page cache shared by every process serving the file.
-        params.load_mode = (xllamacpp.llama_load_mode.LLAMA_LOAD_MODE_MMAP if self.mmap
-                            else xllamacpp.llama_load_mode.LLAMA_LOAD_MODE_NONE)
-        log.info("loading %s (%s)", self.path, "memory-mapped" if self.mmap else "read into memory")
+        params.load_mode = self._load_mode()
         params.n_parallel = self.parallel
         # Each slot gets the whole context window.
         params.n_ctx = self.model.context_length * self.parallel
