@@ -306,3 +306,11 @@ def test_the_preference_order_and_a_prefix_match():
 ])
 def test_what_a_reference_names(text, parsed):
     assert HubReference.parse(text) == parsed
+
+
+def test_a_listed_path_never_leaves_the_snapshot_folder():
+    from rostra.hub.pull import _safe_path
+
+    assert _safe_path("model-Q4_K_M.gguf") and _safe_path("Q8_0/model-Q8_0-00001-of-00002.gguf")
+    for path in ("../../.bashrc", "/etc/passwd", "a/../../b.gguf", "a//b.gguf", "a\\..\\b.gguf", ""):
+        assert not _safe_path(path), path

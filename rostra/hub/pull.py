@@ -8,6 +8,7 @@ last pointed at, as huggingface_hub itself falls back.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -16,7 +17,7 @@ from urllib.parse import quote
 from rostra.hub import cache
 from rostra.hub.choice import ChoiceError, ModelFiles, RemoteFile, choose
 from rostra.hub.download import fetch
-from rostra.hub.errors import HubError
+from rostra.hub.errors import HubError, RepositoryNotFound
 from rostra.hub.progress import ConsoleProgress, DownloadState, track
 from rostra.hub.reference import HubReference
 
@@ -102,7 +103,7 @@ def list_repository(repo: str) -> tuple[str, list[RemoteFile]]:
     except GatedRepoError:
         raise HubError(f"{repo} is gated: accept its conditions at {where}/{repo} and set HF_TOKEN") from None
     except RepositoryNotFoundError:
-        raise HubError(f"no repository {repo} on {where} (a private one needs HF_TOKEN)") from None
+        raise RepositoryNotFound(f"no repository {repo} on {where} (a private one needs HF_TOKEN)") from None
     except HFValidationError as exc:
         raise HubError(f"{repo!r} is not a repository name: {exc}") from None
     except HfHubHTTPError as exc:
@@ -111,10 +112,16 @@ def list_repository(repo: str) -> tuple[str, list[RemoteFile]]:
         raise Unreachable(f"no network: cannot reach {where} ({exc or type(exc).__name__})") from None
     files = [RemoteFile(sibling.rfilename, int((sibling.lfs.size if sibling.lfs else sibling.size) or 0),
                         sibling.lfs.sha256 if sibling.lfs else None, sibling.blob_id)
-             for sibling in info.siblings or []]
-    if not info.sha:
+             for sibling in info.siblings or [] if _safe_path(sibling.rfilename)]
+    if not info.sha or not re.fullmatch(r"[0-9a-f]{40}", info.sha):  # it names a folder of the cache
         raise HubError(f"{where} gave no commit for {repo}")
     return info.sha, files
+
+
+def _safe_path(path: str) -> bool:
+    """A file's path stays inside its snapshot folder (what an endpoint lists becomes a path on this disk)."""
+    parts = path.split("/")
+    return bool(path) and not path.startswith("/") and ".." not in parts and "" not in parts and "\\" not in path
 
 
 def _status(exc: Exception) -> str:
@@ -172,4 +179,9 @@ def resolve_model(model: str | None) -> PulledModel | None:
     from rostra.hub.reference import hub_reference
 
     reference = hub_reference(model)
-    return pull(reference) if reference else None
+    if reference is None:
+        return None
+    try:
+        return pull(reference)
+    except RepositoryNotFound as exc:  # perhaps a mistyped path rather than a repository
+        raise RepositoryNotFound(f"{model}: no such file, and {exc}") from None
