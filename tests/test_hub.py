@@ -314,3 +314,14 @@ def test_a_listed_path_never_leaves_the_snapshot_folder():
     assert _safe_path("model-Q4_K_M.gguf") and _safe_path("Q8_0/model-Q8_0-00001-of-00002.gguf")
     for path in ("../../.bashrc", "/etc/passwd", "a/../../b.gguf", "a//b.gguf", "a\\..\\b.gguf", ""):
         assert not _safe_path(path), path
+
+
+def test_a_models_config_entry_names_a_hub_model_in_any_spelling(tmp_path):
+    from rostra.config import Settings
+    from rostra.models.specs import read_models_config
+
+    config = tmp_path / "models.yaml"
+    config.write_text("models:\n  - model: https://huggingface.co/o/n-GGUF:Q8_0\n  - model: hf.co/o/m-GGUF\n")
+    specs = read_models_config(config, Settings())
+    assert [(spec.name, spec.settings.model) for spec in specs] == [
+        ("o/n-GGUF:Q8_0", "https://huggingface.co/o/n-GGUF:Q8_0"), ("o/m-GGUF", "hf.co/o/m-GGUF")]
