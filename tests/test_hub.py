@@ -204,6 +204,12 @@ def test_what_cannot_be_had_is_one_line_and_a_failure(hub, tmp_path, reference, 
     assert expected in one_line_error(rostra(hub_env(hub.url, tmp_path / "hf"), "pull", reference))
 
 
+def test_serve_of_an_unknown_repository_is_one_line_and_a_failure(hub, tmp_path):
+    served = rostra(hub_env(hub.url, tmp_path / "hf"), "serve", "test-org/nope-GGUF", "--port", str(closed_port()))
+    assert "test-org/nope-GGUF: no such file, and no repository test-org/nope-GGUF on" in one_line_error(served,
+                                                                                                       "serve")
+
+
 def test_no_network_is_one_line_and_a_failure(tmp_path):
     env = hub_env(f"http://127.0.0.1:{closed_port()}", tmp_path / "hf")
     assert "no network: cannot reach" in one_line_error(rostra(env, "pull", REPO))
@@ -325,3 +331,14 @@ def test_a_models_config_entry_names_a_hub_model_in_any_spelling(tmp_path):
     specs = read_models_config(config, Settings())
     assert [(spec.name, spec.settings.model) for spec in specs] == [
         ("o/n-GGUF:Q8_0", "https://huggingface.co/o/n-GGUF:Q8_0"), ("o/m-GGUF", "hf.co/o/m-GGUF")]
+
+
+def test_a_hub_model_is_mapped_and_a_path_of_ones_own_only_with_mmap(tmp_path):
+    """How the engine is built (no load): read into memory by default for a path (a file overwritten in place must
+    not end the process: tests/test_model_file_replaced.py), mapped with --mmap."""
+    from rostra.config import Settings
+    from rostra.engines.registry import build_engine
+
+    own = str(embedded_model_path())
+    assert build_engine(Settings(model=own, data_dir=str(tmp_path))).mmap is False
+    assert build_engine(Settings(model=own, data_dir=str(tmp_path), mmap=True)).mmap is True
