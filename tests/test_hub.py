@@ -133,10 +133,17 @@ def test_pull_then_serve_offline_and_a_second_pull_downloads_nothing(hub, tmp_pa
 
 
 def test_an_explicit_quantization_in_any_case_and_the_hf_co_spelling(hub, tmp_path):
-    path = pulled(hub_env(hub.url, tmp_path / "hf"), f"hf.co/{REPO}:q8_0")
+    done = rostra(hub_env(hub.url, tmp_path / "hf"), "pull", f"hf.co/{REPO}:q8_0")
+    assert done.returncode == 0, done.stderr
+    path = Path(done.stdout.strip())
     assert path.name == "SmolLM2-135M-Instruct-Q8_0.gguf"
     assert path.read_bytes() == hub.repos[REPO].files[path.name]
     assert not hub.downloads("Q4_K_M.gguf")
+    # not a terminal: a plain line per file
+    assert f"downloading {REPO} SmolLM2-135M-Instruct-Q8_0.gguf (200.0 kB)" in done.stderr.splitlines()
+    # the Hub out of reach: what is downloaded answers
+    unreachable = hub_env(f"http://127.0.0.1:{closed_port()}", tmp_path / "hf")
+    assert pulled(unreachable, f"{REPO}:Q8_0") == path
 
 
 def test_a_split_model_downloads_every_part_and_the_preferred_projector(hub, tmp_path):
