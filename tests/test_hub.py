@@ -245,6 +245,8 @@ def test_many_models_shows_a_model_downloading_on_its_first_request(hub, tmp_pat
     hub.stall, hub.stall_drops = ("SmolLM2-135M-Instruct-Q4_K_M.gguf", 20_000_000), False
     server = RunningServer(["--models-config", str(config), "--parallel", "1"], env=hub_env(hub.url, tmp_path / "hf"))
     try:
+        before = _card(server, "smol")
+        assert before["state"] == "unloaded" and "input_modalities" not in before  # its projector: not known yet
         impatient = OpenAI(base_url=server.v1, api_key="unused", timeout=2, max_retries=0)
         with pytest.raises(Exception):
             impatient.chat.completions.create(model="smol", messages=[{"role": "user", "content": "Hi"}])
@@ -255,7 +257,8 @@ def test_many_models_shows_a_model_downloading_on_its_first_request(hub, tmp_pat
         assert card["state"] == "downloading" and card["download"]["bytes_total"] == len(smol)
         hub.release.set()
         assert answer(server, "smol")
-        assert _card(server, "smol")["state"] == "loaded"
+        loaded = _card(server, "smol")
+        assert loaded["state"] == "loaded" and loaded["input_modalities"] == ["text"] and "download" not in loaded
     finally:
         server.stop()
     assert len(hub.downloads("Q4_K_M.gguf")) == 1

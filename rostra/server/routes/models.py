@@ -69,7 +69,11 @@ def sees_images(slot: ModelSlot, name: str) -> bool | None:
     if slot.bundle is not None:
         return slot.bundle.engine.takes_images(name)
     settings = slot.spec.settings
-    return bool(settings.mmproj) if settings.engine == "llamacpp" else None
+    if settings.engine != "llamacpp":
+        return None
+    if not settings.mmproj and settings.model and HubReference.parse(settings.model):
+        return None  # a Hub repository's projector is known once it is listed, at its first load
+    return bool(settings.mmproj)
 
 
 def codex_models(slots: list[ModelSlot]) -> list[CodexModel]:
