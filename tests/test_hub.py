@@ -283,8 +283,9 @@ def test_ls_lists_and_rm_removes_a_quantization_or_a_repository(hub, tmp_path):
     assert [row[:3] for row in rows[1:]] == [[TINY, "mmproj-tiny-f16.gguf", "mmproj"],
                                              [TINY, "tiny-Q5_K_M.gguf", "Q5_K_M"], [TINY, "tiny-Q8_0.gguf", "Q8_0"]]
     assert rows[2][3:] == ["200.0", "kB", "just", "now"]
-    removed = rostra(env, "rm", f"{TINY}:Q8_0")
+    removed = rostra(env, "rm", f"{TINY}:q8_0")
     assert removed.returncode == 0 and "tiny-Q8_0.gguf" in removed.stderr
+    assert "mmproj" not in removed.stderr  # (the projector stays: `mmproj-tiny-Q8_0` is not this quantization)
     assert q5.read_bytes() == fake_gguf("tiny Q8_0")  # the blob it shares stays
     assert "not downloaded" in one_line_error(rostra(env, "rm", f"{TINY}:Q8_0"), "rm")
     assert rostra(env, "rm", TINY).returncode == 0

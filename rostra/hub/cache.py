@@ -124,7 +124,10 @@ def remove(repo: str, quant: str | None) -> list[CachedFile]:
         if folder.is_dir() and files:
             shutil.rmtree(folder)
         return files
-    chosen = [file for file in files if file.quant != "mmproj" and quant.lower() in file.path.lower()]
+    models = [file for file in files if file.quant != "mmproj"]
+    # `:Q4_K_M` is that quantization; a part of a name (`:Q4_K`) is every one it is in, as the listing shows them
+    chosen = ([file for file in models if file.quant == quant.upper()] or
+              [file for file in models if quant.lower() in file.path.lower()])
     blobs = {file.link.resolve() for file in chosen}
     for file in chosen:
         for link in (repo_folder(repo) / "snapshots").glob(f"*/{file.path}"):
