@@ -14,6 +14,8 @@ from typing import Any
 from rostra import __version__
 from rostra.config import Settings
 from rostra.engines.registry import ENGINES, FlagGroup, build_engine
+from rostra.hub.commands import add_commands as add_hub_commands
+from rostra.hub.commands import run as run_hub_command
 from rostra.model_aliases import ModelAlias
 from rostra.models.checks import MAX_PARALLEL, SettingError, check_ranges
 from rostra.models.specs import ModelConfigError, parse_size
@@ -29,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
         "serve", help="serve a model over the OpenAI API",
         description="Serve a model over the OpenAI API (Chat Completions, Completions, Responses, Models).")
     serve.add_argument("model", nargs="*", metavar="MODEL",
-                       help="a GGUF file (default: the embedded SmolLM2-135M-Instruct); transformers engine: a "
+                       help="a GGUF file or a Hugging Face Hub GGUF repository, OWNER/NAME[:QUANT] (downloaded "
+                            "once; default: the embedded SmolLM2-135M-Instruct); transformers engine: a "
                             "checkpoint directory or hub id. Several: each served under its own name, loaded when "
                             "a request names it (see --models-dir)")
     serve.add_argument("--engine", choices=list(ENGINES), default="llamacpp",
@@ -42,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", help="a YAML file of settings: the flags' names as keys (flags win)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     _batch_command(commands)
+    add_hub_commands(commands)
     return parser
 
 
@@ -99,6 +103,11 @@ def _model_flags(group: FlagGroup) -> None:
     group.add_argument("--mmproj", metavar="MMPROJ.gguf",
                        help="llama.cpp engine: the model's multimodal projector, so it sees images (as llama.cpp's "
                             "own flag; with --models-dir an mmproj*.gguf beside a model is found)")
+    group.add_argument("--mmap", action="store_true",
+                       help="llama.cpp engine: memory-map the GGUF (no second copy in memory, the page cache shared "
+                            "between processes) rather than read it in; a file overwritten in place while served "
+                            "then ends the process (default: mapped for a model from the Hub, whose cached files "
+                            "are never rewritten; read in for a path of your own)")
     group.add_argument("--dtype", choices=["auto", "bfloat16", "float16", "float32"], default="auto",
                        help="transformers and vllm engines: weight dtype (default auto: bfloat16 on CUDA, "
                             "float32 on CPU for transformers; the model's own for vllm)")
@@ -375,7 +384,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     tokenizer=args.tokenizer,
                     served_model_name=args.served_model_name, api_keys=keys, chat_template=args.chat_template,
                     max_model_len=args.max_model_len, parallel=args.parallel, threads=args.threads,
-                    cache_ram_mib=args.cache_ram, flash_attn=args.flash_attn, mmproj=args.mmproj,
+                    cache_ram_mib=args.cache_ram, flash_attn=args.flash_attn, mmproj=args.mmproj, mmap=args.mmap,
                     dtype=args.dtype, device=args.device, task=args.task, pooling=args.pooling,
                     matryoshka=args.matryoshka, speculative=args.speculative,
                     speculative_draft=args.speculative_draft,
@@ -585,6 +594,8 @@ def main(argv: list[str] | None = None) -> None:
 
         logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
         run_batch_file(settings_from_args(args), Path(args.input), Path(args.output))
+    else:  # pull, ls, rm: the Hub cache
+        run_hub_command(args)
 
 
 if __name__ == "__main__":

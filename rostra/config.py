@@ -35,6 +35,7 @@ class Settings:
     cache_ram_mib: int | None = None  # llama.cpp's host-memory prompt cache; None: its default (8192 MiB)
     flash_attn: str = "auto"  # llama.cpp: auto (its choice), on or off
     mmproj: str | None = None  # llama.cpp: the multimodal projector GGUF (the model then sees images)
+    mmap: bool = False  # llama.cpp: map the user's own GGUF rather than read it in (a Hub model is always mapped)
     dtype: str = "auto"  # transformers and vllm engines: auto, bfloat16, float16 or float32
     device: str = "auto"  # transformers engine: a torch device; auto: CUDA when present, else CPU
     # What the one served model does: auto (detected from the checkpoint), generate, or embed (/v1/embeddings).

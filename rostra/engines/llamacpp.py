@@ -96,8 +96,10 @@ class LlamaCppEngine(Engine):
     def __init__(self, model_path: str | Path, model_name: str, max_model_len: int | None = None, parallel: int = 4,
                  threads: int | None = None, task: str = "auto", pooling: str | None = None, matryoshka: bool = False,
                  cache_ram_mib: int | None = None, speculative: str = "auto", speculative_draft: int | None = None,
-                 flash_attn: str = "auto", mmproj: str | Path | None = None, calibration_dir: Path | None = None):
+                 flash_attn: str = "auto", mmproj: str | Path | None = None, calibration_dir: Path | None = None,
+                 mmap: bool = False):
         self.path = Path(model_path)
+        self.mmap = mmap
         if not self.path.is_file():
             raise FileNotFoundError(f"model file not found: {self.path}")
         self.mmproj = Path(mmproj) if mmproj else None
@@ -171,6 +173,16 @@ class LlamaCppEngine(Engine):
             if piece and token_id not in self.special_token_ids:
                 self._token_ids.setdefault(piece, token_id)
 
+    def _load_mode(self) -> Any:
+        """By default the weights are read into memory, not memory-mapped: a GGUF overwritten in place while loaded
+        (`cp` over it truncates and rewrites the same file) would end the process with SIGBUS at the next page read.
+        The cost (README, "Model files"): the load reads the file once; no page cache sharing. Mapped (`--mmap`, and
+        always for a file from the Hub cache, whose blobs are content-addressed and replaced, never rewritten): no
+        second copy in memory, the page cache shared by every process serving the file."""
+        log.info("loading %s (%s)", self.path, "memory-mapped" if self.mmap else "read into memory")
+        return (xllamacpp.llama_load_mode.LLAMA_LOAD_MODE_MMAP if self.mmap
+                else xllamacpp.llama_load_mode.LLAMA_LOAD_MODE_NONE)
+
     async def start(self) -> None:
         # Not llama.cpp's default (every core of the machine): the cores this process may use that other work
         # leaves free now (cpu_budget.py says why and what it measured).
@@ -191,10 +203,7 @@ class LlamaCppEngine(Engine):
         params.model.path = str(self.path)
         if self.mmproj is not None:
             params.mmproj.path = str(self.mmproj)
-        # The weights are read into memory, not memory-mapped: a GGUF overwritten in place while loaded (`cp`
-        # over it truncates and rewrites the same file) would end the process with SIGBUS at the next page
-        # read. The cost (README, "Model files"): the load reads the file once; no page cache sharing.
-        params.load_mode = xllamacpp.llama_load_mode.LLAMA_LOAD_MODE_NONE
+        params.load_mode = self._load_mode()
         params.n_parallel = self.parallel
         # Each slot gets the whole context window.
         params.n_ctx = self.model.context_length * self.parallel

@@ -42,16 +42,28 @@ def _data_dir(settings: Settings) -> Path:
 def _build_llamacpp(settings: Settings) -> Engine:
     from rostra.embedded import EMBEDDED_MODEL_NAME, embedded_model_path
     from rostra.generation_defaults import EMBEDDED_DEFAULTS
+    from rostra.hub.errors import HubError
+    from rostra.hub.pull import resolve_model
 
-    path = Path(settings.model) if settings.model else embedded_model_path()
-    name = served_name(settings, EMBEDDED_MODEL_NAME if not settings.model else path.stem)
+    try:  # OWNER/NAME[:QUANT] that is not a path: from the Hub (its cache, or downloaded now)
+        pulled = resolve_model(settings.model)
+    except HubError as exc:
+        raise SystemExit(f"rostra: {exc}") from None
+    except OSError as exc:  # the cache folder unwritable, a full disk outside the download itself
+        raise SystemExit(f"rostra: {settings.model}: {exc.strerror or exc}") from None
+    path = pulled.model_path if pulled else Path(settings.model) if settings.model else embedded_model_path()
+    default_name = pulled.reference.label if pulled else EMBEDDED_MODEL_NAME if not settings.model else path.stem
+    mmproj = settings.mmproj or (pulled.projector_path if pulled else None)
     try:
-        engine = load_engine("llamacpp", model_path=path, model_name=name, max_model_len=settings.max_model_len,
+        engine = load_engine("llamacpp", model_path=path, model_name=served_name(settings, default_name),
+                             max_model_len=settings.max_model_len,
                              parallel=settings.parallel, threads=settings.threads, task=settings.task,
                              pooling=settings.pooling, matryoshka=settings.matryoshka,
                              cache_ram_mib=settings.cache_ram_mib, speculative=settings.speculative,
                              speculative_draft=settings.speculative_draft, flash_attn=settings.flash_attn,
-                             mmproj=settings.mmproj, calibration_dir=_data_dir(settings) / "speculation")
+                             mmproj=mmproj, calibration_dir=_data_dir(settings) / "speculation",
+                             # the Hub cache's files are content-addressed, never rewritten in place: safe to map
+                             mmap=settings.mmap or pulled is not None)
     except ValueError as exc:  # a --pooling llama.cpp has not, a --speculative-draft out of range
         raise SystemExit(f"rostra: {exc}") from None
     if not settings.model:  # its GGUF recommends nothing: its model card does

@@ -24,7 +24,7 @@ PER_MODEL_SETTINGS = frozenset({
     "device", "task", "pooling", "matryoshka", "tool_call_parser", "strict_tool_parsing", "reasoning_parser",
     "reasoning_field", "generation_config", "override_generation_config", "raw_special_tokens", "script",
     "tokenizer", "upstreams", "upstream_retries", "upstream_timeout", "health_check_interval",
-    "speculative", "speculative_draft", "cache_ram_mib", "flash_attn", "mmproj",
+    "speculative", "speculative_draft", "cache_ram_mib", "flash_attn", "mmproj", "mmap",
 })
 # Keys of a --models-config entry that are not settings: its name, idle time to unload, load at start-up.
 ENTRY_KEYS = frozenset({"name", "ttl", "preload", "upstream"})
@@ -135,7 +135,14 @@ def default_name(model: str | None) -> str:
 
         return EMBEDDED_MODEL_NAME
     path = Path(model)
-    return path.stem if path.suffix == ".gguf" else (path.name if path.exists() else model.rstrip("/"))
+    if path.suffix == ".gguf":
+        return path.stem
+    if path.exists():
+        return path.name
+    from rostra.hub.reference import hub_reference
+
+    reference = hub_reference(model)  # a Hub GGUF repository: OWNER/NAME[:QUANT], whatever the spelling
+    return reference.label if reference else model.rstrip("/")
 
 
 def scan_models_dir(directory: Path, settings: Settings) -> list[ModelSpec]:
@@ -200,7 +207,11 @@ def read_models_config(path: Path, settings: Settings) -> list[ModelSpec]:
             if own.get(key) is not None:
                 given = Path(str(own[key])).expanduser()
                 beside = path.parent / given
-                own[key] = str(beside if not given.is_absolute() and beside.exists() else given)
+                if not given.is_absolute() and beside.exists():
+                    own[key] = str(beside)
+                elif given.exists() or "://" not in str(own[key]):
+                    own[key] = str(given)
+                # else a URL-spelled Hub id (https://huggingface.co/OWNER/NAME:QUANT): kept as given, not a Path
         ttl = own.pop("ttl", None)
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl <= 0):
             raise ModelConfigError(f"{where}: ttl must be a number of seconds above 0")

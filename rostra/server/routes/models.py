@@ -1,6 +1,7 @@
 """The Models API: GET /v1/models and GET /v1/models/{id}: every servable model, loaded or not.
 
-Extensions to OpenAI's model object: `state` (loaded, loading, unloading or unloaded), `max_model_len`
+Extensions to OpenAI's model object: `state` (loaded, loading, unloading or unloaded; `downloading` while its first
+load downloads it from the Hub, with `download: {bytes_done, bytes_total}`), `max_model_len`
 (once loaded), `input_modalities` (["text"], or ["text", "image"] for a model that sees images, as OpenRouter's
 model objects say it; before its first load only a llama.cpp model's is known: it sees with a projector), and
 `generation_defaults`: what a request that leaves those fields out gets (before the model's first load, only what
@@ -18,6 +19,9 @@ from fastapi import APIRouter, Request
 from rostra import generation_defaults
 from rostra.errors import NotFound
 from rostra.http.context import ServerContext, server_context
+from rostra.hub.progress import DownloadState
+from rostra.hub.progress import downloading as hub_download
+from rostra.hub.reference import HubReference
 from rostra.models.manager import ModelSlot
 from rostra.server.codex_catalog import CodexModel, codex_model
 
@@ -50,7 +54,16 @@ def model_cards(context: ServerContext, slot: ModelSlot) -> list[dict]:
         card["input_modalities"] = ["text", "image"] if sees else ["text"]
     if slot.error:
         card["load_error"] = slot.error
+    download = downloading(settings.model) if slot.state == "loading" and settings.engine == "llamacpp" else None
+    if download is not None:  # its first load is downloading it from the Hub
+        card["state"] = "downloading"
+        card["download"] = {"bytes_done": download.done, "bytes_total": download.total}
     return [{"id": name, **card} for name in slot.spec.names]
+
+
+def downloading(model: str | None) -> DownloadState | None:
+    reference = HubReference.parse(model) if model else None  # (no file check: a path is never downloading)
+    return hub_download(reference.label) if reference else None
 
 
 def sees_images(slot: ModelSlot, name: str) -> bool | None:
@@ -59,7 +72,11 @@ def sees_images(slot: ModelSlot, name: str) -> bool | None:
     if slot.bundle is not None:
         return slot.bundle.engine.takes_images(name)
     settings = slot.spec.settings
-    return bool(settings.mmproj) if settings.engine == "llamacpp" else None
+    if settings.engine != "llamacpp":
+        return None
+    if not settings.mmproj and settings.model and HubReference.parse(settings.model):
+        return None  # a Hub repository's projector is known once it is listed, at its first load
+    return bool(settings.mmproj)
 
 
 def codex_models(slots: list[ModelSlot]) -> list[CodexModel]:
