@@ -19,23 +19,19 @@ class ImageBudget:
 
     def __init__(self, limits: ImageLimits):
         self.limits = limits
-        self._bytes = self._pixels = 0
+        self._used = {"bytes": 0, "pixels": 0}
         self._lock = threading.Lock()
 
     def take_bytes(self, count: int, param: str) -> None:
-        with self._lock:
-            self._bytes += count
-            over = self._bytes > self.limits.max_request_bytes
-        if over:
-            raise InvalidRequest(f"the request's images come to more than this server's limit of "
-                                 f"{self.limits.max_request_bytes} bytes per request", param=param,
-                                 code="images_too_large")
+        self._take("bytes", count, self.limits.max_request_bytes, param)
 
     def take_pixels(self, count: int, param: str) -> None:
+        self._take("pixels", count, self.limits.max_request_pixels, param)
+
+    def _take(self, unit: str, count: int, limit: int, param: str) -> None:
         with self._lock:
-            self._pixels += count
-            over = self._pixels > self.limits.max_request_pixels
+            self._used[unit] += count
+            over = self._used[unit] > limit
         if over:
-            raise InvalidRequest(f"the request's images come to more than this server's limit of "
-                                 f"{self.limits.max_request_pixels} pixels per request", param=param,
-                                 code="images_too_large")
+            raise InvalidRequest(f"the request's images come to more than this server's limit of {limit} {unit} per "
+                                 "request", param=param, code="images_too_large")
