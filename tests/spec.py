@@ -44,9 +44,14 @@ def _usage_until_finished(spec: dict) -> dict:
     return spec
 
 
+def spec_as_served() -> dict:
+    """The vendored spec, read as this module reads it (nullable as null, usage null until finished)."""
+    return _usage_until_finished(_nullable_as_null(copy.deepcopy(json.loads(SPEC_PATH.read_text()))))
+
+
 @lru_cache(maxsize=1)
 def _registry() -> Registry:
-    spec = _usage_until_finished(_nullable_as_null(copy.deepcopy(json.loads(SPEC_PATH.read_text()))))
+    spec = spec_as_served()
     return Registry().with_resource(SPEC_URI, Resource.opaque(spec))
 
 

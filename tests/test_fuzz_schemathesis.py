@@ -29,7 +29,7 @@ from schemathesis.checks import not_a_server_error  # noqa: E402
 from schemathesis.specs.openapi.checks import response_schema_conformance  # noqa: E402
 
 from conftest import SCRIPTED_MODEL  # noqa: E402
-from spec import SPEC_PATH, _nullable_as_null  # noqa: E402
+from spec import spec_as_served  # noqa: E402
 
 OPERATIONS = ["createChatCompletion", "createCompletion", "createResponse", "createConversation"]
 TAKES_A_MODEL = {"createChatCompletion", "createCompletion", "createResponse"}
@@ -40,9 +40,8 @@ REQUEST_TIMEOUT = 30
 
 @lru_cache(maxsize=1)
 def _schema():
-    # The spec is OAS 3.1 but still writes `nullable: true`: read it as "or null", as tests/spec.py does.
-    raw = _nullable_as_null(json.loads(SPEC_PATH.read_text()))
-    return schemathesis.openapi.from_dict(raw)
+    # Read as tests/spec.py reads it: `nullable: true` as "or null", a Response's usage null until finished.
+    return schemathesis.openapi.from_dict(spec_as_served())
 
 
 UNTOUCHED, SERVED_MODEL, TIDIED = 0, 1, 2
