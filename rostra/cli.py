@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rostra import __version__
+from rostra.api_keys import ApiKey, read_key_file
 from rostra.config import Settings
 from rostra.engines.registry import ENGINES, FlagGroup, build_engine
 from rostra.hub.commands import add_commands as add_hub_commands
@@ -160,7 +161,9 @@ def _auth_flags(group: FlagGroup) -> None:
                        help="require this Bearer key on every route but /health, /version and the playground page (repeatable; "
                             "also env ROSTRA_API_KEY, comma-separated); each key sees only the stored responses and "
                             "conversations it made")
-    group.add_argument("--api-key-file", help="a file of API keys, one per line")
+    group.add_argument("--api-key-file",
+                       help="a file of API keys: one per line, or a YAML list of {key, name, rpm, tpm, "
+                            "max_concurrent, daily_tokens} (per-key limits; README: 'Per-key limits and usage')")
     group.add_argument("--admin-key", action="append", default=[],
                        help="Bearer key for /admin/* routes (store maintenance; also env ROSTRA_ADMIN_KEY); "
                             "without one they are closed. It opens the API routes too, and sees every key's "
@@ -360,29 +363,36 @@ def _memory_budget(args: argparse.Namespace) -> int | None:
         raise SystemExit(f"rostra: {exc}") from None
 
 
-def _auth_keys(args: argparse.Namespace) -> tuple[list[str], list[str]]:
-    """(API keys, admin keys) from the flags, the environment and --api-key-file; an empty one stops the start."""
+def _auth_keys(args: argparse.Namespace) -> tuple[list[str], list[str], list[ApiKey]]:
+    """(API keys, admin keys, the key file's keys with their names and limits) from the flags, the environment and
+    --api-key-file; an empty key stops the start."""
     keys = _keys(args.api_key, "ROSTRA_API_KEY")
+    details: list[ApiKey] = []
     if args.api_key_file:
-        keys += [line.strip() for line in Path(args.api_key_file).read_text().splitlines() if line.strip()]
+        try:
+            details = read_key_file(Path(args.api_key_file).read_text(), args.api_key_file)
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"rostra: --api-key-file: {exc}") from None
+        keys += [detail.key for detail in details]
     admin_keys = _keys(args.admin_key, "ROSTRA_ADMIN_KEY")
     for flag, given in (("--api-key", keys), ("--admin-key", admin_keys)):
         if any(not key.strip() for key in given):  # an empty bearer token must never open the server
             raise SystemExit(f"rostra: {flag}: empty keys are refused")
-    return keys, admin_keys
+    return keys, admin_keys, details
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
     _check_numbers(args)
     memory_budget = _memory_budget(args)
-    keys, admin_keys = _auth_keys(args)
+    keys, admin_keys, key_details = _auth_keys(args)
     return Settings(model=args.model[0] if len(args.model) == 1 else None, models=args.model,
                     models_dir=args.models_dir, models_config=args.models_config,
                     max_loaded_models=args.max_loaded_models, memory_budget=memory_budget,
                     model_ttl=args.model_ttl, preload=args.preload, admin_keys=admin_keys,
                     shared_store=args.shared_store, engine=args.engine, script=args.script,
                     tokenizer=args.tokenizer,
-                    served_model_name=args.served_model_name, api_keys=keys, chat_template=args.chat_template,
+                    served_model_name=args.served_model_name, api_keys=keys, api_key_details=key_details,
+                    chat_template=args.chat_template,
                     max_model_len=args.max_model_len, parallel=args.parallel, threads=args.threads,
                     cache_ram_mib=args.cache_ram, flash_attn=args.flash_attn, mmproj=args.mmproj, mmap=args.mmap,
                     dtype=args.dtype, device=args.device, task=args.task, pooling=args.pooling,

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 from pathlib import Path
 
+from rostra.api_keys import ApiKey
 from rostra.model_aliases import ModelAlias
 
 
@@ -26,6 +27,8 @@ class Settings:
     tokenizer: str | None = None  # scripted engine: GGUF or tokenizer.json (default: the embedded model's)
     served_model_name: list[str] = field(default_factory=list)
     api_keys: list[str] = field(default_factory=list)
+    # The keys of a YAML --api-key-file: names and limits (rostra/api_keys.py); never printed.
+    api_key_details: list[ApiKey] = field(default_factory=list, repr=False)
     admin_keys: list[str] = field(default_factory=list)  # for /admin/* (store maintenance); none: no admin
     shared_store: bool = False  # every API key sees every key's stored responses and conversations
     chat_template: str | None = None  # a file path or the template itself

@@ -84,9 +84,10 @@ class InProcessServer:
     async def __aexit__(self, *exc) -> None:
         await self._stack.aclose()
 
-    def call(self, method: str, path: str, body: dict | None = None) -> "Exchange":
-        """Start one request; the returned Exchange shows what the app sends, as it sends it."""
-        return Exchange(self.app, method, path, body)
+    def call(self, method: str, path: str, body: dict | None = None, key: str | None = None) -> "Exchange":
+        """Start one request (with `key` as its Bearer key); the returned Exchange shows what the app sends, as it
+        sends it."""
+        return Exchange(self.app, method, path, body, key=key)
 
 
 @dataclass
@@ -101,12 +102,14 @@ class Exchange:
     chunks: list[bytes] = field(default_factory=list)
     _hang_up: asyncio.Event = field(default_factory=asyncio.Event)
     _arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    key: str | None = None
 
     def __post_init__(self):
         path, _, query = self.path.partition("?")
         scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": self.method,
                  "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": query.encode(),
-                 "headers": [(b"content-type", b"application/json"), (b"host", b"rostra")],
+                 "headers": [(b"content-type", b"application/json"), (b"host", b"rostra"),
+                             *([(b"authorization", f"Bearer {self.key}".encode())] if self.key else [])],
                  "client": ("127.0.0.1", 1), "server": ("rostra", 80), "root_path": ""}
         self.task = asyncio.create_task(self.app(scope, self._receive, self._send))
 

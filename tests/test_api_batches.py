@@ -509,3 +509,24 @@ async def test_a_waiting_batch_line_cancelled_in_the_loop_turn_its_slot_is_freed
         assert (admission.running, admission.waiting) == (0, 0)
         after = await server.client.post(CHAT, json={"model": MODEL, "messages": [{"role": "user", "content": "x"}]})
         assert after.status_code == 200
+
+
+@pytest.mark.anyio
+async def test_a_batchs_usage_is_its_keys_and_marked_batch(tmp_path):
+    """Per-key usage (issue 48): a batch's lines count as its key's, under `batch: true` in the usage API."""
+    from rostra.api_keys import ApiKey  # noqa: PLC0415
+
+    async with InProcessServer(tmp_path, SCRIPT, api_keys=["key-a"], api_key_details=[ApiKey("key-a", "team-a")],
+                               admin_keys=["admin"]) as server:
+        a = sdk(server, "key-a")
+        online = await a.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hello"}])
+        done = await run_batch(a, [chat_line("x", "hello"), chat_line("y", "hello")])
+        answers = [line["response"]["body"]["usage"] for line in await lines_of(a, done.output_file_id)]
+        await server.app.state.rostra.usage.flush()
+        page = (await server.client.get("/v1/organization/usage/completions", headers={"authorization": "Bearer admin"},
+                                        params={"start_time": int(time.time()) - 3600,
+                                                "group_by": ["api_key_id", "batch"]})).json()
+        results = {(result["api_key_id"], result["batch"]): (result["output_tokens"], result["num_model_requests"])
+                   for bucket in page["data"] for result in bucket["results"]}
+        assert results == {("team-a", False): (online.usage.completion_tokens, 1),
+                           ("team-a", True): (sum(usage["completion_tokens"] for usage in answers), 2)}

@@ -17,6 +17,7 @@ from starlette.requests import HTTPConnection
 from rostra.config import Settings
 from rostra.http.admission import Admission
 from rostra.http.metrics import Metrics
+from rostra.http.usage_recorder import UsageRecorder
 from rostra.models.manager import ModelManager
 from rostra.service_set import ServiceSet
 from rostra.store.base import ResponseStore
@@ -30,6 +31,7 @@ class ServerContext:
     admission: Admission
     metrics: Metrics
     services: ServiceSet  # e.g. `services.get(ResponsesService)`, over the chat of each request's model
+    usage: UsageRecorder  # every model turn's tokens per API key (rostra/http/usage_recorder.py)
     started: int = field(default_factory=lambda: int(time.time()))
 
 

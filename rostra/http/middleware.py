@@ -12,8 +12,10 @@ import time
 from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket
 
+from rostra.api_keys import ApiKey
 from rostra.errors import APIError, PayloadTooLarge, Unauthorized, UnsupportedMediaType
 from rostra.http.content_encoding import BodyDecoder, body_decoder
+from rostra.http.caller import ANONYMOUS, Caller, current_caller
 from rostra.http.envelopes import ErrorEnvelopes
 from rostra.http.error_log import MAX_ERROR_BODY, MAX_LOGGED_BODY, ErrorSummary, read_error, redacted_body
 from rostra.store.tenancy import EVERYONE, Tenant, fingerprint
@@ -59,7 +61,7 @@ class ApiKeyMiddleware:
 
     def __init__(self, app, api_keys: list[str], public_paths: frozenset[str] = PUBLIC_PATHS,
                  admin_keys: list[str] | None = None, shared_store: bool = False,
-                 envelopes: ErrorEnvelopes | None = None):
+                 envelopes: ErrorEnvelopes | None = None, key_details: list[ApiKey] | None = None):
         if any(not key.strip() for key in [*api_keys, *(admin_keys or [])]):
             raise ValueError("empty API keys are refused")
         self.app = app
@@ -67,6 +69,10 @@ class ApiKeyMiddleware:
         self.admin_keys = [key.encode() for key in admin_keys or []]
         self.tenants = [Tenant(fingerprint(key), sees_all=shared_store) for key in self.keys]
         self.admin_tenants = [Tenant(fingerprint(key), sees_all=True) for key in self.admin_keys]
+        details = {detail.key: detail for detail in key_details or []}
+        self.callers = [Caller(tenant.key, details[key].name, details[key].limits) if key in details
+                        else Caller(tenant.key) for key, tenant in zip(api_keys, self.tenants)]
+        self.admin_callers = [Caller(tenant.key, "admin", admin=True) for tenant in self.admin_tenants]
         self.public_paths = public_paths
         self.envelopes = envelopes or ErrorEnvelopes()
 
@@ -86,33 +92,42 @@ class ApiKeyMiddleware:
     def _authorized(self, scope, keys: list[bytes]) -> bool:
         return self._match(scope, keys) is not None
 
-    def _tenant(self, scope) -> Tenant | None:
-        """The caller's tenant on an API route; None for a caller with no valid key where keys are required."""
+    def _caller(self, scope) -> tuple[Tenant, Caller] | None:
+        """The caller's tenant and key on an API route; None for a caller with no valid key where keys are
+        required."""
         if not self.keys:
-            return EVERYONE
+            return EVERYONE, ANONYMOUS
         index = self._match(scope, self.keys)
         if index is not None:
-            return self.tenants[index]
+            return self.tenants[index], self.callers[index]
         index = self._match(scope, self.admin_keys)
-        return None if index is None else self.admin_tenants[index]
+        return None if index is None else (self.admin_tenants[index], self.admin_callers[index])
+
+    def _admit(self, scope, receive, send, who: tuple[Tenant, Caller]):
+        """The app called as `who`: its tenant in the scope, its key in the scope and the request's context."""
+        tenant, caller = who
+        state = scope.setdefault("state", {})
+        state["tenant"], state["caller"] = tenant, caller
+        current_caller.set(caller)  # this task's context: the request's, and what it starts
+        return self.app(scope, receive, send)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
             path = scope["path"]
             if path.startswith("/admin"):  # admin routes: only the admin key, and only when one is set
                 if not (self.admin_keys and self._authorized(scope, self.admin_keys)):
-                    return await _send_error(scope, send, Unauthorized("an admin key is required"), self.envelopes)
+                    return await send_error(scope, send, Unauthorized("an admin key is required"), self.envelopes)
             elif path in self.public_paths:
                 authorized = not self.keys or self._authorized(scope, self.keys)
                 scope.setdefault("state", {})["authorized"] = authorized
-            elif (tenant := self._tenant(scope)) is not None:
-                scope.setdefault("state", {})["tenant"] = tenant
+            elif (who := self._caller(scope)) is not None:
+                return await self._admit(scope, receive, send, who)
             else:
-                return await _send_error(scope, send, Unauthorized(), self.envelopes)
+                return await send_error(scope, send, Unauthorized(), self.envelopes)
         elif scope["type"] == "websocket":  # the Responses API's WebSocket mode: the same keys, checked at the upgrade
-            if (tenant := self._tenant(scope)) is None:
-                return await _deny_websocket(scope, receive, send, Unauthorized(), self.envelopes)
-            scope.setdefault("state", {})["tenant"] = tenant
+            if (who := self._caller(scope)) is None:
+                return await deny_websocket(scope, receive, send, Unauthorized(), self.envelopes)
+            return await self._admit(scope, receive, send, who)
         await self.app(scope, receive, send)
 
 
@@ -137,14 +152,14 @@ class BodySizeLimitMiddleware:
         headers = dict(scope["headers"])
         declared = headers.get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.max_bytes:
-            return await _send_error(scope, send, self._error(), self.envelopes)
+            return await send_error(scope, send, self._error(), self.envelopes)
         encoding = headers.get(b"content-encoding", b"").decode("latin-1").strip().lower()
         decoder: BodyDecoder | None = None
         if encoding not in ("", "identity"):
             decoder = body_decoder(encoding)
             if decoder is None:
                 error = UnsupportedMediaType(f"unsupported Content-Encoding {encoding!r}: gzip, deflate or zstd")
-                return await _send_error(scope, send, error, self.envelopes)
+                return await send_error(scope, send, error, self.envelopes)
             # The route sees the decoded body, of a length no header states. In place: the access log reads the
             # route the router leaves in this scope.
             scope["headers"] = [(name, value) for name, value in scope["headers"]
@@ -173,25 +188,26 @@ class BodySizeLimitMiddleware:
         return PayloadTooLarge(f"request body larger than {self.max_bytes} bytes")
 
 
-async def _send_error(scope, send, error: APIError, envelopes: ErrorEnvelopes) -> None:
+async def send_error(scope, send, error: APIError, envelopes: ErrorEnvelopes) -> None:
     """`error` in the envelope of the API whose path this is; the access log reads it from the scope (an envelope
     may have no `param` or `code`)."""
     state = scope.setdefault("state", {})
     state["error"] = error
     body = json.dumps(envelopes.body(scope["path"], error, state.get("request_id"))).encode()
-    await send({"type": "http.response.start", "status": error.status_code,
-                "headers": [(b"content-type", b"application/json")]})
+    headers = [(b"content-type", b"application/json"),
+               *((name.lower().encode(), value.encode()) for name, value in error.headers.items())]
+    await send({"type": "http.response.start", "status": error.status_code, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
-async def _deny_websocket(scope, receive, send, error: APIError, envelopes: ErrorEnvelopes) -> None:
+async def deny_websocket(scope, receive, send, error: APIError, envelopes: ErrorEnvelopes) -> None:
     """A refused WebSocket upgrade: the HTTP error an HTTP request would get, where the server lets an app answer
     the handshake (uvicorn does: the ASGI `websocket.http.response` extension), else a close with 1008 (policy)."""
     access_log.warning("WebSocket upgrade on %s refused: %s", scope["path"], error.message)
     websocket = WebSocket(scope, receive, send)
     body = envelopes.body(scope["path"], error, scope.get("state", {}).get("request_id"))
     if "websocket.http.response" in scope.get("extensions", {}):
-        await websocket.send_denial_response(JSONResponse(body, status_code=error.status_code))
+        await websocket.send_denial_response(JSONResponse(body, status_code=error.status_code, headers=error.headers))
     else:
         await websocket.close(1008, error.message[:120])
 

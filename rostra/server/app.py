@@ -30,7 +30,9 @@ from rostra.http.admission import Admission
 from rostra.http.context import ServerContext
 from rostra.http.envelopes import ErrorEnvelopes
 from rostra.http.error_handlers import install_error_handlers
+from rostra.http.key_limits import KeyLimitsMiddleware
 from rostra.http.metrics import Metrics
+from rostra.http.usage_recorder import UsageRecorder
 from rostra.http.middleware import (
     PUBLIC_PATHS,
     AccessLogMiddleware,
@@ -38,16 +40,19 @@ from rostra.http.middleware import (
     BodySizeLimitMiddleware,
     RequestIdMiddleware,
 )
-from rostra.models.bundle import ModelBundle, build_bundle
+from rostra.models.bundle import JobObserver, ModelBundle, build_bundle
 from rostra.models.manager import ModelManager, ModelSlot
 from rostra.models.specs import ModelSpec
 from rostra.playground import routes as playground
 from rostra.server.batches import build_batches
 from rostra.server.routes import ENVELOPES, ROUTERS
+from rostra.server.usage import open_usage_store
 from rostra.service_set import ServiceSet
+from rostra.serving.generation import Job
 from rostra.serving.reasoning_crypto import ReasoningSealer, decode_key
 from rostra.store import default_data_dir
 from rostra.store.base import ResponseStore
+from rostra.store.tenancy import fingerprint
 
 log = logging.getLogger("rostra.server")
 
@@ -73,10 +78,13 @@ def build_context(settings: Settings, store: ResponseStore, specs: list[ModelSpe
     """The server's services over a model manager of `specs`; `built`: the one spec's engine, built already."""
     admission = Admission(settings.max_concurrency, settings.max_queue)
     metrics = Metrics(admission)
+    names = {fingerprint(detail.key.encode()): detail.name for detail in settings.api_key_details if detail.name}
+    usage = UsageRecorder(open_usage_store(settings, store), metrics.registry, names)
     sealer = reasoning_sealer(settings)  # one key seals Responses' encrypted reasoning and Messages' signatures
 
     def make_bundle(spec: ModelSpec, engine: Engine) -> ModelBundle:
-        bundle = build_bundle(spec.name, engine, spec.settings, metrics.observer(spec.name))
+        bundle = build_bundle(spec.name, engine, spec.settings,
+                              both(metrics.observer(spec.name), usage.observer(spec.name)))
         bundle.services.add(MessagesService(bundle.chat, sealer,
                                             keep_attribution=spec.settings.keep_attribution_line))
         bundle.services.add(EmbeddingsService(engine, bundle.served_names))
@@ -98,7 +106,14 @@ def build_context(settings: Settings, store: ResponseStore, specs: list[ModelSpe
                                  lease_seconds=settings.lease_seconds, shutdown_grace=settings.shutdown_grace,
                                  max_background=settings.max_background_responses or None)
     return ServerContext(settings, store, models, admission, metrics,
-                         ServiceSet(responses, ConversationsService(store)))
+                         ServiceSet(responses, ConversationsService(store)), usage)
+
+
+def both(first: JobObserver, second: JobObserver) -> JobObserver:
+    def observe(job: Job, reasons: list[str]) -> None:
+        first(job, reasons)
+        second(job, reasons)
+    return observe
 
 
 def single_model_spec(engine: Engine, settings: Settings) -> ModelSpec:
@@ -114,6 +129,7 @@ async def lifespan(app: FastAPI):
     responses = context.services.get(ResponsesService)
     await context.store.open()
     await batches.store.open()
+    await context.usage.store.open()
     await responses.start()  # recovery, then lease keeping (several replicas may share the store)
     try:
         await context.models.start()  # the preloaded models (a classic server's one model)
@@ -124,17 +140,23 @@ async def lifespan(app: FastAPI):
         await responses.stop()
         await context.models.stop()
         await batches.store.close()
+        await context.usage.flush()
+        await context.usage.store.close()
         await context.store.close()
 
 
-def add_middleware(app: FastAPI, settings: Settings, metrics: Metrics, envelopes: ErrorEnvelopes) -> None:
-    """Outermost last: request id, access log, CORS, API keys, body size."""
+def add_middleware(app: FastAPI, settings: Settings, context: ServerContext, envelopes: ErrorEnvelopes) -> None:
+    """Outermost last: request id, access log, CORS, API keys, per-key limits, body size."""
+    metrics = context.metrics
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes, upload_bytes=settings.max_file_bytes,
                        envelopes=envelopes)
+    if any(detail.limits.any for detail in settings.api_key_details):
+        app.add_middleware(KeyLimitsMiddleware, usage=context.usage.store, envelopes=envelopes)
     public = (PUBLIC_PATHS | ({"/metrics"} if settings.public_metrics else set())
               | (playground.PUBLIC_PATHS if settings.ui else set()))
     app.add_middleware(ApiKeyMiddleware, api_keys=settings.api_keys, public_paths=public,
-                       admin_keys=settings.admin_keys, shared_store=settings.shared_store, envelopes=envelopes)
+                       admin_keys=settings.admin_keys, shared_store=settings.shared_store, envelopes=envelopes,
+                       key_details=settings.api_key_details)
     if settings.allowed_origins:  # CORS is off unless asked for
         app.add_middleware(CORSMiddleware, allow_origins=settings.allowed_origins,
                            allow_methods=settings.allowed_methods, allow_headers=settings.allowed_headers,
@@ -165,5 +187,6 @@ def create_app(engine: Engine | None, settings: Settings, store: ResponseStore,
     install_error_handlers(app, envelopes)
     for router in ROUTERS:
         app.include_router(router)
-    add_middleware(app, settings, context.metrics, envelopes)
+    app.state.usage = context.usage.store  # the usage API's
+    add_middleware(app, settings, context, envelopes)
     return app

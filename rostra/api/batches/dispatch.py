@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+from rostra.http.caller import Caller, current_caller
 from rostra.http.gate import BatchLine
 from rostra.store.tenancy import Tenant
 
@@ -60,7 +61,12 @@ async def run_line(app: Asgi, url: str, body: bytes, tenant: str | None, request
         elif message["type"] == "http.response.body":
             chunks.append(message.get("body", b""))
 
-    await app(scope, receive, send)
+    # Whose usage the line's model turns are (rostra/http/usage_recorder.py), recorded as a batch's.
+    caller = current_caller.set(Caller(tenant, batch=True))
+    try:
+        await app(scope, receive, send)
+    finally:
+        current_caller.reset(caller)
     raw = b"".join(chunks)
     try:
         return LineAnswer(status, json.loads(raw))

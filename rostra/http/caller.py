@@ -1,0 +1,23 @@
+"""Who is calling: the API key a request came with (its tenant, name and limits), for the code that runs inside the
+request (the usage recorder reads it when a model turn finishes) without passing it through every call. Set by the
+API key middleware for the request's task; tasks the request starts (a background response) inherit it."""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from rostra.api_keys import KeyLimits
+
+
+@dataclass(frozen=True)
+class Caller:
+    tenant: str | None  # the key's fingerprint (rostra/store/tenancy.py); None on a server without keys
+    name: str | None = None
+    limits: KeyLimits = KeyLimits()
+    admin: bool = False  # an admin key: reads every key's usage
+    batch: bool = False  # a batch line run for the key
+
+
+ANONYMOUS = Caller(None)
+current_caller: ContextVar[Caller] = ContextVar("rostra_caller", default=ANONYMOUS)
