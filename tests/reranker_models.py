@@ -69,3 +69,29 @@ def cross_encoder_gguf() -> Path:
     write_bert_gguf(checkpoint, staging)
     staging.rename(target)
     return target
+
+
+def decoder_reranker_checkpoint(tokenizer_source: Path) -> Path:
+    """A tiny Qwen3 causal LM (random, seeded) with `tokenizer_source`'s tokenizer (SmolLM2's: ChatML markup, and
+    "yes" and "no" as single tokens), served with `--task rerank` as the Qwen3 rerankers are: scored from its
+    yes/no logits."""
+    target = CACHE / "tiny-decoder-reranker"
+    if (target / "model.safetensors").is_file():
+        return target
+    import torch
+    from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
+    torch.manual_seed(47)
+    config = Qwen3Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, head_dim=16, max_position_embeddings=1024,
+                         tie_word_embeddings=False, initializer_range=0.5, architectures=["Qwen3ForCausalLM"],
+                         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+    model = Qwen3ForCausalLM(config).eval()
+    CACHE.mkdir(exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="tiny-decoder-reranker.", dir=CACHE))
+    model.save_pretrained(staging)
+    tokenizer.save_pretrained(staging)
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+    return target
