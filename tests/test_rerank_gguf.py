@@ -108,3 +108,21 @@ def test_gguf_reranker_refuses_generation_and_long_pairs(gguf_reranker):
                              {"model": MODEL, "query": QUERY, "documents": ["short", "panda " * 600]}),
                         400, "documents[1]")
     assert "context length" in error["message"]
+
+
+def test_gateway_relays_rerank_and_score_to_the_upstream(gguf_reranker):
+    """`--engine remote` in front of the reranker: each request sent whole to the upstream's /v1/rerank or
+    /v1/score (a /v2/rerank one to /v1/rerank), its answer and its errors relayed."""
+    gateway = RunningServer(["--engine", "remote", "--upstream", gguf_reranker.v1])
+    try:
+        for path in ("/v1/rerank", "/v2/rerank"):
+            body = {"model": MODEL, "query": QUERY, "documents": DOCUMENTS, "top_n": 3}
+            relayed, direct = post(gateway.base_url, path, body).json(), post(gguf_reranker.base_url, path, body).json()
+            assert relayed["results"] == direct["results"] and relayed["usage"] == direct["usage"]
+        body = {"model": MODEL, "text_1": QUERY, "text_2": DOCUMENTS[:2]}
+        assert (post(gateway.base_url, "/v1/score", body).json()["data"]
+                == post(gguf_reranker.base_url, "/v1/score", body).json()["data"])
+        check_error(post(gateway.base_url, "/v1/rerank", {"model": MODEL, "query": QUERY,
+                                                          "documents": ["a", "panda " * 600]}), 400, "documents[1]")
+    finally:
+        gateway.stop()

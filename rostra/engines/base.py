@@ -200,7 +200,7 @@ class Engine(abc.ABC):
 
     async def relay_scoring(self, model: str, path: str, body: dict) -> dict:
         """A gateway's: the upstream's answer to this rerank or score request body, sent to its `path`
-        ("rerank", "v2/rerank" or "score", under its /v1 base)."""
+        ("rerank" or "score", under its /v1 base)."""
         raise NotImplementedError
 
     def running_requests(self) -> int:

@@ -16,8 +16,7 @@ router = APIRouter()
 
 async def rerank(request: Request) -> Response:
     body = await parse_body(request, RerankRequest)
-    path = "v2/rerank" if request.url.path.startswith("/v2/") else "rerank"
-    result = await gated(request, body.model, lambda model: model.services.get(RerankService).rerank(body, path))
+    result = await gated(request, body.model, lambda model: model.services.get(RerankService).rerank(body))
     return Response(status_code=CLIENT_CLOSED) if result is None else json_response(result)
 
 

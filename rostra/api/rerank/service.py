@@ -27,11 +27,11 @@ class RerankService:
         self.engine = engine
         self.served_names = served_names
 
-    async def rerank(self, body: RerankRequest, path: str) -> dict[str, object]:
-        """`path`: the route's ("rerank" or "v2/rerank"), for a gateway's upstream."""
+    async def rerank(self, body: RerankRequest) -> dict[str, object]:
         model = self.model_name(body.model)
         if self.engine.relays_scoring:
-            return await self.engine.relay_scoring(model, path, body.model_dump(exclude_unset=True))
+            return await self.engine.relay_scoring(model, "rerank", {**body.model_dump(exclude_unset=True),
+                                                                     "model": model})
         self.check_reranker(model)
         texts = body.texts()
         if not texts:
@@ -57,7 +57,8 @@ class RerankService:
     async def score_texts(self, body: ScoreRequest) -> dict[str, object]:
         model = self.model_name(body.model)
         if self.engine.relays_scoring:
-            return await self.engine.relay_scoring(model, "score", body.model_dump(exclude_unset=True))
+            return await self.engine.relay_scoring(model, "score", {**body.model_dump(exclude_unset=True),
+                                                                    "model": model})
         self.check_reranker(model)
         pairs = score_pairs(body.text_1, body.text_2)
         scored = await self.score(pairs, lambda index: f"text_2[{index}]" if isinstance(body.text_2, list)
