@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import AsyncGenerator
+from typing import Any, AsyncGenerator
 
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer
@@ -72,7 +72,7 @@ class TransformersRerankEngine(Engine):
         self.model = ModelInfo(id=model_name or (Path(model).name if Path(model).exists() else model),
                                context_length=min(max_model_len or trained, trained))
         self.vocab_size = len(self.tokenizer)
-        self.hf_model: torch.nn.Module | None = None
+        self.hf_model: Any = None
         self._lock = threading.Lock()  # one forward pass at a time: the model is not shared between threads
         if not self.cross_encoder:
             self.yes_id, self.no_id = (self.tokenizer.convert_tokens_to_ids(word) for word in ("yes", "no"))
@@ -92,7 +92,8 @@ class TransformersRerankEngine(Engine):
     def _load(self) -> None:
         self._set_threads()
         kind = AutoModelForSequenceClassification if self.cross_encoder else AutoModelForCausalLM
-        self.hf_model = kind.from_pretrained(self.source, dtype=self.dtype).to(self.device).eval()
+        model = kind.from_pretrained(self.source, dtype=self.dtype)
+        self.hf_model = model.to(self.device).eval()  # type: ignore[arg-type]
 
     async def close(self) -> None:
         self.hf_model = None
