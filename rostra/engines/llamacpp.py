@@ -111,23 +111,8 @@ class LlamaCppEngine(Engine):
         self.image_counter = image_counter(read_gguf_metadata(self.mmproj)) if self.mmproj else None
         trained = context_length(self.metadata) or 4096
         self.model = ModelInfo(id=model_name, context_length=min(max_model_len or trained, trained))
-        declared = declared_pooling(self.metadata)
-        if pooling is not None and pooling not in _POOLING:
-            raise ValueError(f"--pooling {pooling}: llama.cpp pools by mean, cls or last")
-        if pooling is not None and task == "generate":
-            raise ValueError("--pooling is for embedding models: it cannot go with --task generate")
         self.pooling: str | None = None
-        if task == "rerank" or (task == "auto" and not pooling and declares_rank_pooling(self.metadata)):
-            if not declares_rank_pooling(self.metadata):
-                raise ValueError(f"--task rerank: {self.path.name} is not a reranking GGUF (llama.cpp reranks models "
-                                 "converted with rank pooling, a classifier head: pooling_type 4)")
-            self.task = "rerank"
-        elif task == "embed" or (task == "auto" and (pooling or declared)):
-            self.task = "embed"
-            self.pooling = pooling or declared or "last"  # a generative GGUF: its last token
-            arch = self.metadata.get("general.architecture", "")
-            self.embedding_dimensions = int(self.metadata.get(f"{arch}.embedding_length", 0))
-            self.matryoshka_dimensions = () if matryoshka else None
+        self._pick_task(task, pooling, matryoshka)
         if flash_attn not in _FLASH_ATTN:
             raise ValueError(f"--flash-attn {flash_attn}: choose from auto, on, off")
         self.flash_attn = flash_attn
@@ -155,6 +140,25 @@ class LlamaCppEngine(Engine):
         # its prompt; the rest wait here, where a request cancelled while it waits is simply never started
         # (in llama.cpp's own queue it would still be prefilled before its first token could say "stop").
         self._slots = SlotRouter(self.parallel, host_cache=cache_ram_mib != 0)
+
+    def _pick_task(self, task: str, pooling: str | None, matryoshka: bool) -> None:
+        """--task, or what the GGUF declares: rank pooling reranks (llamacpp_rerank.py), another pooling embeds."""
+        declared = declared_pooling(self.metadata)
+        if pooling is not None and pooling not in _POOLING:
+            raise ValueError(f"--pooling {pooling}: llama.cpp pools by mean, cls or last")
+        if pooling is not None and task in ("generate", "rerank"):
+            raise ValueError(f"--pooling is for embedding models: it cannot go with --task {task}")
+        if task == "rerank" or (task == "auto" and not pooling and declares_rank_pooling(self.metadata)):
+            if not declares_rank_pooling(self.metadata):
+                raise ValueError(f"--task rerank: {self.path.name} is not a reranking GGUF (llama.cpp reranks models "
+                                 "converted with rank pooling, a classifier head: pooling_type 4)")
+            self.task = "rerank"
+        elif task == "embed" or (task == "auto" and (pooling or declared)):
+            self.task = "embed"
+            self.pooling = pooling or declared or "last"  # a generative GGUF: its last token
+            arch = self.metadata.get("general.architecture", "")
+            self.embedding_dimensions = int(self.metadata.get(f"{arch}.embedding_length", 0))
+            self.matryoshka_dimensions = () if matryoshka else None
 
     def _read_vocabulary(self) -> None:
         """The GGUF's tokens: the special and end-of-generation ones, and the bytes of each."""

@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Any, AsyncGenerator
+from typing import Any, AsyncGenerator, Callable
 
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer
@@ -37,7 +37,8 @@ DECODER_PREFIX = ("<|im_start|>system\nJudge whether the Document meets the requ
                   "<|im_start|>user\n")
 DECODER_SUFFIX = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
 DECODER_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
-_ACTIVATIONS = {"Sigmoid": torch.sigmoid, "Identity": lambda logits: logits}
+_ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"Sigmoid": torch.sigmoid,
+                                                                   "Identity": lambda logits: logits}
 PAIRS_PER_PASS = 16
 
 

@@ -42,5 +42,6 @@ async def _read(part: ContentPart, param: str, files: FileReader | None, tenant:
         name, data = "file", decode_file_data(spec["file_data"], f"{param}.file_data")
     else:
         raise InvalidRequest("a file part needs file_id or file_data", param=param)
-    name = spec.get("filename") if isinstance(spec.get("filename"), str) else name
+    filename = spec.get("filename")
+    name = filename if isinstance(filename, str) and filename else name
     return ContentPart(type="text", text=f'<file name="{name}">\n{await file_text(data, name, param)}\n</file>')

@@ -10,7 +10,7 @@ in rostra/file_text.py (pypdf for PDFs, in a thread); every refusal names the bl
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from rostra.api.messages.models import DocumentBlock, InputMessage, MessagesRequestFields, TextBlock
 from rostra.errors import InvalidRequest
@@ -18,13 +18,15 @@ from rostra.file_text import MAX_FILE_BYTES, decode_file_data, file_text
 from rostra.images.fetch import FetchFailed, FetchRefused, ImageFetcher
 from rostra.images.limits import ImageLimits
 
+Request = TypeVar("Request", bound=MessagesRequestFields)  # a Messages request, or a count_tokens one
+
 
 def has_documents(request: MessagesRequestFields) -> bool:
     return any(isinstance(block, DocumentBlock) for message in request.messages
                if not isinstance(message.content, str) for block in message.content)
 
 
-async def with_documents_read(request: MessagesRequestFields, limits: ImageLimits) -> MessagesRequestFields:
+async def with_documents_read(request: Request, limits: ImageLimits) -> Request:
     """The request with each document block replaced by a text block holding what the model reads of it."""
     if not has_documents(request):
         return request
