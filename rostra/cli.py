@@ -112,10 +112,12 @@ def _model_flags(group: FlagGroup) -> None:
     group.add_argument("--dtype", choices=["auto", "bfloat16", "float16", "float32"], default="auto",
                        help="transformers and vllm engines: weight dtype (default auto: bfloat16 on CUDA, "
                             "float32 on CPU for transformers; the model's own for vllm)")
-    group.add_argument("--task", choices=["auto", "generate", "embed"], default="auto",
+    group.add_argument("--task", choices=["auto", "generate", "embed", "rerank"], default="auto",
                        help="what the model serves: generate (Chat, Completions, Responses), embed "
-                            "(/v1/embeddings) or auto (default: embed for sentence-transformers checkpoints, "
-                            "encoder-only architectures and GGUFs that declare a pooling type)")
+                            "(/v1/embeddings), rerank (/v1/rerank, /v2/rerank, /v1/score) or auto (default: rerank "
+                            "for ...ForSequenceClassification checkpoints and GGUFs with rank pooling; embed for "
+                            "sentence-transformers checkpoints, encoder-only architectures and GGUFs that declare "
+                            "another pooling type)")
     group.add_argument("--pooling", choices=["mean", "cls", "last", "max"],
                        help="embeddings: how token states become one vector (default: what the model declares; "
                             "encoders mean, decoders last)")
@@ -461,7 +463,7 @@ def serve(settings: Settings) -> None:
             described = f"{len(app.state.rostra.models.slots)} models"
         else:  # a classic server: its one model is built now (a bad MODEL stops here) and loaded at start-up
             engine = build_engine(settings)
-            if engine.task == "embed":  # it answers /v1/embeddings only: nothing of it outlives a request
+            if engine.task != "generate":  # it answers /v1/embeddings or /v1/rerank only: nothing of it outlives a request
                 store = SqliteResponseStore.in_memory()
             app = create_app(engine, settings, store)
             described = f"{(settings.served_model_name or [engine.model.id])[0]} ({settings.engine})"

@@ -7,6 +7,11 @@ pooling in `bert.pooling_type`, tensors `token_embd`, `token_types`, `position_e
 block `attn_q/k/v`, `attn_output`, `attn_output_norm`, `ffn_up`, `ffn_down`, `layer_output_norm`. The vocabulary
 is WordPiece (`tokenizer.ggml.model` "bert"), which llama.cpp stores with word-initial pieces marked by a leading
 U+2581 and continuation pieces ("##ing") without their "##"; bracketed special tokens stay as they are.
+
+A cross-encoder (`BertForSequenceClassification`, no modules.json) is written as a reranking GGUF, as llama.cpp's
+convert_hf_to_gguf.py writes one: `bert.pooling_type` rank, the pooler's dense layer as `cls` and the classifier
+as `cls.output` (llama.cpp's rank pooling: tanh(cls . h[CLS]) then cls.output, the pooler and head of
+transformers' model).
 """
 
 from __future__ import annotations
@@ -53,14 +58,16 @@ def write_bert_gguf(checkpoint: Path, target: Path, precision: str = "f32") -> N
     writer.add_head_count(config["num_attention_heads"])
     writer.add_layer_norm_eps(config["layer_norm_eps"])
     writer.add_causal_attention(False)
-    writer.add_pooling_type(_pooling(checkpoint))
-    _add_vocabulary(writer, checkpoint, config.get("type_vocab_size", 2))
+    classifier = "ForSequenceClassification" in "".join(config.get("architectures") or [])
+    writer.add_pooling_type(gguf.PoolingType.RANK if classifier else _pooling(checkpoint))
+    _add_vocabulary(writer, checkpoint, config.get("type_vocab_size", 2), classifier)
     weights = load_file(checkpoint / "model.safetensors")
     # F16: the matrices that llama.cpp multiplies with or looks rows up in; the position and token-type tables are
     # added to the activations as they are, and llama.cpp's CPU addition takes F32 only (an F16 table aborts it).
-    halved = {name for name, array in _renamed(weights, config["num_hidden_layers"])
+    tensors = list(_renamed(weights, config["num_hidden_layers"], classifier))
+    halved = {name for name, array in tensors
               if array.ndim == 2 and name not in ("position_embd.weight", "token_types.weight")}
-    for name, array in _renamed(weights, config["num_hidden_layers"]):
+    for name, array in tensors:
         writer.add_tensor(name, array.astype(np.float16 if precision == "f16" and name in halved else np.float32))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
@@ -78,7 +85,7 @@ def _pooling(checkpoint: Path) -> gguf.PoolingType:
     return _POOLING[chosen[0]]
 
 
-def _add_vocabulary(writer: gguf.GGUFWriter, checkpoint: Path, token_type_count: int) -> None:
+def _add_vocabulary(writer: gguf.GGUFWriter, checkpoint: Path, token_type_count: int, classifier: bool = False) -> None:
     tokenizer = json.loads((checkpoint / "tokenizer.json").read_text())
     model = tokenizer["model"]
     if model["type"] != "WordPiece":
@@ -107,14 +114,25 @@ def _add_vocabulary(writer: gguf.GGUFWriter, checkpoint: Path, token_type_count:
     writer.add_pad_token_id(ids["[PAD]"])
     writer.add_mask_token_id(ids["[MASK]"])
     writer.add_add_bos_token(True)
-    writer.add_add_sep_token(True)
-    writer.add_add_eos_token(False)
+    if classifier:
+        # As gguf-py's SpecialVocab reads the pair template `[CLS] $A [SEP] $B [SEP]` (convert_hf_to_gguf.py):
+        # [SEP] as EOS, added after each text, so llama.cpp's rerank prompt ([BOS] query [EOS] [SEP] doc [EOS],
+        # its format_prompt_rerank) is transformers' pair.
+        writer.add_eos_token_id(ids["[SEP]"])
+        writer.add_add_sep_token(False)
+        writer.add_add_eos_token(True)
+    else:
+        writer.add_add_sep_token(True)
+        writer.add_add_eos_token(False)
 
 
-def _renamed(weights: dict[str, np.ndarray], layers: int):
+def _renamed(weights: dict[str, np.ndarray], layers: int, classifier: bool = False):
     """(llama.cpp name, array) for every weight and bias the model uses (not the pooler, which mean pooling
-    never reads, nor the position-id buffer)."""
+    never reads, nor the position-id buffer; a classifier's pooler and head as llama.cpp's `cls` tensors)."""
     names = {}
+    if classifier:
+        names.update({f"pooler.dense.{s}": f"cls.{s}" for s in ("weight", "bias")})
+        names.update({f"classifier.{s}": f"cls.output.{s}" for s in ("weight", "bias")})
     for source, target in _TENSORS.items():
         tables = source.endswith("_embeddings")  # lookup tables: a weight and no bias
         for i in range(layers) if "{i}" in source else [None]:

@@ -377,7 +377,7 @@ def test_sdk_raises_its_errors(server, client):
     assert error.value.body["error"]["type"] == "authentication_error"
     with pytest.raises(anthropic.BadRequestError):
         client.messages.count_tokens(model=MODEL, messages=[{"role": "user", "content": [
-            {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "x"}}]}])
+            {"type": "search_result", "source": {"type": "text"}}]}])
 
 
 def test_auth_by_bearer_too_and_head_probe(server):

@@ -740,3 +740,56 @@ def test_task_flag_picks_vllms_runner():
 
 def np_close(got, expected) -> bool:
     return all(abs(a - b) < 1e-6 for row, want in zip(got, expected) for a, b in zip(row, want))
+
+
+# Reranking: vLLM's score pooler (AsyncLLM.encode with PoolingParams(task="score")), on the stand-in
+
+class _StandInPairTokenizer(_StandInTokenizer):
+    """A BERT-like pair tokenizer: <s> query </s> document </s>, token types 0 then 1."""
+
+    def __call__(self, queries, documents):
+        ids, types = [], []
+        for query, document in zip(queries, documents):
+            first, second = [1, *self.encode(query, False), 2], [*self.encode(document, False), 2]
+            ids.append(first + second)
+            types.append([0] * len(first) + [1] * len(second))
+        return {"input_ids": ids, "token_type_ids": types}
+
+
+class _StandInScoringLLM(_StandInPoolingLLM):
+    """A cross-encoder on vLLM's pooling runner: its score is the pair's length / 100, as one-element data."""
+
+    def __init__(self, engine_args):
+        super().__init__(engine_args)
+        self.model_config.hf_config = SimpleNamespace(architectures=["BertForSequenceClassification"])
+
+    def get_tokenizer(self):
+        return _StandInPairTokenizer()
+
+    async def encode(self, prompt, pooling_params, request_id):
+        import torch
+
+        self.encoded.append((prompt, pooling_params, request_id))
+        await asyncio.sleep(0)
+        yield SimpleNamespace(outputs=SimpleNamespace(data=torch.tensor([len(prompt["prompt_token_ids"]) / 100])),
+                              finished=True)
+
+
+def test_stand_in_cross_encoder_is_scored_by_vllms_score_pooler(stand_in_vllm, monkeypatch):
+    from rostra.engines.base import PairTooLong
+
+    vllm = sys.modules["vllm"]
+    monkeypatch.setattr(vllm, "AsyncLLMEngine", _StandInScoringLLM)
+    monkeypatch.setattr(vllm, "PoolingParams", lambda **kwargs: SimpleNamespace(**kwargs), raising=False)
+    monkeypatch.setattr(_StandInLLM, "fail", None)
+    engine = _stand_in_engine(task="rerank")
+    llm = _StandInLLM.last
+    assert llm.engine_args.runner == "pooling" and engine.task == "rerank"
+    scored = asyncio.run(engine.score_pairs([("hi", "there !"), ("hi there", "hi")]))
+    assert scored.scores == pytest.approx([0.06, 0.06]) and scored.prompt_tokens == 12
+    assert [prompt["prompt_token_ids"] for prompt, _, _ in llm.encoded] == [[1, 3, 2, 4, 5, 2], [1, 3, 4, 2, 3, 2]]
+    assert llm.encoded[0][0]["token_type_ids"] == [0, 0, 0, 1, 1, 1]
+    assert all(params.task == "score" for _, params, _ in llm.encoded)
+    with pytest.raises(PairTooLong) as refused:
+        asyncio.run(engine.score_pairs([("hi", "hi"), ("hi", "hi " * 600)]))
+    assert refused.value.index == 1

@@ -26,6 +26,10 @@ def load_engine(name: str, **options) -> Engine:
         from rostra.engines.transformers_embed import TransformersEmbeddingEngine
 
         return TransformersEmbeddingEngine(**options)
+    if name == "transformers_rerank":
+        from rostra.engines.transformers_rerank import TransformersRerankEngine
+
+        return TransformersRerankEngine(**options)
     if name == "remote":
         from rostra.engines.remote import RemoteEngine
 

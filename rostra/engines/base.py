@@ -9,6 +9,7 @@ parsing, rendering) happens once, in rostra's pipeline, for every engine alike.
 from __future__ import annotations
 
 import abc
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import AsyncGenerator, AsyncIterator, Literal, Mapping, Protocol
 
@@ -23,10 +24,25 @@ class RelayedStream(Protocol):
     async def aclose(self) -> None: ...
 
 
-Task = Literal["generate", "embed"]
+Task = Literal["generate", "embed", "rerank"]
+
+
+@dataclass(frozen=True)
+class PairScores:
+    """A reranker's relevance score for each (query, document) pair, in order, and the tokens it read for them."""
+    scores: list[float]
+    prompt_tokens: int
 
 # The switches of llama.cpp's samplers (rostra.core.NativeSamplers): what an engine with all of them lists.
 NATIVE_SAMPLERS = frozenset({"typical_p", "mirostat", "dry_multiplier", "xtc_probability"})
+
+
+class PairTooLong(ValueError):
+    """A (query, document) pair longer than the reranker's context: the service names the part at fault."""
+
+    def __init__(self, index: int, tokens: int, limit: int):
+        super().__init__(f"pair {index} is {tokens} tokens long, more than the model's context length ({limit})")
+        self.index, self.tokens, self.limit = index, tokens, limit
 
 
 class EngineError(RuntimeError):
@@ -92,8 +108,8 @@ class Engine(abc.ABC):
         if params.priority and not self.schedules_by_priority:
             raise InvalidRequest(f"priority is not supported by the {self.engine_name} engine: it serves requests "
                                  "in arrival order (0, the default, is accepted)", param="priority")
-    # What the one served model does: "generate" (Chat, Completions, Responses) or "embed" (/v1/embeddings),
-    # detected from the checkpoint or forced by `--task`.
+    # What the one served model does: "generate" (Chat, Completions, Responses), "embed" (/v1/embeddings) or
+    # "rerank" (/v1/rerank, /v2/rerank, /v1/score), detected from the checkpoint or forced by `--task`.
     task: Task = "generate"
     # Embedding models: the vectors' width, whether the engine returns them L2-normalized (then a shortened
     # one is normalized again), and the widths `dimensions` may ask for: None none (the vector is not
@@ -172,6 +188,19 @@ class Engine(abc.ABC):
 
     async def relay_embeddings(self, model: str, body: dict) -> dict:
         """A gateway's: the upstream's answer to this /embeddings request body."""
+        raise NotImplementedError
+
+    # A gateway sends /v1/rerank, /v2/rerank and /v1/score requests to an upstream whole (relay_scoring).
+    relays_scoring: bool = False
+
+    async def score_pairs(self, pairs: list[tuple[str, str]]) -> PairScores:
+        """A reranker's (task "rerank") relevance score of each (query, document) pair, in order: the score as the
+        engine's reference implementation gives it (rostra/api/rerank/ says which)."""
+        raise NotImplementedError
+
+    async def relay_scoring(self, model: str, path: str, body: dict) -> dict:
+        """A gateway's: the upstream's answer to this rerank or score request body, sent to its `path`
+        ("rerank" or "score", under its /v1 base)."""
         raise NotImplementedError
 
     def running_requests(self) -> int:

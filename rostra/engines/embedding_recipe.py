@@ -27,6 +27,7 @@ POOLING_MODES = tuple(POOLING_KEYS)
 # --pooling's names for them (vLLM's and llama.cpp's: last, cls, mean) -> sentence-transformers' names.
 POOLING_FLAG = {"mean": "mean", "cls": "cls", "last": "lasttoken", "max": "max"}
 _GENERATIVE_HEADS = ("ForCausalLM", "ForConditionalGeneration", "LMHeadModel")
+_CLASSIFIER_HEADS = ("ForSequenceClassification",)
 
 
 class RecipeError(ValueError):
@@ -61,14 +62,24 @@ def _json(path: Path) -> Any:
 
 def is_embedding_checkpoint(path: str | Path) -> bool:
     """A local checkpoint with sentence-transformers' modules.json, or whose architectures have no
-    language-model head (BertModel, XLMRobertaModel, ...)."""
+    language-model head (BertModel, XLMRobertaModel, ...) nor a classifier (a reranker's)."""
     path = Path(path)
     if (path / "modules.json").is_file():
         return True
+    architectures = _architectures(path)
+    return bool(architectures) and not any(name.endswith(_GENERATIVE_HEADS + _CLASSIFIER_HEADS)
+                                           for name in architectures)
+
+
+def is_reranker_checkpoint(path: str | Path) -> bool:
+    """A local checkpoint whose config names a ...ForSequenceClassification architecture: a cross-encoder."""
+    return any(name.endswith(_CLASSIFIER_HEADS) for name in _architectures(Path(path)))
+
+
+def _architectures(path: Path) -> list[str]:
     if not (path / "config.json").is_file():
-        return False
-    architectures = _json(path / "config.json").get("architectures") or []
-    return bool(architectures) and not any(name.endswith(_GENERATIVE_HEADS) for name in architectures)
+        return []
+    return list(_json(path / "config.json").get("architectures") or [])
 
 
 def read_recipe(path: str | Path, is_decoder: bool, pooling: str | None = None) -> EmbeddingRecipe:

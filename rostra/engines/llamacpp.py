@@ -51,12 +51,13 @@ from rostra.core import (
     TokenStep,
     TopLogprob,
 )
-from rostra.engines.base import NATIVE_SAMPLERS, Engine, EngineError
+from rostra.engines.base import NATIVE_SAMPLERS, Engine, EngineError, PairScores
 from rostra.engines.cpu_budget import engine_threads
 from rostra.engines.llamacpp_batches import EMBED_CHUNK, BatchedTokenizer
 from rostra.engines.llamacpp_bad_words import generate_without_bad_words
 from rostra.engines.llamacpp_http import EventStream, LoopbackClient, LoopbackError
 from rostra.engines.llamacpp_images import image_counter, prompt_tokens
+from rostra.engines.llamacpp_rerank import declares_rank_pooling, pair_overhead, rerank_pairs
 from rostra.engines.llamacpp_scoring import PromptScorer
 from rostra.engines.llamacpp_slots import SlotRouter
 from rostra.engines.llamacpp_speculation import CalibrationCache, Speculation
@@ -110,17 +111,8 @@ class LlamaCppEngine(Engine):
         self.image_counter = image_counter(read_gguf_metadata(self.mmproj)) if self.mmproj else None
         trained = context_length(self.metadata) or 4096
         self.model = ModelInfo(id=model_name, context_length=min(max_model_len or trained, trained))
-        declared = declared_pooling(self.metadata)
-        if pooling is not None and pooling not in _POOLING:
-            raise ValueError(f"--pooling {pooling}: llama.cpp pools by mean, cls or last")
-        if pooling is not None and task == "generate":
-            raise ValueError("--pooling is for embedding models: it cannot go with --task generate")
-        if task == "embed" or (task == "auto" and (pooling or declared)):
-            self.task = "embed"
-            self.pooling: str | None = pooling or declared or "last"  # a generative GGUF: its last token
-            arch = self.metadata.get("general.architecture", "")
-            self.embedding_dimensions = int(self.metadata.get(f"{arch}.embedding_length", 0))
-            self.matryoshka_dimensions = () if matryoshka else None
+        self.pooling: str | None = None
+        self._pick_task(task, pooling, matryoshka)
         if flash_attn not in _FLASH_ATTN:
             raise ValueError(f"--flash-attn {flash_attn}: choose from auto, on, off")
         self.flash_attn = flash_attn
@@ -129,7 +121,7 @@ class LlamaCppEngine(Engine):
         self.cache_ram_mib = cache_ram_mib  # None: llama.cpp's default (8192 MiB); 0: no host-memory prompt cache
         # n-gram drafting from the prompt: llamacpp_speculation.py (an embedding model never drafts)
         # (nor does a model with a projector: llama.cpp's server refuses drafting beside multimodal input)
-        drafting = "off" if self.task == "embed" or self.mmproj else speculative
+        drafting = "off" if self.task != "generate" or self.mmproj else speculative
         self.speculation = Speculation(drafting, speculative_draft,
                                        CalibrationCache(calibration_dir) if calibration_dir else None)
         self.chat_template = self.metadata.get("tokenizer.chat_template")
@@ -148,6 +140,25 @@ class LlamaCppEngine(Engine):
         # its prompt; the rest wait here, where a request cancelled while it waits is simply never started
         # (in llama.cpp's own queue it would still be prefilled before its first token could say "stop").
         self._slots = SlotRouter(self.parallel, host_cache=cache_ram_mib != 0)
+
+    def _pick_task(self, task: str, pooling: str | None, matryoshka: bool) -> None:
+        """--task, or what the GGUF declares: rank pooling reranks (llamacpp_rerank.py), another pooling embeds."""
+        declared = declared_pooling(self.metadata)
+        if pooling is not None and pooling not in _POOLING:
+            raise ValueError(f"--pooling {pooling}: llama.cpp pools by mean, cls or last")
+        if pooling is not None and task in ("generate", "rerank"):
+            raise ValueError(f"--pooling is for embedding models: it cannot go with --task {task}")
+        if task == "rerank" or (task == "auto" and not pooling and declares_rank_pooling(self.metadata)):
+            if not declares_rank_pooling(self.metadata):
+                raise ValueError(f"--task rerank: {self.path.name} is not a reranking GGUF (llama.cpp reranks models "
+                                 "converted with rank pooling, a classifier head: pooling_type 4)")
+            self.task = "rerank"
+        elif task == "embed" or (task == "auto" and (pooling or declared)):
+            self.task = "embed"
+            self.pooling = pooling or declared or "last"  # a generative GGUF: its last token
+            arch = self.metadata.get("general.architecture", "")
+            self.embedding_dimensions = int(self.metadata.get(f"{arch}.embedding_length", 0))
+            self.matryoshka_dimensions = () if matryoshka else None
 
     def _read_vocabulary(self) -> None:
         """The GGUF's tokens: the special and end-of-generation ones, and the bytes of each."""
@@ -219,9 +230,10 @@ class LlamaCppEngine(Engine):
         params.n_batch = params.n_ubatch
         if self.cache_ram_mib is not None:
             params.cache_ram_mib = self.cache_ram_mib
-        if self.task == "embed":
+        if self.task != "generate":  # embeddings, or llama.cpp's `--reranking` (embedding, rank pooling)
             params.embedding = True
-            params.pooling_type = _POOLING[self.pooling or "last"]
+            params.pooling_type = (xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_RANK if self.task == "rerank"
+                                   else _POOLING[self.pooling or "last"])
             # An input is embedded in one micro-batch: as long as the longest input allowed.
             params.n_batch = params.n_ubatch = self.model.context_length
             # One KV buffer for all slots: with one per slot (kv_unified false, as generation runs), inputs
@@ -307,6 +319,11 @@ class LlamaCppEngine(Engine):
                 raise EngineError(f"llama.cpp could not embed: {reply.get('error', reply)}")
             vectors += [item["embedding"][0] for item in sorted(reply, key=lambda item: item["index"])]
         return vectors
+
+    async def score_pairs(self, pairs: list[tuple[str, str]]) -> PairScores:
+        """llama.cpp's own /rerank (llamacpp_rerank.py)."""
+        return await rerank_pairs(self._internal, lambda texts: self.tokenize_texts(texts, False, None), pairs,
+                                  pair_overhead(self.metadata), self.model.context_length)
 
     def token_bytes(self, token_id: int) -> bytes:
         return self._vocab_bytes[token_id] if 0 <= token_id < len(self._vocab_bytes) else b""

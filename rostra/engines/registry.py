@@ -95,7 +95,7 @@ def _transformers_flags(group: FlagGroup) -> None:
 
 
 def _build_transformers(settings: Settings) -> Engine:
-    from rostra.engines.embedding_recipe import RecipeError, is_embedding_checkpoint
+    from rostra.engines.embedding_recipe import RecipeError, is_embedding_checkpoint, is_reranker_checkpoint
 
     if not settings.model:
         raise SystemExit("the transformers engine needs MODEL: a checkpoint directory or a Hugging Face Hub id")
@@ -107,6 +107,9 @@ def _build_transformers(settings: Settings) -> Engine:
                          "not generate(), whose prompt_lookup_num_tokens it would need); use llamacpp or vllm")
     if settings.task == "generate" and settings.pooling:
         raise SystemExit("--pooling is for embedding models: it cannot go with --task generate")
+    if settings.task == "rerank" or (settings.task == "auto" and not settings.pooling
+                                     and is_reranker_checkpoint(settings.model)):
+        return _transformers_reranker(settings)
     if settings.task == "embed" or (settings.task == "auto" and (settings.pooling or
                                                                  is_embedding_checkpoint(settings.model))):
         try:
@@ -120,6 +123,19 @@ def _build_transformers(settings: Settings) -> Engine:
                        model_name=settings.served_model_name[0] if settings.served_model_name else None,
                        max_model_len=settings.max_model_len, parallel=settings.parallel, dtype=settings.dtype,
                        device=settings.device, threads=settings.threads)
+
+
+def _transformers_reranker(settings: Settings) -> Engine:
+    """A cross-encoder (detected from its config), or a causal LM scored from its yes/no logits (--task rerank)."""
+    if settings.pooling:
+        raise SystemExit("--pooling is for embedding models: it cannot go with --task rerank")
+    try:
+        return load_engine("transformers_rerank", model=settings.model,
+                           model_name=settings.served_model_name[0] if settings.served_model_name else None,
+                           max_model_len=settings.max_model_len, dtype=settings.dtype, device=settings.device,
+                           threads=settings.threads)
+    except ValueError as exc:
+        raise SystemExit(f"rostra: {exc}") from None
 
 
 # -- vLLM -----------------------------------------------------------------------------------------------

@@ -45,9 +45,10 @@ from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Collection, Seq
 import yaml
 
 from rostra.core import EngineOutput, FinishReason, ModelInfo, Prompt, SamplingParams, TokenStep, TopLogprob
-from rostra.engines.base import EngineError
+from rostra.engines.base import EngineError, PairScores
 from rostra.engines.vision_engine import VisionEngine
 from rostra.engines.vllm_images import image_prompt, pil_images
+from rostra.engines.vllm_scoring import pair_rows, score_of
 from rostra.generation_defaults import FIELD_RANGES, checked
 from rostra.tokenizer import END_MARKERS, hf_named_tokens, vocab_token_bytes
 
@@ -126,7 +127,12 @@ class VllmEngine(VisionEngine):
         self._running: set[str] = set()
         self._aborting: set[str] = set()
         config = self._llm.model_config
-        if getattr(config, "runner_type", "generate") == "pooling":
+        architectures = getattr(hf_config, "architectures", None) or ()
+        if getattr(config, "runner_type", "generate") == "pooling" and (
+                task == "rerank" or (task == "auto" and any(a.endswith("ForSequenceClassification")
+                                                            for a in architectures))):
+            self.task = "rerank"  # vllm_scoring.py
+        elif getattr(config, "runner_type", "generate") == "pooling":
             self.task = "embed"
             self.embedding_dimensions = int(config.get_hidden_size())
             widths = getattr(config, "matryoshka_dimensions", None)
@@ -228,6 +234,31 @@ class VllmEngine(VisionEngine):
 
     async def embed(self, inputs: list[list[int]]) -> list[list[float]]:
         return list(await asyncio.gather(*(self._embed_one(ids) for ids in inputs)))
+
+    async def score_pairs(self, pairs: list[tuple[str, str]]) -> PairScores:
+        """vLLM's score pooler on each pair (vllm_scoring.py), the pairs in flight together."""
+        rows = await asyncio.to_thread(pair_rows, self._tokenizer, pairs, self.model.context_length)
+        scores = await asyncio.gather(*(self._score_one(row) for row in rows))
+        return PairScores(list(scores), sum(len(row["prompt_token_ids"]) for row in rows))
+
+    async def _score_one(self, row: dict[str, list[int]]) -> float:
+        from vllm import PoolingParams
+
+        if self._llm is None:
+            raise EngineError("the vLLM engine is closed")
+        self._embedded += 1
+        final: Any = None
+        types = {"token_type_ids": row["token_type_ids"]} if "token_type_ids" in row else None
+        try:
+            async for output in self._llm.encode(engine_prompt(row["prompt_token_ids"], types),
+                                                 PoolingParams(task="score"), f"score-{self._embedded}"):
+                final = output
+        except Exception as exc:
+            cause = exc.__cause__ or exc
+            raise EngineError(f"vLLM failed: {type(cause).__name__}: {cause}") from exc
+        if final is None:
+            raise EngineError("vLLM returned no score")
+        return score_of(final.outputs.data)
 
     async def _embed_one(self, token_ids: list[int]) -> list[float]:
         from vllm import PoolingParams
@@ -433,7 +464,7 @@ def engine_arg_kwargs(model: str, *, max_model_len: int | None, tensor_parallel_
     kwargs: dict[str, Any] = {"model": model, "dtype": dtype, "tensor_parallel_size": tensor_parallel_size,
                               "pipeline_parallel_size": pipeline_parallel_size}
     if task != "auto":
-        kwargs["runner"] = "pooling" if task == "embed" else "generate"
+        kwargs["runner"] = "pooling" if task in ("embed", "rerank") else "generate"
     if max_model_len is not None:
         kwargs["max_model_len"] = max_model_len
     if gpu_memory_utilization is not None:

@@ -41,9 +41,9 @@ async def serve_generation(request: Request, service_of: Callable[[ModelBundle],
     deadline = admitted.deadline
     release: Callable[[], None] | None = admitted.release  # handed on to whatever outlives this call
     try:
-        if admitted.bundle.engine.task == "embed":
-            raise InvalidRequest(f"the model '{body.model}' is an embedding model (served with --task embed): it "
-                                 "answers POST /v1/embeddings only", param="model", code="model_not_generative")
+        if admitted.bundle.engine.task != "generate":
+            raise InvalidRequest(not_generative(body.model, admitted.bundle.engine.task), param="model",
+                                 code="model_not_generative")
         service = service_of(admitted.bundle)
         if request.headers.get("x-request-id") and hasattr(body, "request_id"):
             body.request_id = request.headers["x-request-id"][:256]  # vLLM's: the header names the completion
@@ -92,3 +92,12 @@ async def _logged(stream):
         async for item in stream:
             log.info("stream chunk: %s", item)
             yield item
+
+
+def not_generative(model: str, task: str) -> str:
+    """Why a model served for another task (--task embed, --task rerank) refuses a generation request."""
+    if task == "rerank":
+        return (f"the model '{model}' is a reranker (served with --task rerank): it answers POST /v1/rerank, "
+                "/v2/rerank and /v1/score only")
+    return (f"the model '{model}' is an embedding model (served with --task embed): it answers POST /v1/embeddings "
+            "only")

@@ -63,8 +63,9 @@ class GuardedResolver(AbstractResolver):
 class ImageFetcher:
     """One per server: a connection pool whose every connection went through the guard."""
 
-    def __init__(self, limits: ImageLimits):
+    def __init__(self, limits: ImageLimits, accepts: tuple[str, ...] = ("image/",)):
         self.limits = limits
+        self.accepts = accepts  # the content types (prefixes) taken: images, or a document's (messages/documents.py)
         self.policy = HostPolicy.of(limits.allow_hosts)
         self._session: aiohttp.ClientSession | None = None
 
@@ -73,8 +74,11 @@ class ImageFetcher:
             connector = aiohttp.TCPConnector(resolver=GuardedResolver(self.policy), use_dns_cache=False, limit=32)
             self._session = aiohttp.ClientSession(connector=connector, trust_env=False,
                                                   cookie_jar=aiohttp.DummyCookieJar(),
-                                                  headers={"User-Agent": "rostra", "Accept": "image/*"})
+                                                  headers={"User-Agent": "rostra", "Accept": self._accept_header()})
         return self._session
+
+    def _accept_header(self) -> str:
+        return ", ".join(kind + "*" * kind.endswith("/") for kind in self.accepts)  # image/* , application/pdf
 
     async def fetch(self, url: str, charge: Callable[[int], None] = lambda count: None) -> bytes:
         """The body of `url`, after at most `max_redirects` redirects, within `fetch_timeout` seconds in all;
@@ -109,7 +113,8 @@ class ImageFetcher:
 
     async def _body(self, response: aiohttp.ClientResponse, charge: Callable[[int], None]) -> bytes:
         kind = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
-        if kind and not kind.startswith("image/") and kind not in ("application/octet-stream", "binary/octet-stream"):
+        if kind and not kind.startswith(self.accepts) and kind not in ("application/octet-stream",
+                                                                      "binary/octet-stream"):
             raise FetchFailed(f"the image URL answered {kind!r}, not an image")
         limit = self.limits.max_bytes
         if (response.content_length or 0) > limit:

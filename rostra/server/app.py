@@ -20,6 +20,7 @@ from rostra import __version__, generation_defaults
 from rostra.api.batches.service import BatchesService
 from rostra.api.embeddings.service import EmbeddingsService
 from rostra.api.messages.service import MessagesService
+from rostra.api.rerank.service import RerankService
 from rostra.api.responses.conversations import ConversationsService
 from rostra.api.responses.mcp.tools import McpPolicy, parse_tool_servers
 from rostra.api.responses.service import ResponsesService
@@ -88,6 +89,7 @@ def build_context(settings: Settings, store: ResponseStore, specs: list[ModelSpe
         bundle.services.add(MessagesService(bundle.chat, sealer,
                                             keep_attribution=spec.settings.keep_attribution_line))
         bundle.services.add(EmbeddingsService(engine, bundle.served_names))
+        bundle.services.add(RerankService(engine, bundle.served_names))
         return bundle
 
     def on_change(slot: ModelSlot) -> None:

@@ -68,11 +68,11 @@ def build_batches(app: FastAPI, settings: Settings, responses: ResponseStore, ad
         return admission.waiting > 0 or full
 
     def work() -> WorkFilter:
-        embeds = [(slot.bundle.engine.task if slot.bundle is not None else slot.spec.settings.task) == "embed"
-                  for slot in models.slots]
-        endpoints = tuple(endpoint for endpoint in ENDPOINTS
-                          if (endpoint == "/v1/embeddings" and any(embeds))
-                          or (endpoint != "/v1/embeddings" and not all(embeds)))
+        tasks = {slot.bundle.engine.task if slot.bundle is not None else slot.spec.settings.task
+                 for slot in models.slots}
+        endpoints = tuple(endpoint for endpoint in ENDPOINTS  # a reranker answers no batch endpoint
+                          if (endpoint == "/v1/embeddings" and "embed" in tasks)
+                          or (endpoint != "/v1/embeddings" and tasks & {"generate", "auto"}))
         # One model answers whatever model a request names (as online); several: the batches of their names.
         return WorkFilter(endpoints, None if len(models.slots) == 1 else tuple(models.names()))
 

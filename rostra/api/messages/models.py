@@ -34,11 +34,23 @@ class TextBlock(StrictModel):
 
 
 class ImageBlock(StrictModel):
-    """`image` blocks are read (rostra/api/messages/history.py: base64 and url sources); `document` and
-    `search_result` blocks are accepted by shape and refused with a 400."""
+    """`image` blocks are read (rostra/api/messages/history.py: base64 and url sources); `search_result` blocks
+    are accepted by shape and refused with a 400."""
 
-    type: Literal["image", "document", "search_result"]
+    type: Literal["image", "search_result"]
     source: dict[str, Any] | None = None
+    cache_control: CacheControl | None = None
+
+
+class DocumentBlock(StrictModel):
+    """A `document` block: a PDF (base64 or url source), plain text (text source) or content blocks (content
+    source), read as text before the turn is built (rostra/api/messages/documents.py)."""
+
+    type: Literal["document"]
+    source: dict[str, Any]
+    title: str | None = None
+    context: str | None = None
+    citations: dict[str, Any] | None = None  # {"enabled": ...}: accepted; the answer carries no citations
     cache_control: CacheControl | None = None
 
 
@@ -81,7 +93,7 @@ class RedactedThinkingBlock(StrictModel):
     data: str
 
 
-ContentBlock = Annotated[Union[TextBlock, ImageBlock, ToolUseBlock, ToolResultBlock, ThinkingBlock,
+ContentBlock = Annotated[Union[TextBlock, ImageBlock, DocumentBlock, ToolUseBlock, ToolResultBlock, ThinkingBlock,
                                RedactedThinkingBlock], Field(discriminator="type")]
 
 

@@ -13,6 +13,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, AsyncGenerator
 
+from rostra.api.messages.documents import with_documents_read
 from rostra.api.messages.errors import error_body
 from rostra.api.messages.history import turn_messages, turn_tools
 from rostra.api.messages.models import MessagesRequest, MessagesRequestFields
@@ -45,6 +46,7 @@ class MessagesService:
         # A Claude Code-sized max_tokens (32000) is more than a local model's context has room for:
         # it is cut to the room left (as Anthropic's newer models do), and running out is then
         # reported as `model_context_window_exceeded`, not as a 400 before anything was generated.
+        request = await with_documents_read(request, self.chat.images.limits)
         job = await self.chat.prepare_turn(self.turn(request))
         job.id = new_id("msg")
         params = job.runs[0].params
@@ -55,6 +57,7 @@ class MessagesService:
 
     async def count_tokens(self, request: MessagesRequestFields) -> int:
         """The prompt's tokens exactly as /v1/messages would count them: template and tools included."""
+        request = await with_documents_read(request, self.chat.images.limits)
         return await self.chat.count_prompt_tokens(self.turn(request))
 
     def turn(self, request: MessagesRequestFields) -> Turn:

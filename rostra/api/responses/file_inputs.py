@@ -3,35 +3,23 @@ carry one (`file_data`), read into the message before the model sees it.
 
 An image by file_id becomes the data URL of its bytes (the image pipeline then checks it as any other); a file becomes
 the text the model reads: `<file name="NAME">` ... `</file>`, its UTF-8 text between (the Agents SDK and OpenAI's
-examples send source, notes, CSV and JSON this way). A PDF or other binary file is refused with a 400 naming the part:
-this server extracts no text from documents. The input is stored as the model read it (the file's text, the image's
+examples send source, notes, CSV and JSON this way), or a PDF's text (rostra/file_text.py); another binary file is
+refused with a 400 naming the part. The input is stored as the model read it (the file's text, the image's
 data URL), so a later turn reads the same even once the file is deleted. A file is the asking key's (tenancy): another
 key's file_id is a 404, as on GET /v1/files/{id}.
 """
 
 from __future__ import annotations
 
-import binascii
 import base64
-import re
-from typing import Any, Protocol
+from typing import Any
 
-from rostra.errors import InvalidRequest, NotFound
+from rostra.errors import InvalidRequest
+from rostra.file_text import FileReader, decode_file_data, file_text, read_uploaded
 from rostra.store.tenancy import Tenant
-
-MAX_FILE_BYTES = 32 * 1024 * 1024  # an image's limit (images/limits.py), and far more text than any context holds
-_DATA_URL = re.compile(r"data:(?P<type>[^;,]*)(?:;[^;,]*)*;base64,(?P<data>.*)", re.DOTALL)
 # The image formats decoded (images/decode.py), by their first bytes: the data URL needs an image/* type.
 _IMAGE_MAGIC = ((b"\x89PNG", "image/png"), (b"\xff\xd8\xff", "image/jpeg"), (b"GIF8", "image/gif"),
                 (b"BM", "image/bmp"), (b"II*\x00", "image/tiff"), (b"MM\x00*", "image/tiff"))
-
-
-class FileReader(Protocol):
-    """Where uploaded files are read (the Files API's service)."""
-
-    async def read_whole(self, file_id: str, tenant: Tenant, max_bytes: int) -> tuple[str, bytes]:
-        """The file's name and contents; NotFound when `tenant` has no such file; InvalidRequest past `max_bytes`."""
-        ...
 
 
 def reads_files(items: list[dict[str, Any]]) -> bool:
@@ -66,7 +54,7 @@ def _needs_reading(part: Any) -> bool:
 
 async def _read_part(part: dict[str, Any], param: str, files: FileReader, tenant: Tenant) -> dict[str, Any]:
     if part["type"] == "input_image":
-        _, data = await _read(part["file_id"], f"{param}.file_id", files, tenant)
+        _, data = await read_uploaded(part["file_id"], f"{param}.file_id", files, tenant)
         media_type = next((kind for magic, kind in _IMAGE_MAGIC if data.startswith(magic)), None)
         if media_type is None and data[:4] == b"RIFF" and data[8:12] == b"WEBP":
             media_type = "image/webp"
@@ -78,44 +66,10 @@ async def _read_part(part: dict[str, Any], param: str, files: FileReader, tenant
         raise InvalidRequest("input_file by file_url is not fetched by this server: upload the file (file_id) or send "
                              "it as file_data", param=f"{param}.file_url", code="unsupported_file")
     if part.get("file_id"):
-        filename, data = await _read(part["file_id"], f"{param}.file_id", files, tenant)
+        filename, data = await read_uploaded(part["file_id"], f"{param}.file_id", files, tenant)
     elif isinstance(part.get("file_data"), str):
-        filename, data = part.get("filename") or "file", _file_data(part["file_data"], f"{param}.file_data")
+        filename, data = part.get("filename") or "file", decode_file_data(part["file_data"], f"{param}.file_data")
     else:
         raise InvalidRequest("an input_file needs file_id or file_data", param=param)
     return {"type": "input_text", "text": f'<file name="{part.get("filename") or filename}">\n'
-                                          f"{_text(data, filename, param)}\n</file>"}
-
-
-async def _read(file_id: Any, param: str, files: FileReader, tenant: Tenant) -> tuple[str, bytes]:
-    if not isinstance(file_id, str):
-        raise InvalidRequest("file_id must be a string", param=param)
-    try:
-        return await files.read_whole(file_id, tenant, MAX_FILE_BYTES)
-    except NotFound:
-        raise NotFound(f"No such File object: {file_id}", param=param) from None
-
-
-def _file_data(value: str, param: str) -> bytes:
-    """`file_data`: a base64 data URL (what the SDKs send: `data:text/plain;base64,...`), or bare base64."""
-    match = _DATA_URL.fullmatch(value.strip())
-    text = match["data"] if match else value
-    if len(text) // 4 * 3 > MAX_FILE_BYTES + 2:
-        raise InvalidRequest(f"the file is larger than this server's limit of {MAX_FILE_BYTES} bytes", param=param,
-                             code="file_too_large")
-    try:
-        return base64.b64decode(re.sub(r"\s+", "", text), validate=True)
-    except (binascii.Error, ValueError):
-        raise InvalidRequest("file_data must be base64 (data:<media type>;base64,<data>)", param=param,
-                             code="invalid_base64") from None
-
-
-def _text(data: bytes, filename: str, param: str) -> str:
-    if data.startswith(b"%PDF"):
-        raise InvalidRequest(f"{filename} is a PDF: this server reads text files only (it extracts no text from "
-                             "documents); send the text", param=param, code="unsupported_file")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise InvalidRequest(f"{filename} is not UTF-8 text: this server reads text files only", param=param,
-                             code="unsupported_file") from None
+                                          f"{await file_text(data, filename, param)}\n</file>"}

@@ -30,6 +30,7 @@ from rostra.api.responses.ws_events import CreateEvent, EventWriter, client_even
 from rostra.api.responses.ws_steering import Refusal, Steering
 from rostra.errors import APIError, InvalidRequest, ServerError, TooManyRequests
 from rostra.http.gate import Admitted, admit
+from rostra.http.generation_endpoint import not_generative
 from rostra.http.sse import json_bytes
 from rostra.store.tenancy import Tenant
 
@@ -140,9 +141,9 @@ class ResponsesSocket:
         return successor
 
     async def _respond(self, create: CreateEvent, admitted: Admitted) -> dict[str, Any]:
-        if admitted.bundle.engine.task == "embed":
-            raise InvalidRequest(f"the model '{create.request.model}' is an embedding model: it answers "
-                                 "POST /v1/embeddings only", param="model", code="model_not_generative")
+        if admitted.bundle.engine.task != "generate":
+            raise InvalidRequest(not_generative(create.request.model, admitted.bundle.engine.task), param="model",
+                                 code="model_not_generative")
         known = {response_id: cached.conversation for response_id, cached in self.cache.items()}
         job = await self.service.prepare(create.request, self.tenant, known)
         if not create.generate:

@@ -29,6 +29,7 @@ log = logging.getLogger("rostra.gateway")
 
 class RemoteEngine(Engine):
     relays_embeddings = True  # /v1/embeddings goes to an upstream serving the model, whatever its mode
+    relays_scoring = True  # and so do /v1/rerank, /v2/rerank and /v1/score
     # Forwarded: the upstream honours them or answers the 400 itself.
     native_samplers = NATIVE_SAMPLERS
     schedules_by_priority = True
@@ -97,6 +98,15 @@ class RemoteEngine(Engine):
         """The request as it came, to the least busy upstream that serves `model` (retried elsewhere on
         connection errors, 5xx and 429 as chat requests are); its JSON answer, as it is."""
         response = await self.pool.post(model, "/embeddings", body)
+        try:
+            return await response.json()
+        finally:
+            await response.aclose()
+
+    async def relay_scoring(self, model: str, path: str, body: dict) -> dict:
+        """As relay_embeddings, to the upstream's /rerank or /score under its /v1 base (vLLM, llama.cpp's server,
+        rostra: a /v2/rerank request is sent there too, its body and answer being the same)."""
+        response = await self.pool.post(model, f"/{path}", body)
         try:
             return await response.json()
         finally:

@@ -9,6 +9,7 @@ from rostra.http.envelopes import ErrorEnvelopes
 from rostra.api.batches import routes as batches
 from rostra.api.embeddings import routes as embeddings
 from rostra.api.messages import routes as messages
+from rostra.api.rerank import routes as rerank
 from rostra.api.responses import routes as responses
 from rostra.api.responses import transports as responses_transports
 from rostra.api.usage import routes as usage
@@ -17,6 +18,6 @@ from rostra.server.routes import admin, completions, models, ops, tokenize
 
 ROUTERS = [ops.router, models.router, completions.router, responses.router,
            responses_transports.router, tokenize.router, admin.router,
-           messages.router, embeddings.router, batches.router, usage.router, playground_router]
+           messages.router, embeddings.router, rerank.router, batches.router, usage.router, playground_router]
 
 ENVELOPES: list[Callable[[ErrorEnvelopes], None]] = [messages.register_envelope]

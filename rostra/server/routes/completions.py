@@ -5,17 +5,21 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from rostra.api.responses.routes import tenant_of
 from rostra.http.generation_endpoint import serve_generation
 from rostra.http.request_body import parse_body
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.protocol.completions import CompletionRequest
 from rostra.serving.chat import chat_keep_alive
+from rostra.serving.chat_files import has_file_parts, with_files_read
 
 router = APIRouter()
 
 
 async def create_chat_completion(request: Request) -> Response:
     body = await parse_body(request, ChatCompletionRequest)
+    if has_file_parts(body):  # `file` parts: read into text parts (uploaded files are the asking key's)
+        body = await with_files_read(body, request.app.state.batches, tenant_of(request))
     return await serve_generation(request, lambda model: model.chat, body, keep_alive=chat_keep_alive)
 
 

@@ -84,7 +84,7 @@ def codex_models(slots: list[ModelSlot]) -> list[CodexModel]:
     entries: list[CodexModel] = []
     for slot in slots:
         task = slot.bundle.engine.task if slot.bundle is not None else slot.spec.settings.task
-        if task == "embed":  # not a model Codex can talk to
+        if task in ("embed", "rerank"):  # not a model Codex can talk to
             continue
         reasoning = (slot.bundle.parsers.reasoning_parser if slot.bundle is not None
                      else slot.spec.settings.reasoning_parser) is not None

@@ -1,0 +1,34 @@
+"""Reranking on vLLM's pooling runner, as vLLM's own /score and /rerank run a cross-encoder: each pair through the
+checkpoint's tokenizer as a text pair (its token types too, where the tokenizer gives them: vLLM passes them to
+BERT-like models), then `.encode(prompt, PoolingParams(task="score"), request_id)`; the final
+PoolingRequestOutput's one value is the score, vLLM's score pooler having applied the model's activation (a
+sigmoid for a one-label classifier). A decoder reranker is served as vLLM serves one: converted to a classifier
+by its hf_overrides (`--vllm-arg hf_overrides=...`, as the Qwen3-Reranker card's vLLM recipe gives them).
+Not run in this project's CI: no vLLM build is installed here (tests/test_engine_vllm.py drives it on a
+stand-in)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rostra.engines.base import PairTooLong
+
+
+def pair_rows(tokenizer: Any, pairs: list[tuple[str, str]], limit: int) -> list[dict[str, list[int]]]:
+    """Each pair's prompt_token_ids (and token_type_ids where the tokenizer makes them); PairTooLong past `limit`."""
+    encoded = tokenizer([query for query, _ in pairs], [document for _, document in pairs])
+    rows = []
+    for index in range(len(pairs)):
+        row = {"prompt_token_ids": list(encoded["input_ids"][index])}
+        if "token_type_ids" in encoded:
+            row["token_type_ids"] = list(encoded["token_type_ids"][index])
+        if len(row["prompt_token_ids"]) > limit:
+            raise PairTooLong(index, len(row["prompt_token_ids"]), limit)
+        rows.append(row)
+    return rows
+
+
+def score_of(data: Any) -> float:
+    """A score PoolingOutput's `data` (a one-element tensor on vLLM, or a list) as a float."""
+    values = data.float().reshape(-1).cpu().tolist() if hasattr(data, "reshape") else list(data)
+    return float(values[0])
