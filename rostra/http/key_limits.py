@@ -26,7 +26,7 @@ log = logging.getLogger("rostra.requests")
 
 MODEL_ROUTES = frozenset({
     "/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/responses/compact", "/v1/messages",
-    "/v1/embeddings", "/v1/rerank", "/v2/rerank", "/v1/score", "/v1/decisions",
+    "/v1/embeddings", "/v1/rerank", "/v2/rerank", "/rerank", "/v1/score", "/score", "/v1/decisions",
 })
 
 
