@@ -41,6 +41,7 @@ FORMATS = {
                    '</parameter>\n<parameter name="days">3</parameter>\n</invoke>\n</minimax:tool_call>'),
     "seed_oss": (f"{PREFACE}\n<seed:tool_call>\n<function=get_weather>\n<parameter=city>Oslo</parameter>\n"
                  "<parameter=days>3</parameter>\n</function>\n</seed:tool_call>"),
+    "longcat": f'{PREFACE}\n<longcat_tool_call>{{"name": "get_weather", "arguments": {ARGUMENTS}}}</longcat_tool_call>',
 }
 TOOL = {"name": "get_weather", "description": "The weather in a city.",
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},

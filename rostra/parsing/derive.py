@@ -206,13 +206,20 @@ def after_suffix(after: str, fields: dict[str, Any], suffix: str) -> str:
 
 def section_closing(rest: str, trail: str) -> str | None:
     """The section's end: what follows the last call before the turn's end (the first markup a plain answer is
-    followed by); "" where the turn ends right there; None if the turn's end is not found."""
+    followed by), else the markup tokens right after the last call; None if there are none."""
     rest, trail = rest.lstrip(), trail.lstrip()
     turn_end = first_token(trail)
     if not turn_end:
         return rest.strip() if rest.strip() and len(rest.strip()) <= 40 else ""
     at = rest.find(turn_end)
-    return rest[:at].strip() if at >= 0 else None
+    if at >= 0:
+        return rest[:at].strip()
+    # The turn goes on after the calls (Apertus writes the results into the assistant's turn): the section ends
+    # with the run of markup tokens that follows the last call.
+    end = ""
+    while (token := first_token(rest[len(end):])) and token[-1] in CLOSERS:
+        end += token
+    return end.strip() or None
 
 
 def first_token(text: str) -> str:

@@ -27,6 +27,7 @@ REGISTRY: dict[str, str] = {
     "pythonic": "pythonic:PythonicToolParser",
     "qwen3_coder": "qwen3_coder:Qwen3CoderToolParser",
     "seed_oss": "seed_oss:SeedOssToolParser",
+    "longcat": "longcat:LongCatToolParser",
 }
 
 
@@ -48,6 +49,7 @@ _TEMPLATE_MARKERS = [
     ("functools[", "phi4_mini_json"),  # vLLM's Phi-4-mini tool template teaches functools[…]
     ("<|/tool|>", "phi4_mini_json"),  # Phi-4-mini's own template: tools in <|tool|>…<|/tool|>, no call markup
     ("\uff5cDSML\uff5c", "deepseek_v32"),  # DeepSeek V3.2's template teaches <｜DSML｜function_calls> blocks
+    ("<longcat_tool_call>", "longcat"),  # Meituan LongCat: its own tags around hermes's JSON or GLM's pairs
 ]
 
 
