@@ -7,7 +7,10 @@ Apertus (swiss-ai): `<|tools_prefix|>[{"NAME": {arguments}}, …]<|tools_suffix|
 `<|inner_prefix|>…<|inner_suffix|>`. No parser of rostra knows the call format: it is derived from the template
 (rostra/parsing/derive.py). Outputs as the template writes past turns and as vLLM's and SGLang's Apertus parser
 tests have them (`<|tools_prefix|>[{"get_weather": {"location": "London"}}]<|tools_suffix|>`, several calls with
-`, ` between them, text before and after)."""
+`, ` between them, text before and after).
+
+OLMo 3 (Ai2): Python calls one per line in `<function_calls>…</function_calls>` (the olmo3 parser), no thinking in
+the Instruct template; outputs as the template writes past calls and as vLLM's olmo3 parser tests have them."""
 
 from __future__ import annotations
 
@@ -36,11 +39,13 @@ OSLO_JSON = json.dumps(OSLO, ensure_ascii=False)
 SUM = ("add", {"a": 1, "b": 2})
 
 APERTUS = "Apertus-8B-Instruct.jinja"
+OLMO = "allenai-Olmo-3.1-32B-Instruct.jinja"
 AP_CALLS = f'<|tools_prefix|>[{{"get_weather": {OSLO_JSON}}}, {{"add": {{"a": 1, "b": 2}}}}]<|tools_suffix|>'
 
 # (template, tool-call parser, reasoning parser, what `why` says)
 DETECTED = {
     APERTUS: ("derived", "apertus", "derived from the template"),
+    OLMO: ("olmo3", None, "the chat template renders a probe tool call that olmo3 reads back"),
 }
 
 FAMILIES = [
@@ -61,6 +66,11 @@ FAMILIES = [
     Family("apertus-unknown-tool-stays-text", APERTUS,
            '<|tools_prefix|>[{"launch": {"target": "moon"}}]<|tools_suffix|>', "",
            '<|tools_prefix|>[{"launch": {"target": "moon"}}]<|tools_suffix|>'),
+    Family("olmo3-calls", OLMO, f"Checking both.<function_calls>get_weather(city={json.dumps(OSLO['city'])}, days=3, "
+           "extra={'units': ['°C', None]})\nadd(a=1, b=2)</function_calls>", "", "Checking both.",
+           [("get_weather", OSLO), SUM]),
+    Family("olmo3-malformed-call-stays-text", OLMO, "<function_calls>get_weather city=Oslo</function_calls> Sorry.",
+           "", "<function_calls>get_weather city=Oslo</function_calls> Sorry."),
 ]
 
 
@@ -129,8 +139,9 @@ async def test_a_real_output_through_every_api_with_no_parser_flag(tmp_path, fam
 
 
 # Each family's thinking end, and its markup: none of it may reach the content, however the output is cut.
-THINKING_ENDS = {APERTUS: ("<|inner_suffix|>", "<|tools_prefix|>")}
-MARKUP = {APERTUS: ("<|inner_prefix|>", "<|inner_suffix|>", "<|tools_prefix|>", "<|tools_suffix|>", '[{"get_weather"')}
+THINKING_ENDS = {APERTUS: ("<|inner_suffix|>", "<|tools_prefix|>"), OLMO: ("",)}
+MARKUP = {APERTUS: ("<|inner_prefix|>", "<|inner_suffix|>", "<|tools_prefix|>", "<|tools_suffix|>", '[{"get_weather"'),
+          OLMO: ("<function_calls>", "</function_calls>", "get_weather(")}
 
 
 @pytest.mark.parametrize("family", [f for f in FAMILIES if "stays-text" not in f.id], ids=lambda f: f.id)
@@ -157,7 +168,8 @@ async def test_an_output_cut_at_every_token_folds_and_leaks_no_markup(tmp_path, 
 
 
 # The truncation matrix (tests/test_truncation_matrix.py) for each family's call, on its real template.
-MATRIX = {APERTUS: '<|tools_prefix|>[{"get_weather": {"city": "Oslo", "days": 3}}]<|tools_suffix|>'}
+MATRIX = {APERTUS: '<|tools_prefix|>[{"get_weather": {"city": "Oslo", "days": 3}}]<|tools_suffix|>',
+          OLMO: '<function_calls>get_weather(city="Oslo", days=3)</function_calls>'}
 
 
 @pytest.mark.parametrize("name", sorted(MATRIX))

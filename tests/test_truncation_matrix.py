@@ -42,6 +42,7 @@ FORMATS = {
     "seed_oss": (f"{PREFACE}\n<seed:tool_call>\n<function=get_weather>\n<parameter=city>Oslo</parameter>\n"
                  "<parameter=days>3</parameter>\n</function>\n</seed:tool_call>"),
     "longcat": f'{PREFACE}\n<longcat_tool_call>{{"name": "get_weather", "arguments": {ARGUMENTS}}}</longcat_tool_call>',
+    "olmo3": f'{PREFACE}\n<function_calls>get_weather(city="Oslo", days=3)</function_calls>',
 }
 TOOL = {"name": "get_weather", "description": "The weather in a city.",
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
