@@ -41,6 +41,11 @@ FORMATS = {
                    '</parameter>\n<parameter name="days">3</parameter>\n</invoke>\n</minimax:tool_call>'),
     "seed_oss": (f"{PREFACE}\n<seed:tool_call>\n<function=get_weather>\n<parameter=city>Oslo</parameter>\n"
                  "<parameter=days>3</parameter>\n</function>\n</seed:tool_call>"),
+    "longcat": f'{PREFACE}\n<longcat_tool_call>{{"name": "get_weather", "arguments": {ARGUMENTS}}}</longcat_tool_call>',
+    "olmo3": f'{PREFACE}\n<function_calls>get_weather(city="Oslo", days=3)</function_calls>',
+    "step3": (f'{PREFACE}\n<｜tool_calls_begin｜><｜tool_call_begin｜><steptml:invoke name="get_weather">'
+              '<steptml:parameter name="city">Oslo</steptml:parameter><steptml:parameter name="days">3'
+              '</steptml:parameter></steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜>'),
 }
 TOOL = {"name": "get_weather", "description": "The weather in a city.",
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},

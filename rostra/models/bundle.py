@@ -20,6 +20,7 @@ from rostra.parsing.reasoning import reasoning_parser_class
 from rostra.parsing.reasoning.detect import detect_reasoning_parser
 from rostra.parsing.tools import layered_tool_parser, tool_parser_class
 from rostra.parsing.tools.base import ToolParser
+from rostra.parsing.tools.derived import derived_parser_class
 from rostra.prompt.chat_template import ChatTemplate
 from rostra.service_set import ServiceSet
 from rostra.prompt.harmony import HarmonyTemplate, speaks_harmony
@@ -64,7 +65,8 @@ def build_bundle(name: str, engine: Engine, settings: Settings, on_finished: Job
     log.info("%s: tool-call parser %s%s, reasoning parser %s: %s", name, parsers.tool_parser,
              "" if settings.strict_tool_parsing else " (then the lenient ones)", parsers.reasoning_parser or "none",
              parsers.reason)
-    primary = tool_parser_class(parsers.tool_parser)
+    primary = (derived_parser_class(parsers.derived) if parsers.derived is not None
+               else tool_parser_class(parsers.tool_parser))
     # The class itself, or (the default) a factory like it that layers the lenient parsers after it.
     tool_parser: Callable[..., ToolParser] = primary if settings.strict_tool_parsing else layered_tool_parser(primary)
     fields = ("reasoning_content", "reasoning") if settings.reasoning_field == "both" else (settings.reasoning_field,)
@@ -104,9 +106,9 @@ def chosen_parsers(template: ChatTemplate, settings: Settings, gpt_oss: bool) ->
         found = Dialect(settings.tool_call_parser, None, "--tool-call-parser")  # nothing left to detect
     else:
         found = detect_dialect(render, template.source)
-    tool_parser, reasoning, reason = found.tool_parser, found.reasoning_parser, found.reason
+    tool_parser, reasoning, reason, derived = found.tool_parser, found.reasoning_parser, found.reason, found.derived
     if settings.tool_call_parser and tool_parser != settings.tool_call_parser:
-        tool_parser = settings.tool_call_parser
+        tool_parser, derived = settings.tool_call_parser, None
         reason = "--tool-call-parser" + ("; reasoning parser from the chat template" if reasoning else "")
     if reasoning is None and not gpt_oss:  # the probe found no family's thinking: the template's markers may
         reasoning, why = detect_reasoning_parser(template.source)  # (reasoning/detect.py: <think>, [THINK], ...)
@@ -115,4 +117,4 @@ def chosen_parsers(template: ChatTemplate, settings: Settings, gpt_oss: bool) ->
         reasoning, reason = "gpt_oss", reason + "; gpt-oss: harmony"
     if settings.reasoning_parser:
         reasoning, reason = settings.reasoning_parser, reason + "; --reasoning-parser"
-    return Dialect(tool_parser, reasoning, reason)
+    return Dialect(tool_parser, reasoning, reason, derived)

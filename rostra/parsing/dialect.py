@@ -7,8 +7,10 @@ registered tool parser reads the assistant's part of the rendering: the parser t
 call is the model's. The family's reasoning parser (the tool parser's `reasoning`) goes with it when the
 template writes the probe's thinking between that parser's markers.
 
-Where no parser reads the probe back (the template cannot render a call, or fails on the probe) the markers in
-the source decide, most specific first (tools.detect_tool_parser), and then the lenient `json` parser.
+Where no parser reads the probe back, or only the lenient `json` one does (it would leave the template's markup in
+the content), the call markup is derived from what the template renders (parsing/derive.py) and a parser built
+from it (tools/derived.py). Where that fails too (the template cannot render a call, or fails on the probe) the
+markers in the source decide, most specific first (tools.detect_tool_parser), and then the lenient `json` parser.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from rostra.parsing.derive import derive_markup
 from rostra.parsing.events import Text, ToolCallArgs, ToolCallStart
 from rostra.parsing.reasoning import reasoning_parser_class
 from rostra.parsing.tools import _TEMPLATE_MARKERS, REGISTRY, detect_tool_parser, tool_parser_class
 from rostra.parsing.tools.base import ToolSpec
+from rostra.parsing.tools.derived import DerivedMarkup
 
 log = logging.getLogger("rostra.server")
 
@@ -50,6 +54,7 @@ class Dialect:
     tool_parser: str
     reasoning_parser: str | None
     reason: str  # why: for the log line and /v1/models
+    derived: DerivedMarkup | None = None  # tool_parser "derived": the markup its parser is built from
 
 
 def probe_messages(call_id: str) -> list[dict[str, Any]]:
@@ -142,6 +147,10 @@ def family_reasoning(tool_parser: str, rendering: ProbeRendering | None, source:
 def detect_dialect(render: Render, source: str) -> Dialect:
     """The parsers the template speaks, and why."""
     probed = probed_tool_parser(render)
+    markup = derive_markup(render) if probed is None or probed[0] == "json" else None
+    if markup is not None:
+        return Dialect("derived", None, f"derived from the template: its calls are written {markup.describe()}",
+                       derived=markup)
     if probed is not None:
         tool_parser, rendering = probed
         reason = f"the chat template renders a probe tool call that {tool_parser} reads back"

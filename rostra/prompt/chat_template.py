@@ -93,7 +93,7 @@ class ChatTemplate:
         variables = {**self._specials, **kwargs, "messages": messages, "tools": tools,
                      "add_generation_prompt": add_generation_prompt}
         try:
-            text = self._template.render(**variables)
+            text = self._render(variables)
         except TemplateRaised as exc:
             raise InvalidRequest(f"the chat template rejected the conversation: {exc}", param="messages") from exc
         except (TemplateError, TypeError, KeyError, ValueError, AttributeError) as exc:
@@ -102,6 +102,25 @@ class ChatTemplate:
         if continue_final_message:
             text = _cut_after_final_message(text, messages)
         return text
+
+    def _render(self, variables: dict[str, Any]) -> str:
+        try:
+            return self._template.render(**variables)
+        except (TemplateError, TypeError, KeyError, AttributeError):
+            # A template that reads a tool's fields at its top level fails on the OpenAI shape: once more, flat.
+            flat = flat_tools(variables.get("tools"))
+            if flat is None:
+                raise
+            return self._template.render(**{**variables, "tools": flat})
+
+
+def flat_tools(tools: list[dict] | None) -> list[dict] | None:
+    """Tools with their function's fields at the top (`{"type": "function", "name": …, "parameters": …}`), as
+    templates that read `tool.name` / `tool.description` expect (Apertus's: tests/data/templates)."""
+    if not tools or not any(isinstance(tool.get("function"), dict) for tool in tools):
+        return None
+    return [{"type": tool.get("type", "function"), **tool["function"]} if isinstance(tool.get("function"), dict)
+            else tool for tool in tools]
 
 
 def _cut_after_final_message(text: str, messages: list[dict[str, Any]]) -> str:

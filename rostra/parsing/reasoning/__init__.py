@@ -21,6 +21,7 @@ REGISTRY: dict[str, str] = {
     "deepseek_v3": "think:DeepSeekV3ReasoningParser",
     "kimi_k2": "think:KimiK2ReasoningParser",
     "magistral": "magistral:MagistralReasoningParser",
+    "apertus": "apertus:ApertusReasoningParser",
 }
 
 

@@ -33,6 +33,8 @@ SIGNS = (
     TemplateSign(("<think>", DEEPSEEK_ASSISTANT), "deepseek_r1", "DeepSeek roles and <think>"),
     # Granite 3.2+: the thinking system prompt names its two phrases.
     TemplateSign(("Here is my thought process:",), "granite", "Granite's thought-process phrases"),
+    # Apertus: <|inner_prefix|>…<|inner_suffix|> (Apertus-8B-Instruct.jinja).
+    TemplateSign(("<|inner_prefix|>", "<|inner_suffix|>"), "apertus", "the template writes Apertus's inner markers"),
     # Qwen3, QwQ, Nemotron, SmolLM3 and the other <think>…</think> models.
     TemplateSign(("<think>",), "qwen3", "the template writes <think>"),
 )

@@ -27,6 +27,9 @@ REGISTRY: dict[str, str] = {
     "pythonic": "pythonic:PythonicToolParser",
     "qwen3_coder": "qwen3_coder:Qwen3CoderToolParser",
     "seed_oss": "seed_oss:SeedOssToolParser",
+    "longcat": "longcat:LongCatToolParser",
+    "olmo3": "olmo3:Olmo3ToolParser",
+    "step3": "step3:Step3ToolParser",
 }
 
 
@@ -48,6 +51,9 @@ _TEMPLATE_MARKERS = [
     ("functools[", "phi4_mini_json"),  # vLLM's Phi-4-mini tool template teaches functools[…]
     ("<|/tool|>", "phi4_mini_json"),  # Phi-4-mini's own template: tools in <|tool|>…<|/tool|>, no call markup
     ("\uff5cDSML\uff5c", "deepseek_v32"),  # DeepSeek V3.2's template teaches <｜DSML｜function_calls> blocks
+    ("<longcat_tool_call>", "longcat"),  # Meituan LongCat: its own tags around hermes's JSON or GLM's pairs
+    ("<steptml:invoke", "step3"),  # Step-3: steptml elements in DeepSeek-like call tokens
+    ("<function_calls>", "olmo3"),  # OLMo 3: Python calls in <function_calls> (last: other formats name it too)
 ]
 
 

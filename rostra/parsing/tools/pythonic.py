@@ -69,6 +69,12 @@ class PythonicToolParser(BareCallParser):
             return None
 
 
+def calls_in_list(node: ast.expr) -> list[ParsedCall] | None:
+    """The calls of a list node `[name(key=literal, …), …]`; None if it holds anything else (ValueError: a value
+    JSON cannot hold)."""
+    return _calls(node)
+
+
 def _calls(node: ast.expr) -> list[ParsedCall] | None:
     if not isinstance(node, ast.List) or not node.elts:
         return None

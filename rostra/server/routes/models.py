@@ -14,6 +14,8 @@ the answer carries it beside OpenAI's `data` (rostra/server/codex_catalog.py).
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request
 
 from rostra import generation_defaults
@@ -23,9 +25,18 @@ from rostra.hub.progress import DownloadState
 from rostra.hub.progress import downloading as hub_download
 from rostra.hub.reference import HubReference
 from rostra.models.manager import ModelSlot
+from rostra.parsing.dialect import Dialect
 from rostra.server.codex_catalog import CodexModel, codex_model
 
 router = APIRouter()
+
+
+def parsers_card(parsers: Dialect) -> dict[str, Any]:
+    card: dict[str, Any] = {"tool_calls": parsers.tool_parser, "reasoning": parsers.reasoning_parser,
+                            "why": parsers.reason}
+    if parsers.derived is not None:  # a parser built from the template's own call markup
+        card["markup"] = parsers.derived.describe()
+    return card
 
 
 def model_cards(context: ServerContext, slot: ModelSlot) -> list[dict]:
@@ -38,8 +49,7 @@ def model_cards(context: ServerContext, slot: ModelSlot) -> list[dict]:
                           "state": slot.state, "max_model_len": info.context_length,
                           "input_modalities": ["text", "image"] if sees_images(slot, name) else ["text"],
                           "generation_defaults": dict(bundle.generation_defaults.values),
-                          "parsers": {"tool_calls": bundle.parsers.tool_parser,
-                                      "reasoning": bundle.parsers.reasoning_parser, "why": bundle.parsers.reason}})
+                          "parsers": parsers_card(bundle.parsers)})
         return cards
     settings = slot.spec.settings
     try:
