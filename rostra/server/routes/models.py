@@ -40,6 +40,8 @@ def model_cards(context: ServerContext, slot: ModelSlot) -> list[dict]:
                           "generation_defaults": dict(bundle.generation_defaults.values),
                           "parsers": {"tool_calls": bundle.parsers.tool_parser,
                                       "reasoning": bundle.parsers.reasoning_parser, "why": bundle.parsers.reason}})
+            if name in bundle.engine.adapters:  # a LoRA adapter: its base, as vLLM lists one
+                cards[-1].update(parent=bundle.served_names()[0], root=bundle.engine.adapter_path(name))
         return cards
     settings = slot.spec.settings
     try:
