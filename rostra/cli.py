@@ -17,6 +17,7 @@ from rostra.config import Settings
 from rostra.engines.registry import ENGINES, FlagGroup, build_engine
 from rostra.hub.commands import add_commands as add_hub_commands
 from rostra.hub.commands import run as run_hub_command
+from rostra.lora import LoraAdapter
 from rostra.model_aliases import ModelAlias
 from rostra.models.checks import MAX_PARALLEL, SettingError, check_ranges
 from rostra.models.specs import ModelConfigError, parse_size
@@ -48,6 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
     _batch_command(commands)
     add_hub_commands(commands)
     return parser
+
+
+def _lora(given: list[str]) -> list[LoraAdapter]:
+    try:
+        return [LoraAdapter.parse(text) for text in given]
+    except ValueError as exc:
+        raise SystemExit(f"rostra: {exc}") from None
 
 
 def _model_aliases(given: list[str]) -> list[ModelAlias]:
@@ -101,6 +109,9 @@ def _model_flags(group: FlagGroup) -> None:
                        help="llama.cpp engine: flash attention (default auto: llama.cpp's choice, on for CPUs). On 2 "
                             "CPU cores off decoded 1.4-1.5x faster after 4.5k tokens of context but read long "
                             "prompts 1.6x slower (see README: Sessions and slots)")
+    group.add_argument("--lora", action="append", default=[], metavar="NAME=PATH",
+                       help="llama.cpp engine: a LoRA adapter (GGUF) over the model, served as model NAME "
+                            "(repeatable; README: LoRA adapters)")
     group.add_argument("--mmproj", metavar="MMPROJ.gguf",
                        help="llama.cpp engine: the model's multimodal projector, so it sees images (as llama.cpp's "
                             "own flag; with --models-dir an mmproj*.gguf beside a model is found)")
@@ -421,7 +432,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     allow_credentials=args.allow_credentials, public_metrics=args.public_metrics,
                     request_timeout=args.request_timeout, log_requests=args.log_requests,
                     log_outputs=args.log_outputs, unknown_params=args.unknown_params,
-                    model_aliases=_model_aliases(args.model_alias),
+                    model_aliases=_model_aliases(args.model_alias), lora=_lora(args.lora),
                     log_request_bodies=args.log_request_bodies, output_budget=args.output_budget,
                     keep_attribution_line=args.keep_attribution_line,
                     shutdown_grace=args.shutdown_grace, max_background_responses=args.max_background_responses,

@@ -7,6 +7,7 @@ from typing import Literal
 from pathlib import Path
 
 from rostra.api_keys import ApiKey
+from rostra.lora import LoraAdapter
 from rostra.model_aliases import ModelAlias
 
 
@@ -99,6 +100,7 @@ class Settings:
     unknown_params: str = "error"
     # --model-alias: names no model is served under, answered by one that is (rostra/model_aliases.py).
     model_aliases: list[ModelAlias] = field(default_factory=list)
+    lora: list[LoraAdapter] = field(default_factory=list)  # --lora NAME=PATH (rostra/lora.py)
     # Messages API: keep the attribution line Claude Code starts its system prompt with (default: dropped,
     # so that the prefix cache holds across turns; rostra/api/messages/history.py).
     keep_attribution_line: bool = False

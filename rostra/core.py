@@ -91,6 +91,7 @@ class SamplingParams:
     tfs: float = 1.0  # tabby's tail-free sampling z: 1 is off
     top_a: float = 0.0  # tabby's top-a: 0 is off
     priority: int = 0  # vLLM's: lower runs first, where the engine schedules by priority
+    adapter: str | None = None  # the LoRA adapter (--lora NAME) the request named as its model; None: the base
     # Set with a constraint on a reasoning model: the constraint applies to the answer only (engines never
     # see it: rostra/guided/think_first.py runs the thinking and the answer as two generations).
     think_first: ThinkFirst | None = None

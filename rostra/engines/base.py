@@ -81,6 +81,8 @@ class Engine(abc.ABC):
     # tabby's tfs and top_a (llama.cpp removed tail-free sampling and never had top-a): those this engine runs.
     tail_samplers: frozenset[str] = frozenset()
     engine_name: str = "this"  # for the 400s: "the vLLM engine"
+    # The LoRA adapters (--lora NAME=PATH) served over this model, by name; a request naming one runs with it.
+    adapters: tuple[str, ...] = ()
     # Whether a request's `priority` orders its scheduling; else a priority other than 0 is a 400.
     schedules_by_priority: bool = False
     # Whether a prompt's `mm_processor_kwargs` reach a multimodal processor (vLLM's); else non-empty ones are a 400.
@@ -105,6 +107,9 @@ class Engine(abc.ABC):
         if params.structural_tag is not None and not self.serves_structural_tags:
             raise InvalidRequest(f"structural_tag is not supported by the {self.engine_name} engine: it enforces no "
                                  "grammar (llama.cpp, transformers and vLLM do)", param="structural_tag")
+        if params.adapter is not None and params.adapter not in self.adapters:
+            raise InvalidRequest(f"model {params.adapter!r}: no such LoRA adapter on the {self.engine_name} engine",
+                                 param="model")
         if params.priority and not self.schedules_by_priority:
             raise InvalidRequest(f"priority is not supported by the {self.engine_name} engine: it serves requests "
                                  "in arrival order (0, the default, is accepted)", param="priority")
@@ -232,6 +237,10 @@ class Engine(abc.ABC):
 
     def model_info(self, name: str) -> ModelInfo:
         return self.model
+
+    def adapter_path(self, name: str) -> str | None:
+        """Where the LoRA adapter `name` was loaded from."""
+        return None
 
     def relays(self, model: str) -> bool:
         """True: requests for `model` go to an upstream whole (rostra renders its stream)."""

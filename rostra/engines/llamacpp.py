@@ -41,6 +41,7 @@ from typing import Any, AsyncGenerator, Callable
 
 import xllamacpp
 
+from rostra.lora import LoraAdapter
 from rostra.core import (
     EngineOutput,
     FinishReason,
@@ -98,8 +99,13 @@ class LlamaCppEngine(Engine):
                  threads: int | None = None, task: str = "auto", pooling: str | None = None, matryoshka: bool = False,
                  cache_ram_mib: int | None = None, speculative: str = "auto", speculative_draft: int | None = None,
                  flash_attn: str = "auto", mmproj: str | Path | None = None, calibration_dir: Path | None = None,
-                 mmap: bool = False):
+                 mmap: bool = False, lora: tuple[LoraAdapter, ...] = ()):
         self.path = Path(model_path)
+        for adapter in lora:
+            if not Path(adapter.path).is_file():
+                raise FileNotFoundError(f"--lora {adapter.name}: adapter file not found: {adapter.path}")
+        self.lora = lora
+        self.adapters = tuple(adapter.name for adapter in lora)
         self.mmap = mmap
         if not self.path.is_file():
             raise FileNotFoundError(f"model file not found: {self.path}")
@@ -208,12 +214,18 @@ class LlamaCppEngine(Engine):
             self.speculation.configure(params)
         await self._start_server(params, key)
 
+    def adapter_path(self, name: str) -> str | None:
+        return next((adapter.path for adapter in self.lora if adapter.name == name), None)
+
     def _server_params(self, key: str) -> Any:
         """llama.cpp's server parameters for this model (an xllamacpp.CommonParams), drafting's aside."""
         params = xllamacpp.CommonParams()
         params.model.path = str(self.path)
         if self.mmproj is not None:
             params.mmproj.path = str(self.mmproj)
+        if self.lora:  # loaded at scale 0: a request names the one it runs with (`lora` in its body)
+            params.lora_adapters = [_adapter_info(adapter.path) for adapter in self.lora]
+            params.lora_init_without_apply = True
         params.load_mode = self._load_mode()
         params.n_parallel = self.parallel
         # Each slot gets the whole context window.
@@ -439,7 +451,7 @@ class LlamaCppEngine(Engine):
                         ) -> AsyncGenerator[EngineOutput, None]:
         """`multimodal`: the prompt as llama.cpp's text-and-images object (then `prompt_ids` only route the slot)."""
         loopback, slots = self._route(params.top_logprobs is not None or params.prompt_logprobs is not None)
-        body = _request_body(prompt_ids, params, self.vocab_size, self.model.context_length)
+        body = _request_body(prompt_ids, params, self.vocab_size, self.model.context_length, self.adapters)
         if multimodal is not None:
             body["prompt"] = multimodal
         chunks = _Chunks(params.top_logprobs or 0, self.token_bytes, self._token_ids)
@@ -447,7 +459,10 @@ class LlamaCppEngine(Engine):
         stream: EventStream | None = None
         self._running.add(request_id)
         try:
-            async with slots.claim(prompt_ids, session_key, cache_salt) as slot:
+            # A slot's cached prompt was computed with its request's adapter: another adapter (or the base) must not
+            # reuse it, as a tenant must not reuse another's: the adapter is part of the salt.
+            salt = cache_salt if params.adapter is None else f"{cache_salt or ''}\x00lora:{params.adapter}"
+            async with slots.claim(prompt_ids, session_key, salt) as slot:
                 body["id_slot"], body["cache_prompt"] = slot.index, slot.reuses
                 stream = await loopback.stream("/completion", body)
                 self._streams[request_id] = stream
@@ -515,7 +530,14 @@ def _token_at(tokens: list[str], index: int | None) -> str:
     return tokens[index] if index is not None and 0 <= index < len(tokens) else ""
 
 
-def _request_body(prompt_ids: list[int], params: SamplingParams, vocab_size: int, context_length: int = 0) -> dict:
+def _adapter_info(path: str) -> Any:
+    info = xllamacpp.CommonAdapterLoraInfo()
+    info.path, info.scale = str(path), 0.0
+    return info
+
+
+def _request_body(prompt_ids: list[int], params: SamplingParams, vocab_size: int, context_length: int = 0,
+                  adapters: tuple[str, ...] = ()) -> dict:
     body: dict[str, Any] = {
         "prompt": prompt_ids,
         "stream": True,
@@ -550,6 +572,8 @@ def _request_body(prompt_ids: list[int], params: SamplingParams, vocab_size: int
                  for name, value in params.samplers.given().items()})
     if body.get("dry_penalty_last_n") == -1:  # "the whole context": this server takes only the count
         body["dry_penalty_last_n"] = context_length
+    if adapters:  # every adapter not named runs at scale 0 for this request (llama.cpp's server's rule)
+        body["lora"] = [] if params.adapter is None else [{"id": adapters.index(params.adapter), "scale": 1.0}]
     return body
 
 

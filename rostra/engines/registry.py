@@ -63,7 +63,7 @@ def _build_llamacpp(settings: Settings) -> Engine:
                              speculative_draft=settings.speculative_draft, flash_attn=settings.flash_attn,
                              mmproj=mmproj, calibration_dir=_data_dir(settings) / "speculation",
                              # the Hub cache's files are content-addressed, never rewritten in place: safe to map
-                             mmap=settings.mmap or pulled is not None)
+                             mmap=settings.mmap or pulled is not None, lora=tuple(settings.lora))
     except ValueError as exc:  # a --pooling llama.cpp has not, a --speculative-draft out of range
         raise SystemExit(f"rostra: {exc}") from None
     if not settings.model:  # its GGUF recommends nothing: its model card does
@@ -219,4 +219,7 @@ ENGINES: dict[str, EngineEntry] = {entry.name: entry for entry in [
 
 
 def build_engine(settings: Settings) -> Engine:
+    if settings.lora and settings.engine != "llamacpp":
+        raise SystemExit(f"rostra: --lora: LoRA adapters are served by the llama.cpp engine only, not "
+                         f"--engine {settings.engine} (yet)")
     return ENGINES[settings.engine].build(settings)

@@ -79,7 +79,8 @@ def build_bundle(name: str, engine: Engine, settings: Settings, on_finished: Job
     fit = settings.output_budget == "fit"
 
     def served_names() -> list[str]:
-        return settings.served_model_name or [model.id for model in engine.models()]
+        """The model's names, then its LoRA adapters' (--lora NAME=PATH: the base with that adapter)."""
+        return [*(settings.served_model_name or [model.id for model in engine.models()]), *engine.adapters]
 
     prompt = HarmonyTemplate(template.source) if gpt_oss and not given_template else template
     chat = ChatService(engine, prompt, served_names, tool_parser,

@@ -274,7 +274,7 @@ class ChatService(GenerationService):
         max_tokens = self._budget(turn, prompt_tokens, context_length)
         top_logprobs = (turn.top_logprobs or 0) if turn.logprobs else None
         params = sampling_params(sampling, max_tokens, top_logprobs, constraint, self.defaults,
-                                 **await engine_extensions(engine, sampling))
+                                 **await engine_extensions(engine, sampling, turn.model))
         engine.check_params(params)
         last = turn.messages[-1]
         prompt = Prompt(token_ids, message_text(last, len(turn.messages) - 1, images), last.role, turn.model,

@@ -236,7 +236,7 @@ class CompletionService(GenerationService):
         check_stop_token_ids(request.stop_token_ids, engine.vocab_size)
         # echo with logprobs scores the prompt: the engine must be able to (else its 400 names `echo`).
         scored = request.echo and request.logprobs is not None
-        extensions = await engine_extensions(engine, request)
+        extensions = await engine_extensions(engine, request, request.model)
         if scored:  # the prompt's alternatives as many as either asks for
             extensions["prompt_logprobs"] = max(request.logprobs or 0, request.prompt_logprobs or 0)
         prompt_fields = prompt_extensions(engine, request)

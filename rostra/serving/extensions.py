@@ -18,13 +18,15 @@ from rostra.protocol.common import SamplingFields
 from rostra.protocol.logprobs import wire_logprob
 
 
-async def engine_extensions(engine: Engine, request: SamplingFields) -> dict[str, Any]:
-    """SamplingParams keywords for the sampling-side extensions."""
+async def engine_extensions(engine: Engine, request: SamplingFields, model: str | None = None) -> dict[str, Any]:
+    """SamplingParams keywords for the sampling-side extensions (and the LoRA adapter `model` names, if one)."""
     extensions: dict[str, Any] = {"min_tokens": request.min_tokens,
                                   "stop_token_ids": tuple(request.stop_token_ids or ()),
                                   "prompt_logprobs": request.prompt_logprobs,
                                   "samplers": request.native_samplers(), "priority": request.priority,
                                   "tfs": 1.0 if request.tfs is None else request.tfs, "top_a": request.top_a or 0.0}
+    if model is not None and model in engine.adapters:
+        extensions["adapter"] = model
     if request.allowed_token_ids is not None:
         if any(not 0 <= token_id < engine.vocab_size for token_id in request.allowed_token_ids):
             raise InvalidRequest(f"allowed_token_ids: ids must be within the vocabulary (0..{engine.vocab_size - 1})",

@@ -50,6 +50,8 @@ def model_cards(context: ServerContext, slot: ModelSlot) -> list[dict]:
                           "input_modalities": ["text", "image"] if sees_images(slot, name) else ["text"],
                           "generation_defaults": dict(bundle.generation_defaults.values),
                           "parsers": parsers_card(bundle.parsers)})
+            if name in bundle.engine.adapters:  # a LoRA adapter: its base, as vLLM lists one
+                cards[-1].update(parent=bundle.served_names()[0], root=bundle.engine.adapter_path(name))
         return cards
     settings = slot.spec.settings
     try:
