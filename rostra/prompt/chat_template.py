@@ -93,7 +93,7 @@ class ChatTemplate:
         variables = {**self._specials, **kwargs, "messages": messages, "tools": tools,
                      "add_generation_prompt": add_generation_prompt}
         try:
-            text = self._template.render(**variables)
+            text = self._render(variables)
         except TemplateRaised as exc:
             raise InvalidRequest(f"the chat template rejected the conversation: {exc}", param="messages") from exc
         except (TemplateError, TypeError, KeyError, ValueError, AttributeError) as exc:
@@ -102,6 +102,38 @@ class ChatTemplate:
         if continue_final_message:
             text = _cut_after_final_message(text, messages)
         return text
+
+    def _render(self, variables: dict[str, Any]) -> str:
+        """Templates get a call's arguments as a mapping (prompt/messages.py); those written for arguments as JSON
+        text (`'>' + arguments`: Functionary v3.1 / v3.2, DeepSeek R1) fail on one, so they render again with each
+        call's arguments as JSON text (what llama.cpp does for such templates)."""
+        try:
+            return self._template.render(**variables)
+        except TypeError:
+            as_text = _arguments_as_text(variables["messages"])
+            if as_text is None:
+                raise
+            return self._template.render(**{**variables, "messages": as_text})
+
+
+def _arguments_as_text(messages: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """The messages with every tool call's mapping arguments as JSON text; None: no call has any."""
+    changed, out = False, []
+    for message in messages:
+        calls = message.get("tool_calls") if isinstance(message, dict) else None
+        if not calls:
+            out.append(message)
+            continue
+        rewritten = []
+        for call in calls:
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and isinstance(function.get("arguments"), dict):
+                changed = True
+                function = {**function, "arguments": json.dumps(function["arguments"], ensure_ascii=False)}
+                call = {**call, "function": function}
+            rewritten.append(call)
+        out.append({**message, "tool_calls": rewritten})
+    return out if changed else None
 
 
 def _cut_after_final_message(text: str, messages: list[dict[str, Any]]) -> str:

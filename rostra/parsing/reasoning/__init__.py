@@ -22,6 +22,10 @@ REGISTRY: dict[str, str] = {
     "kimi_k2": "think:KimiK2ReasoningParser",
     "magistral": "magistral:MagistralReasoningParser",
 }
+# Command R7B / Command A (issue 43, second round).
+REGISTRY.update({
+    "command_r": "command_r:CommandRReasoningParser",
+})
 
 
 def reasoning_parser_names() -> list[str]:

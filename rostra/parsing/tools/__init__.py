@@ -28,12 +28,22 @@ REGISTRY: dict[str, str] = {
     "qwen3_coder": "qwen3_coder:Qwen3CoderToolParser",
     "seed_oss": "seed_oss:SeedOssToolParser",
 }
+# Command R7B / Command A, Functionary (issue 43, second round).
+REGISTRY.update({
+    "command_r": "command_r:CommandRToolParser",
+    "functionary_v31": "functionary_v31:FunctionaryV31ToolParser",
+    "functionary_v32": "functionary_v32:FunctionaryV32ToolParser",
+})
 
 
 # A marker in a chat template that tells which format the model was trained to call tools in, most specific
 # first: Seed-OSS's template also contains `<function=`, GLM's also `<tool_call>`. Only a fallback: detection
 # renders a probe call through the template first (rostra/parsing/dialect.py).
 _TEMPLATE_MARKERS = [
+    # Issue 43, second round (before the markers of others that these templates also contain).
+    ("<|START_ACTION|>", "command_r"),  # Command R7B / A: <|START_ACTION|>[{"tool_name": …}]<|END_ACTION|>
+    ("<function=example_function_name>{", "functionary_v31"),  # Functionary v3.1's example call: JSON arguments
+    (">>>${recipient}", "functionary_v32"),  # Functionary v3.2: "Respond in this format:\n>>>${recipient}\n…"
     ("<seed:tool_call>", "seed_oss"),
     ("<minimax:tool_call>", "minimax_m2"),
     ("<arg_key>", "glm45"),
