@@ -42,6 +42,13 @@ FORMATS = {
     "seed_oss": (f"{PREFACE}\n<seed:tool_call>\n<function=get_weather>\n<parameter=city>Oslo</parameter>\n"
                  "<parameter=days>3</parameter>\n</function>\n</seed:tool_call>"),
 }
+FORMATS.update({  # issue 43, second round
+    "command_r": (f'{PREFACE}<|START_ACTION|>[\n    {{"tool_call_id": "0", "tool_name": "get_weather", "parameters": '
+                  f"{ARGUMENTS}}}\n]<|END_ACTION|>"),
+    "functionary_v31": f"{PREFACE}<function=get_weather>{ARGUMENTS}</function>",
+    # (the output starts with its recipient: the prompt wrote `>>>`; a text part would start `all\n`, no preface)
+    "functionary_v32": f"get_weather\n{ARGUMENTS}",
+})
 TOOL = {"name": "get_weather", "description": "The weather in a city.",
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
                        "required": ["city"]}}
