@@ -52,7 +52,12 @@ FUNCTIONARY_V31 = ('Checking both.\n<function=get_weather>{"city": "Zürich \\"N
                    '<function=get_weather>{"city": "Oslo", "days": 1}</function>')
 FUNCTIONARY_V32 = ('all\nChecking both.\n>>>get_weather\n{"city": "Zürich \\"Nord\\"", "days": 3}>>>get_weather\n'
                    '{"city": "Oslo", "days": 1}')
+HUNYUAN = ('<think>\nTwo cities, two calls.\n</think>\n<answer>\nChecking both.\n<tool_calls>[{"name": "get_weather", '
+           '"arguments": {"city": "Zürich \\"Nord\\"", "days": 3}}, {"name": "get_weather", "arguments": {"city": "Oslo", '
+           '"days": 1}}]</tool_calls>\n</answer>')
 FAMILIES.update({
+    "hunyuan_a13b": ("vllm-tool_chat_template_hunyuan_a13b.jinja", HUNYUAN, "hunyuan_a13b",
+                     "\nTwo cities, two calls.\n", "Checking both.\n"),
     "command_r": ("CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", COMMAND_R, "command_r",
                   "Two cities, two calls.", ""),
     "functionary_v31": ("meetkai-functionary-medium-v3.1.jinja", FUNCTIONARY_V31, None, None, "Checking both.\n"),

@@ -42,6 +42,7 @@ def detect(source: str):
     ("CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", "command_r", "command_r", True),
     ("meetkai-functionary-medium-v3.1.jinja", "functionary_v31", None, True),
     ("meetkai-functionary-medium-v3.2.jinja", "functionary_v32", None, True),
+    ("vllm-tool_chat_template_hunyuan_a13b.jinja", "hunyuan_a13b", "hunyuan_a13b", True),
 ])
 def test_a_real_template_selects_its_parsers(file, tool_parser, reasoning, probed):
     source = (TEMPLATES / file).read_text()

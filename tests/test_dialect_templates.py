@@ -48,6 +48,9 @@ SOURCES.update({
                                              "meetkai-functionary-medium-v3.1.jinja",
     "meetkai-functionary-medium-v3.2.jinja": "github.com/ye-NX/llama.cpp models/templates/"
                                              "meetkai-functionary-medium-v3.2.jinja",
+    # Hunyuan-A13B's tool template as vLLM ships it for the model (its Hugging Face repository's, with tools).
+    "vllm-tool_chat_template_hunyuan_a13b.jinja": "github.com/vllm-project/vllm examples/"
+                                                  "tool_chat_template_hunyuan_a13b.jinja",
 })
 
 # template -> (tool-call parser, reasoning parser) detected with no flag
@@ -67,6 +70,7 @@ DETECTED.update({  # issue 43, second round
     "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja": ("command_r", "command_r"),
     "meetkai-functionary-medium-v3.1.jinja": ("functionary_v31", None),
     "meetkai-functionary-medium-v3.2.jinja": ("functionary_v32", None),
+    "vllm-tool_chat_template_hunyuan_a13b.jinja": ("hunyuan_a13b", "hunyuan_a13b"),
 })
 
 
@@ -110,6 +114,8 @@ OPENED = [
     ("moonshotai-Kimi-K2-Thinking.jinja", {}, USER, False),
     ("unsloth-Magistral-Small-2509.jinja", {}, USER, False),
     ("CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", {}, USER, False),  # the model opens its thinking
+    ("vllm-tool_chat_template_hunyuan_a13b.jinja", {}, USER, False),  # Hunyuan too …
+    ("vllm-tool_chat_template_hunyuan_a13b.jinja", {"enable_thinking": False}, USER, False),  # … or it is closed
 ]
 
 
@@ -216,6 +222,13 @@ FAMILIES += [
     Family("functionary-v3.2", "meetkai-functionary-medium-v3.2.jinja",
            f'all\nLet me check.>>>get_weather\n{OSLO_JSON}>>>add\n{{"a": 1, "b": 2}}', "", "Let me check.",
            [("get_weather", OSLO), ("add", {"a": 1, "b": 2})]),
+    Family("hunyuan-a13b", "vllm-tool_chat_template_hunyuan_a13b.jinja",
+           f'<think>\nOslo, then a sum.\n</think>\n<answer>\n<tool_calls>[{{"name": "get_weather", "arguments": '
+           f'{OSLO_JSON}}}, {{"name": "add", "arguments": {{"a": 1, "b": 2}}}}]</tool_calls>\n</answer>',
+           "\nOslo, then a sum.\n", "", [("get_weather", OSLO), ("add", {"a": 1, "b": 2})]),
+    Family("hunyuan-a13b-answer", "vllm-tool_chat_template_hunyuan_a13b.jinja",
+           "<think>\nNo tool for this.\n</think>\n<answer>\n我无法查询天气。\n</answer>", "\nNo tool for this.\n",
+           "我无法查询天气。"),
     Family("functionary-v3.2-malformed-call-stays-text", "meetkai-functionary-medium-v3.2.jinja",
            'all\nOne moment.>>>launch_rocket\n{"target": "moon"}', "",
            'One moment.>>>launch_rocket\n{"target": "moon"}'),
@@ -304,7 +317,7 @@ THINKING_ENDS = ("</think>", "[/THINK]", "<|tool_calls_section_begin|>", "<|END_
 MARKUP = ("</think>", "<think>", "[THINK]", "[/THINK]", "<|tool_call", "<｜tool", "<TOOLCALL>", "functools", "<tool_call>",
           "[TOOL_CALLS]", "｜DSML｜")
 MARKUP += ("<|START_THINKING|>", "<|END_THINKING|>", "<|START_RESPONSE|>", "<|END_RESPONSE|>", "<|START_ACTION|>",
-           "<function=", ">>>")  # issue 43, second round
+           "<function=", ">>>", "<answer>", "</answer>", "<tool_calls>")  # issue 43, second round
 
 
 @pytest.mark.parametrize("family", [f for f in FAMILIES if "malformed" not in f.id], ids=lambda f: f.id)

@@ -25,6 +25,7 @@ REGISTRY: dict[str, str] = {
 # Command R7B / Command A (issue 43, second round).
 REGISTRY.update({
     "command_r": "command_r:CommandRReasoningParser",
+    "hunyuan_a13b": "hunyuan:HunyuanReasoningParser",
 })
 
 

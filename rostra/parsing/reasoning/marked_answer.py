@@ -10,27 +10,43 @@ from __future__ import annotations
 
 from rostra.parsing.events import Event, Text
 from rostra.parsing.reasoning.base import ReasoningParser
-from rostra.parsing.tools.base import merge_text, partial_suffix
+from rostra.parsing.tools.base import merge_text
 
 
 class MarkerDropper:
-    """Text with the given markers taken out, as it streams."""
+    """Text with the given markers taken out, as it streams. Read left to right: where a marker begins it is
+    dropped (the longest that matches), and where the text so far could still become a longer marker the rest is
+    held until it is known; so "<answer>" is not dropped before it is known not to be "<answer>\n", and every
+    split of the text gives the same result."""
 
     def __init__(self, markers: tuple[str, ...]):
-        self.markers = markers
-        self._held = ""  # a tail that may be the start of a marker
+        self.markers = tuple(sorted(markers, key=len, reverse=True))
+        self._starts = "".join(sorted({marker[0] for marker in markers}))
+        self._held = ""  # from where a marker may begin
 
     def feed(self, text: str) -> str:
-        text = self._held + text
-        for marker in self.markers:
-            text = text.replace(marker, "")
-        keep = max(partial_suffix(text, marker) for marker in self.markers)
-        self._held = text[len(text) - keep:]
-        return text[:len(text) - keep]
+        return self._scan(self._held + text, final=False)
 
     def finish(self) -> str:
         held, self._held = self._held, ""
-        return held
+        return self._scan(held, final=True)
+
+    def _scan(self, text: str, final: bool) -> str:
+        out, i = [], 0
+        while i < len(text):
+            at = next((j for j in range(i, len(text)) if text[j] in self._starts), len(text))
+            out.append(text[i:at])
+            if at == len(text):
+                break
+            rest = text[at:]
+            if not final and any(len(m) > len(rest) and m.startswith(rest) for m in self.markers):
+                self._held = rest  # it may still become a marker: wait for more
+                return "".join(out)
+            whole = next((m for m in self.markers if rest.startswith(m)), None)
+            out.append("" if whole else text[at])
+            i = at + (len(whole) if whole else 1)
+        self._held = ""
+        return "".join(out)
 
 
 class MarkedAnswerReasoningParser(ReasoningParser):

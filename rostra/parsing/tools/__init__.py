@@ -33,6 +33,7 @@ REGISTRY.update({
     "command_r": "command_r:CommandRToolParser",
     "functionary_v31": "functionary_v31:FunctionaryV31ToolParser",
     "functionary_v32": "functionary_v32:FunctionaryV32ToolParser",
+    "hunyuan_a13b": "hunyuan:HunyuanToolParser",
 })
 
 
@@ -44,6 +45,7 @@ _TEMPLATE_MARKERS = [
     ("<|START_ACTION|>", "command_r"),  # Command R7B / A: <|START_ACTION|>[{"tool_name": …}]<|END_ACTION|>
     ("<function=example_function_name>{", "functionary_v31"),  # Functionary v3.1's example call: JSON arguments
     (">>>${recipient}", "functionary_v32"),  # Functionary v3.2: "Respond in this format:\n>>>${recipient}\n…"
+    ("<tool_calls>[", "hunyuan_a13b"),  # Hunyuan-A13B: <tool_calls>[{"name": …, "arguments": …}]</tool_calls>
     ("<seed:tool_call>", "seed_oss"),
     ("<minimax:tool_call>", "minimax_m2"),
     ("<arg_key>", "glm45"),
