@@ -55,7 +55,11 @@ FUNCTIONARY_V32 = ('all\nChecking both.\n>>>get_weather\n{"city": "Zürich \\"No
 HUNYUAN = ('<think>\nTwo cities, two calls.\n</think>\n<answer>\nChecking both.\n<tool_calls>[{"name": "get_weather", '
            '"arguments": {"city": "Zürich \\"Nord\\"", "days": 3}}, {"name": "get_weather", "arguments": {"city": "Oslo", '
            '"days": 1}}]</tool_calls>\n</answer>')
+INTERNLM2 = ('Checking both.\n<|action_start|><|plugin|>\n{"name": "get_weather", "parameters": {"city": '
+             '"Zürich \\"Nord\\"", "days": 3}}<|action_end|><|action_start|><|plugin|>\n{"name": "get_weather", '
+             '"parameters": {"city": "Oslo", "days": 1}}<|action_end|>')
 FAMILIES.update({
+    "internlm2": ("vllm-tool_chat_template_internlm2_tool.jinja", INTERNLM2, None, None, "Checking both.\n"),
     "hunyuan_a13b": ("vllm-tool_chat_template_hunyuan_a13b.jinja", HUNYUAN, "hunyuan_a13b",
                      "\nTwo cities, two calls.\n", "Checking both.\n"),
     "command_r": ("CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", COMMAND_R, "command_r",

@@ -43,6 +43,8 @@ def detect(source: str):
     ("meetkai-functionary-medium-v3.1.jinja", "functionary_v31", None, True),
     ("meetkai-functionary-medium-v3.2.jinja", "functionary_v32", None, True),
     ("vllm-tool_chat_template_hunyuan_a13b.jinja", "hunyuan_a13b", "hunyuan_a13b", True),
+    # (its template prints the arguments with `| string`: JSON, the probe reads back)
+    ("vllm-tool_chat_template_internlm2_tool.jinja", "internlm2", None, True),
 ])
 def test_a_real_template_selects_its_parsers(file, tool_parser, reasoning, probed):
     source = (TEMPLATES / file).read_text()

@@ -51,6 +51,9 @@ SOURCES.update({
     # Hunyuan-A13B's tool template as vLLM ships it for the model (its Hugging Face repository's, with tools).
     "vllm-tool_chat_template_hunyuan_a13b.jinja": "github.com/vllm-project/vllm examples/"
                                                   "tool_chat_template_hunyuan_a13b.jinja",
+    # InternLM2's own template renders no tool calls; this is the tool template vLLM ships for it.
+    "vllm-tool_chat_template_internlm2_tool.jinja": "github.com/vllm-project/vllm examples/"
+                                                    "tool_chat_template_internlm2_tool.jinja",
 })
 
 # template -> (tool-call parser, reasoning parser) detected with no flag
@@ -71,6 +74,7 @@ DETECTED.update({  # issue 43, second round
     "meetkai-functionary-medium-v3.1.jinja": ("functionary_v31", None),
     "meetkai-functionary-medium-v3.2.jinja": ("functionary_v32", None),
     "vllm-tool_chat_template_hunyuan_a13b.jinja": ("hunyuan_a13b", "hunyuan_a13b"),
+    "vllm-tool_chat_template_internlm2_tool.jinja": ("internlm2", None),
 })
 
 
@@ -229,6 +233,9 @@ FAMILIES += [
     Family("hunyuan-a13b-answer", "vllm-tool_chat_template_hunyuan_a13b.jinja",
            "<think>\nNo tool for this.\n</think>\n<answer>\n我无法查询天气。\n</answer>", "\nNo tool for this.\n",
            "我无法查询天气。"),
+    Family("internlm2", "vllm-tool_chat_template_internlm2_tool.jinja",
+           f'Let me check.<|action_start|><|plugin|>\n{{"name": "get_weather", "parameters": {OSLO_JSON}}}'
+           "<|action_end|>", "", "Let me check.", [("get_weather", OSLO)]),
     Family("functionary-v3.2-malformed-call-stays-text", "meetkai-functionary-medium-v3.2.jinja",
            'all\nOne moment.>>>launch_rocket\n{"target": "moon"}', "",
            'One moment.>>>launch_rocket\n{"target": "moon"}'),
@@ -317,7 +324,7 @@ THINKING_ENDS = ("</think>", "[/THINK]", "<|tool_calls_section_begin|>", "<|END_
 MARKUP = ("</think>", "<think>", "[THINK]", "[/THINK]", "<|tool_call", "<｜tool", "<TOOLCALL>", "functools", "<tool_call>",
           "[TOOL_CALLS]", "｜DSML｜")
 MARKUP += ("<|START_THINKING|>", "<|END_THINKING|>", "<|START_RESPONSE|>", "<|END_RESPONSE|>", "<|START_ACTION|>",
-           "<function=", ">>>", "<answer>", "</answer>", "<tool_calls>")  # issue 43, second round
+           "<function=", ">>>", "<answer>", "</answer>", "<tool_calls>", "<|action_start|>")  # issue 43, second round
 
 
 @pytest.mark.parametrize("family", [f for f in FAMILIES if "malformed" not in f.id], ids=lambda f: f.id)

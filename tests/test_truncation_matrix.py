@@ -49,6 +49,8 @@ FORMATS.update({  # issue 43, second round
     # (the output starts with its recipient: the prompt wrote `>>>`; a text part would start `all\n`, no preface)
     "functionary_v32": f"get_weather\n{ARGUMENTS}",
     "hunyuan_a13b": f'{PREFACE}\n<tool_calls>[{{"name": "get_weather", "arguments": {ARGUMENTS}}}]</tool_calls>',
+    "internlm2": (f'{PREFACE}<|action_start|><|plugin|>\n{{"name": "get_weather", "parameters": {ARGUMENTS}}}'
+                  "<|action_end|>"),
 })
 TOOL = {"name": "get_weather", "description": "The weather in a city.",
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},

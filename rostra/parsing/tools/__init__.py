@@ -34,6 +34,7 @@ REGISTRY.update({
     "functionary_v31": "functionary_v31:FunctionaryV31ToolParser",
     "functionary_v32": "functionary_v32:FunctionaryV32ToolParser",
     "hunyuan_a13b": "hunyuan:HunyuanToolParser",
+    "internlm2": "internlm2:InternLM2ToolParser",
 })
 
 
@@ -46,6 +47,7 @@ _TEMPLATE_MARKERS = [
     ("<function=example_function_name>{", "functionary_v31"),  # Functionary v3.1's example call: JSON arguments
     (">>>${recipient}", "functionary_v32"),  # Functionary v3.2: "Respond in this format:\n>>>${recipient}\n…"
     ("<tool_calls>[", "hunyuan_a13b"),  # Hunyuan-A13B: <tool_calls>[{"name": …, "arguments": …}]</tool_calls>
+    ("<|action_start|><|plugin|>", "internlm2"),  # InternLM2 / 2.5: <|action_start|><|plugin|>{…}<|action_end|>
     ("<seed:tool_call>", "seed_oss"),
     ("<minimax:tool_call>", "minimax_m2"),
     ("<arg_key>", "glm45"),
