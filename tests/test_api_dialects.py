@@ -58,7 +58,10 @@ HUNYUAN = ('<think>\nTwo cities, two calls.\n</think>\n<answer>\nChecking both.\
 INTERNLM2 = ('Checking both.\n<|action_start|><|plugin|>\n{"name": "get_weather", "parameters": {"city": '
              '"Zürich \\"Nord\\"", "days": 3}}<|action_end|><|action_start|><|plugin|>\n{"name": "get_weather", '
              '"parameters": {"city": "Oslo", "days": 1}}<|action_end|>')
+XLAM = ('[{"name": "get_weather", "arguments": {"city": "Zürich \\"Nord\\"", "days": 3}}, {"name": "get_weather", '
+        '"arguments": {"city": "Oslo", "days": 1}}]')
 FAMILIES.update({
+    "xlam": ("vllm-tool_chat_template_xlam_llama.jinja", XLAM, None, None, ""),
     "internlm2": ("vllm-tool_chat_template_internlm2_tool.jinja", INTERNLM2, None, None, "Checking both.\n"),
     "hunyuan_a13b": ("vllm-tool_chat_template_hunyuan_a13b.jinja", HUNYUAN, "hunyuan_a13b",
                      "\nTwo cities, two calls.\n", "Checking both.\n"),

@@ -45,6 +45,10 @@ def detect(source: str):
     ("vllm-tool_chat_template_hunyuan_a13b.jinja", "hunyuan_a13b", "hunyuan_a13b", True),
     # (its template prints the arguments with `| string`: JSON, the probe reads back)
     ("vllm-tool_chat_template_internlm2_tool.jinja", "internlm2", None, True),
+    # A bare JSON list reads as granite's too: the template's own words name xLAM.
+    ("vllm-tool_chat_template_xlam_llama.jinja", "xlam", None, True),
+    # It writes past calls as bare JSON (only the generic readers read them) and teaches functools[…].
+    ("vllm-tool_chat_template_phi4_mini.jinja", "phi4_mini_json", None, False),
 ])
 def test_a_real_template_selects_its_parsers(file, tool_parser, reasoning, probed):
     source = (TEMPLATES / file).read_text()

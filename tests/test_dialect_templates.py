@@ -54,6 +54,8 @@ SOURCES.update({
     # InternLM2's own template renders no tool calls; this is the tool template vLLM ships for it.
     "vllm-tool_chat_template_internlm2_tool.jinja": "github.com/vllm-project/vllm examples/"
                                                     "tool_chat_template_internlm2_tool.jinja",
+    # xLAM-2's (Llama-based) template as vLLM ships it, the one Salesforce's model card points to.
+    "vllm-tool_chat_template_xlam_llama.jinja": "github.com/vllm-project/vllm examples/tool_chat_template_xlam_llama.jinja",
 })
 
 # template -> (tool-call parser, reasoning parser) detected with no flag
@@ -75,6 +77,7 @@ DETECTED.update({  # issue 43, second round
     "meetkai-functionary-medium-v3.2.jinja": ("functionary_v32", None),
     "vllm-tool_chat_template_hunyuan_a13b.jinja": ("hunyuan_a13b", "hunyuan_a13b"),
     "vllm-tool_chat_template_internlm2_tool.jinja": ("internlm2", None),
+    "vllm-tool_chat_template_xlam_llama.jinja": ("xlam", None),
 })
 
 
@@ -236,6 +239,12 @@ FAMILIES += [
     Family("internlm2", "vllm-tool_chat_template_internlm2_tool.jinja",
            f'Let me check.<|action_start|><|plugin|>\n{{"name": "get_weather", "parameters": {OSLO_JSON}}}'
            "<|action_end|>", "", "Let me check.", [("get_weather", OSLO)]),
+    Family("xlam", "vllm-tool_chat_template_xlam_llama.jinja",
+           f'[{{"name": "get_weather", "arguments": {OSLO_JSON}}}, {{"name": "add", "arguments": {{"a": 1, "b": 2}}}}]',
+           "", "", [("get_weather", OSLO), ("add", {"a": 1, "b": 2})]),
+    Family("xlam-fenced-after-text", "vllm-tool_chat_template_xlam_llama.jinja",
+           f'Let me check.\n```json\n[{{"name": "get_weather", "arguments": {OSLO_JSON}}}]\n```', "",
+           "Let me check.\n", [("get_weather", OSLO)]),
     Family("functionary-v3.2-malformed-call-stays-text", "meetkai-functionary-medium-v3.2.jinja",
            'all\nOne moment.>>>launch_rocket\n{"target": "moon"}', "",
            'One moment.>>>launch_rocket\n{"target": "moon"}'),

@@ -51,6 +51,7 @@ FORMATS.update({  # issue 43, second round
     "hunyuan_a13b": f'{PREFACE}\n<tool_calls>[{{"name": "get_weather", "arguments": {ARGUMENTS}}}]</tool_calls>',
     "internlm2": (f'{PREFACE}<|action_start|><|plugin|>\n{{"name": "get_weather", "parameters": {ARGUMENTS}}}'
                   "<|action_end|>"),
+    "xlam": f'{PREFACE}\n```json\n[{{"name": "get_weather", "arguments": {ARGUMENTS}}}]\n```',
 })
 TOOL = {"name": "get_weather", "description": "The weather in a city.",
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},

@@ -35,6 +35,7 @@ REGISTRY.update({
     "functionary_v32": "functionary_v32:FunctionaryV32ToolParser",
     "hunyuan_a13b": "hunyuan:HunyuanToolParser",
     "internlm2": "internlm2:InternLM2ToolParser",
+    "xlam": "xlam:XlamToolParser",
 })
 
 
@@ -48,6 +49,7 @@ _TEMPLATE_MARKERS = [
     (">>>${recipient}", "functionary_v32"),  # Functionary v3.2: "Respond in this format:\n>>>${recipient}\n…"
     ("<tool_calls>[", "hunyuan_a13b"),  # Hunyuan-A13B: <tool_calls>[{"name": …, "arguments": …}]</tool_calls>
     ("<|action_start|><|plugin|>", "internlm2"),  # InternLM2 / 2.5: <|action_start|><|plugin|>{…}<|action_end|>
+    ("make calls in a single JSON array", "xlam"),  # xLAM-2's template: "When using tools, make calls in a single …"
     ("<seed:tool_call>", "seed_oss"),
     ("<minimax:tool_call>", "minimax_m2"),
     ("<arg_key>", "glm45"),
