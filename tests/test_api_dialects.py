@@ -42,6 +42,35 @@ FAMILIES = {
     "seed_oss": ("ByteDance-Seed-OSS.jinja", SEED, "seed_oss", "Two cities, two calls.", "Checking both.\n"),
 }
 
+# Issue 43, second round: Command R7B (thinking, then its action list), Functionary v3.1 and v3.2 (whose prompt ends
+# with `>>>`: the output starts with its recipient).
+COMMAND_R = ('<|START_THINKING|>Two cities, two calls.<|END_THINKING|><|START_ACTION|>[\n    {"tool_call_id": "0", '
+             '"tool_name": "get_weather", "parameters": {"city": "Zürich \\"Nord\\"", "days": 3}},\n    '
+             '{"tool_call_id": "1", "tool_name": "get_weather", "parameters": {"city": "Oslo", "days": 1}}\n]'
+             "<|END_ACTION|>")
+FUNCTIONARY_V31 = ('Checking both.\n<function=get_weather>{"city": "Zürich \\"Nord\\"", "days": 3}</function>'
+                   '<function=get_weather>{"city": "Oslo", "days": 1}</function>')
+FUNCTIONARY_V32 = ('all\nChecking both.\n>>>get_weather\n{"city": "Zürich \\"Nord\\"", "days": 3}>>>get_weather\n'
+                   '{"city": "Oslo", "days": 1}')
+HUNYUAN = ('<think>\nTwo cities, two calls.\n</think>\n<answer>\nChecking both.\n<tool_calls>[{"name": "get_weather", '
+           '"arguments": {"city": "Zürich \\"Nord\\"", "days": 3}}, {"name": "get_weather", "arguments": {"city": "Oslo", '
+           '"days": 1}}]</tool_calls>\n</answer>')
+INTERNLM2 = ('Checking both.\n<|action_start|><|plugin|>\n{"name": "get_weather", "parameters": {"city": '
+             '"Zürich \\"Nord\\"", "days": 3}}<|action_end|><|action_start|><|plugin|>\n{"name": "get_weather", '
+             '"parameters": {"city": "Oslo", "days": 1}}<|action_end|>')
+XLAM = ('[{"name": "get_weather", "arguments": {"city": "Zürich \\"Nord\\"", "days": 3}}, {"name": "get_weather", '
+        '"arguments": {"city": "Oslo", "days": 1}}]')
+FAMILIES.update({
+    "xlam": ("vllm-tool_chat_template_xlam_llama.jinja", XLAM, None, None, ""),
+    "internlm2": ("vllm-tool_chat_template_internlm2_tool.jinja", INTERNLM2, None, None, "Checking both.\n"),
+    "hunyuan_a13b": ("vllm-tool_chat_template_hunyuan_a13b.jinja", HUNYUAN, "hunyuan_a13b",
+                     "\nTwo cities, two calls.\n", "Checking both.\n"),
+    "command_r": ("CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", COMMAND_R, "command_r",
+                  "Two cities, two calls.", ""),
+    "functionary_v31": ("meetkai-functionary-medium-v3.1.jinja", FUNCTIONARY_V31, None, None, "Checking both.\n"),
+    "functionary_v32": ("meetkai-functionary-medium-v3.2.jinja", FUNCTIONARY_V32, None, None, "Checking both.\n"),
+})
+
 
 async def check_chat(server: InProcessServer, thinking: str | None, content: str) -> None:
     body = {"model": MODEL, "messages": [{"role": "user", "content": ASK}], "tools": [{"type": "function",
@@ -50,7 +79,7 @@ async def check_chat(server: InProcessServer, thinking: str | None, content: str
     message = whole["message"]
     assert whole["finish_reason"] == "tool_calls"
     assert [json.loads(c["function"]["arguments"]) for c in message["tool_calls"]] == CALLS
-    assert message.get("reasoning_content") == thinking and message["content"] == content
+    assert message.get("reasoning_content") == thinking and (message["content"] or "") == content
     folded = fold_chat_stream(await sse(server, "/v1/chat/completions", body))[0]
     assert (folded["reasoning"], folded["content"], folded["finish_reason"]) == (thinking or "", content, "tool_calls")
     assert [(c["name"], c["arguments"]) for c in folded["tool_calls"]] == [

@@ -35,8 +35,20 @@ def detect(source: str):
     ("Qwen-Qwen3-0.6B.jinja", "hermes", None, True),
     ("mistralai-Mistral-Small-3.1-24B-Instruct-2503.jinja", "mistral", None, True),
     ("meta-llama-Llama-3.3-70B-Instruct.jinja", "llama3_json", None, True),
-    # Its template cannot render the probe (it concatenates the arguments as a string): its markers decide.
-    ("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", "deepseek_v3", None, False),
+    # Its template concatenates the arguments as a string: it renders the probe with them as JSON text.
+    ("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", "deepseek_v3", None, True),
+    # Issue 43, second round: Command R7B, Functionary v3.1 (whose template also contains qwen3_coder's
+    # `<function=`) and v3.2 (arguments as JSON text, as R1's).
+    ("CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", "command_r", "command_r", True),
+    ("meetkai-functionary-medium-v3.1.jinja", "functionary_v31", None, True),
+    ("meetkai-functionary-medium-v3.2.jinja", "functionary_v32", None, True),
+    ("vllm-tool_chat_template_hunyuan_a13b.jinja", "hunyuan_a13b", "hunyuan_a13b", True),
+    # (its template prints the arguments with `| string`: JSON, the probe reads back)
+    ("vllm-tool_chat_template_internlm2_tool.jinja", "internlm2", None, True),
+    # A bare JSON list reads as granite's too: the template's own words name xLAM.
+    ("vllm-tool_chat_template_xlam_llama.jinja", "xlam", None, True),
+    # It writes past calls as bare JSON (only the generic readers read them) and teaches functools[…].
+    ("vllm-tool_chat_template_phi4_mini.jinja", "phi4_mini_json", None, False),
 ])
 def test_a_real_template_selects_its_parsers(file, tool_parser, reasoning, probed):
     source = (TEMPLATES / file).read_text()

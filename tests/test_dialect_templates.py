@@ -40,6 +40,23 @@ SOURCES = {
     "microsoft-Phi-4-mini-instruct.jinja": "huggingface.co/microsoft/Phi-4-mini-instruct tokenizer_config.json",
     "vllm-tool_chat_template_phi4_mini.jinja": "github.com/vllm-project/vllm examples/tool_chat_template_phi4_mini.jinja",
 }
+# Issue 43, second round. (The Functionary v3.2 copy, as Qwen3's, from a mirror of llama.cpp's directory.)
+SOURCES.update({
+    "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja":
+        LLAMA_CPP + "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja",
+    "meetkai-functionary-medium-v3.1.jinja": "github.com/ggerganov/llama.cpp models/templates/"
+                                             "meetkai-functionary-medium-v3.1.jinja",
+    "meetkai-functionary-medium-v3.2.jinja": "github.com/ye-NX/llama.cpp models/templates/"
+                                             "meetkai-functionary-medium-v3.2.jinja",
+    # Hunyuan-A13B's tool template as vLLM ships it for the model (its Hugging Face repository's, with tools).
+    "vllm-tool_chat_template_hunyuan_a13b.jinja": "github.com/vllm-project/vllm examples/"
+                                                  "tool_chat_template_hunyuan_a13b.jinja",
+    # InternLM2's own template renders no tool calls; this is the tool template vLLM ships for it.
+    "vllm-tool_chat_template_internlm2_tool.jinja": "github.com/vllm-project/vllm examples/"
+                                                    "tool_chat_template_internlm2_tool.jinja",
+    # xLAM-2's (Llama-based) template as vLLM ships it, the one Salesforce's model card points to.
+    "vllm-tool_chat_template_xlam_llama.jinja": "github.com/vllm-project/vllm examples/tool_chat_template_xlam_llama.jinja",
+})
 
 # template -> (tool-call parser, reasoning parser) detected with no flag
 DETECTED = {
@@ -54,6 +71,14 @@ DETECTED = {
     "microsoft-Phi-4-mini-instruct.jinja": ("phi4_mini_json", None),
     "vllm-tool_chat_template_phi4_mini.jinja": ("phi4_mini_json", None),
 }
+DETECTED.update({  # issue 43, second round
+    "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja": ("command_r", "command_r"),
+    "meetkai-functionary-medium-v3.1.jinja": ("functionary_v31", None),
+    "meetkai-functionary-medium-v3.2.jinja": ("functionary_v32", None),
+    "vllm-tool_chat_template_hunyuan_a13b.jinja": ("hunyuan_a13b", "hunyuan_a13b"),
+    "vllm-tool_chat_template_internlm2_tool.jinja": ("internlm2", None),
+    "vllm-tool_chat_template_xlam_llama.jinja": ("xlam", None),
+})
 
 
 def template(name: str) -> str:
@@ -95,6 +120,9 @@ OPENED = [
     ("Qwen-Qwen3-0.6B.jinja", {"enable_thinking": False}, USER, False),
     ("moonshotai-Kimi-K2-Thinking.jinja", {}, USER, False),
     ("unsloth-Magistral-Small-2509.jinja", {}, USER, False),
+    ("CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", {}, USER, False),  # the model opens its thinking
+    ("vllm-tool_chat_template_hunyuan_a13b.jinja", {}, USER, False),  # Hunyuan too …
+    ("vllm-tool_chat_template_hunyuan_a13b.jinja", {"enable_thinking": False}, USER, False),  # … or it is closed
 ]
 
 
@@ -179,6 +207,49 @@ FAMILIES = [
            "I will look it up.\n", [("get_weather", OSLO)]),
 ]
 
+# Issue 43, second round: outputs as the templates write past turns back and as llama.cpp's tests/test-chat.cpp has
+# them (Command R7B: thinking, then the action list or the answer between its markers; Functionary v3.1:
+# <function=NAME>{json}</function>; v3.2: the prompt ends with `>>>`, so the output starts with its recipient).
+COMMAND_R_ACTION = ('<|START_ACTION|>[\n    {"tool_call_id": "0", "tool_name": "get_weather", "parameters": '
+                    + OSLO_JSON + '},\n    {"tool_call_id": "1", "tool_name": "add", "parameters": {"a": 1, "b": 2}}\n'
+                    "]<|END_ACTION|>")
+FAMILIES += [
+    Family("command-r7b", "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja",
+           "<|START_THINKING|>I will look up Oslo, then add the numbers.<|END_THINKING|>" + COMMAND_R_ACTION,
+           "I will look up Oslo, then add the numbers.", "", [("get_weather", OSLO), ("add", {"a": 1, "b": 2})]),
+    Family("command-r7b-answer", "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja",
+           "<|START_RESPONSE|>I cannot look up the weather, sorry. ☔<|END_RESPONSE|>", "",
+           "I cannot look up the weather, sorry. ☔"),
+    Family("command-r7b-malformed-call-stays-text", "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja",
+           "<|START_THINKING|>Hm.<|END_THINKING|><|START_ACTION|>get_weather(Oslo)<|END_ACTION|>", "Hm.",
+           "<|START_ACTION|>get_weather(Oslo)<|END_ACTION|>"),
+    Family("functionary-v3.1", "meetkai-functionary-medium-v3.1.jinja",
+           f'Let me check.<function=get_weather>{OSLO_JSON}</function><function=add>{{"a": 1, "b": 2}}</function>',
+           "", "Let me check.", [("get_weather", OSLO), ("add", {"a": 1, "b": 2})]),
+    Family("functionary-v3.2", "meetkai-functionary-medium-v3.2.jinja",
+           f'all\nLet me check.>>>get_weather\n{OSLO_JSON}>>>add\n{{"a": 1, "b": 2}}', "", "Let me check.",
+           [("get_weather", OSLO), ("add", {"a": 1, "b": 2})]),
+    Family("hunyuan-a13b", "vllm-tool_chat_template_hunyuan_a13b.jinja",
+           f'<think>\nOslo, then a sum.\n</think>\n<answer>\n<tool_calls>[{{"name": "get_weather", "arguments": '
+           f'{OSLO_JSON}}}, {{"name": "add", "arguments": {{"a": 1, "b": 2}}}}]</tool_calls>\n</answer>',
+           "\nOslo, then a sum.\n", "", [("get_weather", OSLO), ("add", {"a": 1, "b": 2})]),
+    Family("hunyuan-a13b-answer", "vllm-tool_chat_template_hunyuan_a13b.jinja",
+           "<think>\nNo tool for this.\n</think>\n<answer>\n我无法查询天气。\n</answer>", "\nNo tool for this.\n",
+           "我无法查询天气。"),
+    Family("internlm2", "vllm-tool_chat_template_internlm2_tool.jinja",
+           f'Let me check.<|action_start|><|plugin|>\n{{"name": "get_weather", "parameters": {OSLO_JSON}}}'
+           "<|action_end|>", "", "Let me check.", [("get_weather", OSLO)]),
+    Family("xlam", "vllm-tool_chat_template_xlam_llama.jinja",
+           f'[{{"name": "get_weather", "arguments": {OSLO_JSON}}}, {{"name": "add", "arguments": {{"a": 1, "b": 2}}}}]',
+           "", "", [("get_weather", OSLO), ("add", {"a": 1, "b": 2})]),
+    Family("xlam-fenced-after-text", "vllm-tool_chat_template_xlam_llama.jinja",
+           f'Let me check.\n```json\n[{{"name": "get_weather", "arguments": {OSLO_JSON}}}]\n```', "",
+           "Let me check.\n", [("get_weather", OSLO)]),
+    Family("functionary-v3.2-malformed-call-stays-text", "meetkai-functionary-medium-v3.2.jinja",
+           'all\nOne moment.>>>launch_rocket\n{"target": "moon"}', "",
+           'One moment.>>>launch_rocket\n{"target": "moon"}'),
+]
+
 
 def tools_for(api: str) -> list[dict]:
     if api == "chat":
@@ -257,10 +328,12 @@ async def test_a_detected_reasoning_model_offers_reasoning_levels_to_codex(tmp_p
         assert [level["effort"] for level in entry["supported_reasoning_levels"]] == ["low", "medium", "high"]
 
 
-THINKING_ENDS = ("</think>", "[/THINK]", "<|tool_calls_section_begin|>")
+THINKING_ENDS = ("</think>", "[/THINK]", "<|tool_calls_section_begin|>", "<|END_THINKING|>")
 # Markup of every family above: none of it may reach the content, however the output is cut.
 MARKUP = ("</think>", "<think>", "[THINK]", "[/THINK]", "<|tool_call", "<｜tool", "<TOOLCALL>", "functools", "<tool_call>",
           "[TOOL_CALLS]", "｜DSML｜")
+MARKUP += ("<|START_THINKING|>", "<|END_THINKING|>", "<|START_RESPONSE|>", "<|END_RESPONSE|>", "<|START_ACTION|>",
+           "<function=", ">>>", "<answer>", "</answer>", "<tool_calls>", "<|action_start|>")  # issue 43, second round
 
 
 @pytest.mark.parametrize("family", [f for f in FAMILIES if "malformed" not in f.id], ids=lambda f: f.id)

@@ -47,6 +47,17 @@ FORMATS = {
               '<steptml:parameter name="city">Oslo</steptml:parameter><steptml:parameter name="days">3'
               '</steptml:parameter></steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜>'),
 }
+FORMATS.update({  # issue 43, second round
+    "command_r": (f'{PREFACE}<|START_ACTION|>[\n    {{"tool_call_id": "0", "tool_name": "get_weather", "parameters": '
+                  f"{ARGUMENTS}}}\n]<|END_ACTION|>"),
+    "functionary_v31": f"{PREFACE}<function=get_weather>{ARGUMENTS}</function>",
+    # (the output starts with its recipient: the prompt wrote `>>>`; a text part would start `all\n`, no preface)
+    "functionary_v32": f"get_weather\n{ARGUMENTS}",
+    "hunyuan_a13b": f'{PREFACE}\n<tool_calls>[{{"name": "get_weather", "arguments": {ARGUMENTS}}}]</tool_calls>',
+    "internlm2": (f'{PREFACE}<|action_start|><|plugin|>\n{{"name": "get_weather", "parameters": {ARGUMENTS}}}'
+                  "<|action_end|>"),
+    "xlam": f'{PREFACE}\n```json\n[{{"name": "get_weather", "arguments": {ARGUMENTS}}}]\n```',
+})
 TOOL = {"name": "get_weather", "description": "The weather in a city.",
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
                        "required": ["city"]}}

@@ -112,10 +112,11 @@ def marker_length(parser_name: str, text: str) -> int:
     return max((len(marker) for marker in markers if marker and marker in text), default=0)
 
 
-def probed_tool_parser(render: Render) -> tuple[str, ProbeRendering] | None:
+def probed_tool_parser(render: Render, source: str = "") -> tuple[str, ProbeRendering] | None:
     """The parser that reads the probe call back, and the rendering it read; None if none does. Where several
     do (a lenient parser also reads another's markup), the one whose own markers the rendering shows wins, then
-    a format's parser over the generic recognisers."""
+    the one whose markers the template's source shows (a bare JSON list is Granite's and xLAM's alike: xLAM's
+    template says "make calls in a single JSON array"), then a format's parser over the generic recognisers."""
     order = sorted(name for name in REGISTRY if name not in GENERIC) + [n for n in GENERIC if n in REGISTRY]
     for call_id in CALL_IDS:
         rendering = render_probe(render, call_id)
@@ -123,7 +124,8 @@ def probed_tool_parser(render: Render) -> tuple[str, ProbeRendering] | None:
             continue
         readers = [name for name in order if reads_probe(name, rendering.output)]
         if readers:
-            best = max(readers, key=lambda name: (marker_length(name, rendering.output), -order.index(name)))
+            best = max(readers, key=lambda name: (marker_length(name, rendering.output), marker_length(name, source),
+                                                  -order.index(name)))
             return best, rendering
     return None
 
@@ -146,12 +148,17 @@ def family_reasoning(tool_parser: str, rendering: ProbeRendering | None, source:
 
 def detect_dialect(render: Render, source: str) -> Dialect:
     """The parsers the template speaks, and why."""
-    probed = probed_tool_parser(render)
-    markup = derive_markup(render) if probed is None or probed[0] == "json" else None
-    if markup is not None:
+    probed = probed_tool_parser(render, source)
+    marked = detect_tool_parser(source)
+    if probed is not None and probed[0] in GENERIC and marked not in (probed[0], "json"):
+        # Only a generic recogniser reads the history's calls, and the template teaches a format of its own (vLLM's
+        # Phi-4-mini template writes past calls as bare JSON and asks for functools[…]): the format it teaches.
+        tool_parser, rendering = marked, None
+        reason = f"only {probed[0]} reads the chat template's probe tool call; its markup names {marked}"
+    elif (markup := derive_markup(render) if probed is None or probed[0] == "json" else None) is not None:
         return Dialect("derived", None, f"derived from the template: its calls are written {markup.describe()}",
                        derived=markup)
-    if probed is not None:
+    elif probed is not None:
         tool_parser, rendering = probed
         reason = f"the chat template renders a probe tool call that {tool_parser} reads back"
     else:

@@ -12,7 +12,7 @@ import functools
 
 import json
 from datetime import datetime
-from typing import Any, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from jinja2 import TemplateError, nodes
 from jinja2.ext import Extension, loopcontrols
@@ -104,14 +104,62 @@ class ChatTemplate:
         return text
 
     def _render(self, variables: dict[str, Any]) -> str:
+        """Once more with the tools flat where a template reads a tool's fields at its top level and fails on the
+        OpenAI shape (Apertus's)."""
         try:
-            return self._template.render(**variables)
+            return self._render_arguments(variables)
         except (TemplateError, TypeError, KeyError, AttributeError):
-            # A template that reads a tool's fields at its top level fails on the OpenAI shape: once more, flat.
             flat = flat_tools(variables.get("tools"))
             if flat is None:
                 raise
-            return self._template.render(**{**variables, "tools": flat})
+            return self._render_arguments({**variables, "tools": flat})
+
+    def _render_arguments(self, variables: dict[str, Any]) -> str:
+        """Templates get a call's arguments as a mapping (prompt/messages.py) that prints as JSON (JsonArguments);
+        those written for arguments as JSON text (`'>' + arguments`: Functionary v3.1 / v3.2, DeepSeek R1) fail on
+        one, so they render again with each call's arguments as JSON text (what llama.cpp does for such templates)."""
+        messages = variables["messages"]
+        printable = _map_arguments(messages, JsonArguments)
+        try:
+            return self._template.render(**{**variables, "messages": printable or messages})
+        except TypeError:
+            as_text = _map_arguments(messages, _arguments_as_text)
+            if as_text is None:
+                raise
+            return self._template.render(**{**variables, "messages": as_text})
+
+
+class JsonArguments(dict):  # type: ignore[type-arg]
+    """A call's arguments as a template gets them: a mapping (`arguments | tojson`, `arguments.items()`) that prints
+    as the JSON text a client sent (`arguments | string`, `{{ arguments }}`: InternLM2's tool template), never as a
+    Python dict."""
+
+    def __str__(self) -> str:
+        return json.dumps(self, ensure_ascii=False)
+
+
+def _map_arguments(messages: list[dict[str, Any]], convert: Callable[[dict[str, Any]], Any]
+                   ) -> list[dict[str, Any]] | None:
+    """The messages with every tool call's mapping arguments converted; None: no call has any."""
+    changed, out = False, []
+    for message in messages:
+        calls = message.get("tool_calls") if isinstance(message, dict) else None
+        if not calls or not isinstance(calls, list):
+            out.append(message)
+            continue
+        rewritten = []
+        for call in calls:
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and isinstance(function.get("arguments"), dict):
+                changed = True
+                call = {**call, "function": {**function, "arguments": convert(function["arguments"])}}
+            rewritten.append(call)
+        out.append({**message, "tool_calls": rewritten})
+    return out if changed else None
+
+
+def _arguments_as_text(arguments: dict[str, Any]) -> str:
+    return json.dumps(arguments, ensure_ascii=False)
 
 
 def flat_tools(tools: list[dict] | None) -> list[dict] | None:

@@ -23,6 +23,11 @@ REGISTRY: dict[str, str] = {
     "magistral": "magistral:MagistralReasoningParser",
     "apertus": "apertus:ApertusReasoningParser",
 }
+# Command R7B / Command A (issue 43, second round).
+REGISTRY.update({
+    "command_r": "command_r:CommandRReasoningParser",
+    "hunyuan_a13b": "hunyuan:HunyuanReasoningParser",
+})
 
 
 def reasoning_parser_names() -> list[str]:

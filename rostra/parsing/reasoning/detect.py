@@ -22,6 +22,10 @@ class TemplateSign:
 
 
 SIGNS = (
+    # Command R7B / Command A: the template teaches <|START_THINKING|>…<|END_THINKING|> (reasoning/command_r.py).
+    TemplateSign(("<|START_THINKING|>",), "command_r", "the template writes <|START_THINKING|>"),
+    # Hunyuan-A13B: <think> beside its <tool_calls>[…] (reasoning/hunyuan.py: the answer in <answer>…</answer>).
+    TemplateSign(("<think>", "<tool_calls>["), "hunyuan_a13b", "Hunyuan's <tool_calls> and <think>"),
     # Magistral: the default system prompt teaches [THINK]…[/THINK] (unsloth-Magistral-Small-2509.jinja).
     TemplateSign(("[THINK]",), "magistral", "the template writes [THINK]"),
     # Kimi K2 Thinking: <think> beside Kimi's tool-call sections (moonshotai-Kimi-K2-Thinking.jinja).

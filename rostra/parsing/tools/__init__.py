@@ -31,12 +31,28 @@ REGISTRY: dict[str, str] = {
     "olmo3": "olmo3:Olmo3ToolParser",
     "step3": "step3:Step3ToolParser",
 }
+# Command R7B / Command A, Functionary (issue 43, second round).
+REGISTRY.update({
+    "command_r": "command_r:CommandRToolParser",
+    "functionary_v31": "functionary_v31:FunctionaryV31ToolParser",
+    "functionary_v32": "functionary_v32:FunctionaryV32ToolParser",
+    "hunyuan_a13b": "hunyuan:HunyuanToolParser",
+    "internlm2": "internlm2:InternLM2ToolParser",
+    "xlam": "xlam:XlamToolParser",
+})
 
 
 # A marker in a chat template that tells which format the model was trained to call tools in, most specific
 # first: Seed-OSS's template also contains `<function=`, GLM's also `<tool_call>`. Only a fallback: detection
 # renders a probe call through the template first (rostra/parsing/dialect.py).
 _TEMPLATE_MARKERS = [
+    # Issue 43, second round (before the markers of others that these templates also contain).
+    ("<|START_ACTION|>", "command_r"),  # Command R7B / A: <|START_ACTION|>[{"tool_name": …}]<|END_ACTION|>
+    ("<function=example_function_name>{", "functionary_v31"),  # Functionary v3.1's example call: JSON arguments
+    (">>>${recipient}", "functionary_v32"),  # Functionary v3.2: "Respond in this format:\n>>>${recipient}\n…"
+    ("<tool_calls>[", "hunyuan_a13b"),  # Hunyuan-A13B: <tool_calls>[{"name": …, "arguments": …}]</tool_calls>
+    ("<|action_start|><|plugin|>", "internlm2"),  # InternLM2 / 2.5: <|action_start|><|plugin|>{…}<|action_end|>
+    ("make calls in a single JSON array", "xlam"),  # xLAM-2's template: "When using tools, make calls in a single …"
     ("<seed:tool_call>", "seed_oss"),
     ("<minimax:tool_call>", "minimax_m2"),
     ("<arg_key>", "glm45"),

@@ -32,8 +32,14 @@ HEAD_STATE, ARGS, TAIL, CLOSED, DROPPED, WHOLE = "head", "args", "tail", "closed
 
 
 class CallStream:
-    def __init__(self, parser: ToolParser):
+    """`head`: the pattern of a call's head (group 1 its name, JSON-escaped; group 2 the first character of its
+    arguments), HEAD's `{"name": …, "arguments": ` unless a format names its keys otherwise; `opening`: what the
+    head begins with, so that a block that does not is known at once to be no such head ("": a name, say)."""
+
+    def __init__(self, parser: ToolParser, head: re.Pattern[str] = HEAD, opening: str = "{"):
         self.parser = parser
+        self.head = head
+        self.opening = opening
         self.state = HEAD_STATE
         self._head = ""
         self._index = -1
@@ -66,10 +72,10 @@ class CallStream:
 
     def _read_head(self, text: str) -> tuple[list[Event], str]:
         self._head += text
-        found = HEAD.match(self._head)
+        found = self.head.match(self._head)
         if not found:
             stripped = self._head.lstrip()
-            if len(self._head) > HEAD_LIMIT or (stripped and not stripped.startswith("{")):
+            if len(self._head) > HEAD_LIMIT or (stripped and not stripped.startswith(self.opening)):
                 self.state = WHOLE
             return [], ""
         try:
@@ -119,8 +125,9 @@ class CallListStream:
     anything that is not `,` / `]` between objects, ends the list: the rest is dropped.
     """
 
-    def __init__(self, parser: ToolParser, bracket: bool):
+    def __init__(self, parser: ToolParser, bracket: bool, head: re.Pattern[str] = HEAD):
         self.parser = parser
+        self.head = head  # each call's head (CallStream)
         self.started = False
         self.state = "before" if bracket else "item"  # before | item | call | after | done
         self._call: CallStream | None = None
@@ -140,7 +147,7 @@ class CallListStream:
             elif self.state == "item" and char == "{" and self._full():
                 self._stop("parallel_tool_calls is false")
             elif self.state == "item" and char == "{":
-                self.state, self._call = "call", CallStream(self.parser)
+                self.state, self._call = "call", CallStream(self.parser, self.head)
                 text = char + text
             elif self.state == "after" and char == ",":
                 self.state = "item"

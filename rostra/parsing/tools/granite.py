@@ -39,6 +39,8 @@ class GraniteToolParser(ToolParser):
 
     name = "granite"
     markers: tuple[str, ...] = MARKERS  # what opens a list of calls (phi4_mini.py reads the same shape after its own)
+    # What closes the block a marker opened (xlam.py: "```json" … "```"): dropped after the list, as markup.
+    closers: dict[str, str] = {}
 
     def __init__(self, tools: Sequence[ToolSpec], max_calls: int | None = None):
         super().__init__(tools, max_calls)
@@ -46,6 +48,7 @@ class GraniteToolParser(ToolParser):
         self._buf = ""  # not yet released; in marker/list it begins with the marker (or leading whitespace)
         self._marker_len = 0
         self._after_call = False  # text right after a list: whitespace-only so far is held
+        self._closer = ""  # what closes the block of the list being read or just read (closers)
         self._open = 0  # list: index in _buf of the opening bracket
         self._pos = 0  # list: next index of _buf to scan (scanning resumes, never restarts)
         self._depth = 0
@@ -82,22 +85,23 @@ class GraniteToolParser(ToolParser):
             if not body:
                 return False
             if body[0] == "[":
+                self._closer = ""
                 self._open_list(len(buf) - len(body))
             else:
                 self._state = _TEXT
             return True
         if self._state == _TEXT:
             if self._after_call:
-                if not buf.strip():
-                    return False
-                self._after_call = False
+                after = self._after_list(buf)
+                if after is not None:
+                    return after
             hits = [(at, marker) for marker in self.markers if (at := buf.find(marker)) >= 0]
             if not hits:
                 self._release(out, len(buf) - max(partial_suffix(buf, m) for m in self.markers))
                 return False
             at, marker = min(hits)
             self._release(out, at)
-            self._marker_len = len(marker)
+            self._marker_len, self._closer = len(marker), self.closers.get(marker, "")
             self._state = _MARKER
             return True
         if self._state == _MARKER:
@@ -111,6 +115,18 @@ class GraniteToolParser(ToolParser):
                 self._state = _TEXT
             return True
         return self._scan(out)
+
+    def _after_list(self, buf: str) -> bool | None:
+        """Right after a list: whitespace is held, and so is the closer of the marker's block, then dropped. A
+        step's result, or None: the text goes on as text."""
+        body = buf.lstrip()
+        if not body or (self._closer and self._closer.startswith(body)):
+            return False  # wait: whitespace only, or (part of) the closer
+        if self._closer and body.startswith(self._closer):
+            self._buf, self._closer = body[len(self._closer):], ""
+            return True
+        self._after_call, self._closer = False, ""
+        return None
 
     def _open_list(self, at: int) -> None:
         self._state = _LIST

@@ -13,9 +13,11 @@ does not parse or names an unknown tool. Text around the block is content.
 
 from __future__ import annotations
 
+import re
+
 from rostra.parsing.events import Event
 from rostra.parsing.tools.base import BlockStream, MarkupToolParser, ParsedCall, ToolParser, calls_from_json
-from rostra.parsing.tools.call_stream import CallListStream
+from rostra.parsing.tools.call_stream import HEAD, CallListStream
 
 
 class NemotronToolParser(MarkupToolParser):
@@ -34,8 +36,9 @@ class NemotronToolParser(MarkupToolParser):
 class ListOrObjectStream:
     """A block of JSON calls, a list or one object: which one is known from its first character."""
 
-    def __init__(self, parser: ToolParser):
+    def __init__(self, parser: ToolParser, head: re.Pattern[str] = HEAD):
         self.parser = parser
+        self.head = head  # each call's head (call_stream.CallStream)
         self._calls: CallListStream | None = None
         self._whole = False  # the block does not begin with "[" or "{": parsed whole at its end
 
@@ -53,7 +56,7 @@ class ListOrObjectStream:
             if text[0] not in "[{":
                 self._whole = True
                 return [], ""
-            self._calls = CallListStream(self.parser, bracket=text[0] == "[")
+            self._calls = CallListStream(self.parser, bracket=text[0] == "[", head=self.head)
         return self._calls.feed(text)
 
     def end(self) -> list[Event]:
