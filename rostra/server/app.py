@@ -18,6 +18,7 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from rostra import __version__, generation_defaults
 from rostra.api.batches.service import BatchesService
+from rostra.api.decisions.service import DecisionsService
 from rostra.api.embeddings.service import EmbeddingsService
 from rostra.api.messages.service import MessagesService
 from rostra.api.responses.conversations import ConversationsService
@@ -80,6 +81,7 @@ def build_context(settings: Settings, store: ResponseStore, specs: list[ModelSpe
         bundle.services.add(MessagesService(bundle.chat, sealer,
                                             keep_attribution=spec.settings.keep_attribution_line))
         bundle.services.add(EmbeddingsService(engine, bundle.served_names))
+        bundle.services.add(DecisionsService(bundle.chat))
         return bundle
 
     def on_change(slot: ModelSlot) -> None:
