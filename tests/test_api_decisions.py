@@ -13,6 +13,7 @@ from openai import OpenAI
 from harness import BASE_URL, MODEL, served
 
 SCRIPT = [
+    {"match": r"\[image 24x16\]", "output": "Yes"},  # the scripted engine's text for a 24x16 image
     {"match": "charged more than once", "output": "Yes"},
     {"match": "Classify the support ticket", "output": "billing"},
     {"match": "How urgent", "output": "high"},
@@ -110,3 +111,15 @@ def test_a_tool_output_without_its_call_and_an_unknown_model(client):
         client.decisions.create(model=MODEL, input="x", questions=[{"type": "predicate", "instructions": "x"}],
                                 extra_body={"temperature": 0})
     assert caught.value.body["param"] == "temperature"
+
+
+def test_an_image_in_the_input_reaches_the_prompt(client):
+    """The scripted engine sees an image as its placeholder text: its script answers Yes only when the question's
+    prompt holds the image."""
+    from images import png_data_url
+
+    decision = client.decisions.create(model=MODEL, questions=[
+        {"type": "predicate", "instructions": "The picture is small."}],
+        input=[{"role": "user", "content": [{"type": "input_text", "text": "Look:"},
+                                            {"type": "input_image", "image_url": png_data_url(24, 16)}]}])
+    assert decision.answers[0].probability == pytest.approx(1.0, abs=1e-6)
