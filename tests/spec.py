@@ -1,7 +1,8 @@
 """Validation against OpenAI's OpenAPI spec (tests/spec/openapi.json, vendored) and the SDK's types.
 
 The spec is OAS 3.1 but still writes `nullable: true`; it is read here as "or null". One gap is filled
-(`_usage_until_finished`): a Response's `usage` is null until it finishes, as OpenAI's own API sends it.
+(`_usage_until_finished`): a Response's `usage` is null until it finishes, as OpenAI's own API sends it; and
+its `user` is null when not given (`_user_or_null`).
 """
 
 from __future__ import annotations
@@ -44,9 +45,19 @@ def _usage_until_finished(spec: dict) -> dict:
     return spec
 
 
+def _user_or_null(spec: dict) -> dict:
+    """A Response's deprecated `user` is typed a string, but OpenAI's responses carry `"user": null` when none was
+    given (its API reference's example objects), and Open Responses' schema requires the key, string or null."""
+    user = spec["components"]["schemas"]["ModelResponseProperties"]["properties"]["user"]
+    spec["components"]["schemas"]["ModelResponseProperties"]["properties"]["user"] = {
+        "anyOf": [user, {"type": "null"}]}
+    return spec
+
+
 def spec_as_served() -> dict:
-    """The vendored spec, read as this module reads it (nullable as null, usage null until finished)."""
-    return _usage_until_finished(_nullable_as_null(copy.deepcopy(json.loads(SPEC_PATH.read_text()))))
+    """The vendored spec, read as this module reads it (nullable as null, usage null until finished, user null
+    when not given)."""
+    return _user_or_null(_usage_until_finished(_nullable_as_null(copy.deepcopy(json.loads(SPEC_PATH.read_text())))))
 
 
 @lru_cache(maxsize=1)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
+from contextlib import aclosing
+from dataclasses import replace
 from types import MappingProxyType
 from typing import AsyncGenerator, AsyncIterator, Literal, Mapping, Protocol
 
-from rostra.core import EngineOutput, ModelInfo, Prompt, PromptImage, SamplingParams
+from rostra.core import EngineOutput, ModelInfo, Prompt, PromptImage, SamplingParams, TokenStep
 from rostra.errors import InvalidRequest
 
 class RelayedStream(Protocol):
@@ -146,6 +148,37 @@ class Engine(abc.ABC):
         image counts as the tokens the engine gives it, not as its marker's text; a 400 for images and markers
         that do not pair up. Engines that take images compute it."""
         return len(prompt.token_ids)
+
+    async def score_continuations(self, request_id: str, prompt: Prompt,
+                                  continuations: list[list[int]]) -> list[list[float]]:
+        """Teacher forcing: for each continuation, the logprob of each of its tokens after the prompt and the
+        continuation's tokens before it, from the model's own distribution (nothing sampled; the Decisions API's
+        answers). By default each continuation is scored as the tail of a prompt (`prompt_logprobs`): engines with
+        a prefix cache read the shared prompt once. Engines that can read it more cheaply override it."""
+        if not self.scores_prompts:
+            raise InvalidRequest(f"the {self.engine_name} engine cannot score tokens, so it cannot answer decisions",
+                                 param="model")
+        scored: list[list[float]] = []
+        for index, continuation in enumerate(continuations):
+            steps = await self._scored_prompt(f"{request_id}-{index}",
+                                              replace(prompt, token_ids=[*prompt.token_ids, *continuation]))
+            tail = steps[len(prompt.token_ids):]
+            if len(tail) != len(continuation) or any(step is None or step.logprob is None for step in tail):
+                raise EngineError("the engine did not score every token of the answer")
+            scored.append([step.logprob for step in tail if step is not None and step.logprob is not None])
+        return scored
+
+    async def _scored_prompt(self, request_id: str, prompt: Prompt) -> tuple[TokenStep | None, ...]:
+        params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
+        scores: tuple[TokenStep | None, ...] | None = None
+        async with aclosing(self.generate(request_id, prompt, params)) as outputs:
+            async for output in outputs:
+                if output.prompt_logprobs is not None:
+                    scores = output.prompt_logprobs
+                    break  # the one token it would sample is not needed: closing the stream aborts it
+        if scores is None:
+            raise EngineError("the engine did not score the prompt")
+        return scores
 
     def speculative_tokens(self) -> tuple[int, int] | None:
         """Draft tokens proposed and accepted so far, where the engine drafts (speculative decoding); else None."""

@@ -35,9 +35,9 @@ import logging
 import os
 import secrets
 import time
-from contextlib import aclosing
+from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
-from typing import Any, AsyncGenerator, Callable
+from typing import Any, AsyncGenerator, AsyncIterator, Callable
 
 import xllamacpp
 
@@ -494,6 +494,23 @@ class LlamaCppEngine(Engine):
 
     async def _score(self, request_id: str, prompt: Prompt, top_n: int) -> tuple[TokenStep | None, ...]:
         """The prompt's logprobs, computed in the slot its generation will pick (it then holds the prompt)."""
+        async with self._scorer(request_id, prompt, top_n) as scorer:
+            return await scorer.score(prompt.token_ids)
+
+    async def score_continuations(self, request_id: str, prompt: Prompt,
+                                  continuations: list[list[int]]) -> list[list[float]]:
+        """Each continuation forced after the prompt in one slot (llamacpp_scoring.py): the slot's cache holds the
+        prompt after the first, so each further one costs its own tokens only. Images too (a multimodal prompt)."""
+        head: list[int] | dict = multimodal_prompt(prompt) if prompt.images else prompt.token_ids
+        async with self._scorer(request_id, prompt, 0) as scorer:
+            if not prompt.images and len(prompt.token_ids) > 1:
+                await scorer.warm(prompt.token_ids[:-1])
+            return [[step.logprob for step in await scorer.continuation(head, continuation) if step.logprob is not None]
+                    for continuation in continuations]
+
+    @asynccontextmanager
+    async def _scorer(self, request_id: str, prompt: Prompt, top_n: int) -> AsyncIterator[PromptScorer]:
+        """A scorer whose requests go to the slot that `prompt` routes to, held until the block ends."""
         loopback, slots = self._route(True)
         self._running.add(request_id)
         try:
@@ -504,7 +521,7 @@ class LlamaCppEngine(Engine):
                     slot.reuses = True  # what the slot holds now is this prompt's own
                     return reply
 
-                return await PromptScorer(post, top_n, self._end_ids, self.token_bytes).score(prompt.token_ids)
+                yield PromptScorer(post, top_n, self._end_ids, self.token_bytes)
         except LoopbackError as exc:
             raise EngineError(str(exc)) from exc
         finally:

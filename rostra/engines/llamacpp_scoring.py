@@ -9,6 +9,9 @@ end-of-generation token, which llama.cpp's grammars never let through mid-gramma
 logit bias (its request stops right after it). A run whose grammar llama.cpp still refuses (a token it
 counts as end-of-generation that the GGUF does not name) is scored token by token the same way.
 
+A continuation (the Decisions API's answer labels) is scored the same way after a prompt the slot then caches:
+each label costs its own tokens' steps, the shared prompt is evaluated once.
+
 Cost: one decoding step per prompt token (no batched prefill: llama.cpp gives no logits for the positions
 inside a prompt), so scoring a prompt takes about as long as generating that many tokens. The runs go to
 the slot the generation then uses, whose cache then holds the prompt: the generation reads none of it again.
@@ -57,20 +60,34 @@ class PromptScorer:
             steps += await self._run(token_ids, start, end)
         return tuple(steps)
 
+    async def warm(self, prefix: list[int]) -> None:
+        """`prefix` evaluated into the slot's cache (the one token sampled after it is dropped). Continuations then
+        scored after `prefix` plus one more token each start the same way: the cached prefix, that token decoded
+        alone. Their first tokens' logprobs come from one computation, not from a batched prefill for the first
+        and a single-token decode for the others (llama.cpp's logits differ between the two in the last digits,
+        enough to move probabilities by a few hundredths on a small quantized model)."""
+        await self.post({"prompt": prefix, "n_predict": 1, "temperature": 0.0, "stream": False, "cache_prompt": True})
+
     async def _run(self, token_ids: list[int], start: int, end: int) -> list[TokenStep]:
-        forced = token_ids[start:end]
+        return await self.continuation(token_ids[:start], token_ids[start:end])
+
+    async def continuation(self, prompt: list[int] | dict[str, Any], forced: list[int]) -> list[TokenStep]:
+        """The steps of `forced` (ordinary tokens, or one end-of-generation token) made to follow `prompt`: token
+        ids, or llama.cpp's multimodal prompt (text and images), whose tokens cannot be extended one by one."""
         if len(forced) == 1:
-            return await self._request(token_ids[:start], forced, {"logit_bias": [[forced[0], FORCING_BIAS]]})
+            return await self._request(prompt, forced, {"logit_bias": [[forced[0], FORCING_BIAS]]})
         try:
-            return await self._request(token_ids[:start], forced,
+            return await self._request(prompt, forced,
                                        {"grammar": "root ::= " + " ".join(f"<[{token}]>" for token in forced)})
         except EngineError:
+            if isinstance(prompt, dict):
+                raise
             steps: list[TokenStep] = []
-            for position in range(start, end):
-                steps += await self._run(token_ids, position, position + 1)
+            for position in range(len(forced)):
+                steps += await self.continuation(prompt + forced[:position], forced[position:position + 1])
             return steps
 
-    async def _request(self, prefix: list[int], forced: list[int], forcing: dict[str, Any]) -> list[TokenStep]:
+    async def _request(self, prefix: list[int] | dict[str, Any], forced: list[int], forcing: dict[str, Any]) -> list[TokenStep]:
         body = {"prompt": prefix, "n_predict": len(forced), "n_probs": max(1, self.top_n),
                 "post_sampling_probs": False, "temperature": 0.0, "return_tokens": True, "stream": False,
                 "cache_prompt": True, "ignore_eos": False, **forcing}

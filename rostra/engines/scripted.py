@@ -90,6 +90,9 @@ def pick_output(script: list[ScriptLine], text: str, role: str | None,
     return (line.output, line.delay_ms) if line else (text, 0.0)
 
 
+UNSCRIPTED_LOGPROB = -20.0  # a token off the script's answer: e^-20, as good as never
+
+
 class ScriptedEngine(Engine):
     # A script is certain of every token, the prompt's too: prompt logprobs are 0 (the shapes are real).
     scores_prompts = True
@@ -164,6 +167,15 @@ class ScriptedEngine(Engine):
                 )
         finally:
             self._running.pop(request_id, None)
+
+    async def score_continuations(self, request_id: str, prompt: Prompt,
+                                  continuations: list[list[int]]) -> list[list[float]]:
+        """The script's answer to the prompt is certain: a token that follows it scores 0, any other
+        UNSCRIPTED_LOGPROB (deterministic decisions: the scripted answer's label gets all but a trace)."""
+        line = pick_line(self.script, prompt.last_message_text, prompt.last_message_role)
+        answer = await asyncio.to_thread(self.tokenizer.encode, line.output if line else prompt.last_message_text)
+        return [[0.0 if position < len(answer) and answer[position] == token else UNSCRIPTED_LOGPROB
+                 for position, token in enumerate(continuation)] for continuation in continuations]
 
     @staticmethod
     async def _pause(delay_ms: float, cancelled: asyncio.Event) -> None:

@@ -18,6 +18,7 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from rostra import __version__, generation_defaults
 from rostra.api.batches.service import BatchesService
+from rostra.api.decisions.service import DecisionsService
 from rostra.api.embeddings.service import EmbeddingsService
 from rostra.api.messages.service import MessagesService
 from rostra.api.rerank.service import RerankService
@@ -90,6 +91,7 @@ def build_context(settings: Settings, store: ResponseStore, specs: list[ModelSpe
                                             keep_attribution=spec.settings.keep_attribution_line))
         bundle.services.add(EmbeddingsService(engine, bundle.served_names))
         bundle.services.add(RerankService(engine, bundle.served_names))
+        bundle.services.add(DecisionsService(bundle.chat))
         return bundle
 
     def on_change(slot: ModelSlot) -> None:

@@ -501,8 +501,10 @@ def base_response(request: CreateResponseRequest, tools: list[Tool],
         "conversation": {"id": conversation_id(request)} if request.conversation else None,
         "text": {"format": (request.text.format if request.text and request.text.format else {"type": "text"})},
         "usage": None,  # set when it finishes
-        # OpenAI's schema types `user` as a string, never null: absent unless given.
-        **({"user": request.user} if request.user is not None else {}),
+        # Null unless given, as OpenAI's own response objects carry it (its API reference's examples) and Open
+        # Responses' schema requires it; OpenAI's OpenAPI file types it a string only (tests/spec.py reads it as
+        # OpenAI sends it).
+        "user": request.user,
         **({"ignored_tools": ignored} if (ignored := ignored_tools(tools)) else {}),
     }
 

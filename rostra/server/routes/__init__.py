@@ -7,6 +7,7 @@ from typing import Callable
 from rostra.http.envelopes import ErrorEnvelopes
 
 from rostra.api.batches import routes as batches
+from rostra.api.decisions import routes as decisions
 from rostra.api.embeddings import routes as embeddings
 from rostra.api.messages import routes as messages
 from rostra.api.rerank import routes as rerank
@@ -18,6 +19,7 @@ from rostra.server.routes import admin, completions, models, ops, tokenize
 
 ROUTERS = [ops.router, models.router, completions.router, responses.router,
            responses_transports.router, tokenize.router, admin.router,
-           messages.router, embeddings.router, rerank.router, batches.router, usage.router, playground_router]
+           messages.router, embeddings.router, rerank.router, decisions.router, batches.router, usage.router,
+           playground_router]
 
 ENVELOPES: list[Callable[[ErrorEnvelopes], None]] = [messages.register_envelope]
