@@ -9,9 +9,8 @@ parsing, rendering) happens once, in rostra's pipeline, for every engine alike.
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass
 from contextlib import aclosing
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import AsyncGenerator, AsyncIterator, Literal, Mapping, Protocol
 
