@@ -11,11 +11,12 @@ from rostra.api.embeddings import routes as embeddings
 from rostra.api.messages import routes as messages
 from rostra.api.responses import routes as responses
 from rostra.api.responses import transports as responses_transports
+from rostra.api.vector_stores import routes as vector_stores
 from rostra.playground.routes import router as playground_router
 from rostra.server.routes import admin, completions, models, ops, tokenize
 
 ROUTERS = [ops.router, models.router, completions.router, responses.router,
            responses_transports.router, tokenize.router, admin.router,
-           messages.router, embeddings.router, batches.router, playground_router]
+           messages.router, embeddings.router, batches.router, vector_stores.router, playground_router]
 
 ENVELOPES: list[Callable[[ErrorEnvelopes], None]] = [messages.register_envelope]
