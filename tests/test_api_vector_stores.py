@@ -1,5 +1,5 @@
 """The vector stores API (issue 47) driven by the openai SDK end to end, in-process: a scripted chat model beside
-all-MiniLM-L6-v2 (the embedding model the embeddings tests use), a real SQLite store, files uploaded through the
+all-MiniLM-L6-v2 (the embedding model the embeddings tests use), a real SQLite store (and a PostgreSQL one), files uploaded through the
 Files API, indexed in the background. Bodies are checked against OpenAI's spec."""
 
 from __future__ import annotations
@@ -31,11 +31,13 @@ def models_config(directory: Path, minilm: Path) -> str:
     return str(config)
 
 
-@pytest.fixture(scope="module")
-def http(tmp_path_factory, minilm_checkpoint):
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def http(request, tmp_path_factory, minilm_checkpoint):
+    """The server on SQLite, then on a PostgreSQL database of its own."""
     directory = tmp_path_factory.mktemp("vector-stores")
+    store = request.getfixturevalue("postgres").new_database() if request.param == "postgres" else None
     with served(directory, [], models_config=models_config(directory, minilm_checkpoint),
-                api_keys=[KEY_A, KEY_B], threads=1) as client:
+                api_keys=[KEY_A, KEY_B], threads=1, store=store) as client:
         yield client
 
 
