@@ -4,12 +4,14 @@ Files API, indexed in the background. Bodies are checked against OpenAI's spec."
 
 from __future__ import annotations
 
+import asyncio
+import json
 import time
 from pathlib import Path
 
 import httpx
 import pytest
-from openai import BadRequestError, NotFoundError, OpenAI
+from openai import AsyncOpenAI, BadRequestError, NotFoundError, OpenAI
 
 from harness import BASE_URL, served, write_script
 from spec import validate
@@ -23,10 +25,19 @@ DOCS = {
 }
 
 
+# The scripted model calls file_search for the question, and answers from what the search found (hermes calls).
+SCRIPT = [
+    {"match": "Which animal purrs", "output": '<tool_call>{"name": "file_search", "arguments": '
+                                               '{"query": "which animal purrs"}}</tool_call>'},
+    {"match": r"\[cats\.md\]", "role": "tool", "output": "A cat purrs when content [cats.md]."},
+]
+
+
 def models_config(directory: Path, minilm: Path) -> str:
-    script = write_script(directory, [])
+    script = write_script(directory, SCRIPT)
     config = directory / "models.yaml"
     config.write_text(f"models:\n  - name: scripted\n    engine: scripted\n    script: {script}\n"
+                      "    tool_call_parser: hermes\n"
                       f"  - name: minilm\n    engine: transformers\n    model: {minilm}\n    task: embed\n")
     return str(config)
 
@@ -211,3 +222,73 @@ def test_without_an_embedding_model_adding_a_file_is_a_400_naming_the_flag(tmp_p
         with pytest.raises(BadRequestError) as refused:
             client.vector_stores.files.create(vector_store_id=store.id, file_id=file_id)
         assert "--vector-store-model" in refused.value.message and "--task embed" in refused.value.message
+
+
+# -- file_search in the Responses API -----------------------------------------------------------------------------
+
+def file_search_tool(store_id: str, **options) -> dict:
+    return {"type": "file_search", "vector_store_ids": [store_id], **options}
+
+
+def test_file_search_runs_in_a_response_with_results_and_a_citation(http, library):
+    store_id, ids = library
+    client = sdk(http)
+    response = client.responses.create(model="scripted", input="Which animal purrs?",
+                                       tools=[file_search_tool(store_id, max_num_results=2)],
+                                       include=["file_search_call.results"])
+    body = response.model_dump(mode="json", exclude_none=True)
+    validate("Response", raw(http, "GET", f"/v1/responses/{response.id}").json())
+    call, message = response.output
+    assert (call.type, call.status, call.queries) == ("file_search_call", "completed", ["which animal purrs"])
+    assert call.results[0].file_id == ids["cats.md"] and len(call.results) <= 2 and "purrs" in call.results[0].text
+    text = message.content[0]
+    assert text.text == "A cat purrs when content [cats.md]."
+    (citation,) = text.annotations
+    assert (citation.type, citation.file_id, citation.filename) == ("file_citation", ids["cats.md"], "cats.md")
+    assert citation.index == text.text.index("[cats.md]") + len("[cats.md]")
+    assert body["tools"][0]["type"] == "file_search"
+    without = client.responses.create(model="scripted", input="Which animal purrs?",
+                                      tools=[file_search_tool(store_id)])
+    assert without.output[0].results is None  # results only when include asks for them
+
+
+def test_file_search_streams_its_events(http, library):
+    store_id, ids = library
+    answer = raw(http, "POST", "/v1/responses", json={
+        "model": "scripted", "input": "Which animal purrs?", "stream": True,
+        "tools": [file_search_tool(store_id, filters={"type": "eq", "key": "kind", "value": "md"})]})
+    events = [json.loads(line[len("data: "):]) for line in answer.text.splitlines() if line.startswith("data: ")]
+    for event in events:
+        validate("ResponseStreamEvent", event)
+    kinds = [event["type"] for event in events]
+    assert [kind for kind in kinds if kind.startswith("response.file_search_call")] == [
+        "response.file_search_call.in_progress", "response.file_search_call.searching",
+        "response.file_search_call.completed"]
+    (added,) = [event for event in events if event["type"] == "response.output_text.annotation.added"]
+    assert added["annotation"]["file_id"] == ids["cats.md"]
+    assert kinds.index("response.output_text.annotation.added") < kinds.index("response.output_text.done")
+    final = events[-1]["response"]
+    assert final["output"][-1]["content"][0]["annotations"] == [added["annotation"]]
+
+
+def test_file_search_over_another_keys_store_is_a_404(http, library):
+    store_id, _ = library
+    with pytest.raises(NotFoundError) as refused:
+        sdk(http, KEY_B).responses.create(model="scripted", input="Which animal purrs?",
+                                          tools=[file_search_tool(store_id)])
+    assert refused.value.body["param"] == "tools[0].vector_store_ids"
+
+
+def test_the_agents_sdks_file_search_tool(http, library):
+    from agents import Agent, FileSearchTool, OpenAIResponsesModel, RunConfig, Runner
+
+    store_id, ids = library
+    client = AsyncOpenAI(base_url=f"{BASE_URL}/v1", api_key=KEY_A, max_retries=0,
+                         http_client=httpx.AsyncClient(transport=http._transport, base_url=BASE_URL))
+    agent = Agent(name="librarian", instructions="Answer from the files.",
+                  model=OpenAIResponsesModel("scripted", client),
+                  tools=[FileSearchTool(vector_store_ids=[store_id], max_num_results=3, include_search_results=True)])
+    result = asyncio.run(Runner.run(agent, "Which animal purrs?", run_config=RunConfig(tracing_disabled=True)))
+    assert result.final_output == "A cat purrs when content [cats.md]."
+    calls = [item.raw_item for item in result.new_items if getattr(item.raw_item, "type", "") == "file_search_call"]
+    assert calls and calls[0].results[0].file_id == ids["cats.md"]

@@ -167,6 +167,7 @@ def create_app(engine: Engine | None, settings: Settings, store: ResponseStore,
     app.state.batches = build_batches(app, settings, store, context.admission, context.models)
     context.services.get(ResponsesService).files = app.state.batches  # input_image and input_file parts by file_id
     app.state.vector_stores = build_vector_stores(settings, store, app.state.batches, context.models)
+    context.services.get(ResponsesService).file_searcher = app.state.vector_stores  # the file_search tool
     envelopes = ErrorEnvelopes()
     for register in ENVELOPES:  # each API whose clients read an error envelope of their own
         register(envelopes)

@@ -125,7 +125,7 @@ class SqliteVectorStores(VectorStores):
 
     async def list_files(self, store_id: str, *, after: str | None, limit: int, order: str, status: str | None,
                          batch_id: str | None = None) -> tuple[list[VectorStoreFile], bool]:
-        where, params = "store_id = ?", (store_id,)
+        where, params = "store_id = ?", tuple[str, ...]((store_id,))
         if status is not None:
             where, params = f"{where} AND status = ?", (*params, status)
         if batch_id is not None:

@@ -3,11 +3,13 @@ embedder.py cuts the text by it."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rostra.errors import InvalidRequest
 from rostra.store.vector_objects import ChunkingStrategy, StaticChunking
 
 
-def chunking_strategy(value: dict | None, param: str) -> ChunkingStrategy:
+def chunking_strategy(value: dict[str, Any] | None, param: str) -> ChunkingStrategy:
     """A request's `chunking_strategy` (None or auto: static 800/400), within OpenAI's bounds."""
     if value is None or value.get("type") == "auto":
         if value is not None and set(value) != {"type"}:

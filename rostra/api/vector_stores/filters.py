@@ -32,8 +32,8 @@ class Comparison:
         if not present or isinstance(have, bool) != isinstance(self.value, bool) or \
                 isinstance(have, str) != isinstance(self.value, str):
             return False
-        return {"gt": have > self.value, "gte": have >= self.value, "lt": have < self.value,
-                "lte": have <= self.value}[self.op]
+        return bool({"gt": have > self.value, "gte": have >= self.value, "lt": have < self.value,
+                     "lte": have <= self.value}[self.op])
 
 
 @dataclass(frozen=True)

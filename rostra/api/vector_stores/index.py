@@ -81,7 +81,7 @@ class SearchIndex:
         """Each chunk's score: the best over the queries (`vectors` their unit embeddings, one per row)."""
         cosine = np.clip(self.matrix @ vectors.T, 0.0, 1.0)  # (chunks, queries)
         if weights is None:
-            return cosine.max(axis=1)
+            return np.asarray(cosine.max(axis=1))
         total = weights.embedding + weights.text
         fused = np.zeros(len(self.rows), dtype=np.float32)
         for column, query in enumerate(queries):
@@ -91,7 +91,7 @@ class SearchIndex:
                 keyword /= best
             score = (weights.embedding * cosine[:, column] + weights.text * keyword) / total
             np.maximum(fused, score, out=fused)
-        return fused
+        return fused  # type: ignore[no-any-return]
 
     def search(self, vectors: np.ndarray, queries: Sequence[str], limit: int, threshold: float = 0.0,
                weights: Weights | None = Weights(),

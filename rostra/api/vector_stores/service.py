@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from rostra.api.vector_stores.chunking import chunking_strategy
@@ -68,10 +70,10 @@ class VectorStoresService:
             await self._attach(store, file_id, tenant, strategy, None, None)
         return await self.live(store)
 
-    async def get_store(self, store_id: str, tenant: Tenant) -> VectorStore:
+    async def get_store(self, store_id: str, tenant: Tenant, param: str = "vector_store_id") -> VectorStore:
         store = await self.store.get_store(store_id, tenant)
         if store is None:
-            raise NotFound(f"No vector store found with id '{store_id}'.", param="vector_store_id")
+            raise NotFound(f"No vector store found with id '{store_id}'.", param=param)
         return store
 
     async def live(self, store: VectorStore) -> dict[str, Any]:
@@ -233,6 +235,28 @@ class VectorStoresService:
         hits = await self.search_stores([store_id], options, tenant)
         return {"object": "vector_store.search_results.page", "search_query": list(options.queries),
                 "data": [result_item(hit) for hit in hits], "has_more": False, "next_page": None}
+
+    async def file_search_run(self, tool: dict[str, Any], tenant: Tenant, param: str
+                              ) -> Callable[[list[str]], Awaitable[list[dict[str, Any]]]]:
+        """The search a Responses `file_search` tool stands for (rostra/api/responses/file_search.py): its stores
+        (visible to `tenant`) and options checked now, before the response runs."""
+        store_ids = tool.get("vector_store_ids")
+        if not isinstance(store_ids, list) or not store_ids or not all(isinstance(item, str) for item in store_ids):
+            raise InvalidRequest("file_search needs vector_store_ids, a list of vector store ids",
+                                 param=f"{param}.vector_store_ids")
+        for store_id in store_ids:
+            await self.get_store(store_id, tenant, f"{param}.vector_store_ids")
+        prefix = f"{param}."
+        base = search_options("-", tool.get("max_num_results"), tool.get("filters"), tool.get("ranking_options"),
+                              prefix)
+        self.embedder.model_name()
+
+        async def run(queries: list[str]) -> list[dict[str, Any]]:
+            hits = await self.search_stores(store_ids, replace(base, queries=tuple(queries)), tenant,
+                                            f"{param}.vector_store_ids")
+            return [{"file_id": hit.row.file_id, "filename": hit.row.filename, "score": round(hit.score, 6),
+                     "text": hit.row.text, "attributes": hit.row.attributes} for hit in hits]
+        return run
 
     async def search_stores(self, store_ids: list[str], options: SearchOptions, tenant: Tenant,
                             param: str = "vector_store_id") -> list[Hit]:
