@@ -283,8 +283,9 @@ def test_the_agents_sdks_file_search_tool(http, library):
     from agents import Agent, FileSearchTool, OpenAIResponsesModel, RunConfig, Runner
 
     store_id, ids = library
-    client = AsyncOpenAI(base_url=f"{BASE_URL}/v1", api_key=KEY_A, max_retries=0,
-                         http_client=httpx.AsyncClient(transport=http._transport, base_url=BASE_URL))
+    # The Agents SDK is async: its client reaches the same app (running under the TestClient) over ASGI.
+    client = AsyncOpenAI(base_url=f"{BASE_URL}/v1", api_key=KEY_A, max_retries=0, http_client=httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=http.app), base_url=BASE_URL, timeout=60))
     agent = Agent(name="librarian", instructions="Answer from the files.",
                   model=OpenAIResponsesModel("scripted", client),
                   tools=[FileSearchTool(vector_store_ids=[store_id], max_num_results=3, include_search_results=True)])
