@@ -59,6 +59,14 @@ class SearchIndex:
                          for term, (where, counts) in postings.items()}
         self.lengths = lengths
         self.average_length = float(lengths.mean()) if len(lengths) else 1.0
+        # Each chunk's file, numbered (a filter is decided once per file, then spread to its chunks by this).
+        numbers: dict[str, int] = {}
+        self.file_attributes: list[Attributes | None] = []
+        for row in self.rows:
+            if row.file_id not in numbers:
+                numbers[row.file_id] = len(numbers)
+                self.file_attributes.append(row.attributes)
+        self.file_of = np.asarray([numbers[row.file_id] for row in self.rows], dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -110,14 +118,8 @@ class SearchIndex:
 
     def _mask(self, keep: Callable[[Attributes | None], bool]) -> np.ndarray:
         """Which chunks' files `keep` takes (decided once per file)."""
-        decided: dict[str, bool] = {}
-        mask = np.zeros(len(self.rows), dtype=bool)
-        for number, row in enumerate(self.rows):
-            taken = decided.get(row.file_id)
-            if taken is None:
-                taken = decided[row.file_id] = keep(row.attributes)
-            mask[number] = taken
-        return mask
+        files = np.asarray([keep(attributes) for attributes in self.file_attributes], dtype=bool)
+        return files[self.file_of] if len(files) else np.zeros(len(self.rows), dtype=bool)
 
 
 def unit(vectors: Sequence[Sequence[float]]) -> np.ndarray:
