@@ -4,7 +4,6 @@ Files API, indexed in the background. Bodies are checked against OpenAI's spec."
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from pathlib import Path
@@ -283,13 +282,18 @@ def test_the_agents_sdks_file_search_tool(http, library):
     from agents import Agent, FileSearchTool, OpenAIResponsesModel, RunConfig, Runner
 
     store_id, ids = library
-    # The Agents SDK is async: its client reaches the same app (running under the TestClient) over ASGI.
-    client = AsyncOpenAI(base_url=f"{BASE_URL}/v1", api_key=KEY_A, max_retries=0, http_client=httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=http.app), base_url=BASE_URL, timeout=60))
-    agent = Agent(name="librarian", instructions="Answer from the files.",
-                  model=OpenAIResponsesModel("scripted", client),
-                  tools=[FileSearchTool(vector_store_ids=[store_id], max_num_results=3, include_search_results=True)])
-    result = asyncio.run(Runner.run(agent, "Which animal purrs?", run_config=RunConfig(tracing_disabled=True)))
+    agent_tools = [FileSearchTool(vector_store_ids=[store_id], max_num_results=3, include_search_results=True)]
+
+    async def run():
+        # The Agents SDK is async: it runs on the app's own event loop (the TestClient's portal; the PostgreSQL
+        # pool belongs to that loop), its client reaching the app over ASGI.
+        client = AsyncOpenAI(base_url=f"{BASE_URL}/v1", api_key=KEY_A, max_retries=0, http_client=httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=http.app), base_url=BASE_URL, timeout=60))
+        agent = Agent(name="librarian", instructions="Answer from the files.",
+                      model=OpenAIResponsesModel("scripted", client), tools=agent_tools)
+        return await Runner.run(agent, "Which animal purrs?", run_config=RunConfig(tracing_disabled=True))
+
+    result = http.portal.call(run)
     assert result.final_output == "A cat purrs when content [cats.md]."
     calls = [item.raw_item for item in result.new_items if getattr(item.raw_item, "type", "") == "file_search_call"]
     assert calls and calls[0].results[0].file_id == ids["cats.md"]
