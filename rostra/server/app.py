@@ -25,6 +25,7 @@ from rostra.api.rerank.service import RerankService
 from rostra.api.responses.conversations import ConversationsService
 from rostra.api.responses.mcp.tools import McpPolicy, parse_tool_servers
 from rostra.api.responses.service import ResponsesService
+from rostra.api.vector_stores.service import VectorStoresService
 from rostra.config import Settings
 from rostra.engines.base import Engine
 from rostra.engines.registry import build_engine
@@ -47,6 +48,7 @@ from rostra.models.manager import ModelManager, ModelSlot
 from rostra.models.specs import ModelSpec
 from rostra.playground import routes as playground
 from rostra.server.batches import build_batches
+from rostra.server.vector_stores import build_vector_stores
 from rostra.server.routes import ENVELOPES, ROUTERS
 from rostra.server.usage import open_usage_store
 from rostra.service_set import ServiceSet
@@ -130,19 +132,24 @@ def single_model_spec(engine: Engine, settings: Settings) -> ModelSpec:
 async def lifespan(app: FastAPI):
     context: ServerContext = app.state.rostra
     batches: BatchesService = app.state.batches
+    vector_stores: VectorStoresService = app.state.vector_stores
     responses = context.services.get(ResponsesService)
     await context.store.open()
     await batches.store.open()
     await context.usage.store.open()
+    await vector_stores.store.open()
     await responses.start()  # recovery, then lease keeping (several replicas may share the store)
     try:
         await context.models.start()  # the preloaded models (a classic server's one model)
         batches.worker.start()  # batch lines run behind online requests, from now on
+        vector_stores.indexer.start()  # files left in progress (by a process that died too) are indexed
         yield
     finally:
+        await vector_stores.indexer.stop()  # a file it was indexing is taken over once its lease expires
         await batches.worker.stop()  # the lines it was running are taken over once their chunk's lease expires
         await responses.stop()
         await context.models.stop()
+        await vector_stores.store.close()
         await batches.store.close()
         await context.usage.flush()
         await context.usage.store.close()
@@ -185,6 +192,8 @@ def create_app(engine: Engine | None, settings: Settings, store: ResponseStore,
     app.state.rostra = context
     app.state.batches = build_batches(app, settings, store, context.admission, context.models)
     context.services.get(ResponsesService).files = app.state.batches  # input_image and input_file parts by file_id
+    app.state.vector_stores = build_vector_stores(settings, store, app.state.batches, context.models)
+    context.services.get(ResponsesService).file_searcher = app.state.vector_stores  # the file_search tool
     envelopes = ErrorEnvelopes()
     for register in ENVELOPES:  # each API whose clients read an error envelope of their own
         register(envelopes)

@@ -5,7 +5,10 @@ response.web_search_call.in_progress, then, once its arguments are whole, .searc
 answered, .completed and output_item.done with the action it took. A call to `code_interpreter` (gpt-oss's
 `python`) is a `code_interpreter_call` item: output_item.added, response.code_interpreter_call.in_progress, the code
 (response.code_interpreter_call_code.delta/.done) once it is whole, .interpreting, then .completed and
-output_item.done with the logs it printed. A call the server failed is `failed` (its error is what the model reads).
+output_item.done with the logs it printed. A call to `file_search` (file_search.py) is a `file_search_call` item:
+output_item.added, response.file_search_call.in_progress, .searching once its query is whole, then .completed
+and output_item.done with its queries (and its results, when `include` asks for file_search_call.results). A
+call the server failed is `failed` (its error is what the model reads).
 
 The results are what the model reads in its next turn; OpenAI's items have no field for a search's results, so
 they are kept here, by item id, for the rest of the response (`replayable`).
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rostra.api.responses.builtin_tools import HostedRoute
+from rostra.api.responses.file_search import FileSearchResult, citations
 from rostra.api.responses.mcp.client import CallResult, error_text
 from rostra.api.responses.objects import new_id, snapshot
 from rostra.parsing.events import ToolCallStart
@@ -25,7 +29,7 @@ from rostra.parsing.events import ToolCallStart
 if TYPE_CHECKING:
     from rostra.api.responses.mcp.render import OutputWriter
 
-HOSTED_ITEM_TYPES = frozenset({"web_search_call", "code_interpreter_call"})
+HOSTED_ITEM_TYPES = frozenset({"web_search_call", "code_interpreter_call", "file_search_call"})
 
 
 @dataclass
@@ -35,6 +39,7 @@ class Invocation:
     name: str
     arguments: str = ""
     result: str | None = None
+    found: list[dict[str, Any]] | None = None  # file_search: the passages found
 
 
 class HostedRenderer:
@@ -42,12 +47,16 @@ class HostedRenderer:
         self.writer = writer
         self.routes: dict[str, HostedRoute] = {}  # by the name the model calls
         self.invocations: dict[str, Invocation] = {}  # by item id
+        self.include_results = False  # include: ["file_search_call.results"]
 
     def open(self, event: ToolCallStart) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         route = self.routes[event.name]
         if route.kind == "web_search":
             item: dict[str, Any] = {"id": new_id("ws"), "type": "web_search_call", "status": "in_progress",
                                     "action": {"type": "search"}}
+        elif route.kind == "file_search":
+            item = {"id": new_id("fs"), "type": "file_search_call", "status": "in_progress", "queries": [],
+                    "results": None}
         else:
             item = {"id": new_id("ci"), "type": "code_interpreter_call", "status": "in_progress",
                     "container_id": route.container_id, "code": "", "outputs": None}
@@ -65,6 +74,12 @@ class HostedRenderer:
         out: list[dict[str, Any]] = []
         if item["type"] == "web_search_call":
             item["action"] = _action(invocation.name, arguments)
+            if status == "completed":
+                item["status"] = "searching"
+                out.append(self._event(item, "searching"))
+        elif item["type"] == "file_search_call":
+            query = arguments.get("query")
+            item["queries"] = [query] if isinstance(query, str) else []
             if status == "completed":
                 item["status"] = "searching"
                 out.append(self._event(item, "searching"))
@@ -90,10 +105,19 @@ class HostedRenderer:
         self.invocations[item["id"]].result = text or ""
         if item["type"] == "code_interpreter_call":
             item["outputs"] = [{"type": "logs", "logs": text or ""}]
+        if isinstance(result, FileSearchResult):
+            self.invocations[item["id"]].found = result.results
+            if self.include_results:
+                item["results"] = result.results
         item["status"] = "failed" if result.error else "completed"
         out = [] if result.error else [self._event(item, "completed")]
         return out + [self.writer.event("response.output_item.done", output_index=self._index(item),
                                         item=snapshot(item))]
+
+    def citations(self, text: str) -> list[dict[str, Any]]:
+        """The file_citation annotations of an answer written after file searches (none without)."""
+        found = [result for invocation in self.invocations.values() for result in invocation.found or []]
+        return citations(text, found) if found else []
 
     def replayable(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The items as the model's next turn reads them: each hosted call it made as a function call and the

@@ -15,13 +15,14 @@ rostra runs each call on the MCP server and the response shows it as OpenAI's it
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import PrivateAttr
 
 from rostra.api.responses.calls import Route
-from rostra.api.responses.mcp.client import McpServer
+from rostra.api.responses.mcp.client import CallResult, McpServer
 from rostra.api.responses.mcp.tools import McpPolicy
 from rostra.api.responses.tools import HostedTool, RequestTool, Tool
 from rostra.errors import InvalidRequest
@@ -29,7 +30,7 @@ from rostra.prompt.harmony import HarmonyTemplate
 from rostra.prompt.harmony_builtin import MARKER
 from rostra.serving.chat import ChatService
 
-HostedKind = Literal["web_search", "code_interpreter"]
+HostedKind = Literal["web_search", "code_interpreter", "file_search"]
 WEB_SEARCH_TYPES = frozenset({"web_search", "web_search_preview", "web_search_preview_2025_03_11",
                               "web_search_2025_08_26"})
 # The --tool-server labels that serve each kind, in order of preference.
@@ -66,12 +67,14 @@ _GENERIC: dict[HostedKind, dict[str, tuple[str, dict[str, Any]]]] = {
 
 @dataclass(frozen=True)
 class HostedRoute:
-    """A function the model calls that stands for a hosted tool: the MCP server and tool that run it."""
+    """A function the model calls that stands for a hosted tool: the MCP server and tool that run it, or the
+    search rostra runs itself (file_search: file_search.py)."""
 
     kind: HostedKind
-    server: McpServer
+    server: McpServer | None
     tool: str
     container_id: str = ""  # code_interpreter: what its items name as their container
+    search: Callable[[str], Awaitable[CallResult]] | None = None  # file_search: its arguments -> its result
 
 
 class ServedHostedTool(RequestTool):
@@ -89,6 +92,8 @@ def hosted_kind(tool: Tool) -> HostedKind | None:
         return None
     if tool.type in WEB_SEARCH_TYPES:
         return "web_search"
+    if tool.type == "file_search":
+        return "file_search"
     return "code_interpreter" if tool.type == "code_interpreter" else None
 
 
@@ -101,6 +106,8 @@ def serve_hosted_tools(tools: list[Tool], policy: McpPolicy, harmony: bool
     routes: dict[str, HostedRoute] = {}
     for index, tool in enumerate(tools):
         kind = hosted_kind(tool)
+        if kind == "file_search":  # not a tool server's: served by file_search.py
+            kind = None
         label = next((name for name in LABELS[kind] if name in policy.tool_servers), None) if kind else None
         if kind is None or label is None or any(route.kind == kind for route in routes.values()):
             served.append(tool)

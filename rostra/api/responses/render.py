@@ -241,8 +241,12 @@ class ResponseBuilder:
             return self.mcp.close(item, status)
         index, item_id, out = self.index(), item["id"], []
         if item["type"] == "message":
-            part = {"type": "output_text", "text": self._text, "annotations": [], "logprobs": self._logprobs}
+            annotations = self.mcp.hosted.citations(self._text)  # file_search's sources
+            part = {"type": "output_text", "text": self._text, "annotations": annotations, "logprobs": self._logprobs}
             item["content"] = [part]
+            out += [self.event("response.output_text.annotation.added", item_id=item_id, output_index=index,
+                               content_index=0, annotation_index=number, annotation=annotation)
+                    for number, annotation in enumerate(annotations)]
             out += [self.event("response.output_text.done", item_id=item_id, output_index=index, content_index=0,
                                text=self._text, logprobs=self._logprobs),
                     self.event("response.content_part.done", item_id=item_id, output_index=index,

@@ -24,6 +24,7 @@ from typing import Any, AsyncGenerator, Callable
 from rostra.api.responses.compaction import asking_for_summary, compaction_requested, summary_request
 from rostra.api.responses.event_log import DEFAULT_INTERVAL
 from rostra.api.responses.file_inputs import FileReader, reads_files, with_files_read
+from rostra.api.responses.file_search import FileSearcher, serve_file_search
 from rostra.api.responses.items import MCP_ITEM_TYPES, normalize_input, with_status
 from rostra.api.responses.builtin_tools import HostedRoute, serve_hosted_tools, speaks_harmony_prompts
 from rostra.api.responses.calls import orphan_output
@@ -110,6 +111,7 @@ class ResponsesService:
         self.chat_for = chat_for
         self.store = store
         self.files: FileReader | None = None  # the Files API's, where input parts name uploaded files (app.py)
+        self.file_searcher: FileSearcher | None = None  # the vector stores', for the file_search tool (app.py)
         self.mcp_policy = mcp_policy
         self.sealer = sealer or ReasoningSealer(key=secrets.token_bytes(32))  # a key for this process only
         self._closing: set[asyncio.Task[None]] = set()  # closes of jobs whose runs ended (see start_background)
@@ -151,6 +153,7 @@ class ResponsesService:
         builder.freeform = freeform.name if freeform else None
         job = await self._turn(request, tools, conversation + ready, loop.chat_tools(), builder, input_paths(items))
         builder.mcp.tools, builder.mcp.hosted.routes = loop.tools.labels(), inputs.hosted
+        builder.mcp.hosted.include_results = "file_search_call.results" in (request.include or [])
         if ENCRYPTED_REASONING in (request.include or []):
             builder.sealer = self.sealer
         return ResponseJob(request, job, builder, items, conversation, loop, ready, [job], tools, approved, tenant)
@@ -170,6 +173,8 @@ class ResponsesService:
             items = await with_files_read(items, self.files, tenant)
         tools, hosted = serve_hosted_tools(parse_tools(request.tools), self.mcp_policy,
                                            speaks_harmony_prompts(self.chat_for(request.model)))
+        tools, searched = await serve_file_search(tools, self.file_searcher, tenant)
+        hosted = {**hosted, **searched}
         for ignored in ignored_tools(tools):
             log.warning("tools[%d]: %s is %s: not offered to the model", ignored["index"], ignored["type"],
                         ignored["reason"])

@@ -64,7 +64,9 @@ class ToolLoop:
 
     async def _call(self, name: str, arguments: str) -> CallResult:
         hosted = self.hosted.get(name)
-        if hosted is not None:
+        if hosted is not None and hosted.search is not None:  # file_search: run here
+            return await hosted.search(arguments)
+        if hosted is not None and hosted.server is not None:
             return await call_tool(hosted.server, hosted.tool, arguments)
         route = self.tools.routes[name]
         return await call_tool(route.server, route.name, arguments)
