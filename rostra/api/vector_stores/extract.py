@@ -1,16 +1,17 @@
 """A file's text, by what it is: plain text, Markdown and code as they are (UTF-8, or Latin-1 where it is not);
 HTML through the standard library's html.parser (the text of the page, without scripts, styles and markup); PDF
-through `pdf_text`, a hook: pypdf where it is installed (the rerank branch's extractor replaces it).
+through pypdf, as every API reads a PDF (rostra/file_text.py).
 
 Blocking (a large PDF takes a while): callers run it in a thread.
 """
 
 from __future__ import annotations
 
-import io
-from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import PurePath
+
+from rostra.errors import InvalidRequest
+from rostra.file_text import pdf_text as read_pdf
 
 # Extensions read as text whatever their contents look like (OpenAI's file_search list, the text ones).
 TEXT_SUFFIXES = frozenset({
@@ -28,20 +29,13 @@ class UnsupportedFile(ValueError):
     """What the file is and why it cannot be read (a vector store file's `last_error`, `unsupported_file`)."""
 
 
-def _pypdf_text(data: bytes) -> str:
+def pdf_text(data: bytes) -> str:
+    """A PDF's text layer, read as every API reads one (rostra/file_text.py: pypdf, encrypted and scanned ones
+    refused with the reason)."""
     try:
-        import pypdf  # optional: installed where PDFs are to be read
-    except ImportError:
-        raise UnsupportedFile("PDF files need a PDF text extractor: pip install pypdf") from None
-    try:
-        reader = pypdf.PdfReader(io.BytesIO(data))
-        return "\n\n".join(page.extract_text() or "" for page in reader.pages)
-    except Exception as exc:  # pypdf's errors are many; the file is what is wrong
-        raise UnsupportedFile(f"the PDF could not be read: {exc}") from exc
-
-
-# The PDF extractor: replaced where a better one is wired (issue 47's rerank branch: files as input).
-pdf_text: Callable[[bytes], str] = _pypdf_text
+        return read_pdf(data, "the PDF", "file")
+    except InvalidRequest as exc:
+        raise UnsupportedFile(exc.message) from None
 
 
 class _HtmlText(HTMLParser):
