@@ -16,11 +16,11 @@ from typing import Any, Callable
 from starlette.requests import Request
 from starlette.responses import Response
 
-from rostra.errors import InvalidRequest
 from rostra.http.context import server_context
 from rostra.http.gate import admit
 from rostra.http.sse import EventStreamResponse, KeepAlive, comment_keep_alive, json_bytes, until_disconnected
 from rostra.models.bundle import ModelBundle
+from rostra.serving.validation import check_generative
 
 log = logging.getLogger("rostra.server")
 CLIENT_CLOSED = 499  # nginx's code for "the client went away first"
@@ -41,9 +41,7 @@ async def serve_generation(request: Request, service_of: Callable[[ModelBundle],
     deadline = admitted.deadline
     release: Callable[[], None] | None = admitted.release  # handed on to whatever outlives this call
     try:
-        if admitted.bundle.engine.task == "embed":
-            raise InvalidRequest(f"the model '{body.model}' is an embedding model (served with --task embed): it "
-                                 "answers POST /v1/embeddings only", param="model", code="model_not_generative")
+        check_generative(admitted.bundle.engine.task, body.model)
         service = service_of(admitted.bundle)
         if request.headers.get("x-request-id") and hasattr(body, "request_id"):
             body.request_id = request.headers["x-request-id"][:256]  # vLLM's: the header names the completion
