@@ -311,8 +311,8 @@ def _production_flags(group: FlagGroup) -> None:
 def _mcp_flags(group: FlagGroup) -> None:
     """MCP tools and stateless clients in the Responses API."""
     group.add_argument("--mcp-allow", nargs="+", action="extend", default=[], metavar="HOST",
-                       help="hosts (or HOST:PORT, or *) a request's mcp tool may name in server_url "
-                            "(default: none, remote MCP is off)")
+                       help="hosts (or HOST:PORT, a whole URL for that endpoint and the paths under it, or *) a "
+                            "request's mcp tool may name in server_url (default: none, remote MCP is off)")
     group.add_argument("--tool-server", action="append", default=[], metavar="LABEL=URL",
                        help="an MCP server configured here, enabled by requests with {\"type\": \"mcp\", "
                             "\"server_label\": LABEL} (repeatable)")

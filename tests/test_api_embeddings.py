@@ -196,6 +196,17 @@ def test_generation_endpoints_refuse_an_embedding_model(server, client):
         client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}])
 
 
+def test_counting_routes_refuse_an_embedding_model(server):
+    """Issue 42: an embedding model has no chat template to count through; its counting routes are a 400 naming
+    the model, not a chat-template count (the Messages route in Anthropic's envelope)."""
+    error = check_error(post(server, "/v1/responses/input_tokens", {"model": MODEL, "input": "hi"}), 400, "model")
+    assert error["code"] == "model_not_generative" and "/v1/embeddings" in error["message"]
+    counted = post(server, "/v1/messages/count_tokens", {"model": MODEL, "messages": [{"role": "user",
+                                                                                      "content": "hi"}]})
+    assert counted.status_code == 400, counted.text
+    assert counted.json()["type"] == "error" and "/v1/embeddings" in counted.json()["error"]["message"]
+
+
 def test_a_generation_model_refuses_embeddings_naming_the_flag(tmp_path):
     with served(tmp_path, []) as generative:
         error = check_error(post(generative, "/v1/embeddings", {"model": "scripted", "input": "x"}), 400, "model")

@@ -385,6 +385,18 @@ def test_policy_and_tool_server_flags():
     assert not policy.allows("file:///etc/passwd") and not policy.allows("http://evil.example/mcp")
     assert not McpPolicy().allows("http://127.0.0.1/mcp")  # nothing is allowed unless the operator says so
     assert McpPolicy(allow=("*",)).allows("https://anywhere.example/mcp")
+    # Issue 42: an entry may be a whole URL, compared with the server_url normalized (scheme and host in lower
+    # case, the default port spelled out, dot segments resolved): that endpoint and the paths under it only,
+    # not every port, scheme and path of its host.
+    exact = McpPolicy(allow=("https://Tools.example/mcp", "http://[::1]:9000"))
+    assert exact.allows("https://tools.example/mcp") and exact.allows("HTTPS://TOOLS.EXAMPLE:443/mcp/")
+    assert exact.allows("https://tools.example/mcp/sse") and exact.allows("http://[::1]:9000/anything")
+    for refused in ["http://tools.example/mcp", "https://tools.example:8443/mcp", "https://tools.example/admin",
+                    "https://tools.example/mcp/../admin", "https://tools.example/mcp/%2e%2e/admin",
+                    "https://tools.example/mcpx", "https://evil.example/mcp", "http://[::1]:9001/",
+                    "https://tools.example.evil.example/mcp"]:
+        assert not exact.allows(refused), refused
+    assert McpPolicy(allow=("[::1]:9000",)).allows("http://[::1]:9000/mcp")  # a bracketed IPv6 host:port
     assert parse_tool_servers(["python=http://127.0.0.1:1/mcp,search=https://s.example/sse"]) == {
         "python": "http://127.0.0.1:1/mcp", "search": "https://s.example/sse"}
     for bad in ["python", "=http://x/mcp", "python=ftp://x"]:

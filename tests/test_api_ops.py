@@ -50,8 +50,16 @@ def test_structured_request_log(server):
     assert "say hello" not in server.log_path.read_text()  # prompts stay out of the log by default
 
 
+def generation_tokens(server) -> float:
+    text = httpx.get(f"{server.base_url}/metrics").text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith('vllm:generation_tokens_total{model_name="configured"}'))
+
+
 def test_abandoned_stream_logs_the_tokens_it_generated(server):
-    """Issue 42: a client that hangs up mid-stream is logged with what was generated, not 0."""
+    """Issue 42: a client that hangs up mid-stream is logged with what was generated, not 0; and counted so in
+    the metrics (vllm:generation_tokens, which counted finished choices' tokens only)."""
+    before = generation_tokens(server)
     with httpx.stream("POST", f"{server.base_url}/v1/chat/completions", json=ask("slow story", stream=True),
                       headers={"x-request-id": "abandon-me"}, timeout=30) as response:
         contents = 0
@@ -68,3 +76,4 @@ def test_abandoned_stream_logs_the_tokens_it_generated(server):
     assert records, "no access-log line for the abandoned request"
     assert records[-1]["completion_tokens"] >= 3
     assert records[-1]["total_tokens"] == records[-1]["prompt_tokens"] + records[-1]["completion_tokens"]
+    assert generation_tokens(server) - before == records[-1]["completion_tokens"]

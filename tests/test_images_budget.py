@@ -90,3 +90,28 @@ def test_decoding_runs_on_its_own_threads(monkeypatch):
     monkeypatch.setattr(decode, "decode_image", recording)
     load_all([png_data_url(20, 20)] * 3, ImageLimits())
     assert len(names) == 3 and all(name.startswith("rostra-image-decode") for name in names)
+
+
+def test_every_load_of_one_request_draws_on_its_one_budget():
+    """Issue 42: the budget is the request's (its scope's, rostra/http/scope.py), not one per load: a request whose
+    images load in two passes (prepare's, then a later turn's) cannot take the budget twice; another request
+    starts afresh."""
+    from rostra.images.budget import RequestImageBudgets
+
+    limits = ImageLimits(max_request_pixels=30_000)
+    loader = ImageLoader(limits)
+
+    async def request(passes: int) -> None:
+        RequestImageBudgets().activate()  # as the gate does for each request
+        for _ in range(passes):
+            await loader.load_all(sources([png_data_url(100, 100)] * 2))  # 20,000 pixels a pass
+
+    async def main():
+        await asyncio.create_task(request(1))  # (a task of its own: a request's context)
+        await asyncio.create_task(request(1))
+        with pytest.raises(InvalidRequest) as refused:
+            await asyncio.create_task(request(2))
+        return refused.value
+
+    refused = asyncio.run(main())
+    assert refused.code == "images_too_large" and "pixels" in refused.message

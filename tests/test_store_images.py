@@ -182,6 +182,49 @@ def anyio_backend():
 
 
 
+def test_a_delete_sweeps_only_the_images_it_let_go(kind):
+    """Issue 42: a delete forgets its own uses and the images only they held, not every unused image of the
+    store (a global sweep on every delete scans both tables, and on PostgreSQL holds every writer meanwhile).
+    An image row nobody uses that the delete had no part in (planted here) is left alone."""
+    name, _ = kind
+    images = "images" if name == "sqlite" else "rostra_images"
+    planted = ("f" * 64, "data:image/png;base64,AAAA")
+
+    async def rows(store) -> set[str]:
+        if name == "sqlite":
+            return set(await store._run(lambda conn: [row[0] for row in conn.execute(f"SELECT sha256 FROM {images}")]))
+        return {row["sha256"] for row in await store.pool.fetch(f"SELECT sha256 FROM {images}")}
+
+    async def plant(store) -> None:
+        if name == "sqlite":
+            def insert(conn):
+                with conn:
+                    conn.execute(f"INSERT INTO {images} (sha256, url) VALUES (?, ?)", planted)
+            await store._run(insert)
+        else:
+            await store.pool.execute(f"INSERT INTO {images} (sha256, url) VALUES ($1, $2)", *planted)
+
+    async def main():
+        store = store_of(kind)
+        await store.open()
+        try:
+            done = {"object": "response", "status": "completed", "output": []}
+            await store.create({"id": "resp_a", "created_at": 1, **done}, [message("a")])
+            await store.create({"id": "resp_b", "created_at": 2, **done}, [message("b", data_url(padded_png(seed=3)))])
+            await plant(store)
+            assert len(await rows(store)) == 3
+            await store.delete("resp_a")
+            assert len(await rows(store)) == 2 and planted[0] in await rows(store)  # resp_a's image only
+            await store.delete_finished_before(10)
+            assert await rows(store) == {planted[0]}
+            await store.create_conversation({"id": "conv_c", "object": "conversation", "created_at": 3}, [message("c")])
+            await store.delete_conversation("conv_c")
+            assert await rows(store) == {planted[0]}
+        finally:
+            await store.close()
+    asyncio.run(main())
+
+
 def test_a_delete_and_a_create_of_the_same_image_in_one_loop_turn(kind):
     """The sweep of unused images never takes one a create (committing at the same moment) has just used."""
     async def main():

@@ -28,7 +28,6 @@ GGUF then pools its last hidden states, last-token by default); rostra posts tok
 from __future__ import annotations
 
 import asyncio
-import base64
 import dataclasses
 import functools
 import logging
@@ -59,6 +58,7 @@ from rostra.engines.llamacpp_bad_words import generate_without_bad_words
 from rostra.engines.llamacpp_http import EventStream, LoopbackClient, LoopbackError
 from rostra.engines.llamacpp_images import image_counter, prompt_tokens
 from rostra.engines.llamacpp_rerank import declares_rank_pooling, pair_overhead, rerank_pairs
+from rostra.engines.llamacpp_payload import MultimodalPrompt
 from rostra.engines.llamacpp_scoring import PromptScorer
 from rostra.engines.llamacpp_slots import SlotRouter
 from rostra.engines.llamacpp_speculation import CalibrationCache, Speculation
@@ -408,8 +408,9 @@ class LlamaCppEngine(Engine):
         if prompt.images:
             if params.min_tokens and not params.ignore_eos:
                 raise InvalidRequest("min_tokens cannot be combined with images on this engine", param="min_tokens")
+            multimodal = await MultimodalPrompt.of(marked_text(prompt), prompt.images)  # (off the event loop)
             async with aclosing(self._generate(request_id, prompt.token_ids, params, prompt.session_key,
-                                               multimodal_prompt(prompt), prompt.cache_salt)) as outputs:
+                                               multimodal, prompt.cache_salt)) as outputs:
                 async for output in outputs:
                     yield output
             return
@@ -447,13 +448,11 @@ class LlamaCppEngine(Engine):
                 yield dataclasses.replace(output, cached_tokens=None, cache_write_tokens=None)
 
     async def _generate(self, request_id: str, prompt_ids: list[int], params: SamplingParams,
-                        session_key: str | None = None, multimodal: dict | None = None, cache_salt: str | None = None
-                        ) -> AsyncGenerator[EngineOutput, None]:
+                        session_key: str | None = None, multimodal: MultimodalPrompt | None = None,
+                        cache_salt: str | None = None) -> AsyncGenerator[EngineOutput, None]:
         """`multimodal`: the prompt as llama.cpp's text-and-images object (then `prompt_ids` only route the slot)."""
         loopback, slots = self._route(params.top_logprobs is not None or params.prompt_logprobs is not None)
         body = _request_body(prompt_ids, params, self.vocab_size, self.model.context_length, self.adapters)
-        if multimodal is not None:
-            body["prompt"] = multimodal
         chunks = _Chunks(params.top_logprobs or 0, self.token_bytes, self._token_ids)
         chunks.multimodal = multimodal is not None
         stream: EventStream | None = None
@@ -464,7 +463,9 @@ class LlamaCppEngine(Engine):
             salt = cache_salt if params.adapter is None else f"{cache_salt or ''}\x00lora:{params.adapter}"
             async with slots.claim(prompt_ids, session_key, salt) as slot:
                 body["id_slot"], body["cache_prompt"] = slot.index, slot.reuses
-                stream = await loopback.stream("/completion", body)
+                if multimodal is not None:
+                    del body["prompt"]  # (the images' prompt takes its place)
+                stream = await loopback.stream("/completion", body if multimodal is None else multimodal.body(body))
                 self._streams[request_id] = stream
                 # Every event that arrived while the loop was busy elsewhere comes in one batch: the tokens
                 # that piled up go out as one output, one chunk; a token that arrives alone goes out at once.
@@ -526,12 +527,6 @@ class LlamaCppEngine(Engine):
             raise EngineError(str(exc)) from exc
         finally:
             self._running.discard(request_id)
-
-
-def multimodal_prompt(prompt: Prompt) -> dict:
-    """llama.cpp's multimodal prompt: the text with one marker per image, and the images."""
-    return {"prompt_string": marked_text(prompt),
-            "multimodal_data": [base64.b64encode(image.data).decode("ascii") for image in prompt.images]}
 
 
 def marked_text(prompt: Prompt) -> str:

@@ -24,6 +24,10 @@ import orjson
 _HEAD_END = b"\r\n\r\n"
 
 
+# Bytes handed to the transport at once: the body of a prompt with images is written in slices this size.
+WRITE_SLICE = 1 << 20
+
+
 class LoopbackError(Exception):
     """The server answered with an error status, or the connection failed."""
 
@@ -40,6 +44,7 @@ class _Exchange(asyncio.Protocol):
         self.ended = False  # the whole body is in `body` (or the connection is gone)
         self.lost: Exception | None = None
         self._waiter: asyncio.Future[None] | None = None
+        self._paused = False  # the transport's buffer is full (flow control): writing waits for it to drain
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -84,6 +89,24 @@ class _Exchange(asyncio.Protocol):
         self.ended = True
         self.lost = exc
         self._wake()
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        self._wake()
+
+    async def send(self, pieces: list[bytes]) -> None:
+        """The request's bytes, a slice at a time, waiting while the transport's buffer is full: a body of tens
+        of megabytes never goes into that buffer (a copy of it all) in one turn of the event loop."""
+        assert self.transport is not None
+        for piece in pieces:
+            view = memoryview(piece)
+            for start in range(0, len(view), WRITE_SLICE):
+                self.transport.write(view[start:start + WRITE_SLICE])
+                while self._paused and not self.ended:
+                    await self.wait()
 
     def _wake(self) -> None:
         if self._waiter is not None and not self._waiter.done():
@@ -166,17 +189,22 @@ class LoopbackClient:
         self._head = (f"Host: {self.host}:{self.port}\r\nAuthorization: Bearer {api_key}\r\n"
                       "Content-Type: application/json\r\nConnection: close\r\n").encode()
 
-    async def _send(self, path: str, body: dict[str, Any] | None, method: bytes = b"POST") -> _Exchange:
-        payload = orjson.dumps(body) if body is not None else b""
+    async def _send(self, path: str, body: dict[str, Any] | list[bytes] | None,
+                    method: bytes = b"POST") -> _Exchange:
+        """`body`: a JSON object, or one already encoded as pieces (written as they are, never joined: a body with
+        images is tens of megabytes, llamacpp_payload.py)."""
+        pieces = body if isinstance(body, list) else [orjson.dumps(body)] if body is not None else []
         loop = asyncio.get_running_loop()
         try:
             _, exchange = await loop.create_connection(_Exchange, self.host, self.port)
         except OSError as exc:
             raise LoopbackError(f"cannot reach llama.cpp's server: {exc}") from exc
         assert exchange.transport is not None
-        exchange.transport.write(method + b" " + path.encode() + b" HTTP/1.1\r\n" + self._head
-                                 + b"Content-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload)
+        length = sum(len(piece) for piece in pieces)
+        head = (method + b" " + path.encode() + b" HTTP/1.1\r\n" + self._head + b"Content-Length: "
+                + str(length).encode() + b"\r\n\r\n")
         try:
+            await exchange.send([head, *pieces])
             while exchange.status is None and not exchange.ended:
                 await exchange.wait()
         except BaseException:
@@ -201,6 +229,6 @@ class LoopbackClient:
             raise LoopbackError(f"llama.cpp {path}: connection lost: {exchange.lost}")
         return orjson.loads(body)
 
-    async def stream(self, path: str, body: dict[str, Any]) -> EventStream:
+    async def stream(self, path: str, body: dict[str, Any] | list[bytes]) -> EventStream:
         """A streamed request (`"stream": true` in `body`): its events as they come."""
         return EventStream(await self._send(path, body))

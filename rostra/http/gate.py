@@ -5,8 +5,9 @@ In order: an admission slot (--max-concurrency / --max-queue: a 429 with Retry-A
 lease on the model (loading it if need be), then the work; the request's deadline (--request-timeout) bounds
 all three, the admission wait included, and a client that goes away cancels whichever is under way (a client
 gone while it waits for admission is dropped at once, holding nothing). The slot and the lease are given back
-when the work ends, however it ends, by whatever outlives the call. Admission comes before the lease so that
---max-concurrency also bounds the model loads that requests cause.
+when the work ends, however it ends, by whatever outlives the call: both belong to the request's scope (scope.py),
+which the route or whoever outlives it closes once. Admission comes before the lease so that --max-concurrency also
+bounds the model loads that requests cause.
 
 A batch line (api/batches/dispatch.py) comes through the same gate but waits behind online traffic by design: its
 wait for a slot is bounded by its batch's completion window, not by --request-timeout (nor refused by --max-queue:
@@ -25,7 +26,9 @@ from starlette.requests import HTTPConnection
 
 from rostra.http.admission import Admission
 from rostra.http.context import server_context
+from rostra.http.scope import RequestScope
 from rostra.http.sse import until_disconnected
+from rostra.images.budget import RequestImageBudgets
 from rostra.models.bundle import ModelBundle
 from rostra.models.manager import Lease
 from rostra.serving.deadline import Deadline
@@ -48,21 +51,10 @@ class BatchLine:
                         "the batch's completion window ended before the line was admitted")
 
 
-@dataclass
-class Admitted:
-    """A request through the gate: its model's bundle, what it holds (an admission slot and a lease on the model)
-    until `release`, which whatever outlives the route calls once (a stream's end, a background run's), and the
-    deadline its work keeps to."""
-
-    bundle: ModelBundle
-    release: Callable[[], None]
-    deadline: Deadline
-
-
-async def admit(request: HTTPConnection, model: str | None) -> Admitted | None:
-    """An admission slot, then a lease on `model`, both within the request's deadline (--request-timeout; a batch
-    line's: see BatchLine); None, holding nothing, when the client went away first. Beyond the queue a 429, past
-    the deadline a 504 (neither holds anything either)."""
+async def admit(request: HTTPConnection, model: str | None) -> RequestScope | None:
+    """The request's scope (scope.py), holding an admission slot, then a lease on `model`, both taken within the
+    request's deadline (--request-timeout; a batch line's: see BatchLine); None, holding nothing, when the client
+    went away first. Beyond the queue a 429, past the deadline a 504 (neither holds anything either)."""
     context = server_context(request)
     admission = context.admission
     line: BatchLine | None = getattr(request.state, "batch_line", None)
@@ -84,13 +76,12 @@ async def admit(request: HTTPConnection, model: str | None) -> Admitted | None:
     if lease is None:
         admission.release()
         return None
-
-    def release() -> None:
-        try:
-            lease.release()
-        finally:
-            admission.release()
-    return Admitted(lease.bundle, release, deadline)
+    images = RequestImageBudgets()
+    images.activate()
+    scope = RequestScope(request, lease.bundle, deadline, images)
+    scope.hold(admission.release)  # given back last
+    scope.hold(lease.release)
+    return scope
 
 
 async def _slot(admission: Admission, deadline: Deadline) -> bool:
@@ -111,11 +102,10 @@ async def _watched(request: HTTPConnection, work: Awaitable[T], give_back: Calla
 
 
 async def gated(request: HTTPConnection, model: str | None, work: Callable[[ModelBundle], Awaitable[T]]) -> T | None:
-    """`work` on the model's bundle, through the gate; None when the client went away first."""
-    admitted = await admit(request, model)
-    if admitted is None:
+    """`work` on the model's bundle, in a scope the route owns from start to end (counting, tokenizing,
+    embedding); None when the client went away first."""
+    scope = await admit(request, model)
+    if scope is None:
         return None
-    try:
-        return await until_disconnected(request, admitted.deadline.wait_for(work(admitted.bundle)))
-    finally:
-        admitted.release()
+    async with scope:
+        return await scope.run(work(scope.bundle))

@@ -1,9 +1,10 @@
 """The one way every generation request is served, whatever its API (Chat, Completions, Responses).
 
 A service prepares a job from the validated body, then streams it, folds it into one response, or (Responses)
-runs it in the background. Around that, in this one place: the admission slot, the request's deadline,
-disconnect = abort, and the request log. The slot is owned by whatever outlives this call (the streamed
-response, or the background run) and released by it, never by the `finally` of a generator that may never start.
+runs it in the background. Around that, in this one place: the request's scope (scope.py: the admission slot,
+the model's lease, what `prepare` opened, the deadline, the image budget), disconnect = abort, and the request
+log. The scope is closed by whatever outlives this call (the streamed response, or the background run) when it
+takes it, else by this call: never by the `finally` of a generator that may never start.
 """
 
 from __future__ import annotations
@@ -11,69 +12,140 @@ from __future__ import annotations
 import asyncio
 import logging
 from contextlib import aclosing
-from typing import Any, Callable
+from typing import Any, AsyncGenerator, Callable, Protocol, TypeVar, runtime_checkable
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from rostra.errors import InvalidRequest
+from rostra.core import Prompt
 from rostra.http.context import server_context
 from rostra.http.gate import admit
-from rostra.http.sse import EventStreamResponse, KeepAlive, comment_keep_alive, json_bytes, until_disconnected
+from rostra.http.scope import RequestScope
+from rostra.http.sse import EventStreamResponse, KeepAlive, comment_keep_alive, json_bytes
 from rostra.models.bundle import ModelBundle
+from rostra.serving.deadline import Deadline
+from rostra.serving.generation import RequestStats
+from rostra.serving.validation import check_generative
 
 log = logging.getLogger("rostra.server")
 CLIENT_CLOSED = 499  # nginx's code for "the client went away first"
 
 
-async def serve_generation(request: Request, service_of: Callable[[ModelBundle], Any], body,
+class GenerationBody(Protocol):
+    """What the endpoint reads of a validated request body, whatever its API."""
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def stream(self) -> bool: ...
+
+
+class ChoicePrompt(Protocol):
+    @property
+    def prompt(self) -> Prompt: ...
+
+
+class PreparedJob(Protocol):
+    """A prepared request (a chat job, or a front end's over one): what the access log and the request log read,
+    and `close`, which frees what preparing opened (held by the request's scope)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def stats(self) -> RequestStats: ...
+
+    @property
+    def runs(self) -> Any: ...  # a list of ChoiceRun: only the first one's prompt is read (the request log)
+
+    async def close(self) -> None: ...
+
+
+B = TypeVar("B", bound=GenerationBody, contravariant=True)
+J = TypeVar("J", bound=PreparedJob)
+
+
+class FrontEnd(Protocol[B, J]):
+    """An API's service as the endpoint drives it: prepare a job from the body, fold it into one answer."""
+
+    async def prepare(self, body: B, /) -> J: ...
+
+    async def complete(self, job: J, deadline: Deadline, /) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class StreamingFrontEnd(Protocol):
+    """A front end that streams (all but compaction)."""
+
+    def stream(self, job: Any, deadline: Deadline, /) -> AsyncGenerator[dict[str, Any], None]: ...
+
+
+@runtime_checkable
+class BackgroundFrontEnd(Protocol):
+    """A front end that runs a job in the background (Responses): it takes the request's scope and closes it
+    when the run has ended; `follow` streams a stored response's events."""
+
+    async def start_background(self, job: Any, scope: RequestScope, /) -> dict[str, Any]: ...
+
+    def follow(self, response_id: str, starting_after: int | None, /) -> AsyncGenerator[dict[str, Any], None]: ...
+
+
+async def serve_generation(request: Request, service_of: Callable[[ModelBundle], FrontEnd[B, J]], body: B,
                            responses_api: bool = False, keep_alive: KeepAlive = comment_keep_alive) -> Response:
     """`service_of`: the service of the request's model that serves it (its chat, completions or messages;
-    the server's Responses service). The model is leased (loaded first if need be) for as long as the request
-    runs, stream and background run included: it is never unloaded under it. `keep_alive`: what its stream sends
-    while silent (rostra/http/sse.py)."""
-    settings = server_context(request).settings
+    the server's Responses service). The request's scope (rostra/http/scope.py) holds its slot, the model's
+    lease (loaded first if need be) and what `prepare` opens, for as long as the request runs, stream and
+    background run included: the model is never unloaded under it. `keep_alive`: what its stream sends while
+    silent (rostra/http/sse.py)."""
     # The deadline bounds the admission wait and a model's load too; a client gone while they last is dropped at
     # once (gate.py: the same gate as the other engine work's).
-    admitted = await admit(request, body.model)
-    if admitted is None:
+    scope = await admit(request, body.model)
+    if scope is None:
         return Response(status_code=CLIENT_CLOSED)
-    deadline = admitted.deadline
-    release: Callable[[], None] | None = admitted.release  # handed on to whatever outlives this call
-    try:
-        if admitted.bundle.engine.task != "generate":
-            raise InvalidRequest(not_generative(body.model, admitted.bundle.engine.task), param="model",
-                                 code="model_not_generative")
-        service = service_of(admitted.bundle)
+    async with scope:
+        check_generative(scope.bundle.engine.task, body.model)
+        service = service_of(scope.bundle)
         if request.headers.get("x-request-id") and hasattr(body, "request_id"):
             body.request_id = request.headers["x-request-id"][:256]  # vLLM's: the header names the completion
-        # prepare downloads images, lists MCP tools, opens upstreams: bounded and watched like the generation
-        job = await until_disconnected(request, deadline.wait_for(service.prepare(body)))
+        # prepare downloads images, lists MCP tools, opens upstreams: inside the scope, as the generation
+        job = await scope.run(_prepared(service, body, scope))
         if job is None:
             return Response(status_code=CLIENT_CLOSED)
         request.state.job = job  # for the access log
-        if settings.log_requests:
+        if server_context(request).settings.log_requests:
             log.info("request %s prompt: %r", job.id, job.runs[0].prompt.last_message_text)
-        if getattr(body, "background", False):
-            response, release = await service.start_background(job, deadline, release), None
-            if body.stream:
-                return EventStreamResponse(service.follow(response["id"], None), responses_api=True,
-                                           keep_alive=keep_alive)
-            return json_response(response)
+        return await _answer(request, service, body, job, scope, responses_api, keep_alive)
+
+
+async def _prepared(service: FrontEnd[B, J], body: B, scope: RequestScope) -> J:
+    job = await service.prepare(body)
+    scope.hold(job.close)  # before anything else can happen: a cancel that comes now still closes it
+    return job
+
+
+async def _answer(request: Request, service: FrontEnd[B, J], body: B, job: J, scope: RequestScope,
+                  responses_api: bool, keep_alive: KeepAlive) -> Response:
+    """The job run as the body asks: in the background, streamed, or folded into one answer."""
+    settings = server_context(request).settings
+    if getattr(body, "background", False) and isinstance(service, BackgroundFrontEnd):
+        response = await service.start_background(job, scope.hand_off())
         if body.stream:
-            stream = service.stream(job, deadline)
-            streamed = EventStreamResponse(_logged(stream) if settings.log_outputs else stream, responses_api,
-                                           on_close=release, keep_alive=keep_alive)
-            release = None
-            return streamed
-        result = await until_disconnected(request, service.complete(job, deadline))
-    finally:
-        if release is not None:
-            release()
-    if settings.log_outputs and result:
-        log.info("request %s output: %r", job.id, result.get("choices", result.get("output")))
+            return EventStreamResponse(service.follow(response["id"], None), responses_api=True,
+                                       keep_alive=keep_alive)
+        return json_response(response)
+    if body.stream and isinstance(service, StreamingFrontEnd):
+        stream = service.stream(job, scope.deadline)
+        return EventStreamResponse(_logged(stream) if settings.log_outputs else stream, responses_api,
+                                   on_close=scope.hand_off().close, keep_alive=keep_alive)
+    result = await scope.run(service.complete(job, scope.deadline))
     if result is None:
         return Response(status_code=CLIENT_CLOSED)
+    if settings.log_outputs:
+        log.info("request %s output: %r", job.id, result.get("choices", result.get("output")))
     if len(result.get("choices", ())) > MANY_CHOICES:  # a large answer is encoded off the event loop
         return Response(await asyncio.to_thread(json_bytes, result), media_type="application/json")
     return json_response(result)
@@ -92,12 +164,3 @@ async def _logged(stream):
         async for item in stream:
             log.info("stream chunk: %s", item)
             yield item
-
-
-def not_generative(model: str, task: str) -> str:
-    """Why a model served for another task (--task embed, --task rerank) refuses a generation request."""
-    if task == "rerank":
-        return (f"the model '{model}' is a reranker (served with --task rerank): it answers POST /v1/rerank, "
-                "/v2/rerank and /v1/score only")
-    return (f"the model '{model}' is an embedding model (served with --task embed): it answers POST /v1/embeddings "
-            "only")

@@ -133,16 +133,19 @@ class Metrics:
 
     def observe_job(self, model: str, job: Job, reasons: list[str]) -> None:
         stats = job.stats
+        # What was sampled, finished or not: a generation the client abandoned counts the tokens it generated
+        # (the finished choices' count, a relayed upstream's, where nothing was sampled here).
+        generated = max(stats.generated, stats.completion_tokens)
         self.prompt_tokens.labels(model).inc(stats.prompt_tokens)
-        self.generation_tokens.labels(model).inc(stats.completion_tokens)
+        self.generation_tokens.labels(model).inc(generated)
         for reason in reasons:
             self.request_success.labels(model, reason).inc()
         end = stats.finished or time.monotonic()
         self.e2e.labels(model).observe(end - stats.started)
         if stats.first_token is not None:
             self.ttft.labels(model).observe(stats.first_token - stats.started)
-            if stats.completion_tokens > 1:
-                self.itl.labels(model).observe((end - stats.first_token) / (stats.completion_tokens - 1))
+            if generated > 1:
+                self.itl.labels(model).observe((end - stats.first_token) / (generated - 1))
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -9,6 +9,7 @@ decoded). The charge is taken under a lock: downloads run on the event loop, dec
 from __future__ import annotations
 
 import threading
+from contextvars import ContextVar
 
 from rostra.errors import InvalidRequest
 from rostra.images.limits import ImageLimits
@@ -35,3 +36,34 @@ class ImageBudget:
         if over:
             raise InvalidRequest(f"the request's images come to more than this server's limit of {limit} {unit} per "
                                  "request", param=param, code="images_too_large")
+
+
+class RequestImageBudgets:
+    """A request's budgets (one per model's limits: a Responses turn may go on with another model), held by its
+    scope (rostra/http/scope.py): every load of its images draws on them, the ones `prepare` makes and a later
+    turn's (an MCP call's results, a think-first continuation) alike, not a fresh budget per load."""
+
+    def __init__(self) -> None:
+        self._budgets: dict[ImageLimits, ImageBudget] = {}
+
+    def of(self, limits: ImageLimits) -> ImageBudget:
+        budget = self._budgets.get(limits)
+        if budget is None:
+            budget = self._budgets[limits] = ImageBudget(limits)
+        return budget
+
+    def activate(self) -> None:
+        """The request's budgets for the rest of the task that admitted it (a route's task serves that request
+        alone; a WebSocket lane's next turn activates its own) and the tasks it starts (a stream, a background
+        run, which copy its context)."""
+        _current.set(self)
+
+
+_current: ContextVar[RequestImageBudgets | None] = ContextVar("rostra_request_images", default=None)
+
+
+def request_budget(limits: ImageLimits) -> ImageBudget:
+    """The budget of the request whose work runs now, for these limits; outside any request (a test, a batch's
+    own tooling) a budget of its own."""
+    budgets = _current.get()
+    return ImageBudget(limits) if budgets is None else budgets.of(limits)

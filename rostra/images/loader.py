@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from rostra.core import PromptImage
 from rostra.errors import InvalidRequest
-from rostra.images.budget import ImageBudget
+from rostra.images.budget import ImageBudget, request_budget
 from rostra.images.data_url import decode_data_url
 from rostra.images.decode import decode_image_off_loop
 from rostra.images.fetch import FetchFailed, FetchRefused, ImageFetcher
@@ -41,7 +41,7 @@ class ImageLoader:
             raise InvalidRequest(f"the request holds {len(sources)} images: this server takes at most "
                                  f"{self.limits.max_images} per request", param=sources[self.limits.max_images].param,
                                  code="too_many_images")
-        fetcher, budget = ImageFetcher(self.limits), ImageBudget(self.limits)
+        fetcher, budget = ImageFetcher(self.limits), request_budget(self.limits)
         downloads = asyncio.Semaphore(self.limits.max_fetches)
         try:
             results = await asyncio.gather(*(self.load(source, fetcher, budget, downloads) for source in sources),

@@ -46,7 +46,7 @@ from rostra.serving.relay import relay_body_job, relay_job
 from rostra.serving.upstream_body import upstream_chat_body
 from rostra.serving.tools import ToolPlan, mistral_history, plan_tools
 from rostra.serving.template_stops import with_template_stops
-from rostra.serving.validation import check_logit_bias, check_model, check_stop_token_ids
+from rostra.serving.validation import check_generative, check_logit_bias, check_model, check_stop_token_ids
 from rostra.turn import ContentFormat, Turn
 
 
@@ -231,8 +231,9 @@ class ChatService(GenerationService):
         """The prompt's tokens as `prepare_turn` counts them (template and tools included), for counting routes:
         no output budget is checked (a prompt longer than the context is counted, not refused), and nothing
         is generated. A model relayed to an upstream (a gateway's) has no tokenizer here: refused (501)
-        rather than counted by a generation upstream."""
+        rather than counted by a generation upstream; an embedding model has no chat template: a 400."""
         check_model(turn.model, self.served_names())
+        check_generative(self.engine.task, turn.model)
         if self.engine.relays(turn.model):
             raise NotImplementedHere(f"the model '{turn.model}' is served by an upstream server: rostra cannot "
                                      "count its tokens (count them with the upstream's own tokenizer)",

@@ -22,9 +22,11 @@ from rostra.guided import think_first
 from rostra.guided.constraints import Constraint
 from rostra.parsing.events import Event, Finish, Text
 from rostra.parsing.parser import ChoicePipeline
+from rostra.protocol.chat import ChatCompletionRequest
 from rostra.protocol.common import SamplingFields
+from rostra.protocol.completions import CompletionRequest
 from rostra.serving.deadline import NO_DEADLINE, Deadline
-from rostra.turn import OutputOptions
+from rostra.turn import OutputOptions, Turn
 
 # Identifies the serving stack a response came from (OpenAI's field for backend changes).
 SYSTEM_FINGERPRINT = f"fp_rostra_{__version__}"
@@ -133,7 +135,7 @@ class RequestStats:
             usage["output_budget"] = self.output_budget.usage()
         return usage
 
-    def timings(self) -> dict[str, Any]:
+    def timings(self) -> dict[str, float | int | None]:
         """rostra extension (SDKs ignore it): prompt and generation time, tokens per second."""
         now = time.monotonic()
         first = self.first_token or now
@@ -304,7 +306,7 @@ def prompt_steps(token_ids: Sequence[int], scores: tuple[TokenStep | None, ...],
 STOP_FIELDS = ("stop_reason", "stop_str")
 
 
-def stop_fields(finish: Finish) -> dict[str, Any]:
+def stop_fields(finish: Finish) -> dict[str, int | str | None]:
     """vLLM's `stop_reason` (the stop string, or the stop token's id; null after end of generation or
     the length limit) and tabbyAPI's `stop_str` (the stop string, or the stop token's text)."""
     return {"stop_reason": finish.stop_reason, "stop_str": finish.stop_str}
@@ -365,16 +367,20 @@ def sampling_params(request: SamplingFields, max_tokens: int, top_logprobs: int 
     )
 
 
-def job_id(prefix: str, request: Any) -> str:
+def job_id(prefix: str, request: JobRequest) -> str:
     """vLLM's: the client's `request_id` (or its X-Request-Id header) after the prefix, else a fresh one."""
     return f"{prefix}-{getattr(request, 'request_id', None) or uuid.uuid4().hex}"
+
+
+JobRequest = Turn | ChatCompletionRequest | CompletionRequest
 
 
 @dataclass
 class Job:
     """A validated request, ready to run: its choices and the ids every chunk repeats."""
 
-    request: Any
+    # What it was made of: a turn (any API's conversation), or the wire request it relays or completes whole.
+    request: JobRequest
     id: str
     model: str
     runs: list[ChoiceRun]
@@ -432,6 +438,10 @@ class OverChatJob:
     @property
     def runs(self) -> list[ChoiceRun]:
         return self.chat.runs
+
+    async def close(self) -> None:
+        """Free what its chat job holds (a relayed upstream) if it never ran: idempotent."""
+        await self.chat.close()
 
 
 class EventRenderer(Protocol):

@@ -21,7 +21,7 @@ from rostra.protocol.chat import ChatCompletionRequest
 from rostra.protocol.completions import CompletionRequest
 from rostra.protocol.seeds import FOLDED_FIELDS
 from rostra.protocol.logprobs import chat_steps, completion_steps
-from rostra.serving.generation import ChoiceRun, Job, RequestStats, job_id
+from rostra.serving.generation import ChoiceRun, Job, JobRequest, RequestStats, job_id
 
 # An upstream's finish_reason -> rostra's (one it does not know reads as "stop").
 FINISH_REASONS: dict[str, FinishReason] = {reason: reason for reason in get_args(FinishReason)}
@@ -44,7 +44,7 @@ async def relay_job(engine: Engine, request: ChatCompletionRequest | CompletionR
                                 make_emitter)
 
 
-async def relay_body_job(engine: Engine, request: Any, body: dict[str, Any], api: str, id_prefix: str, choices: int,
+async def relay_body_job(engine: Engine, request: JobRequest, body: dict[str, Any], api: str, id_prefix: str, choices: int,
                          last_text: str, reasoning_fields: tuple[str, ...] = (),
                          make_emitter: Callable[[], CallEmitter] | None = None) -> Job:
     """The job of `body` sent upstream (streamed, usage asked for); `request`: what the job was made of (a wire

@@ -11,6 +11,17 @@ def check_model(model: str, served_names: list[str]) -> None:
                        param="model", code="model_not_found")
 
 
+def check_generative(task: str, model: str | None) -> None:
+    """A model served for another task (--task embed, --task rerank) has no chat template nor generation: every
+    route but its own, counting routes included, is a 400 naming the model."""
+    if task == "rerank":
+        raise InvalidRequest(f"the model '{model}' is a reranker (served with --task rerank): it answers POST "
+                             "/v1/rerank, /v2/rerank and /v1/score only", param="model", code="model_not_generative")
+    if task != "generate":
+        raise InvalidRequest(f"the model '{model}' is an embedding model (served with --task embed): it "
+                             "answers POST /v1/embeddings only", param="model", code="model_not_generative")
+
+
 def check_logit_bias(logit_bias: dict[str, float] | None, vocab_size: int) -> None:
     for key in logit_bias or {}:
         if not 0 <= int(key) < vocab_size:

@@ -319,14 +319,14 @@ class PostgresResponseStore(ResponseStore):
         deleted = await self.pool.fetchval(
             "WITH gone AS (DELETE FROM rostra_responses WHERE id = $1 RETURNING id) "
             f"SELECT pg_notify('{CHANNEL}', id) IS NOT NULL FROM gone", response_id)
-        await forget_unused(self.pool)
+        await forget_unused(self.pool, [response_id] if deleted else [])
         return bool(deleted)
 
     async def delete_finished_before(self, created_before: int) -> int:
-        done = await self.pool.execute(
-            f"DELETE FROM rostra_responses WHERE created_at < $1 AND NOT {_RUNNING}", created_before)
-        await forget_unused(self.pool)
-        return int(done.split()[-1])
+        gone = [row["id"] for row in await self.pool.fetch(
+            f"DELETE FROM rostra_responses WHERE created_at < $1 AND NOT {_RUNNING} RETURNING id", created_before)]
+        await forget_unused(self.pool, gone)
+        return len(gone)
 
     # -- input items ------------------------------------------------------------------------
 
@@ -433,7 +433,7 @@ class PostgresResponseStore(ResponseStore):
     async def delete_conversation(self, conversation_id: str) -> bool:
         # Its items go with it: ON DELETE CASCADE.
         done = await self.pool.execute("DELETE FROM rostra_conversations WHERE id = $1", conversation_id)
-        await forget_unused(self.pool)
+        await forget_unused(self.pool, [] if done == "DELETE 0" else [conversation_id])
         return done != "DELETE 0"
 
     async def add_conversation_items(self, conversation_id: str, items: list[dict]) -> None:

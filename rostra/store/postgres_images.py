@@ -47,15 +47,15 @@ async def loaded(conn: asyncpg.Connection | asyncpg.Pool, bodies: list[str]) -> 
     return values
 
 
-async def forget_unused(pool: asyncpg.Pool) -> None:
-    """After deleting responses or conversations: their uses, and the images nobody uses any more."""
+async def forget_unused(pool: asyncpg.Pool, owners: list[str]) -> None:
+    """After deleting these responses or conversations: their uses, and of the images they used those nobody else
+    uses. Only their own rows are read: a delete never sweeps the store (the exclusive lock is held that long)."""
+    if not owners:
+        return
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock($1)", IMAGES_LOCK)
-        await _delete_unused(conn)
-
-
-async def _delete_unused(conn: asyncpg.Connection) -> None:
-    await conn.execute("DELETE FROM rostra_image_uses u WHERE NOT EXISTS (SELECT 1 FROM rostra_responses r WHERE "
-                       "r.id = u.owner) AND NOT EXISTS (SELECT 1 FROM rostra_conversations c WHERE c.id = u.owner)")
-    await conn.execute("DELETE FROM rostra_images i WHERE NOT EXISTS (SELECT 1 FROM rostra_image_uses u WHERE "
-                       "u.sha256 = i.sha256)")
+        digests = await conn.fetchval("WITH gone AS (DELETE FROM rostra_image_uses WHERE owner = ANY($1::text[]) "
+                                      "RETURNING sha256) SELECT array_agg(DISTINCT sha256) FROM gone", owners)
+        if digests:
+            await conn.execute("DELETE FROM rostra_images i WHERE i.sha256 = ANY($1::text[]) AND NOT EXISTS "
+                               "(SELECT 1 FROM rostra_image_uses u WHERE u.sha256 = i.sha256)", digests)

@@ -300,7 +300,7 @@ class SqliteResponseStore(ResponseStore):
         # Input items and events go with it: ON DELETE CASCADE (foreign_keys is ON).
         with _transaction(conn):
             deleted = conn.execute("DELETE FROM responses WHERE id = ?", (response_id,)).rowcount > 0
-            forget_unused(conn)
+            forget_unused(conn, [response_id] if deleted else [])
         return deleted
 
     async def delete_finished_before(self, created_before: int) -> int:
@@ -310,10 +310,11 @@ class SqliteResponseStore(ResponseStore):
     def _delete_finished_before_sync(conn: sqlite3.Connection, created_before: int) -> int:
         placeholders = ", ".join("?" for _ in RUNNING_STATUSES)
         with _transaction(conn):
-            deleted = conn.execute(f"DELETE FROM responses WHERE created_at < ? AND status NOT IN ({placeholders})",
-                                   (created_before, *RUNNING_STATUSES)).rowcount
-            forget_unused(conn)
-        return deleted
+            deleted = [row[0] for row in conn.execute(
+                f"DELETE FROM responses WHERE created_at < ? AND status NOT IN ({placeholders}) RETURNING id",
+                (created_before, *RUNNING_STATUSES)).fetchall()]
+            forget_unused(conn, deleted)
+        return len(deleted)
 
     # -- input items ------------------------------------------------------------------------
 
@@ -463,7 +464,7 @@ class SqliteResponseStore(ResponseStore):
         # Its items go with it: ON DELETE CASCADE.
         with _transaction(conn):
             deleted = conn.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,)).rowcount > 0
-            forget_unused(conn)
+            forget_unused(conn, [conversation_id] if deleted else [])
         return deleted
 
     async def add_conversation_items(self, conversation_id: str, items: list[dict]) -> None:

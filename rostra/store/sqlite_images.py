@@ -37,8 +37,19 @@ def loaded(conn: sqlite3.Connection, bodies: list[str]) -> list[dict]:
     return values
 
 
-def forget_unused(conn: sqlite3.Connection) -> None:
-    """After deleting responses or conversations: their uses, and the images nobody uses any more."""
-    conn.execute("DELETE FROM image_uses WHERE owner NOT IN (SELECT id FROM responses) AND owner NOT IN "
-                 "(SELECT id FROM conversations)")
-    conn.execute("DELETE FROM images WHERE sha256 NOT IN (SELECT sha256 FROM image_uses)")
+def forget_unused(conn: sqlite3.Connection, owners: list[str]) -> None:
+    """After deleting these responses or conversations (inside the same transaction): their uses, and of the
+    images they used those nobody else uses. Only their own rows are read: a delete never sweeps the store."""
+    for start in range(0, len(owners), CHUNK):
+        chunk = owners[start:start + CHUNK]
+        marks = ", ".join("?" for _ in chunk)
+        digests = [row[0] for row in conn.execute(
+            f"SELECT DISTINCT sha256 FROM image_uses WHERE owner IN ({marks})", chunk)]
+        conn.execute(f"DELETE FROM image_uses WHERE owner IN ({marks})", chunk)
+        for first in range(0, len(digests), CHUNK):
+            some = digests[first:first + CHUNK]
+            conn.execute(f"DELETE FROM images WHERE sha256 IN ({', '.join('?' for _ in some)}) AND NOT EXISTS "
+                         "(SELECT 1 FROM image_uses u WHERE u.sha256 = images.sha256)", some)
+
+
+CHUNK = 500  # ids per statement: well under SQLite's limit on bound parameters

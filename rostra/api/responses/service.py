@@ -40,6 +40,7 @@ from rostra.api.responses.to_chat import (LOGPROBS, forced_freeform, input_paths
 from rostra.api.responses.tools import Tool, ignored_tools, parse_tools
 from rostra.errors import APIError, InvalidRequest, NotFound
 from rostra.generation_defaults import GenerationDefaults
+from rostra.http.scope import RequestScope
 from rostra.serving.chat import ChatService
 from rostra.serving.deadline import NO_DEADLINE, Deadline
 from rostra.serving.generation import Job, OverChatJob, check_context, rendered
@@ -114,7 +115,6 @@ class ResponsesService:
         self.file_searcher: FileSearcher | None = None  # the vector stores', for the file_search tool (app.py)
         self.mcp_policy = mcp_policy
         self.sealer = sealer or ReasoningSealer(key=secrets.token_bytes(32))  # a key for this process only
-        self._closing: set[asyncio.Task[None]] = set()  # closes of jobs whose runs ended (see start_background)
         self.runs = RunRegistry(store, lease_seconds=lease_seconds, event_interval=event_interval,
                                 shutdown_grace=shutdown_grace, max_background=max_background)
 
@@ -292,21 +292,16 @@ class ResponsesService:
         finally:
             await job.close()
 
-    async def start_background(self, job: ResponseJob, deadline: Deadline,
-                               on_done: Callable[[], None]) -> dict[str, Any]:
-        """Store the response as queued and run it in a task of its own; `on_done` runs when the run has
-        ended, however it ends."""
-        def ended() -> None:
-            on_done()
-            closing = asyncio.get_running_loop().create_task(job.close())  # if it was cancelled before it began
-            self._closing.add(closing)
-            closing.add_done_callback(self._closing.discard)
-
+    async def start_background(self, job: ResponseJob, scope: RequestScope) -> dict[str, Any]:
+        """Store the response as queued and run it in a task of its own, which takes the request's scope (its
+        slot, its lease, what preparing opened) and closes it when the run has ended, however it ends (even a
+        task cancelled before it began)."""
+        scope.hold(job.close)  # (held already by the generation endpoint's scope: closing twice is harmless)
         try:
-            return await self.runs.launch(job.builder.response, job.items, self._events(job, deadline),
-                                          job.builder.fail, ended, job.tenant.key)
+            return await self.runs.launch(job.builder.response, job.items, self._events(job, scope.deadline),
+                                          job.builder.fail, scope.close, job.tenant.key)
         except BaseException:  # not stored (a full disk, too many at once): nothing runs, nothing stays open
-            await job.close()
+            await scope.aclose()
             raise
 
     async def _events(self, job: ResponseJob, deadline: Deadline) -> AsyncGenerator[dict[str, Any], None]:
@@ -463,9 +458,8 @@ class TenantResponses:
     async def complete(self, job: ResponseJob, deadline: Deadline = NO_DEADLINE) -> dict[str, Any]:
         return await self.service.complete(job, deadline)
 
-    async def start_background(self, job: ResponseJob, deadline: Deadline,
-                               on_done: Callable[[], None]) -> dict[str, Any]:
-        return await self.service.start_background(job, deadline, on_done)
+    async def start_background(self, job: ResponseJob, scope: RequestScope) -> dict[str, Any]:
+        return await self.service.start_background(job, scope)
 
     def follow(self, response_id: str, starting_after: int | None) -> AsyncGenerator[dict[str, Any], None]:
         return self.service.follow(response_id, starting_after, self.tenant)

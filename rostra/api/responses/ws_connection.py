@@ -29,8 +29,9 @@ from rostra.api.responses.service import ResponseJob, ResponsesService, conversa
 from rostra.api.responses.ws_events import CreateEvent, EventWriter, client_event, create_event, steer_input
 from rostra.api.responses.ws_steering import Refusal, Steering
 from rostra.errors import APIError, InvalidRequest, ServerError, TooManyRequests
-from rostra.http.gate import Admitted, admit
-from rostra.http.generation_endpoint import not_generative
+from rostra.http.gate import admit
+from rostra.http.scope import RequestScope
+from rostra.serving.validation import check_generative
 from rostra.http.sse import json_bytes
 from rostra.store.tenancy import Tenant
 
@@ -125,13 +126,11 @@ class ResponsesSocket:
         """One response through the gate; its successor, when steering queued input into it."""
         create = self.steering.with_waiting(create)
         try:
-            admitted = await admit(self.websocket, create.request.model)
-            if admitted is None:
+            scope = await admit(self.websocket, create.request.model)
+            if scope is None:
                 return None
-            try:
-                response = await self._respond(create, admitted)
-            finally:
-                admitted.release()
+            async with scope:
+                response = await self._respond(create, scope)
         except APIError as exc:
             await self._refused(create, exc)
             return None
@@ -140,15 +139,16 @@ class ResponsesSocket:
             await self.send(event)
         return successor
 
-    async def _respond(self, create: CreateEvent, admitted: Admitted) -> dict[str, Any]:
-        if admitted.bundle.engine.task != "generate":
-            raise InvalidRequest(not_generative(create.request.model, admitted.bundle.engine.task), param="model",
-                                 code="model_not_generative")
+    async def _respond(self, create: CreateEvent, scope: RequestScope) -> dict[str, Any]:
+        check_generative(scope.bundle.engine.task, create.request.model)
         known = {response_id: cached.conversation for response_id, cached in self.cache.items()}
-        job = await self.service.prepare(create.request, self.tenant, known)
+        # Inside the request's scope and deadline, as on HTTP (the socket's transport cancels a turn whose
+        # client went away).
+        job = await scope.deadline.wait_for(self.service.prepare(create.request, self.tenant, known))
+        scope.hold(job.close)
         if not create.generate:
             return await self._warm_up(job, create)
-        async with aclosing(self.service.stream(job, admitted.deadline)) as events:
+        async with aclosing(self.service.stream(job, scope.deadline)) as events:
             async for event in events:
                 if event["type"] == "response.created":  # steering may target it from now on
                     self.steering.started(job.id, create)

@@ -10,6 +10,7 @@ the model's calls to them are run by rostra (see loop.py).
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -30,12 +31,50 @@ class McpPolicy:
     max_output: int = 65536
 
     def allows(self, url: str) -> bool:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        """Whether a request's server_url may be used: an entry `*`; a host or HOST:PORT (any path, and any port
+        for a bare host); or a whole URL, which allows that endpoint and the paths under it only, compared with
+        `url` normalized (normalized_url), so a spelling never reaches a path or port the operator did not name."""
+        target = normalized_url(url)
+        if target is None:
             return False
-        host = parts.hostname.lower()
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        return any(entry == "*" or entry.lower() in (host, f"{host}:{port}") for entry in self.allow)
+        scheme, host, port, path = target
+        for entry in self.allow:
+            if entry == "*":
+                return True
+            if "://" in entry:
+                allowed = normalized_url(entry)
+                if allowed is not None and allowed[:3] == (scheme, host, port) and _under(path, allowed[3]):
+                    return True
+            elif entry.lower() in (host, f"{host}:{port}", f"[{host}]:{port}"):
+                return True
+        return False
+
+
+def normalized_url(url: str) -> tuple[str, str, int, str] | None:
+    """An http(s) URL as (scheme, host, port, path): scheme and host in lower case, the default port spelled out,
+    `%2e` read as the dot it is and dot segments resolved (RFC 3986 5.2.4); None for anything else."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:  # a port out of range, a bad IPv6 literal
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        return None
+    path = re.sub("%2e", ".", parts.path, flags=re.IGNORECASE)
+    segments: list[str] = []
+    for segment in path.split("/")[1:]:
+        if segment == "..":
+            segments = segments[:-1]
+        elif segment != ".":
+            segments.append(segment)
+    return scheme, parts.hostname.lower(), port or (443 if scheme == "https" else 80), "/" + "/".join(segments)
+
+
+def _under(path: str, allowed: str) -> bool:
+    """`path` is `allowed` or below it, at a segment's boundary (/mcp allows /mcp/sse, not /mcpx)."""
+    allowed = allowed.rstrip("/")
+    return path.rstrip("/") == allowed or path.startswith(allowed + "/")
 
 
 @dataclass
