@@ -28,6 +28,7 @@ GGUF then pools its last hidden states, last-token by default); rostra posts tok
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
 import functools
 import logging
@@ -502,7 +503,9 @@ class LlamaCppEngine(Engine):
                                   continuations: list[list[int]]) -> list[list[float]]:
         """Each continuation forced after the prompt in one slot (llamacpp_scoring.py): the slot's cache holds the
         prompt after the first, so each further one costs its own tokens only. Images too (a multimodal prompt)."""
-        head: list[int] | dict = multimodal_prompt(prompt) if prompt.images else prompt.token_ids
+        head: list[int] | dict = prompt.token_ids
+        if prompt.images:
+            head = await asyncio.to_thread(scoring_prompt, prompt)
         async with self._scorer(request_id, prompt, 0) as scorer:
             if not prompt.images and len(prompt.token_ids) > 1:
                 await scorer.warm(prompt.token_ids[:-1])
@@ -527,6 +530,13 @@ class LlamaCppEngine(Engine):
             raise EngineError(str(exc)) from exc
         finally:
             self._running.discard(request_id)
+
+
+def scoring_prompt(prompt: Prompt) -> dict:
+    """llama.cpp's multimodal prompt as one JSON value (the scorer's requests are not streamed pieces): the text
+    with one marker per image, and the images' base64. Blocking: run in a thread."""
+    return {"prompt_string": marked_text(prompt),
+            "multimodal_data": [base64.b64encode(image.data).decode("ascii") for image in prompt.images]}
 
 
 def marked_text(prompt: Prompt) -> str:
