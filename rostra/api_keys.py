@@ -8,6 +8,7 @@ The file is either one key per line (every key unlimited, as before) or a YAML l
       tpm: 100000           # tokens (input + output) per minute
       max_concurrent: 4     # requests running at once
       daily_tokens: 2000000 # tokens per UTC day
+      priority: true        # may send `priority` under --restrict-priority
 
 Every limit is optional. Limits count the requests that run a model (rostra/http/key_limits.py says which).
 """
@@ -39,6 +40,7 @@ class ApiKey:
     key: str = field(repr=False)  # never printed
     name: str | None = None
     limits: KeyLimits = KeyLimits()
+    priority: bool = False  # may set `priority` under --restrict-priority
 
 
 def read_key_file(text: str, source: str = "--api-key-file") -> list[ApiKey]:
@@ -64,10 +66,10 @@ def _entry(entry: Any, where: str) -> ApiKey:
         return ApiKey(entry.strip())
     if not isinstance(entry, dict) or not isinstance(entry.get("key"), str) or not entry["key"].strip():
         raise ValueError(f"{where}: expected a mapping with a non-empty `key`")
-    unknown = set(entry) - {"key", "name", *LIMIT_NAMES}
+    unknown = set(entry) - {"key", "name", "priority", *LIMIT_NAMES}
     if unknown:
         raise ValueError(f"{where}: unknown field(s) {', '.join(sorted(unknown))} "
-                         f"(known: key, name, {', '.join(LIMIT_NAMES)})")
+                         f"(known: key, name, priority, {', '.join(LIMIT_NAMES)})")
     limits: dict[str, int | None] = {}
     for name in LIMIT_NAMES:
         value = entry.get(name)
@@ -77,4 +79,7 @@ def _entry(entry: Any, where: str) -> ApiKey:
     label = entry.get("name")
     if label is not None and (not isinstance(label, str) or not label.strip()):
         raise ValueError(f"{where}: `name` must be a non-empty string")
-    return ApiKey(entry["key"].strip(), label.strip() if label else None, KeyLimits(**limits))
+    if not isinstance(entry.get("priority", False), bool):
+        raise ValueError(f"{where}: `priority` must be true or false")
+    return ApiKey(entry["key"].strip(), label.strip() if label else None, KeyLimits(**limits),
+                  entry.get("priority", False))

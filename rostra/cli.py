@@ -177,6 +177,9 @@ def _auth_flags(group: FlagGroup) -> None:
     group.add_argument("--api-key-file",
                        help="a file of API keys: one per line, or a YAML list of {key, name, rpm, tpm, "
                             "max_concurrent, daily_tokens} (per-key limits; README: 'Per-key limits and usage')")
+    group.add_argument("--restrict-priority", action="store_true",
+                       help="a request's `priority` (lower is admitted first) only from keys whose --api-key-file "
+                            "entry says `priority: true`, and admin keys; from others any priority but 0 is a 400")
     group.add_argument("--admin-key", action="append", default=[],
                        help="Bearer key for /admin/* routes (store maintenance; also env ROSTRA_ADMIN_KEY); "
                             "without one they are closed. It opens the API routes too, and sees every key's "
@@ -405,7 +408,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     models_dir=args.models_dir, models_config=args.models_config,
                     max_loaded_models=args.max_loaded_models, memory_budget=memory_budget,
                     model_ttl=args.model_ttl, preload=args.preload, admin_keys=admin_keys,
-                    shared_store=args.shared_store, engine=args.engine, script=args.script,
+                    shared_store=args.shared_store, restrict_priority=args.restrict_priority,
+                    engine=args.engine, script=args.script,
                     tokenizer=args.tokenizer,
                     served_model_name=args.served_model_name, api_keys=keys, api_key_details=key_details,
                     chat_template=args.chat_template,

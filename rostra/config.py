@@ -31,6 +31,7 @@ class Settings:
     # The keys of a YAML --api-key-file: names and limits (rostra/api_keys.py); never printed.
     api_key_details: list[ApiKey] = field(default_factory=list, repr=False)
     admin_keys: list[str] = field(default_factory=list)  # for /admin/* (store maintenance); none: no admin
+    restrict_priority: bool = False  # only keys whose key-file entry says `priority: true` may set a priority
     shared_store: bool = False  # every API key sees every key's stored responses and conversations
     chat_template: str | None = None  # a file path or the template itself
     max_model_len: int | None = None

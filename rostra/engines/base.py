@@ -84,7 +84,8 @@ class Engine(abc.ABC):
     engine_name: str = "this"  # for the 400s: "the vLLM engine"
     # The LoRA adapters (--lora NAME=PATH) served over this model, by name; a request naming one runs with it.
     adapters: tuple[str, ...] = ()
-    # Whether a request's `priority` orders its scheduling; else a priority other than 0 is a 400.
+    # Whether a request's `priority` reaches the engine's own scheduler (a gateway passes it upstream); on every
+    # engine it orders admission (rostra/http/admission.py).
     schedules_by_priority: bool = False
     # Whether a prompt's `mm_processor_kwargs` reach a multimodal processor (vLLM's); else non-empty ones are a 400.
     takes_mm_processor_kwargs: bool = False
@@ -111,9 +112,6 @@ class Engine(abc.ABC):
         if params.adapter is not None and params.adapter not in self.adapters:
             raise InvalidRequest(f"model {params.adapter!r}: no such LoRA adapter on the {self.engine_name} engine",
                                  param="model")
-        if params.priority and not self.schedules_by_priority:
-            raise InvalidRequest(f"priority is not supported by the {self.engine_name} engine: it serves requests "
-                                 "in arrival order (0, the default, is accepted)", param="priority")
     # What the one served model does: "generate" (Chat, Completions, Responses), "embed" (/v1/embeddings) or
     # "rerank" (/v1/rerank, /v2/rerank, /v1/score), detected from the checkpoint or forced by `--task`.
     task: Task = "generate"

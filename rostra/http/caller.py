@@ -17,6 +17,7 @@ class Caller:
     limits: KeyLimits = KeyLimits()
     admin: bool = False  # an admin key: reads every key's usage
     batch: bool = False  # a batch line run for the key
+    may_prioritize: bool = False  # under --restrict-priority, whether it may send a priority other than 0
 
 
 ANONYMOUS = Caller(None)

@@ -51,10 +51,11 @@ class BatchLine:
                         "the batch's completion window ended before the line was admitted")
 
 
-async def admit(request: HTTPConnection, model: str | None) -> RequestScope | None:
+async def admit(request: HTTPConnection, model: str | None, priority: int = 0) -> RequestScope | None:
     """The request's scope (scope.py), holding an admission slot, then a lease on `model`, both taken within the
     request's deadline (--request-timeout; a batch line's: see BatchLine); None, holding nothing, when the client
-    went away first. Beyond the queue a 429, past the deadline a 504 (neither holds anything either)."""
+    went away first. Beyond the queue a 429, past the deadline a 504 (neither holds anything either). `priority`:
+    its place in line (lower first, admission.py)."""
     context = server_context(request)
     admission = context.admission
     line: BatchLine | None = getattr(request.state, "batch_line", None)
@@ -66,7 +67,7 @@ async def admit(request: HTTPConnection, model: str | None) -> RequestScope | No
     elif line is not None:
         await line.admission_deadline().wait_for(admission.acquire(online=False))
         deadline = Deadline.after(context.settings.request_timeout)  # from its admission on
-    elif await _watched(request, _slot(admission, deadline), lambda _: admission.release()) is None:
+    elif await _watched(request, _slot(admission, deadline, priority), lambda _: admission.release()) is None:
         return None
     try:
         lease = await _watched(request, deadline.wait_for(context.models.acquire(model)), Lease.release)
@@ -84,8 +85,8 @@ async def admit(request: HTTPConnection, model: str | None) -> RequestScope | No
     return scope
 
 
-async def _slot(admission: Admission, deadline: Deadline) -> bool:
-    await deadline.wait_for(admission.acquire())
+async def _slot(admission: Admission, deadline: Deadline, priority: int) -> bool:
+    await deadline.wait_for(admission.acquire(priority=priority))
     return True
 
 

@@ -18,6 +18,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from rostra.core import Prompt
+from rostra.errors import InvalidRequest
+from rostra.http.caller import ANONYMOUS
 from rostra.http.context import server_context
 from rostra.http.gate import admit
 from rostra.http.scope import RequestScope
@@ -103,7 +105,7 @@ async def serve_generation(request: Request, service_of: Callable[[ModelBundle],
     silent (rostra/http/sse.py)."""
     # The deadline bounds the admission wait and a model's load too; a client gone while they last is dropped at
     # once (gate.py: the same gate as the other engine work's).
-    scope = await admit(request, body.model)
+    scope = await admit(request, body.model, allowed_priority(request, getattr(body, "priority", 0) or 0))
     if scope is None:
         return Response(status_code=CLIENT_CLOSED)
     async with scope:
@@ -119,6 +121,17 @@ async def serve_generation(request: Request, service_of: Callable[[ModelBundle],
         if server_context(request).settings.log_requests:
             log.info("request %s prompt: %r", job.id, job.runs[0].prompt.last_message_text)
         return await _answer(request, service, body, job, scope, responses_api, keep_alive)
+
+
+def allowed_priority(request: Request, priority: int) -> int:
+    """The request's `priority` (vLLM's: lower is admitted first); with --restrict-priority, a key not allowed to
+    set one (its key-file entry has no `priority: true`; admin keys may) gets a 400 for any other than 0."""
+    if priority and server_context(request).settings.restrict_priority:
+        caller = request.scope.get("state", {}).get("caller", ANONYMOUS)
+        if not (caller.admin or caller.may_prioritize):
+            raise InvalidRequest("priority: this key may not set a priority (the server runs with "
+                                 "--restrict-priority)", param="priority", code="priority_not_allowed")
+    return priority
 
 
 async def _prepared(service: FrontEnd[B, J], body: B, scope: RequestScope) -> J:

@@ -70,8 +70,8 @@ class ApiKeyMiddleware:
         self.tenants = [Tenant(fingerprint(key), sees_all=shared_store) for key in self.keys]
         self.admin_tenants = [Tenant(fingerprint(key), sees_all=True) for key in self.admin_keys]
         details = {detail.key: detail for detail in key_details or []}
-        self.callers = [Caller(tenant.key, details[key].name, details[key].limits) if key in details
-                        else Caller(tenant.key) for key, tenant in zip(api_keys, self.tenants)]
+        self.callers = [Caller(tenant.key, details[key].name, details[key].limits, may_prioritize=details[key].priority)
+                        if key in details else Caller(tenant.key) for key, tenant in zip(api_keys, self.tenants)]
         self.admin_callers = [Caller(tenant.key, "admin", admin=True) for tenant in self.admin_tenants]
         self.public_paths = public_paths
         self.envelopes = envelopes or ErrorEnvelopes()
