@@ -456,7 +456,8 @@ def serve(settings: Settings) -> None:
             app = create_app(engine, settings, store)
             described = f"{(settings.served_model_name or [engine.model.id])[0]} ({settings.engine})"
             defaults = resolve_defaults(settings.generation_config, engine.recommended_sampling,
-                                        settings.override_generation_config).describe()
+                                        settings.override_generation_config,
+                                        engine.recommended_sampling_source).describe()
     except (GenerationConfigError, ModelConfigError) as exc:
         raise SystemExit(f"rostra: {exc}") from None
     print(f"rostra {__version__}: serving {described} on http://{settings.host}:{settings.port}/v1",
