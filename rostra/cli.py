@@ -486,7 +486,8 @@ def serve(settings: Settings) -> None:
             app = create_app(engine, settings, store)
             described = f"{(settings.served_model_name or [engine.model.id])[0]} ({settings.engine})"
             defaults = resolve_defaults(settings.generation_config, engine.recommended_sampling,
-                                        settings.override_generation_config).describe()
+                                        settings.override_generation_config,
+                                        engine.recommended_sampling_source).describe()
     except (GenerationConfigError, ModelConfigError) as exc:
         raise SystemExit(f"rostra: {exc}") from None
     print(f"rostra {__version__}: serving {described} on http://{settings.host}:{settings.port}/v1",
@@ -513,8 +514,11 @@ def serve(settings: Settings) -> None:
         raise SystemExit(3)  # uvicorn.run's exit status when start-up failed
 
 
+LISTEN_BACKLOG = 2048  # uvicorn's default
+
+
 def bind_sockets(host: str, port: int) -> list[socket.socket]:
-    """Sockets bound (not yet listening) to every address `host` names, as asyncio's create_server binds
+    """Sockets bound and listening on every address `host` names, as asyncio's create_server binds
     them; a port in use, or a host that is not this machine's, stops the server with one line."""
     sockets: list[socket.socket] = []
     try:
@@ -522,11 +526,14 @@ def bind_sockets(host: str, port: int) -> list[socket.socket]:
         for family, kind, proto, _, address in dict.fromkeys(addresses):
             sock = socket.socket(family, kind, proto)
             sockets.append(sock)
-            # Not listening until uvicorn starts: a client connecting while the model loads is refused, as before.
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart need not wait out TIME_WAIT
             if family == socket.AF_INET6:
                 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)  # "::" and "0.0.0.0" apart, as asyncio
             sock.bind(address)
+            # Listening now, not when uvicorn starts: on Linux two sockets with SO_REUSEADDR that are bound but not
+            # listening do not conflict, so two servers started together would both load and then share the port.
+            # A client connecting while the model loads waits in the backlog and is answered once it is loaded.
+            sock.listen(LISTEN_BACKLOG)
     except OSError as exc:
         for sock in sockets:
             sock.close()

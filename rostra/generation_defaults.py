@@ -5,8 +5,10 @@ suit OpenAI's models, not every model: a small model at temperature 1 rambles or
 its context is full. So, as `vllm serve` does, the defaults are resolved once at start-up:
 
 1. `--generation-config auto` (the default): what the model's makers recommend, as the engine
-   reads it: a checkpoint's `generation_config.json`, a GGUF's `general.sampling.*` metadata,
-   or, for the embedded model, its model card's recommendation (EMBEDDED_DEFAULTS below);
+   reads it: a checkpoint's `generation_config.json`, a GGUF's `general.sampling.*` metadata (and,
+   for a GGUF served by name, the `generation_config.json` of its Hub repository), or, for the
+   embedded model, its model card's recommendation (EMBEDDED_DEFAULTS below); on the llama.cpp
+   engine, llama.cpp's own defaults for each field the model says nothing about (LLAMACPP_DEFAULTS);
    `openai`: none (OpenAI's defaults); FILE: a `generation_config.json`, or a directory holding one.
 2. `--override-generation-config JSON` on top, e.g. `{"temperature": 0.5, "max_tokens": 512}`.
 
@@ -16,10 +18,13 @@ A request's own value always wins; what nobody sets keeps OpenAI's default.
 from __future__ import annotations
 
 import json
+import logging
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
+
+log = logging.getLogger(__name__)
 
 # The request fields a default may be given for, and the range each accepts (as in requests).
 FIELD_RANGES: dict[str, tuple[float, float]] = {
@@ -52,6 +57,14 @@ GGUF_KEYS = {"general.sampling.temp": "temperature", "general.sampling.top_p": "
 # themselves were 8 to 290 tokens long. 512 leaves room for those and stops a loop after 6 to 10 s
 # on 2 idle CPU cores.
 EMBEDDED_DEFAULTS: dict[str, float | int] = {"temperature": 0.2, "top_p": 0.9, "max_tokens": 512}
+
+# llama.cpp's own sampling defaults, what `llama-server` gives a request that sets nothing (common/common.h,
+# `struct common_params_sampling`: temp 0.80, top_k 40, top_p 0.95, min_p 0.05; its penalties, typical_p, XTC
+# and DRY are off there, as OpenAI's are, and its n_predict -1 is no length cap). The llama.cpp engine uses them
+# for what the model recommends nothing about: OpenAI's temperature 1 with no truncation suits OpenAI's models,
+# and on Qwen2.5-Coder-0.5B wrote visibly worse text than llama-server on the same file (issue 44).
+LLAMACPP_DEFAULTS: dict[str, float | int] = {"temperature": 0.8, "top_k": 40, "top_p": 0.95, "min_p": 0.05}
+LLAMACPP_SOURCE = "llama.cpp's defaults"
 
 class GenerationConfigError(ValueError):
     """A bad --generation-config or --override-generation-config (reported at start-up)."""
@@ -100,6 +113,47 @@ def from_gguf_metadata(metadata: Mapping[str, Any]) -> dict[str, float | int]:
     return checked(picked, "GGUF general.sampling")
 
 
+@dataclass(frozen=True)
+class Recommendation:
+    """What a model recommends, field by field, and from where (for the log and GET /v1/models)."""
+
+    values: dict[str, float | int] = field(default_factory=dict)
+    source: str = "the model"
+
+
+def layered(*layers: tuple[Mapping[str, float | int], str]) -> Recommendation:
+    """Recommendations, each (values, where from), later ones winning field by field (as llama.cpp lets a GGUF's
+    general.sampling.* replace its own defaults one key at a time); the source names each one that is left."""
+    values: dict[str, float | int] = {}
+    origin: dict[str, str] = {}
+    for layer, where in layers:
+        for name, value in layer.items():
+            values[name], origin[name] = value, where
+    sources = [where for _, where in layers if where in origin.values()]
+    if len(sources) == 1:
+        return Recommendation(values, sources[0])
+    parts = [f"{where} ({', '.join(sorted(name for name in values if origin[name] == where))})"
+             for where in sources]
+    return Recommendation(values, " + ".join(reversed(parts)))
+
+
+def llamacpp_recommendation(gguf: Mapping[str, float | int], repository_config: Path | None,
+                            repository: str) -> Recommendation:
+    """A GGUF's recommendation on the llama.cpp engine: its general.sampling.* keys, then what its Hub repository's
+    generation_config.json says of the others, then llama.cpp's defaults for the rest. A repository file that
+    cannot be read is logged and passed over: it is advice, and the model serves without it."""
+    from_repository: dict[str, float | int] = {}
+    if repository_config is not None:
+        try:
+            config = json.loads(repository_config.read_text(encoding="utf-8"))
+            from_repository = from_checkpoint_config(config) if isinstance(config, dict) else {}
+        except (OSError, ValueError) as exc:  # (GenerationConfigError is a ValueError: a value out of range)
+            log.warning("%s: its generation_config.json is not used: %s", repository, exc)
+    return layered((LLAMACPP_DEFAULTS, LLAMACPP_SOURCE),
+                   (from_repository, f"{repository}'s generation_config.json"),
+                   (gguf, "the GGUF's general.sampling"))
+
+
 def read_checkpoint_file(path: str | Path) -> dict[str, float | int]:
     """FILE of --generation-config: a generation_config.json, or a directory holding one."""
     path = Path(path)
@@ -129,10 +183,11 @@ def parse_override(override: str | Mapping[str, Any] | None) -> dict[str, float 
 
 
 def resolve(mode: str, model_recommends: Mapping[str, float | int],
-            override: str | Mapping[str, Any] | None = None) -> GenerationDefaults:
-    """The defaults in force, from the mode (auto / openai / FILE) and the override on top."""
+            override: str | Mapping[str, Any] | None = None, model_source: str = "the model") -> GenerationDefaults:
+    """The defaults in force, from the mode (auto / openai / FILE) and the override on top; `model_source` says
+    where the model's recommendation came from."""
     if mode == "auto":
-        values, source = dict(model_recommends), "the model" if model_recommends else "openai"
+        values, source = dict(model_recommends), model_source if model_recommends else "openai"
     elif mode == "openai":
         values, source = {}, "openai"
     else:

@@ -144,7 +144,8 @@ def test_default_length_applies_only_when_the_request_sets_none(server):
 
 def test_openai_defaults_without_configuration(scripted_server):
     """The scripted engine recommends nothing: OpenAI's defaults (Completions: 16 tokens)."""
-    assert httpx.get(f"{scripted_server.v1}/models/{MODEL}").json()["generation_defaults"] == {}
+    card = httpx.get(f"{scripted_server.v1}/models/{MODEL}").json()
+    assert card["generation_defaults"] == {} and card["generation_defaults_from"] == "openai"
     client = OpenAI(base_url=scripted_server.v1, api_key="x", max_retries=0)
     reply = client.responses.create(model=MODEL, input="say hello")
     assert (reply.temperature, reply.top_p) == (1.0, 1.0)
@@ -152,4 +153,4 @@ def test_openai_defaults_without_configuration(scripted_server):
 
 def test_the_embedded_model_gets_its_model_cards_sampling(real_server):
     card = httpx.get(f"{real_server.v1}/models").json()["data"][0]
-    assert card["generation_defaults"] == EMBEDDED_DEFAULTS
+    assert card["generation_defaults"] == EMBEDDED_DEFAULTS and card["generation_defaults_from"] == "its model card"

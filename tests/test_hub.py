@@ -4,6 +4,7 @@ embedded GGUF. Every command is a real process with its own HF_HOME; nothing rea
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import socket
@@ -19,6 +20,7 @@ from hub_standin import StandInHub, StandInRepo
 from images import data_url, encoded, pattern
 from mmproj_gguf import mmproj_path
 from rostra.embedded import embedded_model_path
+from rostra.generation_defaults import LLAMACPP_DEFAULTS, llamacpp_recommendation
 from rostra.hub.choice import ChoiceError, RemoteFile, choose, quant_of
 from rostra.hub.reference import HubReference
 from servers import RunningServer
@@ -269,6 +271,71 @@ def _card(server: RunningServer, name: str) -> dict:
 
     cards = httpx.get(f"{server.v1}/models", timeout=10).json()["data"]
     return next(card for card in cards if card["id"] == name)
+
+
+# -- the sampling that suits the model -----------------------------------------------------------------------
+
+def test_a_model_without_a_recommendation_gets_llama_cpps_defaults(hub, tmp_path):
+    """The embedded GGUF carries no general.sampling.* and its repository no generation_config.json: llama.cpp's
+    own defaults (what llama-server would give), not OpenAI's temperature 1 with no truncation; a request's own
+    values win."""
+    server = RunningServer([REPO, "--parallel", "1", "--speculative", "off"], log_level="info",
+                           env=hub_env(hub.url, tmp_path / "hf"))
+    try:
+        card = _card(server, REPO)
+        assert card["generation_defaults"] == LLAMACPP_DEFAULTS == {"temperature": 0.8, "top_k": 40, "top_p": 0.95,
+                                                                    "min_p": 0.05}
+        assert card["generation_defaults_from"] == "llama.cpp's defaults"
+        client = OpenAI(base_url=server.v1, api_key="unused")
+        unset = client.responses.create(model=REPO, input="Hi", max_output_tokens=4)
+        assert (unset.temperature, unset.top_p) == (0.8, 0.95)  # the sampling in force, echoed
+        own = client.responses.create(model=REPO, input="Hi", max_output_tokens=4, temperature=0.1, top_p=1.0)
+        assert (own.temperature, own.top_p) == (0.1, 1.0)
+    finally:
+        server.stop()
+    assert "generation defaults: min_p=0.05, temperature=0.8, top_k=40, top_p=0.95 (from llama.cpp's defaults)" \
+        in server.log_path.read_text()
+
+
+def test_the_repositorys_generation_config_is_fetched_with_the_gguf_and_used(hub, tmp_path):
+    """A repository that carries its checkpoint's generation_config.json (as Qwen2.5's: temperature 0.7, top_p
+    0.8, top_k 20, repetition_penalty 1.05): it is downloaded beside the GGUF, checked against its git blob id, and
+    its values are the defaults; llama.cpp's fill what it leaves out (min_p). Offline, the cached copy serves."""
+    config = {"bos_token_id": 1, "do_sample": True, "eos_token_id": 2, "temperature": 0.7, "top_p": 0.8,
+              "top_k": 20, "repetition_penalty": 1.05, "transformers_version": "4.37.0"}
+    hub.repos[REPO].files["generation_config.json"] = json.dumps(config, indent=2).encode()
+    env = hub_env(hub.url, tmp_path / "hf")
+    pulled(env, REPO)
+    assert len(hub.downloads("generation_config.json")) == 1
+    offline = hub_env(f"http://127.0.0.1:{closed_port()}", tmp_path / "hf", HF_HUB_OFFLINE="1")
+    server = RunningServer([REPO, "--parallel", "1", "--speculative", "off"], env=offline)
+    try:
+        card = _card(server, REPO)
+    finally:
+        server.stop()
+    assert card["generation_defaults"] == {"temperature": 0.7, "top_p": 0.8, "top_k": 20, "repetition_penalty": 1.05,
+                                           "min_p": 0.05}
+    assert card["generation_defaults_from"] == (f"{REPO}'s generation_config.json (repetition_penalty, temperature, "
+                                                "top_k, top_p) + llama.cpp's defaults (min_p)")
+
+
+def test_a_corrupted_generation_config_is_refused(hub, tmp_path):
+    hub.repos[REPO].files["generation_config.json"] = b'{"temperature": 0.7}\n'
+    hub.repos[REPO].corrupt.add("generation_config.json")
+    assert "git blob id" in one_line_error(rostra(hub_env(hub.url, tmp_path / "hf"), "pull", REPO))
+
+
+def test_the_gguf_wins_over_the_repository_and_both_over_llama_cpp(tmp_path):
+    """llama.cpp lets a GGUF's general.sampling.* replace its own defaults key by key; the repository's file sits
+    between (the GGUF was converted from that checkpoint: where both say something, the file served says last)."""
+    config = tmp_path / "generation_config.json"
+    config.write_text('{"temperature": 0.7, "top_k": 20, "max_new_tokens": 256}')
+    recommended = llamacpp_recommendation({"temperature": 0.6}, config, "org/model-GGUF")
+    assert recommended.values == {"temperature": 0.6, "top_k": 20, "max_tokens": 256, "top_p": 0.95, "min_p": 0.05}
+    assert recommended.source == ("the GGUF's general.sampling (temperature) + org/model-GGUF's generation_config.json"
+                                  " (max_tokens, top_k) + llama.cpp's defaults (min_p, top_p)")
+    config.write_text("not json")  # advice that cannot be read is passed over, not fatal
+    assert llamacpp_recommendation({}, config, "org/model-GGUF").values == LLAMACPP_DEFAULTS
 
 
 # -- ls and rm -----------------------------------------------------------------------------------------------

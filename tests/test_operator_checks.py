@@ -15,6 +15,7 @@ from rostra.config import Settings
 from rostra.embedded import embedded_model_path
 from rostra.models.checks import MAX_PARALLEL
 from rostra.models.specs import ModelConfigError, read_models_config
+from servers import became_healthy, free_port
 
 
 def config(tmp_path, entry: str):
@@ -72,3 +73,32 @@ def test_a_port_in_use_is_refused_before_the_model_loads():
     assert f"rostra: cannot listen on 127.0.0.1:{port}: Address already in use" in done.stderr, done.stderr[-2000:]
     assert "Traceback" not in done.stderr and "serving" not in done.stderr
     assert took < 10, took  # a bare interpreter start and one bind (the model takes longer), with room for a busy CI
+
+
+def test_a_second_server_on_a_port_another_is_still_loading_on_is_refused(tmp_path):
+    """Issue 44: two `rostra serve` started together on one port. The first has claimed the port and is loading
+    its model; the second must say the port is in use at once, not load its model too and then share the port
+    (with SO_REUSEADDR, two sockets bound but not yet listening do not conflict on Linux)."""
+    port = free_port()
+    first_log = tmp_path / "first.log"
+    with open(first_log, "wb") as log:
+        first = subprocess.Popen([sys.executable, "-m", "rostra.cli", "serve", "--port", str(port),
+                                  "--data-dir", str(tmp_path / "first")], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while "serving" not in first_log.read_text() and time.monotonic() < deadline:  # bound, now loading
+            assert first.poll() is None, first_log.read_text()[-2000:]
+            time.sleep(0.05)
+        started = time.monotonic()
+        second = subprocess.run([sys.executable, "-m", "rostra.cli", "serve", "--port", str(port),
+                                 "--data-dir", str(tmp_path / "second")], capture_output=True, text=True, timeout=60)
+        took = time.monotonic() - started
+        assert second.returncode != 0, second.stderr[-2000:]
+        assert f"rostra: cannot listen on 127.0.0.1:{port}: Address already in use" in second.stderr
+        assert "Traceback" not in second.stderr and "serving" not in second.stderr
+        assert took < 10, took
+        # The first one was not disturbed: it serves once loaded.
+        assert became_healthy(first, f"http://127.0.0.1:{port}", first_log, 120, "the first rostra serve")
+    finally:
+        first.terminate()
+        first.wait(timeout=30)

@@ -195,7 +195,8 @@ def test_stop_string_while_drafting(drafting):
 
 def test_auto_restarts_the_server_drafting_where_calibration_says_it_pays(monkeypatch):
     """The path a memory-bound model takes (the embedded model measures compute-bound, so it is forced here):
-    measured at load, then the server made again with drafting on, and a one-slot server without it."""
+    measured once the server is up and idle, then the server made again with drafting on, and a one-slot server
+    without it."""
     import asyncio
 
     from rostra.core import Prompt, SamplingParams
@@ -209,6 +210,13 @@ def test_auto_restarts_the_server_drafting_where_calibration_says_it_pays(monkey
         engine = LlamaCppEngine(embedded_model_path(), MODEL, max_model_len=1024, parallel=1, speculative="auto")
         await engine.start()
         try:
+            # Measured in the background once the engine is idle (llamacpp_probe.py), not at load: a request
+            # right after the start is served at once, undrafted.
+            assert engine.speculation.calibration is None and not engine.speculation.active
+            first = await engine.tokenize("Hello", True)
+            assert [step async for output in engine.generate("q", Prompt(first), SamplingParams(
+                max_tokens=2, temperature=0.0, ignore_eos=True)) for step in output.tokens]
+            await engine.speculation_settled()
             prompt = await engine.tokenize("a b c d e f g h a b c d e f g h a b c d e f g h a b c d", True)
             ids = [step.token_id async for output in engine.generate("r", Prompt(prompt), SamplingParams(
                 max_tokens=12, temperature=0.0, ignore_eos=True)) for step in output.tokens]

@@ -126,6 +126,7 @@ class Engine(abc.ABC):
     # The sampling the model's makers recommend, as request fields (temperature, top_p, top_k, min_p,
     # repetition_penalty, max_tokens): the defaults of `--generation-config auto`. Empty: none known.
     recommended_sampling: dict = {}
+    recommended_sampling_source: str = "the model"  # where it came from, for the log and GET /v1/models
 
     def takes_images(self, model: str) -> bool:
         """Whether `model` sees images (a prompt's `images`, each at its `image_marker` in the text)."""

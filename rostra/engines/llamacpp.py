@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import dataclasses
 import functools
 import logging
@@ -60,6 +61,7 @@ from rostra.engines.llamacpp_http import EventStream, LoopbackClient, LoopbackEr
 from rostra.engines.llamacpp_images import image_counter, prompt_tokens
 from rostra.engines.llamacpp_rerank import declares_rank_pooling, pair_overhead, rerank_pairs
 from rostra.engines.llamacpp_payload import MultimodalPrompt
+from rostra.engines.llamacpp_probe import QuietProbe
 from rostra.engines.llamacpp_scoring import PromptScorer
 from rostra.engines.llamacpp_slots import SlotRouter
 from rostra.engines.llamacpp_speculation import CalibrationCache, Speculation
@@ -140,6 +142,10 @@ class LlamaCppEngine(Engine):
         # While drafting: a one-slot server without it, for requests that ask for logprobs (see _generate).
         self._undrafted: Any = None
         self._undrafted_route: tuple[LoopbackClient, SlotRouter] | None = None
+        self._probe: asyncio.Task | None = None  # the speculation probe, in the background (llamacpp_probe.py)
+        self._serving = asyncio.Event()  # cleared while the server is made again; work waits for it
+        self._serving.set()
+        self._internal_calls = 0  # tokenizations and the like in flight (no slot counts them)
         self._running: set[str] = set()  # requests holding a slot
         self._batched: BatchedTokenizer | None = None
         self._streams: dict[str, EventStream] = {}
@@ -262,21 +268,72 @@ class LlamaCppEngine(Engine):
         return params
 
     async def _start_server(self, params: Any, key: str) -> None:
-        """llama.cpp's server loaded; again drafting if the speculation probe finds that drafting pays."""
+        """llama.cpp's server loaded; drafting if `on`, or in `auto` where the speculation probe finds it pays: at
+        once from a measurement kept for this file and settings, else measured in the background once the server
+        answers (llamacpp_probe.py), so that a first start is ready as fast as any other."""
+        await self._make_server(params, key)
+        if self.speculation.mode == "auto":
+            kept = await self.speculation.recall(self.parallel, self._fingerprint())
+            if kept is None:
+                self._probe = asyncio.create_task(self._probe_in_background(params, key))
+            elif self.speculation.settle(kept, self.path.name):
+                await self._make_drafting_server(params, key)
+        elif self.speculation.active:  # `on`: configured before the server was made
+            await self._make_undrafted_server(params, key)
+
+    async def _make_server(self, params: Any, key: str) -> None:
         started = time.monotonic()
         self._server = await asyncio.to_thread(xllamacpp.Server, params)
         log.info("model loaded in %.1f s", time.monotonic() - started)
         self._loopback = LoopbackClient(self._server.listening_address, key)
-        if await self.speculation.decide(self._internal, self.vocab_size, self.path.name, self.parallel,
-                                         self._fingerprint()):
-            # Measured to pay: the server again, drafting (its parameters are fixed when it is made).
-            await self._free_server()
-            self.speculation.configure(params)
-            self._server = await asyncio.to_thread(xllamacpp.Server, params)
-            self._loopback = LoopbackClient(self._server.listening_address, key)
-        if self.speculation.active:
-            self._undrafted = await asyncio.to_thread(xllamacpp.Server, self.speculation.undrafted(params))
-            self._undrafted_route = (LoopbackClient(self._undrafted.listening_address, key), SlotRouter(1))
+
+    async def _make_drafting_server(self, params: Any, key: str) -> None:
+        """The server made again, drafting (its parameters are fixed when it is made), and one that does not."""
+        await self._free_server()
+        self.speculation.configure(params)
+        await self._make_server(params, key)
+        await self._make_undrafted_server(params, key)
+
+    async def _make_undrafted_server(self, params: Any, key: str) -> None:
+        self._undrafted = await asyncio.to_thread(xllamacpp.Server, self.speculation.undrafted(params))
+        self._undrafted_route = (LoopbackClient(self._undrafted.listening_address, key), SlotRouter(1))
+
+    async def _probe_in_background(self, params: Any, key: str) -> None:
+        """Calibrate when nothing else runs; where drafting pays, the server made again at a quiet moment."""
+        assert self._loopback is not None
+        probe = QuietProbe(self._busy, self._slots, self._loopback.post)
+        try:
+            calibration = await probe.run(lambda post: self.speculation.measure(post, self.vocab_size, self.parallel,
+                                                                                  self._fingerprint()))
+            if self.speculation.settle(calibration, self.path.name):
+                await probe.quiet()
+                async with self._paused():
+                    await self._make_drafting_server(params, key)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the server serves on, as it did: undrafted
+            log.warning("speculation probe for %s failed, drafting stays off: %s", self.path.name, exc)
+
+    def _busy(self) -> bool:
+        """Whether any work uses llama.cpp's server now: a request (running or waiting for a slot), a tokenization."""
+        return bool(self._running or self._internal_calls or self._slots.waiting or
+                    self._slots.free_count < self.parallel)
+
+    @contextlib.asynccontextmanager
+    async def _paused(self) -> AsyncIterator[None]:
+        """New work waits at the gate (`_serving`) for the block, which starts once the work in flight is done."""
+        self._serving.clear()
+        try:
+            while self._busy():
+                await asyncio.sleep(0.01)
+            yield
+        finally:
+            self._serving.set()
+
+    async def speculation_settled(self) -> None:
+        """Returns once the background speculation probe (if one runs) is done: for tests and benchmarks."""
+        if self._probe is not None:
+            await asyncio.shield(self._probe)
 
     def _fingerprint(self) -> str:
         """What a calibration depends on: the file (path, size, modification time), the build, the settings."""
@@ -285,6 +342,11 @@ class LlamaCppEngine(Engine):
                 f"{self.model.context_length}|{self.compute_threads}|{self.flash_attn}")
 
     async def close(self) -> None:
+        if self._probe is not None:
+            self._probe.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._probe
+            self._probe = None
         for stream in list(self._streams.values()):
             stream.close()
         await self._free_server()
@@ -305,11 +367,15 @@ class LlamaCppEngine(Engine):
         return (await self._internal("/detokenize", {"tokens": token_ids}))["content"]
 
     async def _internal(self, path: str, body: dict) -> dict:
+        await self._serving.wait()  # (set but while the server is made again: llamacpp_probe.py)
         assert self._loopback is not None, "engine not started"
+        self._internal_calls += 1
         try:
             return await self._loopback.post(path, body)
         except LoopbackError as exc:
             raise EngineError(str(exc)) from exc
+        finally:
+            self._internal_calls -= 1
 
     async def tokenize_texts(self, texts: list[str], add_special: bool, truncate_to: int | None) -> list[list[int]]:
         """Many texts in few requests (llamacpp_batches.py): 2,048 texts once opened 2,048 connections at once,
@@ -371,6 +437,8 @@ class LlamaCppEngine(Engine):
         return self._slots.free_count
 
     async def readiness(self) -> str | None:
+        if not self._serving.is_set():
+            return "the llama.cpp server is being made again with speculative decoding on"
         if self._server is None or self._loopback is None:
             return "the llama.cpp server is not running"
         busy = sum(1 for slot in self._slots.slots if slot.busy)
@@ -452,6 +520,7 @@ class LlamaCppEngine(Engine):
                         session_key: str | None = None, multimodal: MultimodalPrompt | None = None,
                         cache_salt: str | None = None) -> AsyncGenerator[EngineOutput, None]:
         """`multimodal`: the prompt as llama.cpp's text-and-images object (then `prompt_ids` only route the slot)."""
+        await self._serving.wait()  # (set but while the server is made again: llamacpp_probe.py)
         loopback, slots = self._route(params.top_logprobs is not None or params.prompt_logprobs is not None)
         body = _request_body(prompt_ids, params, self.vocab_size, self.model.context_length, self.adapters)
         chunks = _Chunks(params.top_logprobs or 0, self.token_bytes, self._token_ids)
@@ -515,6 +584,7 @@ class LlamaCppEngine(Engine):
     @asynccontextmanager
     async def _scorer(self, request_id: str, prompt: Prompt, top_n: int) -> AsyncIterator[PromptScorer]:
         """A scorer whose requests go to the slot that `prompt` routes to, held until the block ends."""
+        await self._serving.wait()  # (set but while the server is made again: llamacpp_probe.py)
         loopback, slots = self._route(True)
         self._running.add(request_id)
         try:

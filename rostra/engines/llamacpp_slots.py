@@ -29,7 +29,7 @@ import contextlib
 import enum
 import time
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Sequence
+from typing import AsyncIterator, Iterator, Sequence
 
 MIN_SHARED_FRACTION = 0.1  # a shared prefix shorter than this fraction of the prompt is no reason to choose a slot
 
@@ -135,6 +135,23 @@ class SlotRouter:
             yield slot
         finally:
             self._release(slot)
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[list[Slot]]:
+        """Every slot held at once, for work that must have llama.cpp's server to itself (the speculation probe):
+        taken only when all are free and nobody waits (else RuntimeError); requests arriving meanwhile queue.
+        The work may overwrite any slot's state: afterwards each counts as holding nothing."""
+        if self.waiting or any(slot.busy for slot in self.slots):
+            raise RuntimeError("the slots are in use")
+        for slot in self.slots:
+            slot.take()
+        try:
+            yield self.slots
+        finally:
+            for slot in self.slots:
+                slot.tokens, slot.key = [], None
+                slot.free()
+            self._dispatch()
 
     def preferred(self, tokens: Sequence[int], key: str | None, candidates: list[Slot],
                   salt: str | None = None) -> Slot:

@@ -192,12 +192,31 @@ class Speculation:
         `fingerprint`) and say whether to restart its server with drafting on."""
         if self.mode != "auto":
             return False
-        drafts = (self.draft,) if self.draft else DRAFT_LENGTHS
-        key = f"{fingerprint}|{drafts}|{parallel}"
-        kept = await asyncio.to_thread(self.cache.load, key) if self.cache and fingerprint else None
-        self.calibration = kept or await calibrate(post, vocab_size, drafts, parallel)
-        if kept is None and self.cache and fingerprint:
-            await asyncio.to_thread(self.cache.save, key, self.calibration)
+        kept = await self.recall(parallel, fingerprint)
+        return self.settle(kept or await self.measure(post, vocab_size, parallel, fingerprint), name)
+
+    def _drafts(self) -> tuple[int, ...]:
+        return (self.draft,) if self.draft else DRAFT_LENGTHS
+
+    def _key(self, parallel: int, fingerprint: str) -> str:
+        return f"{fingerprint}|{self._drafts()}|{parallel}"
+
+    async def recall(self, parallel: int, fingerprint: str) -> Calibration | None:
+        """The calibration kept for the same file and settings, if any (a start that needs no probe)."""
+        if not self.cache or not fingerprint:
+            return None
+        return await asyncio.to_thread(self.cache.load, self._key(parallel, fingerprint))
+
+    async def measure(self, post: Post, vocab_size: int, parallel: int, fingerprint: str = "") -> Calibration:
+        """Calibrate on the running server, and keep the result for the next start."""
+        calibration = await calibrate(post, vocab_size, self._drafts(), parallel)
+        if self.cache and fingerprint:
+            await asyncio.to_thread(self.cache.save, self._key(parallel, fingerprint), calibration)
+        return calibration
+
+    def settle(self, calibration: Calibration, name: str) -> bool:
+        """Take a calibration: whether drafting pays (and at which length), logged."""
+        self.calibration = calibration
         pays = self.calibration.pays()
         if pays and self.draft is None:
             self.draft = self.calibration.best_draft()

@@ -41,7 +41,7 @@ def _data_dir(settings: Settings) -> Path:
 
 def _build_llamacpp(settings: Settings) -> Engine:
     from rostra.embedded import EMBEDDED_MODEL_NAME, embedded_model_path
-    from rostra.generation_defaults import EMBEDDED_DEFAULTS
+    from rostra.generation_defaults import EMBEDDED_DEFAULTS, llamacpp_recommendation
     from rostra.hub.errors import HubError
     from rostra.hub.pull import resolve_model
 
@@ -66,8 +66,15 @@ def _build_llamacpp(settings: Settings) -> Engine:
                              mmap=settings.mmap or pulled is not None, lora=tuple(settings.lora))
     except ValueError as exc:  # a --pooling llama.cpp has not, a --speculative-draft out of range
         raise SystemExit(f"rostra: {exc}") from None
-    if not settings.model:  # its GGUF recommends nothing: its model card does
+    if not settings.model:  # its GGUF recommends nothing: its model card does (complete: its length is measured)
         engine.recommended_sampling = {**EMBEDDED_DEFAULTS, **engine.recommended_sampling}
+        engine.recommended_sampling_source = "its model card"
+    else:
+        recommended = llamacpp_recommendation(engine.recommended_sampling,
+                                              pulled.generation_config_path if pulled else None,
+                                              pulled.reference.repo if pulled else "")
+        engine.recommended_sampling = recommended.values
+        engine.recommended_sampling_source = recommended.source
     return engine
 
 

@@ -1,5 +1,5 @@
 """Which GGUF files of a repository make the model: the quantization asked for (or the preferred one), every part
-of a split GGUF, and the multimodal projector. IO-free: it reads file names and sizes only.
+of a split GGUF, the multimodal projector, and the repository's generation_config.json. IO-free: it reads file names and sizes only.
 
 Repositories name each quantization in its files, as llama.cpp's quantize tool labels them
 (`Qwen2.5-0.5B-Instruct-Q4_K_M.gguf`, `gemma-3-4b-it-Q4_K_M.gguf`, `mmproj-model-f16.gguf`; large ones split as
@@ -19,6 +19,9 @@ PREFERRED_QUANTS = ("Q4_K_M", "Q4_K_S", "Q4_0", "IQ4_XS", "IQ4_NL", "Q5_K_M", "Q
                     "Q3_K_M", "Q3_K_L", "Q3_K_S", "Q2_K", "BF16", "F16", "F32")
 # A projector's precision, best first: it is small next to the model, and quantized projectors see worse.
 PREFERRED_PROJECTORS = ("F16", "BF16", "F32", "Q8_0")
+
+# At the repository's root, as transformers writes it beside a checkpoint; some GGUF repositories carry it over.
+GENERATION_CONFIG = "generation_config.json"
 
 _SPLIT = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)
 _QUANT = re.compile(r"(?<![A-Za-z0-9])((?:UD-)?(?:I?Q\d(?:_[A-Za-z0-9]+)*|TQ\d_\d|MXFP4(?:_MOE)?|BF16|FP16|F16|F32))"
@@ -47,10 +50,13 @@ class ModelFiles:
     quant: str
     parts: tuple[RemoteFile, ...]  # one, or every part of a split GGUF in order (llama.cpp opens the first)
     projector: RemoteFile | None = None
+    # The repository's generation_config.json, the sampling its makers recommend (a few hundred bytes), if any
+    generation_config: RemoteFile | None = None
 
     @property
     def files(self) -> tuple[RemoteFile, ...]:
-        return self.parts + ((self.projector,) if self.projector else ())
+        extra = (self.projector, self.generation_config)
+        return self.parts + tuple(file for file in extra if file is not None)
 
     @property
     def size(self) -> int:
@@ -84,7 +90,8 @@ def choose(repo: str, files: list[RemoteFile], quant: str | None) -> ModelFiles:
         raise ChoiceError(f"{repo} has no GGUF matching {quant!r}; its quantizations: {', '.join(available)}")
     label = _preferred_label(sorted({quant_of(file.path) for file in candidates}), quant)
     chosen = sorted(file for file in candidates if quant_of(file.path) == label)
-    return ModelFiles(label, _parts(repo, chosen), _projector(ggufs))
+    config = next((file for file in files if file.path == GENERATION_CONFIG), None)
+    return ModelFiles(label, _parts(repo, chosen), _projector(ggufs), config)
 
 
 def _preferred_label(labels: list[str], quant: str | None) -> str:

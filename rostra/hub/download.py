@@ -29,8 +29,9 @@ class ChecksumMismatch(HubError):
 
 
 def fetch(url: str, headers: dict[str, str], blob: Path, size: int, sha256: str | None,
-          start: Start) -> int:
-    """Download `url` into `blob` (its hash checked); returns the bytes transferred now."""
+          start: Start, git_blob_id: str | None = None) -> int:
+    """Download `url` into `blob` (its hash checked: the SHA-256 of an LFS file, else the git blob id of a small
+    file kept in git, such as a generation_config.json); returns the bytes transferred now."""
     partial = blob.with_name(blob.name + PARTIAL_SUFFIX)
     blob.parent.mkdir(parents=True, exist_ok=True)
     done = partial.stat().st_size if partial.exists() else 0
@@ -55,8 +56,19 @@ def fetch(url: str, headers: dict[str, str], blob: Path, size: int, sha256: str 
         partial.unlink()
         raise ChecksumMismatch(f"{url}: SHA-256 {hasher.hexdigest()} is not the Hub's {sha256}; the download "
                                "was discarded (run the command again)")
+    if sha256 is None and git_blob_id is not None and _git_blob_id(partial, size) != git_blob_id.lower():
+        partial.unlink()
+        raise ChecksumMismatch(f"{url}: its git blob id is not the Hub's {git_blob_id}; the download was "
+                               "discarded (run the command again)")
     os.replace(partial, blob)
     return received
+
+
+def _git_blob_id(path: Path, size: int) -> str:
+    """git's id of a file's bytes: the SHA-1 of `blob SIZE\0` and the bytes (what the Hub lists as `blobId`)."""
+    hasher = hashlib.sha1(b"blob %d\0" % size)
+    _hash_file(path, hasher)
+    return hasher.hexdigest()
 
 
 def _hash_file(path: Path, hasher: "hashlib._Hash") -> None:

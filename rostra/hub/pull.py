@@ -35,6 +35,7 @@ class PulledModel:
     commit: str
     model_path: Path  # the first part of a split model: llama.cpp opens the rest beside it
     projector_path: Path | None
+    generation_config_path: Path | None  # the repository's recommended sampling, if it has one
     downloaded: int  # bytes transferred by this pull (0: all were in the cache)
 
 
@@ -73,7 +74,8 @@ def _pulled(reference: HubReference, chosen: ModelFiles, commit: str, downloaded
     for path in paths.values():
         cache.mark_used(path)
     projector = paths[chosen.projector.path] if chosen.projector else None
-    return PulledModel(reference, chosen, commit, paths[chosen.parts[0].path], projector, downloaded)
+    config = paths[chosen.generation_config.path] if chosen.generation_config else None
+    return PulledModel(reference, chosen, commit, paths[chosen.parts[0].path], projector, config, downloaded)
 
 
 def _from_cache(reference: HubReference, why: str) -> PulledModel:
@@ -149,7 +151,7 @@ def _ensure(repo: str, commit: str, file: RemoteFile, progress: ConsoleProgress,
             try:
                 received = fetch(url, build_hf_headers(), blob, file.size, file.sha256,
                                  lambda done: _counted(progress.start(f"{repo} {file.path}", file.size, done),
-                                                       state, done))
+                                                       state, done), git_blob_id=file.blob_id)
             except HfHubHTTPError as exc:
                 raise HubError(f"{endpoint()} answered {_status(exc)} for {repo} {file.path}") from None
             except httpx2.TransportError as exc:

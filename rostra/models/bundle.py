@@ -73,7 +73,7 @@ def build_bundle(name: str, engine: Engine, settings: Settings, on_finished: Job
     reasoning = parsers.reasoning_parser
 
     defaults = generation_defaults.resolve(settings.generation_config, engine.recommended_sampling,
-                                           settings.override_generation_config)
+                                           settings.override_generation_config, engine.recommended_sampling_source)
     log.info("%s: generation defaults %s", name, defaults.describe())
 
     fit = settings.output_budget == "fit"

@@ -5,7 +5,8 @@ load downloads it from the Hub, with `download: {bytes_done, bytes_total}`), `ma
 (once loaded), `input_modalities` (["text"], or ["text", "image"] for a model that sees images, as OpenRouter's
 model objects say it; before its first load only a llama.cpp model's is known: it sees with a projector), and
 `generation_defaults`: what a request that leaves those fields out gets (before the model's first load, only what
-its settings give: the model's own recommendation is read when it loads), and once loaded `parsers`: the tool-call
+its settings give: the model's own recommendation is read when it loads) and `generation_defaults_from`: where they
+come from (the model's GGUF or generation_config.json, llama.cpp's defaults, openai, flags), and once loaded `parsers`: the tool-call
 and reasoning parsers reading its output and why (a flag, or what its chat template renders: parsing/dialect.py).
 
 Codex asks `GET /v1/models?client_version=...` and reads a `models` array of its own shape: with that query
@@ -49,18 +50,14 @@ def model_cards(context: ServerContext, slot: ModelSlot) -> list[dict]:
                           "state": slot.state, "max_model_len": info.context_length,
                           "input_modalities": ["text", "image"] if sees_images(slot, name) else ["text"],
                           "generation_defaults": dict(bundle.generation_defaults.values),
+                          "generation_defaults_from": bundle.generation_defaults.source,
                           "parsers": parsers_card(bundle.parsers)})
             if name in bundle.engine.adapters:  # a LoRA adapter: its base, as vLLM lists one
                 cards[-1].update(parent=bundle.served_names()[0], root=bundle.engine.adapter_path(name))
         return cards
     settings = slot.spec.settings
-    try:
-        defaults = dict(generation_defaults.resolve(settings.generation_config, {},
-                                                    settings.override_generation_config).values)
-    except ValueError:
-        defaults = {}  # a bad setting: the model's load will say so
     card = {"object": "model", "created": context.started, "owned_by": "rostra", "state": slot.state,
-            "generation_defaults": defaults}
+            **unloaded_defaults(settings.generation_config, settings.override_generation_config)}
     sees = sees_images(slot, slot.spec.name)
     if sees is not None:
         card["input_modalities"] = ["text", "image"] if sees else ["text"]
@@ -71,6 +68,17 @@ def model_cards(context: ServerContext, slot: ModelSlot) -> list[dict]:
         card["state"] = "downloading"
         card["download"] = {"bytes_done": download.done, "bytes_total": download.total}
     return [{"id": name, **card} for name in slot.spec.names]
+
+
+def unloaded_defaults(mode: str, override: str | dict | None) -> dict:
+    """A model not loaded yet: the defaults its settings give; the model's own recommendation is read when it loads."""
+    try:
+        defaults = generation_defaults.resolve(mode, {}, override)
+    except ValueError:
+        return {"generation_defaults": {}, "generation_defaults_from": "its settings, which its load will refuse"}
+    source = defaults.source.replace("openai", "the model (read when it loads)", 1) if mode == "auto" \
+        else defaults.source
+    return {"generation_defaults": dict(defaults.values), "generation_defaults_from": source}
 
 
 def downloading(model: str | None) -> DownloadState | None:
