@@ -1,4 +1,5 @@
-"""The client setups README.md's "Clients" section shows, read from the README itself so a test runs what it says.
+"""The client setups the "Clients" page (docs/clients.md, once README.md's section) shows, read from the page itself
+so a test runs what it says.
 
 Each tested block in the README follows a marker line `<!-- client-setup: NAME -->` and is one fenced code block:
 a JSON config file (written where the client reads it), or a shell block of `export NAME=VALUE` lines and one
@@ -20,11 +21,16 @@ KEY = "local-key"
 MODEL = "SmolLM2-135M-Instruct"
 
 
+def documentation() -> str:
+    """README.md and the documentation site's pages (docs/*.md), where the set-ups moved (issue 44)."""
+    return "\n".join(page.read_text() for page in [README, *sorted((README.parent / "docs").glob("*.md"))])
+
+
 def setup_block(name: str) -> str:
-    """The text of the fenced block after `<!-- client-setup: NAME -->` (fails when the README lost it)."""
+    """The text of the fenced block after `<!-- client-setup: NAME -->` (fails when the docs lost it)."""
     pattern = re.compile(rf"^<!-- client-setup: {re.escape(name)} -->\n```[a-z]*\n(.*?)^```$", re.M | re.S)
-    found = pattern.search(README.read_text())
-    assert found, f"README.md has no client-setup block {name!r}"
+    found = pattern.search(documentation())
+    assert found, f"neither README.md nor docs/ has a client-setup block {name!r}"
     return found.group(1)
 
 

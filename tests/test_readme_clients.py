@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from readme_clients import KEY, MODEL, README, at, setup_block
+from readme_clients import KEY, MODEL, README, at, documentation, setup_block
 from servers import RunningServer
 
 # Which test runs each block; a block no test reads would drift.
@@ -21,7 +21,7 @@ RUN_BY = {"opencode-config": "test_clients_coding_agents.py", "opencode": "test_
 
 
 def test_every_setup_block_is_run_by_a_test():
-    names = re.findall(r"^<!-- client-setup: (\S+) -->$", README.read_text(), re.M)
+    names = re.findall(r"^<!-- client-setup: (\S+) -->$", documentation(), re.M)
     assert sorted(names) == sorted(RUN_BY)
     for name, test in RUN_BY.items():
         assert f'"{name}"' in (README.parent / "tests" / test).read_text(), (name, test)

@@ -88,3 +88,21 @@ def test_a_first_start_answers_before_the_probe_which_runs_after_and_is_kept(tmp
     again.stop()
     log = again.log_path.read_text()
     assert log.index("speculative decoding off") < log.index("Application startup complete"), log[-3000:]
+
+
+def test_the_probe_holding_every_slot_is_not_a_lost_slot_for_readiness():
+    """/health/ready says a slot held by no request is lost for good; the probe's hold is neither."""
+    from rostra.embedded import embedded_model_path
+    from rostra.engines.llamacpp import LlamaCppEngine
+
+    async def run() -> tuple[str | None, str | None]:
+        engine = LlamaCppEngine(embedded_model_path(), MODEL, max_model_len=256, parallel=2, speculative="off")
+        await engine.start()
+        try:
+            with engine._slots.exclusive():  # as QuietProbe.post holds them
+                during = await engine.readiness()
+            return during, await engine.readiness()
+        finally:
+            await engine.close()
+
+    assert asyncio.run(run()) == (None, None)

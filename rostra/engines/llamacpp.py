@@ -442,7 +442,8 @@ class LlamaCppEngine(Engine):
         if self._server is None or self._loopback is None:
             return "the llama.cpp server is not running"
         busy = sum(1 for slot in self._slots.slots if slot.busy)
-        if busy > len(self._running):  # a slot held with no request to give it back: lost for good
+        # A slot held with no request to give it back is lost for good (the probe's hold is brief, and its own).
+        if busy > len(self._running) and not self._slots.held_exclusively:
             return f"{busy - len(self._running)} of {self.parallel} slots are held by no request"
         try:
             async with asyncio.timeout(READINESS_TIMEOUT):

@@ -109,6 +109,7 @@ class SlotRouter:
         self.host_cache = host_cache  # llama.cpp keeps states pushed out of a slot in host memory
         self.salted = False  # a request with a cache salt came: the host-memory cache may hold its state
         self._waiting: list[_Waiter] = []  # in arrival order
+        self.held_exclusively = False  # every slot held by `exclusive` (the speculation probe), not by requests
 
     @property
     def waiting(self) -> int:
@@ -145,9 +146,11 @@ class SlotRouter:
             raise RuntimeError("the slots are in use")
         for slot in self.slots:
             slot.take()
+        self.held_exclusively = True
         try:
             yield self.slots
         finally:
+            self.held_exclusively = False
             for slot in self.slots:
                 slot.tokens, slot.key = [], None
                 slot.free()
