@@ -11,8 +11,8 @@ through the same parsers as a real model's output. It is cut into real tokens by
 tokenizer (default: the embedded model's) and emitted one token per step; sampling
 parameters are ignored (the output is the same every time) and constraints are not enforced (a
 script that stands for a constrained model writes output that obeys the constraint); but under a
-JSON-schema constraint (structured outputs, forced tool calls) a matching line whose output obeys
-the schema is preferred, so one prompt can be scripted for several constraints. `max_tokens`
+JSON-schema constraint (structured outputs, forced tool calls), or a guided_choice grammar, a matching line whose
+output obeys it is preferred, so one prompt can be scripted for several constraints. `max_tokens`
 cuts the output short.
 
 Images are accepted: the script sees each as the text `[image WxH]` where it stands in the message, so a
@@ -73,13 +73,27 @@ def obeys(output: str, schema: dict) -> bool:
     return True
 
 
+# guided_choice's grammar (rostra/guided/constraints.py choice_grammar): `root ::= "a" | "b"`, JSON-escaped literals.
+_LITERAL = r'"(?:[^"\\]|\\.)*"'
+_CHOICE_GRAMMAR = re.compile(rf"root ::= ({_LITERAL}(?: \| {_LITERAL})*)")
+
+
+def grammar_choices(grammar: str | None) -> list[str] | None:
+    """The strings a choice grammar allows, or None (no grammar, or one of another shape)."""
+    found = _CHOICE_GRAMMAR.fullmatch(grammar or "")
+    return [json.loads(literal) for literal in re.findall(_LITERAL, found.group(1))] if found else None
+
+
 def pick_line(script: list[ScriptLine], text: str, role: str | None,
-              json_schema: dict | None = None) -> ScriptLine | None:
-    """The first line that matches; under a JSON-schema constraint, the first matching line whose
-    output obeys it (as a constrained model's would), else still the first match. None: no line matches."""
+              json_schema: dict | None = None, grammar: str | None = None) -> ScriptLine | None:
+    """The first line that matches; under a JSON-schema constraint (or a choice grammar), the first matching line
+    whose output obeys it (as a constrained model's would), else still the first match. None: no line matches."""
     matching = [line for line in script if (line.role is None or line.role == role) and line.match.search(text)]
     if json_schema is not None:
         matching = [line for line in matching if obeys(line.output, json_schema)] or matching
+    choices = grammar_choices(grammar)
+    if choices is not None:
+        matching = [line for line in matching if line.output in choices] or matching
     return matching[0] if matching else None
 
 
@@ -141,7 +155,8 @@ class ScriptedEngine(Engine):
     async def generate(self, request_id: str, prompt: Prompt, params: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
         cancelled = self._running[request_id] = asyncio.Event()
         try:
-            line = pick_line(self.script, prompt.last_message_text, prompt.last_message_role, params.json_schema)
+            line = pick_line(self.script, prompt.last_message_text, prompt.last_message_role, params.json_schema,
+                             params.grammar)
             text, delay_ms = (line.output, line.delay_ms) if line else (prompt.last_message_text, 0.0)
             if line and line.first_token_delay_ms:
                 await self._pause(line.first_token_delay_ms, cancelled)
