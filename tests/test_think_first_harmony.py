@@ -191,3 +191,14 @@ async def test_messages_forced_tool_after_the_analysis(tmp_path, gpt_oss_directo
         uses = [(block["name"], block["input"]) for block in message["content"] if block["type"] == "tool_use"]
         assert (thinking, uses) == (["Need the weather tool."], [("get_weather", {"city": "Oslo"})])
         assert message["stop_reason"] == "tool_use"
+
+
+async def test_one_scripted_line_gives_the_analysis_and_the_constrained_body(tmp_path, gpt_oss_directory):
+    """A line whose final message obeys the schema stands for both parts: its analysis free, its body constrained."""
+    script = [{"match": "Name a city", "output": f"{ANALYSIS}A city as JSON.<|end|><|start|>assistant<|channel|>"
+                                                 'final<|message|>{"city": "Paris"}<|return|>'}]
+    async with InProcessServer(tmp_path, script, tokenizer=str(gpt_oss_directory / "tokenizer.json")) as server:
+        Recording(server.engine)
+        whole = await both(server, chat("Name a city.", response_format=CITY_FORMAT, max_tokens=200))
+        message = whole["choices"][0]["message"]
+        assert (message["reasoning_content"], json.loads(message["content"])) == ("A city as JSON.", {"city": "Paris"})
