@@ -57,6 +57,17 @@ class ThinkFirst:
     unopened_is_reasoning: bool  # an output that does not open with `start` is thinking (DeepSeek-R1)
     opened: bool  # the prompt ends inside an open thinking block
     budget: int  # the most tokens the thinking may take before it is closed for the model
+    # Harmony (gpt-oss): the thinking is the analysis channel, and the constrained answer a message whose header
+    # rostra writes for the model (rostra/guided/harmony_answer.py); None: the markers' plain continuation.
+    harmony: HarmonyAnswer | None = None
+
+
+@dataclass(frozen=True)
+class HarmonyAnswer:
+    """What gpt-oss answers with after its analysis under a constraint: its final message (the request's
+    constraint binds the body), or a forced call to one of `calls` (name, the schema of its arguments)."""
+
+    calls: tuple[tuple[str, dict[str, Any]], ...] = ()
 
 
 @dataclass(frozen=True)

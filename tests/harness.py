@@ -70,7 +70,8 @@ class InProcessServer:
         settings = {"engine": "remote" if settings.get("upstreams") else "scripted", **settings}
         if settings["engine"] == "scripted":
             self.engine = load_engine("scripted", script_path=str(write_script(directory, script)),
-                                      tokenizer_path=embedded_model_path(), model_name=MODEL, max_model_len=4096)
+                                      tokenizer_path=settings.get("tokenizer") or embedded_model_path(), model_name=MODEL,
+                                      max_model_len=4096)
         else:
             self.engine = build_engine(Settings(**settings))
         self.app = create_app(self.engine, Settings(**settings), self.store)

@@ -196,3 +196,32 @@ async def test_a_client_gone_in_either_part_stops_the_generation(tmp_path, gone_
         await exchange.finished()
         assert server.engine.running_requests() == 0
         assert len(engine.calls) == (1 if gone_in == "thinking" else 2)
+
+
+# The scripted engine under a constraint judges a line by its answer, the text after its thinking: a line that thinks
+# and then breaks the schema is passed over for one that thinks and obeys it (issue 43).
+THINKS_THEN_BREAKS = [
+    {"match": "Name a city", "output": "<think>\nParis or Rome?\n</think>\n\nSure! Paris."},
+    {"match": "Name a city", "output": "<think>\nA city, as JSON.\n</think>\n\n{\"city\": \"Paris\"}"},
+]
+
+
+async def test_the_scripted_line_that_obeys_after_its_thinking_is_chosen(tmp_path):
+    """Constraints not enforced (the scripted engine's default): the whole line, its thinking read by the parser."""
+    async with InProcessServer(tmp_path, THINKS_THEN_BREAKS, reasoning_parser="qwen3") as server:
+        whole = await both(server, chat("Name a city.", response_format=CITY_FORMAT, max_tokens=200))
+        message = whole["choices"][0]["message"]
+        assert message["reasoning_content"] == "\nA city, as JSON.\n"
+        assert json.loads(message["content"]) == {"city": "Paris"}
+
+
+@pytest.mark.parametrize("script", [THINKS_THEN_BREAKS, THINKS_THEN_BREAKS[1:]], ids=["two lines", "one line"])
+async def test_the_constrained_part_is_the_obeying_lines_answer(tmp_path, script):
+    """Enforced (think, then constrain): the thinking is the first line's, the constrained part the answer of the
+    line that obeys, never its thinking again."""
+    async with InProcessServer(tmp_path, script, reasoning_parser="qwen3") as server:
+        Recording(server.engine)
+        whole = await both(server, chat("Name a city.", response_format=CITY_FORMAT, max_tokens=200))
+        message = whole["choices"][0]["message"]
+        assert message["reasoning_content"] == ("\nParis or Rome?\n" if len(script) == 2 else "\nA city, as JSON.\n")
+        assert json.loads(message["content"]) == {"city": "Paris"}

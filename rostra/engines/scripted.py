@@ -11,8 +11,11 @@ through the same parsers as a real model's output. It is cut into real tokens by
 tokenizer (default: the embedded model's) and emitted one token per step; sampling
 parameters are ignored (the output is the same every time) and constraints are not enforced (a
 script that stands for a constrained model writes output that obeys the constraint); but under a
-JSON-schema constraint (structured outputs, forced tool calls) a matching line whose output obeys
-the schema is preferred, so one prompt can be scripted for several constraints. `max_tokens`
+JSON-schema constraint (structured outputs, forced tool calls), or a guided_choice grammar, a matching line whose
+output obeys it is preferred, so one prompt can be scripted for several constraints; a line obeys where its whole
+output does or its answer after its thinking does (a reasoning model's `<think>…</think>{…}`, gpt-oss's analysis
+then final message), and an engine made to enforce constraints (`enforces_constraints`, as tests of
+think-then-constrain set it) writes only that answer in the constrained part. `max_tokens`
 cuts the output short.
 
 Images are accepted: the script sees each as the text `[image WxH]` where it stands in the message, so a
@@ -22,6 +25,7 @@ client's image paths (uploads, tool results holding screenshots) are testable wi
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -32,6 +36,7 @@ import jsonschema
 
 from rostra.engines.base import NATIVE_SAMPLERS, Engine
 from rostra.core import EngineOutput, ModelInfo, Prompt, PromptImage, SamplingParams, TokenStep, TopLogprob
+from rostra.parsing.reasoning import reasoning_parser_class, reasoning_parser_names
 from rostra.tokenizer import TextTokenizer, load_local_tokenizer
 
 
@@ -73,14 +78,69 @@ def obeys(output: str, schema: dict) -> bool:
     return True
 
 
+# Harmony (gpt-oss): the answer is the body of the output's last message, its closing marker left out.
+_HARMONY_BODY = re.compile(r"<\|message\|>((?:(?!<\|message\|>).)*?)(?:<\|(?:end|return|call)\|>)?\s*\Z", re.DOTALL)
+
+
+@functools.cache
+def _thinking_ends() -> tuple[str, ...]:
+    """The end-of-thinking markers of every reasoning format rostra reads (its registry: new formats count too)."""
+    ends = {getattr(reasoning_parser_class(name), "end", None) for name in reasoning_parser_names()}
+    return tuple(sorted(end for end in ends if isinstance(end, str) and end))
+
+
+def answer_of(output: str) -> str:
+    """What a scripted output answers after its thinking: a harmony output's last message body; else the text after
+    the first end-of-thinking marker (leading whitespace left out); else the whole output."""
+    if "<|channel|>" in output:
+        body = _HARMONY_BODY.search(output)
+        return body.group(1) if body else output
+    found = [(at, end) for end in _thinking_ends() if (at := output.find(end)) >= 0]
+    if not found:
+        return output
+    at, end = min(found)
+    return output[at + len(end):].lstrip()
+
+
+def obeying_answer(output: str, json_schema: dict | None, choices: list[str] | None) -> str | None:
+    """The part of `output` a model constrained so could have written: all of it, or its answer after its thinking
+    (a reasoning model's line, standing for both of its parts); None: neither obeys."""
+    for text in dict.fromkeys((output, answer_of(output))):
+        if (json_schema is None or obeys(text, json_schema)) and (choices is None or text in choices):
+            return text
+    return None
+
+
+# guided_choice's grammar (rostra/guided/constraints.py choice_grammar): `root ::= "a" | "b"`, JSON-escaped literals.
+_LITERAL = r'"(?:[^"\\]|\\.)*"'
+_CHOICE_GRAMMAR = re.compile(rf"root ::= ({_LITERAL}(?: \| {_LITERAL})*)")
+
+
+def grammar_choices(grammar: str | None) -> list[str] | None:
+    """The strings a choice grammar allows, or None (no grammar, or one of another shape)."""
+    found = _CHOICE_GRAMMAR.fullmatch(grammar or "")
+    return [json.loads(literal) for literal in re.findall(_LITERAL, found.group(1))] if found else None
+
+
 def pick_line(script: list[ScriptLine], text: str, role: str | None,
-              json_schema: dict | None = None) -> ScriptLine | None:
-    """The first line that matches; under a JSON-schema constraint, the first matching line whose
-    output obeys it (as a constrained model's would), else still the first match. None: no line matches."""
+              json_schema: dict | None = None, grammar: str | None = None) -> ScriptLine | None:
+    """The first line that matches; under a JSON-schema constraint (or a choice grammar), the first matching line
+    that obeys it, whole or in its answer after its thinking (as a constrained model's would), else still the first
+    match. None: no line matches."""
+    return _pick(script, text, role, json_schema, grammar)[0]
+
+
+def _pick(script: list[ScriptLine], text: str, role: str | None, json_schema: dict | None,
+          grammar: str | None) -> tuple[ScriptLine | None, str | None]:
+    """The line, and the part of its output that obeys the constraint (None: no constraint, or none obeys)."""
     matching = [line for line in script if (line.role is None or line.role == role) and line.match.search(text)]
-    if json_schema is not None:
-        matching = [line for line in matching if obeys(line.output, json_schema)] or matching
-    return matching[0] if matching else None
+    choices = grammar_choices(grammar)
+    if json_schema is None and choices is None:
+        return (matching[0] if matching else None), None
+    for line in matching:
+        if (part := obeying_answer(line.output, json_schema, choices)) is not None:
+            return line, part
+    return (matching[0] if matching else None), None
 
 
 def pick_output(script: list[ScriptLine], text: str, role: str | None,
@@ -144,8 +204,11 @@ class ScriptedEngine(Engine):
     async def generate(self, request_id: str, prompt: Prompt, params: SamplingParams) -> AsyncGenerator[EngineOutput, None]:
         cancelled = self._running[request_id] = asyncio.Event()
         try:
-            line = pick_line(self.script, prompt.last_message_text, prompt.last_message_role, params.json_schema)
+            line, obeying = _pick(self.script, prompt.last_message_text, prompt.last_message_role, params.json_schema,
+                                  params.grammar)
             text, delay_ms = (line.output, line.delay_ms) if line else (prompt.last_message_text, 0.0)
+            if obeying is not None and self.enforces_constraints:
+                text = obeying  # an engine that constrains writes only what obeys (after thinking left free)
             if line and line.first_token_delay_ms:
                 await self._pause(line.first_token_delay_ms, cancelled)
             ids = await asyncio.to_thread(self.tokenizer.encode, text)

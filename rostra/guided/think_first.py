@@ -21,6 +21,11 @@ token for token, so llama.cpp's slot (which holds the prompt and the thinking) a
 evaluate only the marker; the transformers engine, which keeps no prefix cache, re-reads the prompt
 once. An output that opens no thinking (Qwen3 with a template that does not open it) is decided on its
 first characters: those few tokens are dropped and the whole answer is generated constrained.
+
+gpt-oss follows the same path in harmony's channels (rostra/guided/harmony_answer.py): the thinking is its
+analysis message (closed with `<|end|>` for the model where it runs too long), and the answer's header (the final
+channel, or the forced call's commentary header) is written for the model, so the constraint binds only the
+message's body, as the model writes it in harmony.
 """
 
 from __future__ import annotations
@@ -29,20 +34,33 @@ import codecs
 import dataclasses
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import AsyncGenerator
+from typing import Any, AsyncGenerator, Sequence
 
-from rostra.core import EngineOutput, Prompt, SamplingParams, ThinkFirst, TokenStep
+from rostra.core import EngineOutput, HarmonyAnswer, Prompt, SamplingParams, ThinkFirst, TokenStep
 from rostra.engines.base import Engine
 from rostra.parsing.events import Text
 from rostra.parsing.reasoning.base import ReasoningParser
+from rostra.guided.continuation import continued_generation, written_steps
+from rostra.guided.harmony_answer import OPENING, harmony_answer
+from rostra.parsing.reasoning.gpt_oss import CHANNEL, END, MESSAGE, GptOssReasoningParser
 
 THINKING_SHARE = 0.75  # of a request's token budget, the most its thinking may take before it is closed
+ANALYSIS = f"{CHANNEL}analysis{MESSAGE}"  # harmony's thinking: the analysis channel's message
 
 
 def think_first(parser: type[ReasoningParser] | None, prompt_text: str, thinking: bool, constrained: bool,
-                max_tokens: int) -> ThinkFirst | None:
+                max_tokens: int, calls: Sequence[tuple[str, dict[str, Any]]] = ()) -> ThinkFirst | None:
     """The plan for a constrained request on a reasoning model, or None: the constraint binds from the first
-    token (no constraint, thinking off, no reasoning parser, or one without start and end markers)."""
+    token (no constraint, thinking off, no reasoning parser, or one without start and end markers). `calls`: the
+    tools a forced tool choice may call, with their arguments' schemas (harmony writes the call's name in its
+    header)."""
+    if parser is not None and constrained and issubclass(parser, GptOssReasoningParser):
+        # Harmony always has channels: gpt-oss writes its analysis whatever `thinking` says. A prompt that does
+        # not end with a new assistant message (continue_final_message) continues a body: constrained throughout.
+        if not prompt_text.endswith(OPENING):
+            return None
+        return ThinkFirst(start=ANALYSIS, end=END, unopened_is_reasoning=False, opened=False,
+                          budget=int(max_tokens * THINKING_SHARE), harmony=HarmonyAnswer(tuple(calls)))
     if not (parser and thinking and constrained) or not isinstance(getattr(parser, "end", None), str):
         return None
     opened = parser(prompt_text).in_reasoning
@@ -70,7 +88,7 @@ class _Thinking:
     ended: bool = False  # the model wrote the end marker itself
 
     def __post_init__(self) -> None:
-        self._watcher = _Watcher(self.plan)
+        self._watcher: ReasoningParser = GptOssReasoningParser() if self.plan.harmony else _Watcher(self.plan)
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.thought = self._watcher.in_reasoning
 
@@ -117,7 +135,8 @@ async def generate(engine: Engine, request_id: str, prompt: Prompt,
                 yield output
         return
     constrained = dataclasses.replace(params, think_first=None)
-    closing = await engine.tokenize(f"\n{plan.end}\n\n", False)  # written for the model if it thinks too long
+    # Written for the model if it thinks too long: the end marker (harmony's closes the analysis message).
+    closing = await engine.tokenize(plan.end if plan.harmony else f"\n{plan.end}\n\n", False)
     # The thinking and the closing marker within the plan's share: the answer keeps the rest.
     free = dataclasses.replace(constrained, json_schema=None, grammar=None, structural_tag=None,
                                max_tokens=max(1, plan.budget - len(closing)))
@@ -128,7 +147,7 @@ async def generate(engine: Engine, request_id: str, prompt: Prompt,
                 yield part
             if thinking.decided:
                 break  # closing the free generation stops it
-    if thinking.unthinking:
+    if thinking.unthinking and plan.harmony is None:
         async with aclosing(engine.generate(request_id, prompt, constrained)) as outputs:
             async for output in outputs:
                 yield output
@@ -141,21 +160,14 @@ async def generate(engine: Engine, request_id: str, prompt: Prompt,
 async def _answer(engine: Engine, request_id: str, prompt: Prompt, params: SamplingParams,
                   thinking: _Thinking) -> AsyncGenerator[EngineOutput, None]:
     """The constrained answer after the thinking, its end marker written first where the model did not."""
-    written = [step.token_id for step in thinking.steps]
-    if not thinking.ended:
-        closing = tuple(TokenStep(token_id, engine.token_bytes(token_id)) for token_id in thinking.closing)
+    harmony = thinking.plan.harmony
+    written = [] if thinking.unthinking else [step.token_id for step in thinking.steps]  # (harmony's: dropped)
+    if not (thinking.ended or thinking.unthinking):
+        closing = written_steps(engine, thinking.closing)
         yield EngineOutput(closing[: max(0, params.max_tokens - len(written))])
         written += thinking.closing
-    left = params.max_tokens - len(written)
-    if left <= 0:
-        yield EngineOutput(finish_reason="length")
-        return
-    text = None if prompt.text is None else prompt.text + await engine.detokenize(written)  # (a prompt with images)
-    continued = dataclasses.replace(prompt, token_ids=list(prompt.token_ids) + written, text=text)
-    answer = dataclasses.replace(params, max_tokens=left)
-    async with aclosing(engine.generate(request_id, continued, answer)) as outputs:
+    answer = (harmony_answer(engine, request_id, prompt, params, written, harmony, thought=not thinking.unthinking)
+              if harmony else continued_generation(engine, request_id, prompt, params, written))
+    async with aclosing(answer) as outputs:
         async for output in outputs:
-            # The prompt's cache hits and its size were reported by the free part; its tokens count on.
-            count = None if output.completion_tokens is None else output.completion_tokens + len(written)
-            yield dataclasses.replace(output, cached_tokens=None, cache_write_tokens=None, prompt_tokens=None,
-                                      prompt_logprobs=None, completion_tokens=count)
+            yield output

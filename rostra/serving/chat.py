@@ -286,7 +286,8 @@ class ChatService(GenerationService):
         # A constraint the engine enforces binds the answer after the thinking (guided/think_first.py), where the
         # reasoning parser has markers; else it binds from the first token and the whole output is the answer.
         enforced = bool(constraint and engine.enforces_constraints)
-        thinks_first = think_first(self.reasoning_parser, rendered.text, turn.template.thinking(), enforced, max_tokens)
+        thinks_first = think_first(self.reasoning_parser, rendered.text, turn.template.thinking(), enforced, max_tokens,
+                                   plan.forced)
         params = dataclasses.replace(params, think_first=thinks_first)
         thinking = turn.template.thinking() and (thinks_first is not None or not enforced)
         make_parsers = self._parsers(rendered.text, thinking, plan)

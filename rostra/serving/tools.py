@@ -34,6 +34,9 @@ class ToolPlan:
     make_emitter: Callable[[], CallEmitter]  # one per choice, last in its pipeline
     make_parser: Callable[[], ToolParser] | None = None  # one parser per choice
     constraint: Constraint | None = None
+    # A forced choice's tools with the schema of each one's arguments: what a model that writes the call's name
+    # outside the constrained part (gpt-oss: in its harmony header) may call (guided/harmony_answer.py).
+    forced: tuple[tuple[str, dict[str, Any]], ...] = ()
 
 
 def tool_specs(tools: Sequence[FunctionTool]) -> list[ToolSpec]:
@@ -93,7 +96,8 @@ def plan_tools(tools: Sequence[FunctionTool], tool_choice: ToolChoice, parallel:
         schema = tool_call_schema({spec.name: strict_schema(spec.parameters) for spec in specs}, parallel is not False)
         check_schema_bounds(schema, "tools")  # all the tools' schemas make one constraint: bounded as one
         return ToolPlan(emitter(strict=True), lambda: RequiredCallsParser(specs, max_calls=max_calls),
-                        Constraint(json_schema=single_line(schema)))
+                        Constraint(json_schema=single_line(schema)),
+                        tuple((spec.name, single_line(strict_schema(spec.parameters))) for spec in specs))
     if kind == "named":
         name = tool_choice.name
         index = next((i for i, spec in enumerate(specs) if spec.name == name), None)
@@ -101,6 +105,7 @@ def plan_tools(tools: Sequence[FunctionTool], tool_choice: ToolChoice, parallel:
             raise InvalidRequest(f"tool_choice names {name!r}, which is not among the tools", param=tool_choice.name_param)
         spec = specs[index]
         check_schema_bounds(spec.parameters, tools[index].parameters_param)
+        arguments = single_line(strict_schema(spec.parameters))
         return ToolPlan(emitter(strict=True), lambda: NamedCallParser(specs, spec.name),
-                        Constraint(json_schema=single_line(strict_schema(spec.parameters))))
+                        Constraint(json_schema=arguments), ((spec.name, arguments),))
     raise InvalidRequest("tool_choice must be 'none', 'auto', 'required' or a function", param=tool_choice.param)

@@ -132,6 +132,19 @@ class FunctionStream(BufferedStream):
                 self._buf.startswith(tags.parameter_open) and self._find(tags.head_end, len(tags.parameter_open)) < 0
                 and len(self._buf) < HEAD_LIMIT):
             return False
+        return self._skip_unknown(out)
+
+    def _skip_unknown(self, out: list[Event]) -> bool:
+        """Markup the format does not have, between a call's parts: skipped (and logged) up to the next parameter or
+        the call's close, so the parameters after it are not lost; waited for while one may still come."""
+        tags = self.tags
+        found = [at for at in (self._find(tags.parameter_open, 1), self._find(tags.function_close, 1)) if at > 0]
+        if found:
+            log.info("unknown markup inside a %s call skipped: %.200r", self.parser.name, self._buf[:min(found)])
+            self._buf = self._buf[min(found):]
+            return True
+        if len(self._buf) < HEAD_LIMIT:
+            return False
         out += self._close_call()
         return self._give_up()
 
