@@ -70,13 +70,13 @@ def test_the_queue_bound_still_refuses():
     asyncio.run(run())
 
 
-SCRIPT = [{"match": "hold", "output": "holding the only slot for a while", "delay_ms": 60},
-          {"match": "", "output": "done"}]
+SCRIPT = [{"match": "", "output": "done"}]
 
 
 async def test_a_server_admits_the_lower_priority_first(tmp_path):
     async with InProcessServer(tmp_path, SCRIPT, max_concurrency=1) as server:
         client = openai.AsyncOpenAI(api_key="none", base_url="http://rostra/v1", http_client=server.client)
+        admission = server.app.state.rostra.admission
         finished: list[int] = []
 
         async def ask(text: str, priority: int) -> None:
@@ -84,14 +84,13 @@ async def test_a_server_admits_the_lower_priority_first(tmp_path):
                                                  extra_body={"priority": priority})
             finished.append(priority)
 
-        holder = asyncio.create_task(ask("hold", 0))
-        while server.app.state.rostra.admission.running == 0:
-            await asyncio.sleep(0.01)
+        await admission.acquire()  # the one slot taken, as a long request would hold it
         queued = [asyncio.create_task(ask(f"q{priority}", priority)) for priority in (9, 4, -3)]
-        while server.app.state.rostra.admission.waiting < 3:
+        while admission.waiting < 3:
             await asyncio.sleep(0.01)
-        await asyncio.gather(holder, *queued)
-        assert finished == [0, -3, 4, 9]
+        admission.release()
+        await asyncio.gather(*queued)
+        assert finished == [-3, 4, 9]
 
 
 async def test_restrict_priority_lets_only_allowed_keys_set_one(tmp_path):
