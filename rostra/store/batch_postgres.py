@@ -11,9 +11,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-import asyncpg
-
-from rostra.store.base import StoreError
 from rostra.store.batch_store import (
     ANY_MODEL,
     FINAL_STATUSES,
@@ -28,7 +25,7 @@ from rostra.store.batch_store import (
     WorkFilter,
 )
 from rostra.store.blobs import Blobs, too_large
-from rostra.store.postgres_pool import NOW, created_page, open_pool, tenant_visible
+from rostra.store.postgres_pool import NOW, PooledStore, created_page, tenant_visible
 from rostra.store.tenancy import EVERYONE, Tenant
 
 MIGRATIONS: list[str] = [
@@ -78,24 +75,8 @@ _NO_CHUNK_RUNNING = ("NOT EXISTS (SELECT 1 FROM rostra_batch_chunks c WHERE c.ba
                      f"AND c.lease_until >= {NOW})")
 
 
-class PostgresBatchStore(BatchStore):
-    def __init__(self, dsn: str, *, pool_size: int = 5):
-        self.dsn, self.pool_size = dsn, pool_size
-        self._pool: asyncpg.Pool | None = None
-
-    @property
-    def pool(self) -> asyncpg.Pool:
-        if self._pool is None:
-            raise StoreError("the batch store is not open")
-        return self._pool
-
-    async def open(self) -> None:
-        self._pool = await open_pool(self.dsn, self.pool_size, MIGRATIONS, SCHEMA_TABLE, "batch store")
-
-    async def close(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
+class PostgresBatchStore(PooledStore, BatchStore):
+    migrations, schema_table, what = MIGRATIONS, SCHEMA_TABLE, "batch store"
 
     # -- files ----------------------------------------------------------------------------------
 

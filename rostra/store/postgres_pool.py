@@ -54,6 +54,34 @@ async def migrate(conn: asyncpg.Connection, migrations: list[str], table: str, w
             await conn.execute(f"UPDATE {table} SET version = $1", number)
 
 
+class PooledStore:
+    """A PostgreSQL store's pool, opened on its own migrated schema: what the batch, vector and usage stores share
+    (the Responses store opens its own, with a listener beside it). Subclasses name their `migrations`, the table
+    that counts them and what they are called in messages."""
+
+    migrations: list[str]
+    schema_table: str
+    what: str
+
+    def __init__(self, dsn: str, *, pool_size: int = 5):
+        self.dsn, self.pool_size = dsn, pool_size
+        self._pool: asyncpg.Pool | None = None
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        if self._pool is None:
+            raise StoreError(f"the {self.what} is not open")
+        return self._pool
+
+    async def open(self) -> None:
+        self._pool = await open_pool(self.dsn, self.pool_size, self.migrations, self.schema_table, self.what)
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+
 def redacted(dsn: str) -> str:
     """The DSN without its password, for messages."""
     if "@" not in dsn or "://" not in dsn:

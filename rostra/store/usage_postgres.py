@@ -4,9 +4,7 @@ admitting the same key at once read and write one after the other. Its own schem
 
 from __future__ import annotations
 
-import asyncpg
-
-from rostra.store.postgres_pool import open_pool
+from rostra.store.postgres_pool import PooledStore
 from rostra.store.usage_store import (
     DAY,
     MINUTE,
@@ -38,24 +36,8 @@ MIGRATIONS: list[str] = [
 SCHEMA_TABLE = "rostra_usage_schema"
 
 
-class PostgresUsageStore(UsageStore):
-    def __init__(self, dsn: str, pool_size: int = 4):
-        self.dsn, self.pool_size = dsn, pool_size
-        self._pool: asyncpg.Pool | None = None
-
-    @property
-    def pool(self) -> asyncpg.Pool:
-        if self._pool is None:
-            raise RuntimeError("the usage store is not open")
-        return self._pool
-
-    async def open(self) -> None:
-        self._pool = await open_pool(self.dsn, self.pool_size, MIGRATIONS, SCHEMA_TABLE, "usage store")
-
-    async def close(self) -> None:
-        if self._pool is not None:
-            pool, self._pool = self._pool, None
-            await pool.close()
+class PostgresUsageStore(PooledStore, UsageStore):
+    migrations, schema_table, what = MIGRATIONS, SCHEMA_TABLE, "usage store"
 
     async def admit(self, tenant: str, now: float, decide: Decide) -> tuple[KeyWindow, int | None]:
         async with self.pool.acquire() as conn, conn.transaction():

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import asyncpg
-
-from rostra.store.base import StoreError
-from rostra.store.postgres_pool import NOW, created_page, open_pool, tenant_visible
+from rostra.store.postgres_pool import NOW, PooledStore, created_page, tenant_visible
 from rostra.store.tenancy import EVERYONE, Tenant
 from rostra.store.vector_sqlite import counted
 from rostra.store.vector_store import (
@@ -50,24 +47,8 @@ SCHEMA_TABLE = "rostra_vector_schema"
 _BUMP = "UPDATE rostra_vector_stores SET version = version + 1 WHERE id = $1"
 
 
-class PostgresVectorStores(VectorStores):
-    def __init__(self, dsn: str, *, pool_size: int = 5):
-        self.dsn, self.pool_size = dsn, pool_size
-        self._pool: asyncpg.Pool | None = None
-
-    @property
-    def pool(self) -> asyncpg.Pool:
-        if self._pool is None:
-            raise StoreError("the vector store is not open")
-        return self._pool
-
-    async def open(self) -> None:
-        self._pool = await open_pool(self.dsn, self.pool_size, MIGRATIONS, SCHEMA_TABLE, "vector store")
-
-    async def close(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
+class PostgresVectorStores(PooledStore, VectorStores):
+    migrations, schema_table, what = MIGRATIONS, SCHEMA_TABLE, "vector store"
 
     async def _changed(self, sql: str, store_id: str, *params: Any) -> bool:
         async with self.pool.acquire() as conn, conn.transaction():
