@@ -54,14 +54,20 @@ def became_healthy(process: subprocess.Popen, base_url: str, log_path: Path, tim
 class RunningServer:
     def __init__(self, args: list[str], startup_timeout: float = 120, data_dir: str | None = None,
                  log_level: str = "warning", env: dict[str, str] | None = None, port: int | None = None,
-                 preexec: Callable[[], None] | None = None):
-        """`preexec` runs in the child before rostra starts (resource limits for the fault tests)."""
+                 preexec: Callable[[], None] | None = None, probe_speculation: bool = False):
+        """`preexec` runs in the child before rostra starts (resource limits for the fault tests);
+        `probe_speculation`: the server's own default (`--speculative auto`) rather than drafting off."""
         self.port = port or free_port()
         # Each server keeps its Responses store in its own directory (or the one given, to restart on it).
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="rostra-data-")
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"rostra-test-{self.port}.log"
         self._log = open(self.log_path, "wb")
+        if probe_speculation is False and "--speculative" not in args:
+            # Each test server starts on a fresh data directory, so in `auto` each would run the speculation probe
+            # (tens of llama.cpp requests whenever it is idle) and might switch drafting on in the middle of a test;
+            # tests/test_speculation*.py test that mode, here it only costs CI's time and makes outputs vary.
+            args = [*args, "--speculative", "off"]
         self.process = subprocess.Popen(
             [sys.executable, "-m", "rostra.cli", "serve", *args, "--port", str(self.port), "--log-level", log_level,
              "--data-dir", self.data_dir],

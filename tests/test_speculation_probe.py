@@ -66,7 +66,7 @@ def test_a_first_start_answers_before_the_probe_which_runs_after_and_is_kept(tmp
     is up, and its calibration is kept, so the next start takes it at load."""
     data = str(tmp_path / "data")
     started = time.monotonic()
-    server = RunningServer(["--parallel", "2"], data_dir=data, log_level="info")
+    server = RunningServer(["--parallel", "2"], data_dir=data, log_level="info", probe_speculation=True)
     try:
         client = OpenAI(base_url=server.v1, api_key="unused", max_retries=0)
         reply = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Say hello."}],
@@ -84,7 +84,7 @@ def test_a_first_start_answers_before_the_probe_which_runs_after_and_is_kept(tmp
     assert log.index("Application startup complete") < log.index("speculative decoding off"), log[-3000:]
     assert list((tmp_path / "data" / "speculation").glob("*.json")), "the calibration was not kept"
     print(f"first answer {answered:.1f} s after the start")
-    again = RunningServer(["--parallel", "2"], data_dir=data, log_level="info")
+    again = RunningServer(["--parallel", "2"], data_dir=data, log_level="info", probe_speculation=True)
     again.stop()
     log = again.log_path.read_text()
     assert log.index("speculative decoding off") < log.index("Application startup complete"), log[-3000:]
