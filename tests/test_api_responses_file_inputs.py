@@ -72,7 +72,7 @@ async def test_refusals_name_the_part(tmp_path):
         for part, param in (({"type": "input_file", "file_id": pdf.id}, "input[0].content[1]"),
                             ({"type": "input_file", "file_id": binary.id}, "input[0].content[1]"),
                             ({"type": "input_image", "file_id": upload.id}, "input[0].content[1].file_id"),
-                            ({"type": "input_file", "file_url": "https://example.com/a.pdf"},
+                            ({"type": "input_file", "file_url": "http://10.1.2.3/a.pdf"},  # private: not fetched
                              "input[0].content[1].file_url"),
                             ({"type": "input_file", "file_data": "not base64!"}, "input[0].content[1].file_data"),
                             ({"type": "input_file"}, "input[0].content[1]")):

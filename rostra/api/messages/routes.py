@@ -8,6 +8,7 @@ either served as the request asks or refused field by field.
 from __future__ import annotations
 
 import logging
+from typing import Callable
 
 from fastapi import APIRouter, Request
 from starlette.responses import Response
@@ -17,6 +18,7 @@ from rostra.api.messages.models import CountTokensRequest, MessagesRequest
 from rostra.api.messages.service import MessagesService
 from rostra.api.messages.stream import ping
 from rostra.errors import APIError, ServerError
+from rostra.http.caller import tenant_of
 from rostra.http.envelopes import ErrorEnvelopes
 from rostra.http.gate import gated
 from rostra.http.generation_endpoint import CLIENT_CLOSED, json_response, serve_generation
@@ -33,14 +35,16 @@ def register_envelope(envelopes: ErrorEnvelopes) -> None:
     envelopes.register("/v1/messages", error_body)
 
 
-def messages_of(model: ModelBundle) -> MessagesService:
-    return model.services.get(MessagesService)
+def messages_of(request: Request) -> Callable[[ModelBundle], MessagesService]:
+    """The model's Messages service as this request's caller drives it (documents by file_id are its own)."""
+    files, tenant = getattr(request.app.state, "batches", None), tenant_of(request)
+    return lambda model: model.services.get(MessagesService).for_caller(files, tenant)
 
 
 async def create_message(request: Request) -> Response:
     try:
         body = await parse_body(request, MessagesRequest)
-        return await serve_generation(request, messages_of, body, responses_api=True, keep_alive=ping)
+        return await serve_generation(request, messages_of(request), body, responses_api=True, keep_alive=ping)
     except Exception as exc:
         return _error(request, exc)
 
@@ -48,7 +52,8 @@ async def create_message(request: Request) -> Response:
 async def count_tokens(request: Request) -> Response:
     try:
         body = await parse_body(request, CountTokensRequest)
-        count = await gated(request, body.model, lambda model: messages_of(model).count_tokens(body))
+        service = messages_of(request)
+        count = await gated(request, body.model, lambda model: service(model).count_tokens(body))
         return Response(status_code=CLIENT_CLOSED) if count is None else json_response({"input_tokens": count})
     except Exception as exc:
         return _error(request, exc)

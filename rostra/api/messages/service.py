@@ -9,22 +9,25 @@ MessageStream (stream.py); the non-streamed Message is the fold of the same even
 
 from __future__ import annotations
 
+import copy
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, AsyncGenerator
 
-from rostra.api.messages.documents import with_documents_read
+from rostra.api.messages.documents import DocumentSources, with_documents_read
 from rostra.api.messages.errors import error_body
 from rostra.api.messages.history import turn_messages, turn_tools
 from rostra.api.messages.models import MessagesRequest, MessagesRequestFields
 from rostra.api.messages.stream import MessageOptions, MessageStream, new_id
 from rostra.errors import APIError, InvalidRequest, ServerError
+from rostra.file_text import FileReader
 from rostra.guided.constraints import schema_constraint
 from rostra.protocol.common import INT32_MAX, SamplingFields
 from rostra.serving.chat import ChatService
 from rostra.serving.deadline import NO_DEADLINE, Deadline
 from rostra.serving.generation import Job, OverChatJob, folded, rendered
 from rostra.serving.reasoning_crypto import ReasoningSealer
+from rostra.store.tenancy import EVERYONE, Tenant
 from rostra.turn import Budget, TemplateOptions, ToolChoice, ToolChoiceKind, Turn
 
 
@@ -41,12 +44,23 @@ class MessagesService:
         self.chat = chat
         self.sealer = sealer
         self.keep_attribution = keep_attribution
+        self.files: FileReader | None = None  # documents by file_id, read as `tenant` (for_caller)
+        self.tenant: Tenant = EVERYONE
+
+    def for_caller(self, files: FileReader | None, tenant: Tenant) -> "MessagesService":
+        """This service as one request's caller drives it: its documents' `file` sources are that key's files."""
+        view = copy.copy(self)
+        view.files, view.tenant = files, tenant
+        return view
+
+    def _documents(self) -> DocumentSources:
+        return DocumentSources(self.chat.images.limits, self.files, self.tenant)
 
     async def prepare(self, request: MessagesRequest) -> MessagesJob:
         # A Claude Code-sized max_tokens (32000) is more than a local model's context has room for:
         # it is cut to the room left (as Anthropic's newer models do), and running out is then
         # reported as `model_context_window_exceeded`, not as a 400 before anything was generated.
-        request = await with_documents_read(request, self.chat.images.limits)
+        request = await with_documents_read(request, self._documents())
         job = await self.chat.prepare_turn(self.turn(request))
         job.id = new_id("msg")
         params = job.runs[0].params
@@ -57,7 +71,7 @@ class MessagesService:
 
     async def count_tokens(self, request: MessagesRequestFields) -> int:
         """The prompt's tokens exactly as /v1/messages would count them: template and tools included."""
-        request = await with_documents_read(request, self.chat.images.limits)
+        request = await with_documents_read(request, self._documents())
         return await self.chat.count_prompt_tokens(self.turn(request))
 
     def turn(self, request: MessagesRequestFields) -> Turn:

@@ -170,7 +170,7 @@ class ResponsesService:
             if self.files is None:
                 raise InvalidRequest("this server reads no files: send images as image_url and files' text as "
                                      "input_text", param="input")
-            items = await with_files_read(items, self.files, tenant)
+            items = await with_files_read(items, self.files, tenant, self.chat_for(request.model).images.limits)
         tools, hosted = serve_hosted_tools(parse_tools(request.tools), self.mcp_policy,
                                            speaks_harmony_prompts(self.chat_for(request.model)))
         tools, searched = await serve_file_search(tools, self.file_searcher, tenant)

@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from rostra.api.responses.routes import tenant_of
+from rostra.http.caller import tenant_of
 from rostra.api.vector_stores.requests import (
     CreateBatchBody,
     CreateFileBody,
