@@ -21,6 +21,7 @@ from openai import OpenAI
 from openai.types.responses.responses_server_event import ResponseWsError
 
 from harness import MODEL, InProcessServer
+from rostra.api_keys import ApiKey, KeyLimits
 from servers import free_port
 from spec import validate
 from test_api_responses import STREAM_EVENT, event_schemas, raw_stream
@@ -257,6 +258,23 @@ def test_a_connection_acts_as_its_keys_tenant(live):
     with pytest.raises(openai.NotFoundError):
         live.client().responses.retrieve(theirs["id"])
     assert live.client(OTHER_KEY).responses.retrieve(theirs["id"]).status == "completed"
+
+
+def test_each_turn_is_a_request_of_its_keys_limits(tmp_path):
+    """Key limits (issue 48) count each `response.create` as a request, as a POST would be, not the connection: an
+    open connection holds no place under max_concurrent, and a turn past rpm gets a 429 error event with its
+    Retry-After while the connection stays open for what comes next."""
+    details = [ApiKey(KEY, "team", KeyLimits(rpm=2, max_concurrent=1))]
+    with LiveServer(tmp_path, SCRIPT, api_keys=[KEY], api_key_details=details) as server:
+        with server.client().responses.connect() as connection:
+            assert final(turn(connection, input="first"))["status"] == "completed"
+            # The connection stays open and holds nothing: the key's one concurrent request may be a POST now.
+            assert server.client().responses.create(model=MODEL, input="second").status == "completed"
+            for _ in range(2):
+                refused = turn(connection, input="third")[-1]
+                assert refused["type"] == "error" and refused["status"] == 429, refused
+                assert refused["error"]["code"] == "rate_limit_exceeded", refused
+                assert int(refused["error"]["headers"]["Retry-After"]) >= 1, refused
 
 
 def test_a_client_that_vanishes_mid_turn_leaves_nothing_held(live):

@@ -1,7 +1,7 @@
 """Per-key limits at admission (`--api-key-file` with `rpm`, `tpm`, `max_concurrent`, `daily_tokens`).
 
-A request that runs a model (MODEL_ROUTES; a Responses WebSocket counts once, at its upgrade) from a key with limits
-is admitted only if the key is within every one of them, counted in the usage store, so replicas sharing a store
+A request that runs a model (MODEL_ROUTES; on a Responses WebSocket, each `response.create`: key_turn) from a key
+with limits is admitted only if the key is within every one of them, counted in the usage store, so replicas sharing a store
 share the counts. A refused request gets a 429 in its API's envelope with `Retry-After`; every admitted one gets
 OpenAI's `x-ratelimit-*` headers (which the official SDKs and LiteLLM read) for the limits the key has. Token limits
 count the tokens of model turns that finished: a request admitted under them runs to its end, and the next one
@@ -10,16 +10,19 @@ waits.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import time
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import AsyncIterator
 
 from rostra.api_keys import KeyLimits
 from rostra.errors import APIError
 from rostra.http.caller import Caller
 from rostra.http.envelopes import ErrorEnvelopes
-from rostra.http.middleware import deny_websocket, send_error
+from rostra.http.middleware import send_error
 from rostra.store.usage_store import DAY, MINUTE, KeyWindow, UsageStore
 
 log = logging.getLogger("rostra.requests")
@@ -100,8 +103,48 @@ def duration(seconds: float) -> str:
     return f"{minutes}m{secs}s" if minutes else f"{secs}s"
 
 
+@dataclass(frozen=True)
+class KeyAdmission:
+    """One request's place in its key's limits: `request_id` (its usage row, to finish) when admitted, else why not;
+    `headers`, the x-ratelimit-* headers either way."""
+    request_id: int | None
+    headers: list[tuple[bytes, bytes]]
+    refused: RateLimited | None = None
+
+
+async def admit_key(usage: UsageStore, caller: Caller, route: str) -> KeyAdmission:
+    """Counts one request of `caller` (whose key has limits) in the store, or says why it is refused."""
+    limits, tenant = caller.limits, caller.tenant
+    assert tenant is not None  # keys with limits have a tenant (the callers below check)
+    window, request_id = await usage.admit(tenant, time.time(), lambda seen: refusal(limits, seen) is None)
+    headers = rate_limit_headers(limits, window, admitted=request_id is not None)
+    if request_id is not None:
+        return KeyAdmission(request_id, headers)
+    refused = refusal(limits, window)
+    assert refused is not None
+    log.warning("429 for key %s on %s: %s", caller.name or "(unnamed)", route, refused.message)
+    return KeyAdmission(None, headers, RateLimited(refused.message, refused.retry_after, refused.limit))
+
+
+@asynccontextmanager
+async def key_turn(usage: UsageStore, caller: Caller | None, route: str) -> AsyncIterator[None]:
+    """One model turn that is not an HTTP request of its own (a WebSocket's `response.create`) within its caller's
+    limits: RateLimited if the key has no room, else counted until the turn ends."""
+    if caller is None or caller.tenant is None or not caller.limits.any:
+        yield
+        return
+    admission = await admit_key(usage, caller, route)
+    if admission.request_id is None:
+        raise admission.refused or RateLimited("Rate limit reached.", 1.0, "unknown")
+    try:
+        yield
+    finally:
+        await asyncio.shield(usage.finish(admission.request_id, time.time()))
+
+
 class KeyLimitsMiddleware:
-    """Admission by the caller's limits (inside the API key middleware, which says who calls)."""
+    """Admission by the caller's limits (inside the API key middleware, which says who calls). A WebSocket is not a
+    request of its own: each turn on it is (key_turn, from the connection)."""
 
     def __init__(self, app, usage: UsageStore, envelopes: ErrorEnvelopes | None = None):
         self.app = app
@@ -111,24 +154,17 @@ class KeyLimitsMiddleware:
     async def __call__(self, scope, receive, send):
         caller: Caller | None = scope.get("state", {}).get("caller")
         if (caller is None or caller.tenant is None or not caller.limits.any or scope["path"] not in MODEL_ROUTES
-                or (scope["type"] == "http" and scope["method"] != "POST")):
+                or scope["type"] != "http" or scope["method"] != "POST"):
             return await self.app(scope, receive, send)
-        limits = caller.limits
-        window, request_id = await self.usage.admit(caller.tenant, time.time(),
-                                                     lambda seen: refusal(limits, seen) is None)
-        headers = rate_limit_headers(limits, window, admitted=request_id is not None)
-        if request_id is None:
-            refused = refusal(limits, window)
-            assert refused is not None
-            log.warning("429 for key %s on %s: %s", caller.name or "(unnamed)", scope["path"], refused.message)
-            error = RateLimited(refused.message, refused.retry_after, refused.limit)
-            if scope["type"] == "websocket":
-                return await deny_websocket(scope, receive, send, error, self.envelopes)
-            return await send_error(scope, _with_headers(send, headers), error, self.envelopes)
+        admission = await admit_key(self.usage, caller, scope["path"])
+        if admission.request_id is None:
+            assert admission.refused is not None
+            return await send_error(scope, _with_headers(send, admission.headers), admission.refused, self.envelopes)
         try:
-            await self.app(scope, receive, _with_headers(send, headers) if scope["type"] == "http" else send)
+            await self.app(scope, receive, _with_headers(send, admission.headers))
         finally:
-            await self.usage.finish(request_id, time.time())
+            # Shielded: a client gone mid-request cancels this task, and the row must still be closed.
+            await asyncio.shield(self.usage.finish(admission.request_id, time.time()))
 
 
 def _with_headers(send, headers: list[tuple[bytes, bytes]]):

@@ -3,8 +3,9 @@
 The connection reads its client's events as they come, so that a `response.steer` reaches a running response and
 a client that goes away is noticed at once. Each `response.create` runs on its lane (its `stream_id`; none: the
 default lane): a lane runs its creates in order, one at a time, and lanes run side by side. Every turn is a
-POST /v1/responses turn: the same gate (an admission slot, a lease on the model, the request's deadline, all given
-back when the turn ends however it ends), the same ResponsesService prepare and stream, so the events are the SSE
+POST /v1/responses turn: the same key limits (each turn counts as one request of its key: http/key_limits.py), the
+same gate (an admission slot, a lease on the model, the request's deadline, all given back when the turn ends
+however it ends), the same ResponsesService prepare and stream, so the events are the SSE
 stream's own objects. A client gone mid-turn cancels its lanes: their streams close, which aborts the engine work
 and gives back the slot and the lease (a stored response is stored `cancelled`, as an HTTP stream's is).
 
@@ -29,7 +30,9 @@ from rostra.api.responses.service import ResponseJob, ResponsesService, conversa
 from rostra.api.responses.ws_events import CreateEvent, EventWriter, client_event, create_event, steer_input
 from rostra.api.responses.ws_steering import Refusal, Steering
 from rostra.errors import APIError, InvalidRequest, ServerError, TooManyRequests
+from rostra.http.context import server_context
 from rostra.http.gate import admit
+from rostra.http.key_limits import key_turn
 from rostra.http.scope import RequestScope
 from rostra.serving.validation import check_generative
 from rostra.http.sse import json_bytes
@@ -125,12 +128,15 @@ class ResponsesSocket:
     async def _turn(self, create: CreateEvent) -> CreateEvent | None:
         """One response through the gate; its successor, when steering queued input into it."""
         create = self.steering.with_waiting(create)
+        caller = self.websocket.scope.get("state", {}).get("caller")
         try:
-            scope = await admit(self.websocket, create.request.model)
-            if scope is None:
-                return None
-            async with scope:
-                response = await self._respond(create, scope)
+            # Each turn is a request of its key's limits (rate, concurrency, tokens), as a POST would be.
+            async with key_turn(server_context(self.websocket).usage.store, caller, "/v1/responses (WebSocket)"):
+                scope = await admit(self.websocket, create.request.model)
+                if scope is None:
+                    return None
+                async with scope:
+                    response = await self._respond(create, scope)
         except APIError as exc:
             await self._refused(create, exc)
             return None
