@@ -7,6 +7,7 @@ are reranked the same way. On SQLite only: the reranking is above the store (the
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 
@@ -53,6 +54,7 @@ def library(http):
     return client, store.id, ids
 
 
+@functools.cache  # (the reference loads the checkpoint each time)
 def reranked(query: str) -> dict[str, float]:
     """Each document's score by the cross-encoder itself (sigmoid of its logit), by file name."""
     return dict(zip(DOCS, cross_encoder_reference([(query, text) for text in DOCS.values()])))
