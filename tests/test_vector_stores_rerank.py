@@ -95,3 +95,22 @@ def test_file_search_results_are_reranked(library):
     assert [result.filename for result in results] == sorted(DOCS, key=lambda name: -expected[name])
     for result in results:
         assert math.isclose(result.score, expected[result.filename], abs_tol=1e-5)
+
+
+def test_a_reranker_flag_naming_no_reranker_is_a_400_that_says_so(http, library):
+    """--vector-store-reranker is checked at each search (models come and go): a model not served, or one that
+    does not rerank (here the embedding model), is a 400 naming the flag; `ranker: "none"` still searches."""
+    _, store_id, _ = library
+    reranker = http.app.state.vector_stores.searcher.reranker
+    try:
+        for name, says in (("nope", "does not serve"), ("minilm", "not rerank")):
+            reranker.name = name
+            answer = http.post(f"/v1/vector_stores/{store_id}/search", json={"query": QUERY})
+            error = answer.json()["error"]
+            assert (answer.status_code, error["code"]) == (400, "no_reranker") and says in error["message"]
+            assert "--vector-store-reranker" in error["message"]
+        plain = http.post(f"/v1/vector_stores/{store_id}/search",
+                          json={"query": QUERY, "ranking_options": {"ranker": "none"}})
+        assert plain.status_code == 200 and plain.json()["data"][0]["filename"] == "cats.md"
+    finally:
+        reranker.name = "cross"
