@@ -244,6 +244,9 @@ def _store_flags(group: FlagGroup) -> None:
     group.add_argument("--vector-store-model", metavar="NAME",
                        help="the served embedding model vector stores and file_search embed with (default: the "
                             "first served model whose task is embed)")
+    group.add_argument("--vector-store-reranker", metavar="NAME",
+                       help="a served reranker (task rerank) that reranks vector store searches and file_search, its "
+                            "scores the results' score, unless a search asks for ranker none (default: none)")
     group.add_argument("--max-background-responses", type=int, default=256,
                        help="background responses queued or running at once; more get 429 (default 256, 0: no "
                             "limit)")
@@ -429,6 +432,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     max_file_bytes=args.max_file_bytes, batch_concurrency=args.batch_concurrency,
                     batch_chunk_lines=args.batch_chunk_lines, batch_window=args.batch_window,
                     min_file_expiry=args.min_file_expiry, vector_store_model=args.vector_store_model,
+                    vector_store_reranker=args.vector_store_reranker,
                     max_body_bytes=args.max_body_bytes, max_choices=args.max_choices,
                     stream_write_timeout=args.stream_write_timeout,
                     stream_keep_alive=args.stream_keep_alive, raw_special_tokens=args.raw_special_tokens,

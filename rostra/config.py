@@ -73,6 +73,8 @@ class Settings:
     batch_window: float = 24 * 3600.0  # seconds a batch may run before it expires (OpenAI's "24h")
     # The embedding model vector stores use (rostra/api/vector_stores/); None: the first served one
     vector_store_model: str | None = None
+    # The served reranker vector store searches (and file_search) are reranked by; None: not reranked
+    vector_store_reranker: str | None = None
     min_file_expiry: int = 3600  # the shortest expires_after / output_expires_after accepted (OpenAI's: an hour)
     max_queue: int = 64  # waiting for a slot beyond that; more get a 429
     max_body_bytes: int = 16 * 1024 * 1024

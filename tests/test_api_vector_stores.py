@@ -223,6 +223,62 @@ def test_without_an_embedding_model_adding_a_file_is_a_400_naming_the_flag(tmp_p
         assert "--vector-store-model" in refused.value.message and "--task embed" in refused.value.message
 
 
+def test_a_deleted_file_leaves_every_store_that_held_it(http):
+    """OpenAI: deleting a File removes it from the vector stores' search; here from each store's files too."""
+    client = sdk(http)
+    stores = [client.vector_stores.create(name=f"held {n}").id for n in range(2)]
+    kept, gone = upload(client, "kept.txt", "Tea is brewed from leaves."), upload(client, "gone.txt", GONE_TEXT)
+    for store_id in stores:
+        for file_id in (kept, gone):
+            client.vector_stores.files.create(vector_store_id=store_id, file_id=file_id)
+            indexed(client, store_id, file_id)
+        assert client.vector_stores.search(store_id, query="harbour lighthouse").data[0].file_id == gone
+    assert client.files.delete(gone).deleted
+    for store_id in stores:
+        assert {item.file_id for item in client.vector_stores.search(store_id, query="harbour lighthouse").data} == {
+            kept}
+        assert [file.id for file in client.vector_stores.files.list(vector_store_id=store_id)] == [kept]
+        assert client.vector_stores.retrieve(store_id).file_counts.total == 1
+        with pytest.raises(NotFoundError):
+            client.vector_stores.files.retrieve(gone, vector_store_id=store_id)
+
+
+GONE_TEXT = "The harbour lighthouse guides ships past the rocks at night."
+DAY = 24 * 3600
+
+
+def test_an_expired_store_is_expired_and_its_chunks_deleted_by_the_indexer(http):
+    """`expires_after`: past its expiry (the indexer's clock moved on two days, no sleeping) the store reads
+    `expired`, refuses searches and files, and the indexer's sweep deletes its chunks (OpenAI deletes an expired
+    store's data); a store whose expiry is later is untouched."""
+    client = sdk(http)
+    short = client.vector_stores.create(name="short", expires_after={"anchor": "last_active_at", "days": 1})
+    long = client.vector_stores.create(name="long", expires_after={"anchor": "last_active_at", "days": 30})
+    file_id = upload(client, "tides.txt", "Tides rise and fall twice a day, pulled by the moon.")
+    for store in (short, long):
+        client.vector_stores.files.create(vector_store_id=store.id, file_id=file_id)
+        indexed(client, store.id, file_id)
+    indexer = http.app.state.vector_stores.indexer
+    real_clock = indexer.clock
+    indexer.clock = lambda: real_clock() + 2 * DAY
+    try:
+        indexer.wake()
+        deadline = time.monotonic() + 30
+        while client.vector_stores.files.content(file_id, vector_store_id=short.id).data:
+            assert time.monotonic() < deadline, "the indexer did not delete the expired store's chunks"
+            time.sleep(0.05)
+        expired = raw(http, "GET", f"/v1/vector_stores/{short.id}").json()
+        validate("VectorStoreObject", expired)
+        assert (expired["status"], expired["usage_bytes"]) == ("expired", 0)
+        for method, path, body in (("POST", "search", {"query": "moon"}), ("POST", "files", {"file_id": file_id})):
+            answer = raw(http, method, f"/v1/vector_stores/{short.id}/{path}", json=body)
+            assert (answer.status_code, answer.json()["error"]["param"]) == (400, "vector_store_id")
+        assert client.vector_stores.retrieve(long.id).status == "completed"
+        assert client.vector_stores.search(long.id, query="moon").data[0].file_id == file_id
+    finally:
+        indexer.clock = real_clock
+
+
 # -- file_search in the Responses API -----------------------------------------------------------------------------
 
 def file_search_tool(store_id: str, **options) -> dict:

@@ -1,11 +1,13 @@
 """The vector stores of one server: their store (a SQLite file beside the Files store's, `vectors.sqlite3`; with a
-PostgreSQL `--store`, in that database), the embedder over the served models, the indexer and the searcher."""
+PostgreSQL `--store`, in that database), the embedder over the served models, the indexer and the searcher (with
+the served reranker, if one is named)."""
 
 from __future__ import annotations
 
 from rostra.api.batches.service import BatchesService
 from rostra.api.vector_stores.embedder import Embedder
 from rostra.api.vector_stores.indexer import Indexer
+from rostra.api.vector_stores.reranker import Reranker
 from rostra.api.vector_stores.search import Searcher
 from rostra.api.vector_stores.service import VectorStoresService
 from rostra.config import Settings
@@ -42,4 +44,7 @@ def build_vector_stores(settings: Settings, responses: ResponseStore, files: Bat
 
     indexer = Indexer(store, read, embedder, lease_seconds=settings.lease_seconds,
                       poll_interval=min(0.5, settings.lease_seconds / 4))
-    return VectorStoresService(store, files.store, indexer, Searcher(store, embedder), embedder)
+    reranker = None if settings.vector_store_reranker is None else Reranker(models, settings.vector_store_reranker)
+    service = VectorStoresService(store, files.store, indexer, Searcher(store, embedder, reranker), embedder)
+    files.worker.file_deleted.append(service.forget_file)  # a File deleted (or expired) leaves every store
+    return service

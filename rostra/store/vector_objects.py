@@ -11,6 +11,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 _FROZEN = ConfigDict(frozen=True, extra="ignore")
+
+
+class WireModel(BaseModel):
+    """An object the vector stores API answers with: typed inside the server, a dict only at the wire."""
+
+    model_config = _FROZEN
+
+    def wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
 FileStatus = Literal["in_progress", "completed", "cancelled", "failed"]
 Attributes = dict[str, str | float | int | bool]
 DAY = 24 * 3600
@@ -61,7 +70,7 @@ class LastError(BaseModel):
     message: str
 
 
-class VectorStore(BaseModel):
+class VectorStore(WireModel):
     model_config = _FROZEN
 
     id: str
@@ -81,24 +90,30 @@ class VectorStore(BaseModel):
         return self.model_dump_json()
 
     def active(self, at: int) -> VectorStore:
-        """Touched at `at`: its expiry moves with it."""
+        """Touched at `at`: its expiry moves with it (an expired store stays expired)."""
+        if self.expired(at):
+            return self.model_copy(update={"status": "expired"})
         expires_at = None if self.expires_after is None else at + self.expires_after.days * DAY
         return self.model_copy(update={"last_active_at": at, "expires_at": expires_at})
 
     def expired(self, now: float | None = None) -> bool:
-        return self.expires_at is not None and self.expires_at <= (time.time() if now is None else now)
+        """Expired by the sweep (rostra/store/vector_store.py: expire_stores), or due to be."""
+        return self.status == "expired" or (
+            self.expires_at is not None and self.expires_at <= (time.time() if now is None else now))
 
-    def live(self, counts: FileCounts, usage_bytes: int) -> VectorStore:
+    def live(self, counts: FileCounts, usage_bytes: int, now: float | None = None) -> VectorStore:
         """As the wire shows it now: its files counted, its status from them and its expiry."""
-        status = "expired" if self.expired() else ("in_progress" if counts.in_progress else "completed")
+        if self.expired(now):
+            return self.model_copy(update={"file_counts": counts, "usage_bytes": 0, "status": "expired"})
+        status = "in_progress" if counts.in_progress else "completed"
         return self.model_copy(update={"file_counts": counts, "usage_bytes": usage_bytes, "status": status})
 
     def wire(self) -> dict[str, Any]:
-        return self.model_dump(exclude_none=True) | {"expires_at": self.expires_at,
+        return self.model_dump(mode="json", exclude_none=True) | {"expires_at": self.expires_at,
                                                      "last_active_at": self.last_active_at}
 
 
-class VectorStoreFile(BaseModel):
+class VectorStoreFile(WireModel):
     model_config = _FROZEN
 
     id: str  # the File's id
@@ -118,10 +133,10 @@ class VectorStoreFile(BaseModel):
         return self.model_dump_json()
 
     def wire(self) -> dict[str, Any]:
-        return self.model_dump(exclude={"batch_id", "filename"})
+        return self.model_dump(mode="json", exclude={"batch_id", "filename"})
 
 
-class FileBatch(BaseModel):
+class FileBatch(WireModel):
     model_config = _FROZEN
 
     id: str
@@ -140,9 +155,6 @@ class FileBatch(BaseModel):
         if status == "in_progress" and not counts.in_progress:
             status = "failed" if counts.failed and not counts.completed else "completed"
         return self.model_copy(update={"file_counts": counts, "status": status})
-
-    def wire(self) -> dict[str, Any]:
-        return self.model_dump()
 
 
 @dataclass(frozen=True)

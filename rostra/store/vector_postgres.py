@@ -92,6 +92,22 @@ class PostgresVectorStores(PooledStore, VectorStores):
             "($2::text IS NULL OR batch_id = $2) GROUP BY status", store_id, batch_id)
         return counted([(row["status"], row["n"], row["used"]) for row in rows])
 
+    async def expire_stores(self, now: float) -> list[str]:
+        # (The expiry is in the store's body, which a sweep reads whole: stores are few, their chunks many.)
+        async with self.pool.acquire() as conn, conn.transaction():
+            rows = await conn.fetch(
+                "SELECT id, body FROM rostra_vector_stores WHERE (body::jsonb->>'expires_at')::float8 <= $1 AND "
+                "body::jsonb->>'status' != 'expired' FOR UPDATE SKIP LOCKED", now)
+            for row in rows:
+                store_id = row["id"]
+                expired = VectorStore.model_validate_json(row["body"]).model_copy(update={"status": "expired"})
+                await conn.execute("UPDATE rostra_vector_stores SET body = $1, version = version + 1 WHERE id = $2",
+                                   expired.stored(), store_id)
+                await conn.execute("DELETE FROM rostra_vs_chunks WHERE store_id = $1", store_id)
+                await conn.execute("UPDATE rostra_vs_files SET usage_bytes = 0 WHERE store_id = $1", store_id)
+                await self._cancel_files(conn, store_id, "status = 'in_progress'")
+        return [row["id"] for row in rows]
+
     # -- files -------------------------------------------------------------------------------------
     async def add_file(self, file: VectorStoreFile) -> None:
         async with self.pool.acquire() as conn, conn.transaction():  # attached again: its old chunks go
@@ -130,15 +146,27 @@ class PostgresVectorStores(PooledStore, VectorStores):
         return await self._changed("DELETE FROM rostra_vs_files WHERE store_id = $1 AND id = $2", store_id,
                                    store_id, file_id)
 
+    async def drop_file(self, file_id: str) -> list[str]:
+        async with self.pool.acquire() as conn, conn.transaction():
+            rows = await conn.fetch("DELETE FROM rostra_vs_files WHERE id = $1 RETURNING store_id", file_id)
+            stores = [row["store_id"] for row in rows]
+            await conn.executemany(_BUMP, [(store_id,) for store_id in stores])
+        return stores
+
     async def cancel_batch_files(self, store_id: str, batch_id: str) -> None:
         async with self.pool.acquire() as conn, conn.transaction():
-            rows = await conn.fetch("SELECT id, body FROM rostra_vs_files WHERE store_id = $1 AND batch_id = $2 AND "
-                                    "status = 'in_progress' FOR UPDATE", store_id, batch_id)
-            for row in rows:
-                cancelled = VectorStoreFile.model_validate_json(row["body"]).model_copy(update={"status": "cancelled"})
-                await conn.execute("UPDATE rostra_vs_files SET status = 'cancelled', body = $1, owner = NULL WHERE "
-                                   "store_id = $2 AND id = $3", cancelled.stored(), store_id, row["id"])
+            await self._cancel_files(conn, store_id, "batch_id = $2 AND status = 'in_progress'", batch_id)
             await conn.execute(_BUMP, store_id)
+
+    @staticmethod
+    async def _cancel_files(conn: Any, store_id: str, where: str, *params: Any) -> None:
+        """The store's files that match `where` (its parameters from $2) become `cancelled`."""
+        rows = await conn.fetch(f"SELECT id, body FROM rostra_vs_files WHERE store_id = $1 AND {where} FOR UPDATE",
+                                store_id, *params)
+        for row in rows:
+            cancelled = VectorStoreFile.model_validate_json(row["body"]).model_copy(update={"status": "cancelled"})
+            await conn.execute("UPDATE rostra_vs_files SET status = 'cancelled', body = $1, owner = NULL WHERE "
+                               "store_id = $2 AND id = $3", cancelled.stored(), store_id, row["id"])
 
     async def file_text(self, store_id: str, file_id: str) -> list[str]:
         rows = await self.pool.fetch("SELECT text FROM rostra_vs_chunks WHERE store_id = $1 AND file_id = $2 ORDER BY "

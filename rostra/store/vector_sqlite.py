@@ -112,6 +112,9 @@ class SqliteVectorStores(VectorStores):
             return counted(rows)
         return await self._thread.run(run)
 
+    async def expire_stores(self, now: float) -> list[str]:
+        return await self._thread.run(_expire_stores, now)
+
     # -- files -------------------------------------------------------------------------------------
     async def add_file(self, file: VectorStoreFile) -> None:
         await self._changed(
@@ -151,15 +154,19 @@ class SqliteVectorStores(VectorStores):
     async def delete_file(self, store_id: str, file_id: str) -> bool:
         return await self._changed("DELETE FROM vs_files WHERE store_id = ? AND id = ?", store_id, store_id, file_id)
 
+    async def drop_file(self, file_id: str) -> list[str]:
+        def run(conn: sqlite3.Connection) -> list[str]:
+            with transaction(conn):
+                stores = [row[0] for row in conn.execute("DELETE FROM vs_files WHERE id = ? RETURNING store_id",
+                                                         (file_id,))]
+                conn.executemany(_BUMP, [(store_id,) for store_id in stores])
+            return stores
+        return await self._thread.run(run)
+
     async def cancel_batch_files(self, store_id: str, batch_id: str) -> None:
         def run(conn: sqlite3.Connection) -> None:
             with transaction(conn):
-                rows = conn.execute("SELECT id, body FROM vs_files WHERE store_id = ? AND batch_id = ? AND "
-                                    "status = 'in_progress'", (store_id, batch_id)).fetchall()
-                for file_id, body in rows:
-                    cancelled = VectorStoreFile.model_validate_json(body).model_copy(update={"status": "cancelled"})
-                    conn.execute("UPDATE vs_files SET status = 'cancelled', body = ?, owner = NULL WHERE store_id = ? "
-                                 "AND id = ?", (cancelled.stored(), store_id, file_id))
+                _cancel_files(conn, store_id, "batch_id = ? AND status = 'in_progress'", batch_id)
                 conn.execute(_BUMP, (store_id,))
         await self._thread.run(run)
 
@@ -218,6 +225,30 @@ def counted(rows: list[tuple[str, int, int | None]]) -> tuple[FileCounts, int]:
     by_status = {status: count for status, count, _ in rows}
     usage = sum(int(used or 0) for status, _, used in rows if status == "completed")
     return FileCounts(**by_status, total=sum(by_status.values())), usage
+
+
+def _expire_stores(conn: sqlite3.Connection, now: float) -> list[str]:
+    """(The expiry is in the store's body, which a sweep reads whole: stores are few, their chunks many.)"""
+    with transaction(conn):
+        rows = conn.execute("SELECT id, body FROM vector_stores WHERE json_extract(body, '$.expires_at') <= ? AND "
+                            "json_extract(body, '$.status') != 'expired'", (now,)).fetchall()
+        for store_id, body in rows:
+            expired = VectorStore.model_validate_json(body).model_copy(update={"status": "expired"})
+            conn.execute("UPDATE vector_stores SET body = ?, version = version + 1 WHERE id = ?",
+                         (expired.stored(), store_id))
+            conn.execute("DELETE FROM vs_chunks WHERE store_id = ?", (store_id,))
+            conn.execute("UPDATE vs_files SET usage_bytes = 0 WHERE store_id = ?", (store_id,))
+            _cancel_files(conn, store_id, "status = 'in_progress'")
+    return [row[0] for row in rows]
+
+
+def _cancel_files(conn: sqlite3.Connection, store_id: str, where: str, *params: Any) -> None:
+    """The store's files that match `where` become `cancelled` (an indexer holding one then writes nothing)."""
+    rows = conn.execute(f"SELECT id, body FROM vs_files WHERE store_id = ? AND {where}", (store_id, *params)).fetchall()
+    for file_id, body in rows:
+        cancelled = VectorStoreFile.model_validate_json(body).model_copy(update={"status": "cancelled"})
+        conn.execute("UPDATE vs_files SET status = 'cancelled', body = ?, owner = NULL WHERE store_id = ? AND id = ?",
+                     (cancelled.stored(), store_id, file_id))
 
 
 def _finish_file(conn: sqlite3.Connection, file: VectorStoreFile, chunks: list[StoredChunk], owner: str) -> bool:

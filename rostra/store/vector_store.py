@@ -65,6 +65,12 @@ class VectorStores(ABC):
     async def counts(self, store_id: str, batch_id: str | None = None) -> tuple[FileCounts, int]:
         """Its files (of `batch_id` only, if given) counted by status, and the bytes its completed files use."""
 
+    @abstractmethod
+    async def expire_stores(self, now: float) -> list[str]:
+        """The stores whose `expires_at` has passed at `now` and that are not `expired` yet become `expired`: their
+        chunks are deleted (their files stay listed, using no bytes; one still in progress is cancelled). Their
+        ids."""
+
     # -- files -------------------------------------------------------------------------------------
     @abstractmethod
     async def add_file(self, file: VectorStoreFile) -> None:
@@ -83,6 +89,11 @@ class VectorStores(ABC):
 
     @abstractmethod
     async def delete_file(self, store_id: str, file_id: str) -> bool: ...
+
+    @abstractmethod
+    async def drop_file(self, file_id: str) -> list[str]:
+        """The File `file_id` (deleted from the Files API) leaves every store that held it, its chunks with it. The
+        stores it left."""
 
     @abstractmethod
     async def cancel_batch_files(self, store_id: str, batch_id: str) -> None:

@@ -111,6 +111,7 @@ class BatchesService:
         if not await self.store.delete_file(file_id, tenant):
             raise NotFound(f"No such File object: {file_id}", param="file_id")
         await self.blobs.delete(file_id)
+        await self.worker.forget_file(file_id)  # and from every vector store that held it
         return {"id": file_id, "object": "file", "deleted": True}
 
     # -- batches ----------------------------------------------------------------------------------

@@ -15,13 +15,14 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import TypeVar
 
 from rostra.api.batches.dispatch import Asgi, run_line
 from rostra.api.batches.lines import LineChecker, check_block
 from rostra.api.batches.objects import LineError, answered_line, file_object, refused_line
+from rostra.background import PollingWorker
 from rostra.store.batch_objects import Batch, BatchError, BatchErrors, FinalStatus
 from rostra.store.batch_store import BatchStore, ChunkClaim, LineResult, PendingLine, WorkFilter
 from rostra.store.blobs import Blobs, lines_of, rechunked
@@ -50,47 +51,20 @@ def output_file_id(batch_id: str, kind: str) -> str:
     return f"file-{batch_id.removeprefix('batch_')}{kind}"
 
 
-class BatchWorker:
+class BatchWorker(PollingWorker):
     def __init__(self, store: BatchStore, blobs: Blobs, app: Asgi, settings: BatchSettings,
                  busy: Callable[[], bool], work: Callable[[], WorkFilter],
                  resolve_model: Callable[[str], str] = lambda name: name):
+        super().__init__("batch-worker", log, settings.poll_interval)
         self.store, self.blobs, self.app, self.settings = store, blobs, app, settings
         self.busy = busy  # an online request waits for a slot: batch lines wait too
         self.work = work
         self.resolve_model = resolve_model  # the model that answers a name (--model-alias), as online
         self.owner = f"worker-{secrets.token_hex(6)}"
-        self._task: asyncio.Task[None] | None = None
-        self._wake = asyncio.Event()
         self._next_sweep = 0.0  # when to delete the expired files next (time.monotonic())
         self._next_announce = 0.0  # when to tell the store again which models this process serves
-
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="rostra-batch-worker")
-
-    def wake(self) -> None:
-        """New work (a batch created, a cancel): look now rather than at the next poll."""
-        self._wake.set()
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-
-    async def _loop(self) -> None:
-        while True:
-            try:
-                worked = await self.step()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("batch worker: a step failed; retrying")
-                worked = False
-            if not worked:
-                self._wake.clear()
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.settings.poll_interval)
+        # What else holds a File and lets go of it when it is deleted or expires (the vector stores' chunks of it).
+        self.file_deleted: list[Callable[[str], Awaitable[None]]] = []
 
     async def step(self) -> bool:
         """One piece of work, if there is one: a batch's phase, else a chunk of lines. False when idle."""
@@ -121,7 +95,13 @@ class BatchWorker:
         then on, whichever process deletes the contents)."""
         for file_id in await self.store.delete_expired_files():
             await self.blobs.delete(file_id)
+            await self.forget_file(file_id)
             log.info("file %s expired: deleted", file_id)
+
+    async def forget_file(self, file_id: str) -> None:
+        """A File deleted (or expired): whatever holds it lets it go."""
+        for hook in self.file_deleted:
+            await hook(file_id)
 
     async def _advance(self, batch: Batch, tenant: str | None) -> None:
         if batch.status == "validating":

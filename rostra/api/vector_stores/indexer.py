@@ -1,7 +1,8 @@
 """The indexer of a serving process: takes a vector store file nobody indexes (a lease in the store, renewed while
 it works: rostra/store/vector_store.py), reads its text, cuts it into chunks, embeds them and writes them with the
-file's final status. Every serving process on the store runs one; a file whose indexer died is taken over when
-its lease runs out, so a restart mid-indexing loses nothing."""
+file's final status; and, every minute, turns the stores past their expiry `expired` (their chunks deleted, as
+OpenAI's expired stores are). Every serving process on the store runs one; a file whose indexer died is taken over
+when its lease runs out, so a restart mid-indexing loses nothing."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import time
 from collections.abc import Awaitable, Callable
 
 from rostra.api.vector_stores.embedder import Embedder
 from rostra.api.vector_stores.extract import UnsupportedFile, file_text
+from rostra.background import PollingWorker
 from rostra.errors import APIError
 from rostra.store.vector_objects import ErrorCode, LastError, StoredChunk, VectorStoreFile
 from rostra.store.vector_store import VectorStores
@@ -23,43 +26,25 @@ log = logging.getLogger("rostra.vector_stores")
 ReadFile = Callable[[str], Awaitable[tuple[str, bytes] | None]]
 
 
-class Indexer:
+class Indexer(PollingWorker):
     def __init__(self, store: VectorStores, read: ReadFile, embedder: Embedder, lease_seconds: float = 10.0,
-                 poll_interval: float = 0.5):
+                 poll_interval: float = 0.5, sweep_interval: float = 60.0, clock: Callable[[], float] = time.time):
+        super().__init__("vector-indexer", log, poll_interval)
         self.store, self.read, self.embedder = store, read, embedder
-        self.lease_seconds, self.poll_interval = lease_seconds, poll_interval
+        self.lease_seconds, self.sweep_interval = lease_seconds, sweep_interval
+        self.clock = clock  # what expiry is measured by (a test's own)
         self.owner = f"indexer-{secrets.token_hex(6)}"
-        self._task: asyncio.Task[None] | None = None
-        self._wake = asyncio.Event()
-
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="rostra-vector-indexer")
-
-    def wake(self) -> None:
-        self._wake.set()
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-
-    async def _loop(self) -> None:
-        while True:
-            try:
-                worked = await self.step()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("vector store indexer: a step failed; retrying")
-                worked = False
-            if not worked:
-                self._wake.clear()
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.poll_interval)
+        self._next_sweep = 0.0  # when to look for expired stores next (by `clock`)
 
     async def step(self) -> bool:
+        """Expire the stores due (every `sweep_interval`), then index one file if one waits; False when none does."""
+        if self.clock() >= self._next_sweep:
+            self._next_sweep = self.clock() + self.sweep_interval
+            for store_id in await self.store.expire_stores(self.clock()):
+                log.info("vector store %s expired: its chunks deleted", store_id)
+        return await self.index_one()
+
+    async def index_one(self) -> bool:
         """Index one file if one waits; False when none does."""
         file = await self.store.claim_file(self.owner, self.lease_seconds)
         if file is None:

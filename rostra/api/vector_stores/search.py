@@ -10,9 +10,12 @@ from typing import Any
 from rostra.api.vector_stores.embedder import Embedder
 from rostra.api.vector_stores.filters import Filter, parse_filter
 from rostra.api.vector_stores.index import Hit, SearchIndex, Weights
+from rostra.api.vector_stores.reranker import Reranker, candidates
 from rostra.errors import InvalidRequest
 from rostra.store.vector_store import VectorStores
 
+# OpenAI's rankers: "none" is the embeddings' cosine alone; "auto" and its named (dated) rankers are its best
+# ranking, here the hybrid index reranked by the served reranker where one is configured (reranker.py).
 RANKERS = ("none", "auto", "default-2024-11-15", "default_2024_08_21")
 
 
@@ -23,6 +26,7 @@ class SearchOptions:
     filter: Filter | None = None
     threshold: float = 0.0
     weights: Weights | None = Weights()  # None: the embeddings' cosine alone (ranker "none")
+    rerank: bool = True  # by the served reranker, if there is one (not for ranker "none")
 
 
 def search_options(query: Any, max_results: int | None, filters: Any, ranking: Any, prefix: str = "") -> SearchOptions:
@@ -37,7 +41,7 @@ def search_options(query: Any, max_results: int | None, filters: Any, ranking: A
                              param=f"{prefix}max_num_results")
     parsed = None if filters is None else parse_filter(filters, f"{prefix}filters")
     threshold, weights = _ranking(ranking or {}, f"{prefix}ranking_options")
-    return SearchOptions(tuple(queries), limit, parsed, threshold, weights)
+    return SearchOptions(tuple(queries), limit, parsed, threshold, weights, rerank=weights is not None)
 
 
 def _ranking(ranking: Any, param: str) -> tuple[float, Weights | None]:
@@ -65,8 +69,8 @@ def _ranking(ranking: Any, param: str) -> tuple[float, Weights | None]:
 class Searcher:
     """Each store's index, kept while its version stands."""
 
-    def __init__(self, store: VectorStores, embedder: Embedder):
-        self.store, self.embedder = store, embedder
+    def __init__(self, store: VectorStores, embedder: Embedder, reranker: Reranker | None = None):
+        self.store, self.embedder, self.reranker = store, embedder, reranker
         self._indexes: dict[str, tuple[int, SearchIndex]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -88,18 +92,22 @@ class Searcher:
         indexes = [await self.index(store_id) for store_id in store_ids]
         if not any(len(index) for index in indexes):
             return []
+        reranker = self.reranker if options.rerank else None
+        if reranker is not None:
+            reranker.check()  # before the embedding's work, not after
         vectors = await self.embedder.embed(options.queries)
         keep = options.filter.matches if options.filter is not None else None
+        # Reranked: the index's best candidates, whatever their first-stage score; the threshold is the reranker's.
+        limit = options.max_results if reranker is None else candidates(options.max_results)
+        threshold = options.threshold if reranker is None else 0.0
         hits: list[Hit] = []
         for index in indexes:
-            hits += await asyncio.to_thread(index.search, vectors, options.queries, options.max_results,
-                                            options.threshold, options.weights, keep)
+            hits += await asyncio.to_thread(index.search, vectors, options.queries, limit, threshold,
+                                            options.weights, keep)
         hits.sort(key=lambda hit: -hit.score)
+        if reranker is not None and hits:
+            hits = hits[:limit]
+            scores = await reranker.scores(options.queries, [hit.row.text for hit in hits])
+            hits = [Hit(hit.row, score) for hit, score in zip(hits, scores) if score >= options.threshold]
+            hits.sort(key=lambda hit: -hit.score)
         return hits[:options.max_results]
-
-
-def result_item(hit: Hit) -> dict[str, Any]:
-    """A hit as a search results page shows it (VectorStoreSearchResultItem)."""
-    row = hit.row
-    return {"file_id": row.file_id, "filename": row.filename, "score": round(hit.score, 6),
-            "attributes": row.attributes, "content": [{"type": "text", "text": row.text}]}

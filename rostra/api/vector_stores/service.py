@@ -4,7 +4,6 @@ the tenant of its API key: another key's store is a 404, and so is a File it can
 from __future__ import annotations
 
 import secrets
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
@@ -20,7 +19,15 @@ from rostra.api.vector_stores.requests import (
     SearchBody,
     UpdateStoreBody,
 )
-from rostra.api.vector_stores.search import Searcher, SearchOptions, result_item, search_options
+from rostra.api.vector_stores.objects import (
+    Deleted,
+    FileContentPage,
+    Page,
+    SearchResult,
+    SearchResultsPage,
+    TextContent,
+)
+from rostra.api.vector_stores.search import Searcher, SearchOptions, search_options
 from rostra.errors import InvalidRequest, NotFound
 from rostra.store.base import StoreError
 from rostra.store.batch_store import BatchStore
@@ -54,11 +61,15 @@ class VectorStoresService:
         self.store, self.files, self.indexer, self.searcher = store, files, indexer, searcher
         self.embedder = embedder
 
+    def now(self) -> int:
+        """The time expiry is measured by: the indexer's clock (a test's own), which expires the stores."""
+        return int(self.indexer.clock())
+
     # -- stores ------------------------------------------------------------------------------------
-    async def create_store(self, body: CreateStoreBody, tenant: Tenant) -> dict[str, Any]:
+    async def create_store(self, body: CreateStoreBody, tenant: Tenant) -> VectorStore:
         check_expiry(body.expires_after)
         strategy = chunking_strategy(body.chunking_strategy, "chunking_strategy")
-        now = int(time.time())
+        now = self.now()
         store = VectorStore(id=new_id("vs_"), created_at=now, name=body.name or "", description=body.description,
                             expires_after=body.expires_after, metadata=body.metadata or {}).active(now)
         if body.file_ids:
@@ -76,18 +87,18 @@ class VectorStoresService:
             raise NotFound(f"No vector store found with id '{store_id}'.", param=param)
         return store
 
-    async def live(self, store: VectorStore) -> dict[str, Any]:
+    async def live(self, store: VectorStore) -> VectorStore:
         counts, usage = await self.store.counts(store.id)
-        return store.live(counts, usage).wire()
+        return store.live(counts, usage, self.now())
 
-    async def list_stores(self, after: str | None, limit: int, order: str, tenant: Tenant) -> dict[str, Any]:
+    async def list_stores(self, after: str | None, limit: int, order: str, tenant: Tenant) -> Page[VectorStore]:
         try:
             stores, more = await self.store.list_stores(after=after, limit=limit, order=order, tenant=tenant)
         except StoreError as exc:
             raise InvalidRequest(str(exc), param="after") from exc
-        return page([await self.live(store) for store in stores], more)
+        return Page[VectorStore](data=[await self.live(store) for store in stores], has_more=more)
 
-    async def update_store(self, store_id: str, body: UpdateStoreBody, tenant: Tenant) -> dict[str, Any]:
+    async def update_store(self, store_id: str, body: UpdateStoreBody, tenant: Tenant) -> VectorStore:
         store = await self.get_store(store_id, tenant)
         changes: dict[str, Any] = {}
         if "name" in body.model_fields_set:
@@ -97,28 +108,28 @@ class VectorStoresService:
         if "expires_after" in body.model_fields_set:
             check_expiry(body.expires_after)
             changes["expires_after"] = body.expires_after
-        store = store.model_copy(update=changes).active(int(time.time()))
+        store = store.model_copy(update=changes).active(self.now())
         await self.store.put_store(store)
         return await self.live(store)
 
-    async def delete_store(self, store_id: str, tenant: Tenant) -> dict[str, Any]:
+    async def delete_store(self, store_id: str, tenant: Tenant) -> Deleted:
         if not await self.store.delete_store(store_id, tenant):
             raise NotFound(f"No vector store found with id '{store_id}'.", param="vector_store_id")
         self.searcher.forget(store_id)
-        return {"id": store_id, "object": "vector_store.deleted", "deleted": True}
+        return Deleted(id=store_id, object="vector_store.deleted")
 
     # -- files -------------------------------------------------------------------------------------
-    async def add_file(self, store_id: str, body: CreateFileBody, tenant: Tenant) -> dict[str, Any]:
+    async def add_file(self, store_id: str, body: CreateFileBody, tenant: Tenant) -> VectorStoreFile:
         store = await self._usable(store_id, tenant)
         strategy = chunking_strategy(body.chunking_strategy, "chunking_strategy")
         check_attributes(body.attributes, "attributes")
         await self._file_object(body.file_id, tenant, "file_id")
-        return (await self._attach(store, body.file_id, tenant, strategy, body.attributes, None)).wire()
+        return await self._attach(store, body.file_id, tenant, strategy, body.attributes, None)
 
     async def _usable(self, store_id: str, tenant: Tenant) -> VectorStore:
         """A store files can be added to: not expired, and an embedding model to index them with."""
         store = await self.get_store(store_id, tenant)
-        if store.expired():
+        if store.expired(self.now()):
             raise InvalidRequest(f"the vector store {store_id} has expired", param="vector_store_id")
         self.embedder.model_name()
         return store
@@ -132,11 +143,11 @@ class VectorStoresService:
     async def _attach(self, store: VectorStore, file_id: str, tenant: Tenant, strategy: Any,
                       attributes: dict[str, Any] | None, batch_id: str | None) -> VectorStoreFile:
         filename = await self._file_object(file_id, tenant, "file_id")
-        file = VectorStoreFile(id=file_id, created_at=int(time.time()), vector_store_id=store.id,
+        file = VectorStoreFile(id=file_id, created_at=self.now(), vector_store_id=store.id,
                                chunking_strategy=strategy, attributes=attributes, batch_id=batch_id,
                                filename=filename)
         await self.store.add_file(file)
-        await self.store.put_store(store.active(int(time.time())))
+        await self.store.put_store(store.active(self.now()))
         self.indexer.wake()
         return file
 
@@ -148,7 +159,7 @@ class VectorStoresService:
         return file
 
     async def list_files(self, store_id: str, after: str | None, limit: int, order: str, status: str | None,
-                         tenant: Tenant, batch_id: str | None = None) -> dict[str, Any]:
+                         tenant: Tenant, batch_id: str | None = None) -> Page[VectorStoreFile]:
         await self.get_store(store_id, tenant)
         if status is not None and status not in ("in_progress", "completed", "failed", "cancelled"):
             raise InvalidRequest("filter must be in_progress, completed, failed or cancelled", param="filter")
@@ -157,30 +168,34 @@ class VectorStoresService:
                                                       batch_id=batch_id)
         except StoreError as exc:
             raise InvalidRequest(str(exc), param="after") from exc
-        return page([file.wire() for file in files], more)
+        return Page[VectorStoreFile](data=files, has_more=more)
 
     async def update_file(self, store_id: str, file_id: str, attributes: dict[str, Any] | None,
-                          tenant: Tenant) -> dict[str, Any]:
+                          tenant: Tenant) -> VectorStoreFile:
         check_attributes(attributes, "attributes")
         file = (await self.get_file(store_id, file_id, tenant)).model_copy(update={"attributes": attributes})
         if not await self.store.set_attributes(file):
             raise NotFound(f"No file found with id '{file_id}' in vector store '{store_id}'.", param="file_id")
-        return file.wire()
+        return file
 
-    async def delete_file(self, store_id: str, file_id: str, tenant: Tenant) -> dict[str, Any]:
+    async def delete_file(self, store_id: str, file_id: str, tenant: Tenant) -> Deleted:
         await self.get_store(store_id, tenant)
         if not await self.store.delete_file(store_id, file_id):
             raise NotFound(f"No file found with id '{file_id}' in vector store '{store_id}'.", param="file_id")
-        return {"id": file_id, "object": "vector_store.file.deleted", "deleted": True}
+        return Deleted(id=file_id, object="vector_store.file.deleted")
 
-    async def file_content(self, store_id: str, file_id: str, tenant: Tenant) -> dict[str, Any]:
+    async def forget_file(self, file_id: str) -> None:
+        """The File `file_id` is deleted (or expired): it leaves every store that held it, and their searches."""
+        for store_id in await self.store.drop_file(file_id):
+            self.searcher.forget(store_id)
+
+    async def file_content(self, store_id: str, file_id: str, tenant: Tenant) -> FileContentPage:
         await self.get_file(store_id, file_id, tenant)
         texts = await self.store.file_text(store_id, file_id)
-        return {"object": "vector_store.file_content.page", "data": [{"type": "text", "text": text} for text in texts],
-                "has_more": False, "next_page": None}
+        return FileContentPage(data=[TextContent(text=text) for text in texts])
 
     # -- file batches ------------------------------------------------------------------------------
-    async def create_batch(self, store_id: str, body: CreateBatchBody, tenant: Tenant) -> dict[str, Any]:
+    async def create_batch(self, store_id: str, body: CreateBatchBody, tenant: Tenant) -> FileBatch:
         store = await self._usable(store_id, tenant)
         if (body.file_ids is None) == (body.files is None):
             raise InvalidRequest("give either file_ids or files", param="file_ids")
@@ -197,13 +212,13 @@ class VectorStoresService:
             await self._file_object(file.file_id, tenant, f"{where}[{index}]")
             check_attributes(file.attributes, f"{where}[{index}].attributes")
             strategies.append(chunking_strategy(file.chunking_strategy, f"{where}[{index}].chunking_strategy"))
-        batch = FileBatch(id=new_id("vsfb_"), created_at=int(time.time()), vector_store_id=store_id)
+        batch = FileBatch(id=new_id("vsfb_"), created_at=self.now(), vector_store_id=store_id)
         await self.store.put_batch(batch)
         for file, strategy in zip(files, strategies):
             await self._attach(store, file.file_id, tenant, strategy, file.attributes, batch.id)
         return await self._live_batch(batch)
 
-    async def get_batch(self, store_id: str, batch_id: str, tenant: Tenant) -> dict[str, Any]:
+    async def get_batch(self, store_id: str, batch_id: str, tenant: Tenant) -> FileBatch:
         return await self._live_batch(await self._batch(store_id, batch_id, tenant))
 
     async def _batch(self, store_id: str, batch_id: str, tenant: Tenant) -> FileBatch:
@@ -213,11 +228,11 @@ class VectorStoresService:
             raise NotFound(f"No file batch found with id '{batch_id}'.", param="batch_id")
         return batch
 
-    async def _live_batch(self, batch: FileBatch) -> dict[str, Any]:
+    async def _live_batch(self, batch: FileBatch) -> FileBatch:
         counts, _ = await self.store.counts(batch.vector_store_id, batch.id)
-        return batch.live(counts).wire()
+        return batch.live(counts)
 
-    async def cancel_batch(self, store_id: str, batch_id: str, tenant: Tenant) -> dict[str, Any]:
+    async def cancel_batch(self, store_id: str, batch_id: str, tenant: Tenant) -> FileBatch:
         batch = await self._batch(store_id, batch_id, tenant)
         counts, _ = await self.store.counts(store_id, batch_id)
         if batch.live(counts).status != "in_progress":
@@ -228,13 +243,12 @@ class VectorStoresService:
         return await self._live_batch(cancelled)
 
     # -- search ------------------------------------------------------------------------------------
-    async def search(self, store_id: str, body: SearchBody, tenant: Tenant) -> dict[str, Any]:
+    async def search(self, store_id: str, body: SearchBody, tenant: Tenant) -> SearchResultsPage:
         if body.rewrite_query:
             raise InvalidRequest("rewrite_query is not served: the query is searched as written", param="rewrite_query")
         options = search_options(body.query, body.max_num_results, body.filters, body.ranking_options)
         hits = await self.search_stores([store_id], options, tenant)
-        return {"object": "vector_store.search_results.page", "search_query": list(options.queries),
-                "data": [result_item(hit) for hit in hits], "has_more": False, "next_page": None}
+        return SearchResultsPage(search_query=list(options.queries), data=[SearchResult.of(hit) for hit in hits])
 
     async def file_search_run(self, tool: dict[str, Any], tenant: Tenant, param: str
                               ) -> Callable[[list[str]], Awaitable[list[dict[str, Any]]]]:
@@ -266,13 +280,13 @@ class VectorStoresService:
             store = await self.store.get_store(store_id, tenant)
             if store is None:
                 raise NotFound(f"No vector store found with id '{store_id}'.", param=param)
-            if store.expired():
+            if store.expired(self.now()):
                 raise InvalidRequest(f"the vector store {store_id} has expired", param=param)
             stores.append(store)
         self.embedder.model_name()
         hits = await self.searcher.search(store_ids, options)
         for store in stores:  # searched: active now
-            await self.store.put_store(store.active(int(time.time())))
+            await self.store.put_store(store.active(self.now()))
         return hits
 
 
@@ -281,7 +295,3 @@ def check_expiry(expires_after: Any) -> None:
         raise InvalidRequest(f"expires_after.days must be between 1 and 365, not {expires_after.days}",
                              param="expires_after.days")
 
-
-def page(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
-    return {"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
-            "last_id": data[-1]["id"] if data else None, "has_more": has_more}
