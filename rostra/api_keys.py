@@ -8,9 +8,11 @@ The file is either one key per line (every key unlimited, as before) or a YAML l
       tpm: 100000           # tokens (input + output) per minute
       max_concurrent: 4     # requests running at once
       daily_tokens: 2000000 # tokens per UTC day
+      batch_daily_tokens: 5000000  # tokens per UTC day of the key's batch lines (their own budget)
       priority: true        # may send `priority` under --restrict-priority
 
-Every limit is optional. Limits count the requests that run a model (rostra/http/key_limits.py says which).
+Every limit is optional. Limits count the requests that run a model (rostra/http/key_limits.py says which); batch
+lines count only against `batch_daily_tokens` (rostra/api/batches/budget.py).
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from typing import Any
 
 import yaml
 
-LIMIT_NAMES = ("rpm", "tpm", "max_concurrent", "daily_tokens")
+ONLINE_LIMITS = ("rpm", "tpm", "max_concurrent", "daily_tokens")
+LIMIT_NAMES = (*ONLINE_LIMITS, "batch_daily_tokens")
 
 
 @dataclass(frozen=True)
@@ -29,10 +32,12 @@ class KeyLimits:
     tpm: int | None = None
     max_concurrent: int | None = None
     daily_tokens: int | None = None
+    batch_daily_tokens: int | None = None
 
     @property
     def any(self) -> bool:
-        return any(getattr(self, name) is not None for name in LIMIT_NAMES)
+        """Whether online requests are limited (batch lines have their own budget)."""
+        return any(getattr(self, name) is not None for name in ONLINE_LIMITS)
 
 
 @dataclass(frozen=True)

@@ -156,6 +156,33 @@ async def test_the_sdk_waits_out_retry_after(tmp_path, monkeypatch):
         assert answer.choices[0].message.content and slept and 1 <= slept[0] <= 60
 
 
+async def test_batch_lines_have_their_own_budget(tmp_path):
+    """A key's batch lines are held to its batch_daily_tokens, not to its online limits (rpm 1 here): lines start
+    while the day's batch tokens are under the budget, and the lines after it are 429s in the error file."""
+    from test_api_batches import jsonl
+
+    async with InProcessServer(tmp_path, SCRIPT, batch_concurrency=1, **keys(rpm=1, batch_daily_tokens=50)) as server:
+        sdk = client(server, KEY_A)
+        lines = [{"custom_id": f"line-{n}", "method": "POST", "url": "/v1/chat/completions",
+                  "body": {"model": "scripted", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 16}}
+                 for n in range(4)]
+        upload = await sdk.files.create(file=("lines.jsonl", jsonl(lines)), purpose="batch")
+        batch = await sdk.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions",
+                                         completion_window="24h")
+        while batch.status not in ("completed", "failed", "expired"):
+            await asyncio.sleep(0.05)
+            batch = await sdk.batches.retrieve(batch.id)
+        answered = [json.loads(line) for line in (await sdk.files.content(batch.output_file_id)).text.splitlines()]
+        refused = [json.loads(line) for line in (await sdk.files.content(batch.error_file_id)).text.splitlines()]
+        spent = [line["response"]["body"]["usage"]["total_tokens"] for line in answered]
+        # Each line costs 36 tokens: the first starts at 0, the second at 36 (under 50), the rest at 72.
+        assert len(answered) == 2 and spent[0] < 50 <= sum(spent), spent
+        assert [line["response"]["status_code"] for line in refused] == [429, 429]
+        assert refused[0]["response"]["body"]["error"]["code"] == "rate_limit_exceeded"
+        assert "Batch token budget" in refused[0]["response"]["body"]["error"]["message"]
+        assert (await ask(server, KEY_A)).http_response.status_code == 200  # online: its own minute, untouched
+
+
 async def test_usage_per_key_and_model_equals_the_responses_usage(tmp_path):
     async with InProcessServer(tmp_path, SCRIPT, **keys()) as server:
         totals = {KEY_A: [0, 0, 0], KEY_B: [0, 0, 0]}

@@ -16,6 +16,7 @@ from fastapi import FastAPI
 from starlette.middleware.exceptions import ExceptionMiddleware
 from starlette.types import Receive, Scope, Send
 
+from rostra.api.batches.budget import BatchBudgets
 from rostra.api.batches.objects import ENDPOINTS
 from rostra.api.batches.service import BatchesService
 from rostra.api.batches.worker import BatchSettings, BatchWorker
@@ -28,6 +29,7 @@ from rostra.store.base import ResponseStore
 from rostra.store.batch_sqlite import STORE_FILENAME, SqliteBatchStore
 from rostra.store.batch_store import BatchStore, WorkFilter
 from rostra.store.blobs import Blobs, DirectoryBlobs
+from rostra.store.tenancy import fingerprint
 
 log = logging.getLogger("rostra.batches")
 
@@ -84,4 +86,8 @@ def build_batches(app: FastAPI, settings: Settings, responses: ResponseStore, ad
         concurrency=settings.batch_concurrency, lease_seconds=settings.lease_seconds,
         chunk_lines=settings.batch_chunk_lines, poll_interval=min(0.5, settings.lease_seconds / 4),
         window_seconds=int(settings.batch_window) or 1), busy, work, resolve_model)
+    budgets = {fingerprint(detail.key.encode()): detail.limits.batch_daily_tokens
+               for detail in settings.api_key_details if detail.limits.batch_daily_tokens is not None}
+    if budgets:
+        worker.budgets = BatchBudgets(app.state.rostra.usage, budgets)
     return BatchesService(store, blobs, worker, settings.max_file_bytes, settings.min_file_expiry)

@@ -19,6 +19,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass
 from typing import TypeVar
 
+from rostra.api.batches.budget import BatchBudgets
 from rostra.api.batches.dispatch import Asgi, run_line
 from rostra.api.batches.lines import LineChecker, check_block
 from rostra.api.batches.objects import LineError, answered_line, file_object, refused_line
@@ -65,6 +66,7 @@ class BatchWorker(PollingWorker):
         self._next_announce = 0.0  # when to tell the store again which models this process serves
         # What else holds a File and lets go of it when it is deleted or expires (the vector stores' chunks of it).
         self.file_deleted: list[Callable[[str], Awaitable[None]]] = []
+        self.budgets: BatchBudgets | None = None  # the keys' batch token budgets (budget.py), where keys have them
 
     async def step(self) -> bool:
         """One piece of work, if there is one: a batch's phase, else a chunk of lines. False when idle."""
@@ -223,10 +225,17 @@ class BatchWorker(PollingWorker):
 
     async def _run_one(self, claim: ChunkClaim, line: PendingLine) -> None:
         request_id = "req_" + secrets.token_hex(12)
+        refused = await self.budgets.refusal(claim.tenant, time.time()) if self.budgets is not None else None
         try:
+            if refused is not None:
+                raise _OverBudget(refused)
             answer = await run_line(self.app, claim.batch.endpoint, line.request.encode(), claim.tenant, request_id,
                                     window_ends=claim.batch.expires_at)
             status, body = answer.status_code, answer.body
+        except _OverBudget as exc:
+            log.warning("batch %s line %d: %s", claim.batch.id, line.number, exc)
+            status, body = 429, {"error": {"message": str(exc), "type": "tokens", "param": None,
+                                           "code": "rate_limit_exceeded"}}
         except Exception as exc:  # the route's error handlers answer what a client causes; this is the rest
             log.exception("batch %s line %d failed", claim.batch.id, line.number)
             status, body = 500, {"error": {"message": f"internal error: {type(exc).__name__}", "type": "server_error",
@@ -246,6 +255,10 @@ class BatchWorker(PollingWorker):
                     task.cancel()
                 return
             await self._keep_announced()
+
+
+class _OverBudget(Exception):
+    """The line's key has spent its batch token budget for today (budget.py)."""
 
 
 async def _result_lines(rows: AsyncIterator[LineResult], unanswered: LineError) -> AsyncIterator[bytes]:
