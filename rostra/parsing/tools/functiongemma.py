@@ -125,8 +125,7 @@ class FunctionGemmaStream:
                 if self._count:
                     pos = separator(self._buf, pos, "}") + 1
                 key, pos = read_key(self._buf, pos)
-                value, pos = read_value(self._buf, pos)
-                separator(self._buf, pos, "}")  # (a bare value is whole only at what follows it)
+                value, pos = read_value(self._buf, pos)  # (a bare one is whole only at the `,` or `}` after it)
             except Incomplete:
                 return out, ""
             except Malformed as bad:
