@@ -52,7 +52,8 @@ def detect(source: str):
     # Issue 43, third round. Jamba's calls read as Hunyuan's too: its turn markup (<|bom|>, <|eom|>) names Jamba.
     ("vllm-tool_chat_template_functiongemma.jinja", "functiongemma", None, True),
     ("ai21labs-AI21-Jamba-Mini-1.7.jinja", "jamba", None, True),
-    ("inclusionAI-Ling-2.0.jinja", "hermes", None, True),  # (its <think> names qwen3 by the template's markers)
+    ("inclusionAI-Ling-2.0.jinja", "hermes", None, True),
+    ("gemma4.jinja", "gemma4", None, True),  # (its thought channel names gemma4's reasoning by the markers)  # (its <think> names qwen3 by the template's markers)
 ])
 def test_a_real_template_selects_its_parsers(file, tool_parser, reasoning, probed):
     source = (TEMPLATES / file).read_text()

@@ -71,6 +71,7 @@ SOURCES.update({
     # inclusionAI Ling 2.0's template (BailingMoeV2), as llama-server printed it from the GGUF it loaded (its
     # "chat template" log line, quoted in github.com/ikawrakow/ik_llama.cpp issue 854, 2025-10-21).
     "inclusionAI-Ling-2.0.jinja": "github.com/ikawrakow/ik_llama.cpp issue 854 (llama-server's chat template log)",
+    "gemma4.jinja": LLAMA_CPP + "gemma4.jinja",  # (commit 75f1ba7389067a9f90082515e124c377a1e104b2)
 })
 
 # template -> (tool-call parser, reasoning parser) detected with no flag
@@ -98,6 +99,7 @@ DETECTED.update({  # issue 43, third round
     "vllm-tool_chat_template_functiongemma.jinja": ("functiongemma", None),
     "ai21labs-AI21-Jamba-Mini-1.7.jinja": ("jamba", None),
     "inclusionAI-Ling-2.0.jinja": ("hermes", "qwen3"),  # Ling / Ring: hermes's calls, <think> for Ring's thinking
+    "gemma4.jinja": ("gemma4", "gemma4"),
 })
 
 
@@ -144,6 +146,8 @@ OPENED = [
     ("vllm-tool_chat_template_hunyuan_a13b.jinja", {}, USER, False),  # Hunyuan too …
     ("vllm-tool_chat_template_hunyuan_a13b.jinja", {"enable_thinking": False}, USER, False),  # … or it is closed
     ("inclusionAI-Ling-2.0.jinja", {}, USER, False),  # Ling: "detailed thinking off"; Ring opens <think> itself
+    ("gemma4.jinja", {}, USER, False),  # Gemma 4: thinking off closes an empty thought channel …
+    ("gemma4.jinja", {"enable_thinking": True}, USER, False),  # … on, the model opens it
 ]
 
 
@@ -288,6 +292,10 @@ FAMILIES += [
     Family("ring-thinks-then-calls", "inclusionAI-Ling-2.0.jinja",
            f'<think>\nThe user wants Oslo.\n</think>\n\n<tool_call>\n{{"name": "get_weather", "arguments": '
            f"{OSLO_JSON}}}\n</tool_call>", "\nThe user wants Oslo.\n", "", [("get_weather", OSLO)]),
+    Family("gemma4-thinks-then-calls", "gemma4.jinja",
+           '<|channel>thought\nOslo, then a sum.<channel|><|tool_call>call:get_weather{city:<|"|>Oslo ☀ "Nord"<|"|>,'
+           'days:3,extra:{units:[<|"|>°C<|"|>,null]}}<tool_call|><|tool_call>call:add{a:1,b:2}<tool_call|>',
+           "Oslo, then a sum.", "", [("get_weather", OSLO), ("add", {"a": 1, "b": 2})], {"enable_thinking": True}),
     Family("ling-answer", "inclusionAI-Ling-2.0.jinja", "I cannot check the weather, sorry. ☔", "",
            "I cannot check the weather, sorry. ☔"),
 ]
@@ -370,13 +378,14 @@ async def test_a_detected_reasoning_model_offers_reasoning_levels_to_codex(tmp_p
         assert [level["effort"] for level in entry["supported_reasoning_levels"]] == ["low", "medium", "high"]
 
 
-THINKING_ENDS = ("</think>", "[/THINK]", "<|tool_calls_section_begin|>", "<|END_THINKING|>")
+THINKING_ENDS = ("</think>", "[/THINK]", "<|tool_calls_section_begin|>", "<|END_THINKING|>", "<channel|>")
 # Markup of every family above: none of it may reach the content, however the output is cut.
 MARKUP = ("</think>", "<think>", "[THINK]", "[/THINK]", "<|tool_call", "<｜tool", "<TOOLCALL>", "functools", "<tool_call>",
           "[TOOL_CALLS]", "｜DSML｜")
 MARKUP += ("<|START_THINKING|>", "<|END_THINKING|>", "<|START_RESPONSE|>", "<|END_RESPONSE|>", "<|START_ACTION|>",
            "<function=", ">>>", "<answer>", "</answer>", "<tool_calls>", "<|action_start|>")  # issue 43, second round
-MARKUP += ("<start_function_call>", "<end_function_call>", "<escape>", "</tool_calls>")  # third round
+MARKUP += ("<start_function_call>", "<end_function_call>", "<escape>", "</tool_calls>", "<|tool_call>", "<tool_call|>",
+           "<|channel>", "<channel|>")  # third round
 
 
 @pytest.mark.parametrize("family", [f for f in FAMILIES if "malformed" not in f.id], ids=lambda f: f.id)

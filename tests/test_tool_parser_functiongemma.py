@@ -1,10 +1,11 @@
-"""functiongemma, jamba and ernie45 (issue 43, third round): each case whole, one character at a time and under
+"""functiongemma, gemma4, jamba and ernie45 (issue 43, third round): each case whole, one character at a time and under
 random splits, streamed = whole.
 
 FunctionGemma: the outputs of vLLM's tests/tool_parsers/test_functiongemma_tool_parser.py (one call, several
 arguments, text before the call, two calls one after the other, every value between <escape> tokens as vLLM's
 example template writes them, `count:<escape>42<escape>` read as a number) and Google's FunctionGemma guide
-(strings between <escape>, numbers bare, nested objects and lists). Jamba: vLLM's test_jamba_tool_parser.py
+(strings between <escape>, numbers bare, nested objects and lists). Gemma 4: its template's own rendering of calls
+(llama.cpp models/templates/gemma4.jinja: `<|"|>` for `<escape>`, keys sorted) and thinking channel. Jamba: vLLM's test_jamba_tool_parser.py
 (a space before the block, text before it, two calls in the list, the list on its own lines). ERNIE 4.5:
 vLLM's test_ernie45_moe_tool_parser.py and tests/reasoning/test_ernie45_reasoning_parser.py."""
 
@@ -66,6 +67,34 @@ def test_functiongemma_arguments_stream_pair_by_pair():
     output = fg("search{limit:5,query:<escape>" + "long query " * 20 + "<escape>,exact:false}")
     early = streamed_before("functiongemma", output, "<end_function_call>", tools=TOOLS_FG)
     assert early.startswith('{"limit": 5, "query": "long query')
+
+
+def g4(body: str) -> str:
+    return f"<|tool_call>call:{body}<tool_call|>"
+
+
+GEMMA4 = [
+    Case("two-calls", "Checking. " + g4('get_weather{city:<|"|>Oslo ☀ <|"|>,days:3}') + g4("add{a:1,b:2}"),
+         "Checking. ", [("get_weather", {"city": "Oslo ☀ ", "days": 3}), ("add", {"a": 1, "b": 2})]),
+    Case("nested", g4('search{filters:{units:[<|"|>°C<|"|>]},query:<|"|>a, b}<|"|>}'), "",
+         [("search", {"filters": {"units": ["°C"]}, "query": "a, b}"})]),
+    # FunctionGemma's <escape> is not Gemma 4's string token: the started call ends with what was read (nothing).
+    Case("foreign-escape-ends-the-started-call", g4("get_weather{city:<escape>Oslo<escape>}"), "",
+         [("get_weather", {})]),
+]
+
+
+@pytest.mark.parametrize("case", GEMMA4, ids=lambda c: c.id)
+def test_gemma4_tool_calls(case):
+    check_case("gemma4", case, tools=TOOLS_FG)
+
+
+@pytest.mark.parametrize("prompt,output,thinking,answer", [
+    ("<|turn>model\n", "<|channel>thought\nOslo, then a sum.<channel|>Checking.", "Oslo, then a sum.", "Checking."),
+    ("<|turn>model\n<|channel>thought\n<channel|>", "No thinking here.", "", "No thinking here."),  # thinking off
+])
+def test_gemma4_reasoning(prompt, output, thinking, answer):
+    assert run_reasoning_parser(reasoning_parser_class("gemma4")(prompt), list(output))[:2] == (thinking, answer)
 
 
 def jamba(*calls: str) -> str:

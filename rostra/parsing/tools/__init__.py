@@ -40,10 +40,11 @@ REGISTRY.update({
     "internlm2": "internlm2:InternLM2ToolParser",
     "xlam": "xlam:XlamToolParser",
 })
-# FunctionGemma, Jamba, ERNIE 4.5 (issue 43, third round).
+# FunctionGemma, Gemma 4, Jamba, ERNIE 4.5 (issue 43, third round).
 REGISTRY.update({
     "ernie45": "ernie45:Ernie45ToolParser",
     "functiongemma": "functiongemma:FunctionGemmaToolParser",
+    "gemma4": "gemma4:Gemma4ToolParser",
     "jamba": "jamba:JambaToolParser",
 })
 
@@ -56,6 +57,7 @@ _TEMPLATE_MARKERS = [
     # <|bom|><|role|> … <|eom|> (its template names its <tool_calls> only in a variable; it contains hermes's
     # <tool_call> as a substring of that).
     ("<start_function_call>", "functiongemma"),
+    ("<|tool_call>call:", "gemma4"),  # Gemma 4: <|tool_call>call:NAME{…}<tool_call|>
     ("<|bom|>", "jamba"),
     # Issue 43, second round (before the markers of others that these templates also contain).
     ("<|START_ACTION|>", "command_r"),  # Command R7B / A: <|START_ACTION|>[{"tool_name": …}]<|END_ACTION|>

@@ -23,8 +23,8 @@ from typing import Any
 
 from rostra.parsing.events import Event, ToolCallArgs, ToolCallEnd, ToolCallStart
 from rostra.parsing.tools.base import BlockStream, MarkupToolParser, ParsedCall
-from rostra.parsing.tools.functiongemma_values import (Incomplete, Malformed, read_key, read_object, read_value,
-                                                       separator, skip_space, typed)
+from rostra.parsing.tools.functiongemma_values import (ESCAPE, Incomplete, Malformed, read_key, read_object,
+                                                       read_value, separator, skip_space, typed)
 
 log = logging.getLogger("rostra.tools")
 
@@ -38,6 +38,7 @@ class FunctionGemmaToolParser(MarkupToolParser):
     start = "<start_function_call>"
     end = "<end_function_call>"
     end_optional = True  # the model stopped (or was stopped) before closing the block
+    escape = ESCAPE  # the token around strings
 
     def parse_block(self, block: str) -> list[ParsedCall] | None:
         found = HEAD.match(block)
@@ -45,7 +46,7 @@ class FunctionGemmaToolParser(MarkupToolParser):
             return None
         name = found.group(1)
         try:
-            pairs, after = read_object(block, found.end(), 1)
+            pairs, after = read_object(block, found.end(), 1, self.escape)
         except (Incomplete, Malformed):
             return None
         if block[after:].strip():
@@ -124,12 +125,13 @@ class FunctionGemmaStream:
                     return out, self._buf[pos + 1:]
                 if self._count:
                     pos = separator(self._buf, pos, "}") + 1
-                key, pos = read_key(self._buf, pos)
-                value, pos = read_value(self._buf, pos)  # (a bare one is whole only at the `,` or `}` after it)
+                key, pos = read_key(self._buf, pos, self.parser.escape)
+                value, pos = read_value(self._buf, pos, escape=self.parser.escape)  # (a bare one is whole only at the `,` or `}` after it)
             except Incomplete:
                 return out, ""
             except Malformed as bad:
-                log.info("functiongemma call %r: arguments stop being readable at %.60r", self._name, str(bad))
+                log.info("%s call %r: arguments stop being readable at %.60r", self.parser.name, self._name,
+                         str(bad))
                 out += self._close()
                 self.state = DROPPED
                 return out, ""

@@ -49,11 +49,11 @@ def skip_space(text: str, pos: int) -> int:
     return pos
 
 
-def read_key(text: str, pos: int) -> tuple[str, int]:
+def read_key(text: str, pos: int, escape: str = ESCAPE) -> tuple[str, int]:
     """A pair's key and the position after its colon."""
     pos = skip_space(text, pos)
-    if text.startswith(ESCAPE, pos):  # (a key written as a string)
-        value, after = read_value(text, pos)
+    if text.startswith(escape, pos):  # (a key written as a string)
+        value, after = read_value(text, pos, escape=escape)
         after = skip_space(text, after)
         if after >= len(text):
             raise Incomplete
@@ -64,29 +64,30 @@ def read_key(text: str, pos: int) -> tuple[str, int]:
     if found:
         return found.group(1), found.end()
     rest = text[pos:]
-    if not rest or ESCAPE.startswith(rest) or re.fullmatch(r"[^:{}\[\],<>\s]+\s*", rest):
+    if not rest or escape.startswith(rest) or re.fullmatch(r"[^:{}\[\],<>\s]+\s*", rest):
         raise Incomplete
     raise Malformed(rest[:40])
 
 
-def read_value(text: str, pos: int, depth: int = 0) -> tuple[Any, int]:
-    """A value (an Escaped for a string, else its JSON value) and the position after it."""
+def read_value(text: str, pos: int, depth: int = 0, escape: str = ESCAPE) -> tuple[Any, int]:
+    """A value (an Escaped for a string, else its JSON value) and the position after it; `escape` is the token
+    that delimits strings (FunctionGemma's <escape>, Gemma 4's <|"|>)."""
     if depth > MAX_DEPTH:
         raise Malformed("nested too deep")
     pos = skip_space(text, pos)
-    if pos >= len(text) or ESCAPE.startswith(text[pos:pos + len(ESCAPE)]) and len(text) - pos < len(ESCAPE):
+    if pos >= len(text) or escape.startswith(text[pos:pos + len(escape)]) and len(text) - pos < len(escape):
         raise Incomplete
-    if text.startswith(ESCAPE, pos):
-        end = text.find(ESCAPE, pos + len(ESCAPE))
+    if text.startswith(escape, pos):
+        end = text.find(escape, pos + len(escape))
         if end < 0:
             raise Incomplete
-        return Escaped(text[pos + len(ESCAPE): end]), end + len(ESCAPE)
+        return Escaped(text[pos + len(escape): end]), end + len(escape)
     if text[pos] == "{":
-        return read_object(text, pos + 1, depth + 1)
+        return read_object(text, pos + 1, depth + 1, escape)
     if text[pos] == "[":
-        return read_list(text, pos + 1, depth + 1)
+        return read_list(text, pos + 1, depth + 1, escape)
     end = pos
-    while end < len(text) and text[end] not in ",}]" and not text.startswith(ESCAPE, end):
+    while end < len(text) and text[end] not in ",}]" and not text.startswith(escape, end):
         end += 1
     if end == len(text):
         raise Incomplete  # a bare value is whole only at the delimiter after it
@@ -96,15 +97,15 @@ def read_value(text: str, pos: int, depth: int = 0) -> tuple[Any, int]:
     return convert(raw, None), end
 
 
-def read_object(text: str, pos: int, depth: int) -> tuple[dict[str, Any], int]:
+def read_object(text: str, pos: int, depth: int, escape: str = ESCAPE) -> tuple[dict[str, Any], int]:
     """The pairs after an object's `{`, and the position after its `}`."""
     pairs: dict[str, Any] = {}
     pos = skip_space(text, pos)
     if text.startswith("}", pos):
         return pairs, pos + 1
     while True:
-        key, pos = read_key(text, pos)
-        value, pos = read_value(text, pos, depth)
+        key, pos = read_key(text, pos, escape)
+        value, pos = read_value(text, pos, depth, escape)
         pairs[key] = plain(value)
         pos = separator(text, pos, "}")
         if text[pos] == "}":
@@ -112,13 +113,13 @@ def read_object(text: str, pos: int, depth: int) -> tuple[dict[str, Any], int]:
         pos += 1
 
 
-def read_list(text: str, pos: int, depth: int) -> tuple[list[Any], int]:
+def read_list(text: str, pos: int, depth: int, escape: str = ESCAPE) -> tuple[list[Any], int]:
     items: list[Any] = []
     pos = skip_space(text, pos)
     if text.startswith("]", pos):
         return items, pos + 1
     while True:
-        value, pos = read_value(text, pos, depth)
+        value, pos = read_value(text, pos, depth, escape)
         items.append(plain(value))
         pos = separator(text, pos, "]")
         if text[pos] == "]":
