@@ -49,6 +49,11 @@ def detect(source: str):
     ("vllm-tool_chat_template_xlam_llama.jinja", "xlam", None, True),
     # It writes past calls as bare JSON (only the generic readers read them) and teaches functools[…].
     ("vllm-tool_chat_template_phi4_mini.jinja", "phi4_mini_json", None, False),
+    # Issue 43, third round. Jamba's calls read as Hunyuan's too: its turn markup (<|bom|>, <|eom|>) names Jamba.
+    ("vllm-tool_chat_template_functiongemma.jinja", "functiongemma", None, True),
+    ("ai21labs-AI21-Jamba-Mini-1.7.jinja", "jamba", None, True),
+    ("inclusionAI-Ling-2.0.jinja", "hermes", None, True),
+    ("gemma4.jinja", "gemma4", None, True),  # (its thought channel names gemma4's reasoning by the markers)  # (its <think> names qwen3 by the template's markers)
 ])
 def test_a_real_template_selects_its_parsers(file, tool_parser, reasoning, probed):
     source = (TEMPLATES / file).read_text()

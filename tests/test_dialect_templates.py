@@ -57,6 +57,22 @@ SOURCES.update({
     # xLAM-2's (Llama-based) template as vLLM ships it, the one Salesforce's model card points to.
     "vllm-tool_chat_template_xlam_llama.jinja": "github.com/vllm-project/vllm examples/tool_chat_template_xlam_llama.jinja",
 })
+# Issue 43, third round.
+SOURCES.update({
+    # FunctionGemma's tool template as vLLM's docs name it for the model (`--tool-call-parser functiongemma
+    # --chat-template examples/tool_chat_template_functiongemma.jinja`), from the eigen-hub/vllm copy of vLLM's
+    # examples/ (commit cca57d421f5aa1786deb113981ebe3bbbbd94581; CRLF there, LF here).
+    "vllm-tool_chat_template_functiongemma.jinja": "github.com/eigen-hub/vllm examples/"
+                                                   "tool_chat_template_functiongemma.jinja",
+    # AI21 Jamba Mini 1.7's own template, as its GGUF (bartowski/ai21labs_AI21-Jamba-Mini-1.7-GGUF) carries it,
+    # extracted with the gguf package by r-rojo/rampipe (tests/fixtures/jamba_mini_1_7_chat_template.jinja, commit
+    # 3c7722e3161b0b15312e3d78b203df4955cba762).
+    "ai21labs-AI21-Jamba-Mini-1.7.jinja": "github.com/r-rojo/rampipe tests/fixtures/jamba_mini_1_7_chat_template.jinja",
+    # inclusionAI Ling 2.0's template (BailingMoeV2), as llama-server printed it from the GGUF it loaded (its
+    # "chat template" log line, quoted in github.com/ikawrakow/ik_llama.cpp issue 854, 2025-10-21).
+    "inclusionAI-Ling-2.0.jinja": "github.com/ikawrakow/ik_llama.cpp issue 854 (llama-server's chat template log)",
+    "gemma4.jinja": LLAMA_CPP + "gemma4.jinja",  # (commit 75f1ba7389067a9f90082515e124c377a1e104b2)
+})
 
 # template -> (tool-call parser, reasoning parser) detected with no flag
 DETECTED = {
@@ -78,6 +94,12 @@ DETECTED.update({  # issue 43, second round
     "vllm-tool_chat_template_hunyuan_a13b.jinja": ("hunyuan_a13b", "hunyuan_a13b"),
     "vllm-tool_chat_template_internlm2_tool.jinja": ("internlm2", None),
     "vllm-tool_chat_template_xlam_llama.jinja": ("xlam", None),
+})
+DETECTED.update({  # issue 43, third round
+    "vllm-tool_chat_template_functiongemma.jinja": ("functiongemma", None),
+    "ai21labs-AI21-Jamba-Mini-1.7.jinja": ("jamba", None),
+    "inclusionAI-Ling-2.0.jinja": ("hermes", "qwen3"),  # Ling / Ring: hermes's calls, <think> for Ring's thinking
+    "gemma4.jinja": ("gemma4", "gemma4"),
 })
 
 
@@ -123,6 +145,9 @@ OPENED = [
     ("CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", {}, USER, False),  # the model opens its thinking
     ("vllm-tool_chat_template_hunyuan_a13b.jinja", {}, USER, False),  # Hunyuan too …
     ("vllm-tool_chat_template_hunyuan_a13b.jinja", {"enable_thinking": False}, USER, False),  # … or it is closed
+    ("inclusionAI-Ling-2.0.jinja", {}, USER, False),  # Ling: "detailed thinking off"; Ring opens <think> itself
+    ("gemma4.jinja", {}, USER, False),  # Gemma 4: thinking off closes an empty thought channel …
+    ("gemma4.jinja", {"enable_thinking": True}, USER, False),  # … on, the model opens it
 ]
 
 
@@ -249,6 +274,31 @@ FAMILIES += [
            'all\nOne moment.>>>launch_rocket\n{"target": "moon"}', "",
            'One moment.>>>launch_rocket\n{"target": "moon"}'),
 ]
+# Issue 43, third round: FunctionGemma as Google's guide and vLLM's parser tests have its calls (strings between
+# <escape>, numbers bare, several calls one after another); Jamba as vLLM's jamba parser tests (a space, then the
+# list); Ling 2.0 / Ring as their template writes past turns (hermes's blocks; Ring's thinking in <think>).
+FG_OSLO = "<start_function_call>call:get_weather{city:<escape>Oslo ☀ \"Nord\"<escape>,days:3,extra:{units:[<escape>°C<escape>,null]}}<end_function_call>"
+FAMILIES += [
+    Family("functiongemma", "vllm-tool_chat_template_functiongemma.jinja",
+           FG_OSLO + "<start_function_call>call:add{a:1,b:2}<end_function_call>", "", "",
+           [("get_weather", OSLO), ("add", {"a": 1, "b": 2})]),
+    Family("functiongemma-malformed-call-stays-text", "vllm-tool_chat_template_functiongemma.jinja",
+           "<start_function_call>call:get_weather(city=Oslo)<end_function_call> Sorry.", "",
+           "<start_function_call>call:get_weather(city=Oslo)<end_function_call> Sorry."),
+    Family("jamba", "ai21labs-AI21-Jamba-Mini-1.7.jinja",
+           f' Let me check.<tool_calls>[\n{{"name": "get_weather", "arguments": {OSLO_JSON}}},\n'
+           '{"name": "add", "arguments": {"a": 1, "b": 2}}\n]</tool_calls>', "", " Let me check.",
+           [("get_weather", OSLO), ("add", {"a": 1, "b": 2})]),
+    Family("ring-thinks-then-calls", "inclusionAI-Ling-2.0.jinja",
+           f'<think>\nThe user wants Oslo.\n</think>\n\n<tool_call>\n{{"name": "get_weather", "arguments": '
+           f"{OSLO_JSON}}}\n</tool_call>", "\nThe user wants Oslo.\n", "", [("get_weather", OSLO)]),
+    Family("gemma4-thinks-then-calls", "gemma4.jinja",
+           '<|channel>thought\nOslo, then a sum.<channel|><|tool_call>call:get_weather{city:<|"|>Oslo ☀ "Nord"<|"|>,'
+           'days:3,extra:{units:[<|"|>°C<|"|>,null]}}<tool_call|><|tool_call>call:add{a:1,b:2}<tool_call|>',
+           "Oslo, then a sum.", "", [("get_weather", OSLO), ("add", {"a": 1, "b": 2})], {"enable_thinking": True}),
+    Family("ling-answer", "inclusionAI-Ling-2.0.jinja", "I cannot check the weather, sorry. ☔", "",
+           "I cannot check the weather, sorry. ☔"),
+]
 
 
 def tools_for(api: str) -> list[dict]:
@@ -328,12 +378,14 @@ async def test_a_detected_reasoning_model_offers_reasoning_levels_to_codex(tmp_p
         assert [level["effort"] for level in entry["supported_reasoning_levels"]] == ["low", "medium", "high"]
 
 
-THINKING_ENDS = ("</think>", "[/THINK]", "<|tool_calls_section_begin|>", "<|END_THINKING|>")
+THINKING_ENDS = ("</think>", "[/THINK]", "<|tool_calls_section_begin|>", "<|END_THINKING|>", "<channel|>")
 # Markup of every family above: none of it may reach the content, however the output is cut.
 MARKUP = ("</think>", "<think>", "[THINK]", "[/THINK]", "<|tool_call", "<｜tool", "<TOOLCALL>", "functools", "<tool_call>",
           "[TOOL_CALLS]", "｜DSML｜")
 MARKUP += ("<|START_THINKING|>", "<|END_THINKING|>", "<|START_RESPONSE|>", "<|END_RESPONSE|>", "<|START_ACTION|>",
            "<function=", ">>>", "<answer>", "</answer>", "<tool_calls>", "<|action_start|>")  # issue 43, second round
+MARKUP += ("<start_function_call>", "<end_function_call>", "<escape>", "</tool_calls>", "<|tool_call>", "<tool_call|>",
+           "<|channel>", "<channel|>")  # third round
 
 
 @pytest.mark.parametrize("family", [f for f in FAMILIES if "malformed" not in f.id], ids=lambda f: f.id)

@@ -58,6 +58,13 @@ FORMATS.update({  # issue 43, second round
                   "<|action_end|>"),
     "xlam": f'{PREFACE}\n```json\n[{{"name": "get_weather", "arguments": {ARGUMENTS}}}]\n```',
 })
+FORMATS.update({  # issue 43, third round
+    "ernie45": f'{PREFACE}\n<tool_call>\n{{"name": "get_weather", "arguments": {ARGUMENTS}}}\n</tool_call>\n',
+    "functiongemma": f"{PREFACE}<start_function_call>call:get_weather{{city:<escape>Oslo<escape>,days:3}}"
+                     "<end_function_call>",
+    "gemma4": f'{PREFACE}<|tool_call>call:get_weather{{city:<|"|>Oslo<|"|>,days:3}}<tool_call|>',
+    "jamba": f'{PREFACE}<tool_calls>[\n{{"name": "get_weather", "arguments": {ARGUMENTS}}}\n]</tool_calls>',
+})
 TOOL = {"name": "get_weather", "description": "The weather in a city.",
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
                        "required": ["city"]}}

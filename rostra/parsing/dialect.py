@@ -112,20 +112,27 @@ def marker_length(parser_name: str, text: str) -> int:
     return max((len(marker) for marker in markers if marker and marker in text), default=0)
 
 
+def family_length(parser_name: str, source: str) -> int:
+    """How much of the parser's family turn markup (ToolParser.family_markers) the template's source has."""
+    return sum(len(marker) for marker in tool_parser_class(parser_name).family_markers if marker in source)
+
+
 def probed_tool_parser(render: Render, source: str = "") -> tuple[str, ProbeRendering] | None:
     """The parser that reads the probe call back, and the rendering it read; None if none does. Where several
-    do (a lenient parser also reads another's markup), the one whose own markers the rendering shows wins, then
+    do (a lenient parser also reads another's markup), the one whose family's turn markup the template has wins
+    (Jamba's and Hunyuan's calls read alike), then the one whose own markers the rendering shows, then
     the one whose markers the template's source shows (a bare JSON list is Granite's and xLAM's alike: xLAM's
     template says "make calls in a single JSON array"), then a format's parser over the generic recognisers."""
-    order = sorted(name for name in REGISTRY if name not in GENERIC) + [n for n in GENERIC if n in REGISTRY]
+    order = sorted(name for name in REGISTRY if name not in GENERIC and tool_parser_class(name).probed)
+    order += [name for name in GENERIC if name in REGISTRY]
     for call_id in CALL_IDS:
         rendering = render_probe(render, call_id)
         if rendering is None:
             continue
         readers = [name for name in order if reads_probe(name, rendering.output)]
         if readers:
-            best = max(readers, key=lambda name: (marker_length(name, rendering.output), marker_length(name, source),
-                                                  -order.index(name)))
+            best = max(readers, key=lambda name: (family_length(name, source), marker_length(name, rendering.output),
+                                                  marker_length(name, source), -order.index(name)))
             return best, rendering
     return None
 

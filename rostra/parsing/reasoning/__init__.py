@@ -27,6 +27,8 @@ REGISTRY: dict[str, str] = {
 REGISTRY.update({
     "command_r": "command_r:CommandRReasoningParser",
     "hunyuan_a13b": "hunyuan:HunyuanReasoningParser",
+    "ernie45": "ernie45:Ernie45ReasoningParser",  # (third round)
+    "gemma4": "gemma4:Gemma4ReasoningParser",
 })
 
 

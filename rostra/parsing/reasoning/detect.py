@@ -26,6 +26,8 @@ SIGNS = (
     TemplateSign(("<|START_THINKING|>",), "command_r", "the template writes <|START_THINKING|>"),
     # Hunyuan-A13B: <think> beside its <tool_calls>[…] (reasoning/hunyuan.py: the answer in <answer>…</answer>).
     TemplateSign(("<think>", "<tool_calls>["), "hunyuan_a13b", "Hunyuan's <tool_calls> and <think>"),
+    # Gemma 4: a `thought` channel (gemma4.jinja: `<|channel>thought\n<channel|>` closes it when thinking is off).
+    TemplateSign(("<|channel>thought",), "gemma4", "Gemma 4's thought channel"),
     # Magistral: the default system prompt teaches [THINK]…[/THINK] (unsloth-Magistral-Small-2509.jinja).
     TemplateSign(("[THINK]",), "magistral", "the template writes [THINK]"),
     # Kimi K2 Thinking: <think> beside Kimi's tool-call sections (moonshotai-Kimi-K2-Thinking.jinja).

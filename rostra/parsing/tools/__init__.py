@@ -40,12 +40,25 @@ REGISTRY.update({
     "internlm2": "internlm2:InternLM2ToolParser",
     "xlam": "xlam:XlamToolParser",
 })
+# FunctionGemma, Gemma 4, Jamba, ERNIE 4.5 (issue 43, third round).
+REGISTRY.update({
+    "ernie45": "ernie45:Ernie45ToolParser",
+    "functiongemma": "functiongemma:FunctionGemmaToolParser",
+    "gemma4": "gemma4:Gemma4ToolParser",
+    "jamba": "jamba:JambaToolParser",
+})
 
 
 # A marker in a chat template that tells which format the model was trained to call tools in, most specific
 # first: Seed-OSS's template also contains `<function=`, GLM's also `<tool_call>`. Only a fallback: detection
 # renders a probe call through the template first (rostra/parsing/dialect.py).
 _TEMPLATE_MARKERS = [
+    # Issue 43, third round. FunctionGemma: <start_function_call>call:NAME{…}<end_function_call>. Jamba: its turns are
+    # <|bom|><|role|> … <|eom|> (its template names its <tool_calls> only in a variable; it contains hermes's
+    # <tool_call> as a substring of that).
+    ("<start_function_call>", "functiongemma"),
+    ("<|tool_call>call:", "gemma4"),  # Gemma 4: <|tool_call>call:NAME{…}<tool_call|>
+    ("<|bom|>", "jamba"),
     # Issue 43, second round (before the markers of others that these templates also contain).
     ("<|START_ACTION|>", "command_r"),  # Command R7B / A: <|START_ACTION|>[{"tool_name": …}]<|END_ACTION|>
     ("<function=example_function_name>{", "functionary_v31"),  # Functionary v3.1's example call: JSON arguments

@@ -94,6 +94,12 @@ class ToolParser:
     # The family's reasoning parser: detection (parsing/dialect.py) picks it with this one when the template
     # writes its markers.
     reasoning: str | None = None
+    # Turn markup of the family's templates (not its calls'): where two formats read a template's calls alike
+    # (Jamba's and Hunyuan's <tool_calls>[…]), detection picks the one whose family's markup the template has.
+    family_markers: tuple[str, ...] = ()
+    # Whether detection tries it on the template's probe call. False for a family whose calls are another format's
+    # (ERNIE 4.5 writes hermes's): reading the probe would tell nothing the other format's parser does not.
+    probed = True
 
     def __init__(self, tools: Sequence[ToolSpec], max_calls: int | None = None):
         self.tools = {tool.name: tool for tool in tools}
