@@ -116,15 +116,7 @@ def _is_module(dotted: str, package: Path) -> bool:
 
 def layer_cycles(package: Path) -> list[str]:
     """Each cycle between `package`'s layers, as `a -> b -> a` followed by the import that makes each step."""
-    edges: dict[str, dict[str, str]] = {}
-    for path in sorted(package.rglob("*.py")):
-        relative = path.relative_to(package.parent).with_suffix("")
-        module = ".".join(relative.parts[:-1] if relative.name == "__init__" else relative.parts)
-        source = layer_of(module, package)
-        for name, line in imported_modules(path, module, package):
-            target = layer_of(name, package)
-            if target != source:
-                edges.setdefault(source, {}).setdefault(target, f"{path.relative_to(package.parent)}:{line} {name}")
+    edges = layer_edges(package)
     return [_describe(cycle, edges) for cycle in _cycles(edges)]
 
 
@@ -175,6 +167,64 @@ def test_import_cycles_are_found(tmp_path):
         "api.one -> api.two -> api.one (pkg/api/one/r.py:1 pkg.api.two; pkg/api/two/r.py:2 pkg.api.one.r)",
         "high -> low -> high (pkg/high/b.py:1 pkg.low.a; pkg/low/a.py:2 pkg.high.b)",
     ]
+
+
+def layer_edges(package: Path) -> dict[str, dict[str, str]]:
+    """Which layer imports which, each edge with the first import that makes it (`path:line module`)."""
+    edges: dict[str, dict[str, str]] = {}
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package.parent).with_suffix("")
+        module = ".".join(relative.parts[:-1] if relative.name == "__init__" else relative.parts)
+        source = layer_of(module, package)
+        for name, line in imported_modules(path, module, package):
+            target = layer_of(name, package)
+            if target != source:
+                edges.setdefault(source, {}).setdefault(target, f"{path.relative_to(package.parent)}:{line} {name}")
+    return edges
+
+
+def tallest_stack(package: Path) -> list[str]:
+    """The longest chain of layers each importing the next (the house's floors, top first): how many layers a change
+    at the bottom can reach. Layers without a cycle only (test_no_import_cycle_between_layers)."""
+    edges = layer_edges(package)
+    chains: dict[str, list[str]] = {}
+
+    def chain(layer: str) -> list[str]:
+        if layer not in chains:
+            below = [chain(target) for target in sorted(edges.get(layer, {}))]
+            chains[layer] = [layer, *max(below, key=len, default=[])]
+        return chains[layer]
+
+    return max((chain(layer) for layer in sorted(edges)), key=len, default=[])
+
+
+# The floors of rostra's layer stack (ARCHITECTURE.md principle 8): the ceiling only falls. Issue 42 counted 15 floors
+# on the stack it reviewed; 14 when this was first measured (cli -> batch_command -> server -> api.batches ->
+# api.responses -> http -> models -> serving -> prompt -> turn -> guided -> engines -> tokenizer -> gguf_metadata);
+# 11 since think-first left guided/ for serving/, prompt/ tokenizes through functions rather than the engine, and
+# tenant_of and the playground's config no longer reach into the Responses API.
+MAX_FLOORS = 11
+
+
+def test_the_layer_stack_only_gets_lower():
+    stack = tallest_stack(ROOT / "rostra")
+    edges = layer_edges(ROOT / "rostra")
+    steps = "\n".join(edges[a][b] for a, b in zip(stack, stack[1:]))
+    assert len(stack) <= MAX_FLOORS, (f"{len(stack)} floors (the ceiling is {MAX_FLOORS}): "
+                                      f"{' -> '.join(stack)}, by these imports:\n{steps}")
+
+
+def test_the_tallest_stack_is_found(tmp_path):
+    package = tmp_path / "pkg"
+    for folder in ("low", "mid", "high", "api/one"):
+        (package / folder).mkdir(parents=True)
+        (package / folder / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "mid" / "m.py").write_text("def f():\n    from pkg.low import x\n")  # a deferred import counts
+    (package / "low" / "x.py").write_text("")
+    (package / "high" / "h.py").write_text("import pkg.mid.m\nimport pkg.low.x\n")
+    (package / "api" / "one" / "r.py").write_text("from pkg.high import h\n")
+    assert tallest_stack(package) == ["api.one", "high", "mid", "low"]
 
 
 def test_http_plumbing_and_model_lifecycle_name_no_api():

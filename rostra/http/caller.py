@@ -7,7 +7,10 @@ from __future__ import annotations
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from starlette.requests import HTTPConnection
+
 from rostra.api_keys import KeyLimits
+from rostra.store.tenancy import EVERYONE, Tenant
 
 
 @dataclass(frozen=True)
@@ -22,3 +25,10 @@ class Caller:
 
 ANONYMOUS = Caller(None)
 current_caller: ContextVar[Caller] = ContextVar("rostra_caller", default=ANONYMOUS)
+
+
+def tenant_of(request: HTTPConnection) -> Tenant:
+    """Whose key made the request (the key middleware says; without keys there is one tenant): every API that keeps
+    objects per key (Responses, Files and Batches, vector stores, Chat's `file` parts) asks it here."""
+    tenant = request.scope.get("state", {}).get("tenant", EVERYONE)
+    return tenant if isinstance(tenant, Tenant) else EVERYONE

@@ -108,11 +108,13 @@ def build_context(settings: Settings, store: ResponseStore, specs: list[ModelSpe
     models = ModelManager([], settings, build_engine, make_bundle, on_change)
     for spec in specs:
         models.add(spec, built if len(specs) == 1 else None)
-    responses = ResponsesService(models.chat_for, store, mcp_policy(settings), sealer,
+    mcp = mcp_policy(settings)
+    responses = ResponsesService(models.chat_for, store, mcp, sealer,
                                  lease_seconds=settings.lease_seconds, shutdown_grace=settings.shutdown_grace,
                                  max_background=settings.max_background_responses or None)
     return ServerContext(settings, store, models, admission, metrics,
-                         ServiceSet(responses, ConversationsService(store)), usage)
+                         ServiceSet(responses, ConversationsService(store),
+                                    playground.PlaygroundConfig(tuple(mcp.tool_servers))), usage)
 
 
 def both(first: JobObserver, second: JobObserver) -> JobObserver:

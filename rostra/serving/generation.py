@@ -18,7 +18,7 @@ from rostra.engines.base import Engine, EngineError
 from rostra.core import FinishReason, Prompt, SamplingParams, TokenStep
 from rostra.errors import InvalidRequest, ServerError
 from rostra.generation_defaults import GenerationDefaults
-from rostra.guided import think_first
+from rostra.serving import think_first
 from rostra.guided.constraints import Constraint
 from rostra.parsing.events import Event, Finish, Text
 from rostra.parsing.parser import ChoicePipeline

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
-from starlette.requests import HTTPConnection
 from starlette.responses import Response
 
 from rostra.api.responses.models import (
@@ -18,18 +17,12 @@ from rostra.api.responses.models import (
 )
 from rostra.api.responses.render import keepalive
 from rostra.api.responses.services import conversations_of, responses_of
+from rostra.http.caller import tenant_of
 from rostra.http.generation_endpoint import serve_generation
 from rostra.http.request_body import check_page, parse_body
 from rostra.http.sse import EventStreamResponse
-from rostra.store.tenancy import EVERYONE, Tenant
 
 router = APIRouter()
-
-
-def tenant_of(request: HTTPConnection) -> Tenant:
-    """Whose key made the request (the key middleware says; without keys there is one tenant)."""
-    tenant = request.scope.get("state", {}).get("tenant", EVERYONE)
-    return tenant if isinstance(tenant, Tenant) else EVERYONE
 
 
 @router.post("/v1/responses")

@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse, Response
 from rostra.api.responses.compacted import Compactor
 from rostra.api.responses.compaction import CompactRequest
 from rostra.api.responses.models import CreateResponseRequest
-from rostra.api.responses.routes import tenant_of
+from rostra.http.caller import tenant_of
 from rostra.api.responses.services import responses_of
 from rostra.api.responses.ws_connection import ResponsesSocket
 from rostra.http.gate import gated

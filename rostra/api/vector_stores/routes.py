@@ -6,7 +6,6 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from rostra.api.responses.routes import tenant_of
 from rostra.api.vector_stores.requests import (
     CreateBatchBody,
     CreateFileBody,
@@ -17,6 +16,7 @@ from rostra.api.vector_stores.requests import (
 )
 from rostra.api.vector_stores.service import VectorStoresService
 from rostra.errors import ServiceUnavailable
+from rostra.http.caller import tenant_of
 from rostra.http.request_body import check_page, parse_body
 
 router = APIRouter()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from rostra.api.responses.routes import tenant_of
+from rostra.http.caller import tenant_of
 from rostra.http.generation_endpoint import serve_generation
 from rostra.http.request_body import parse_body
 from rostra.protocol.chat import ChatCompletionRequest
