@@ -26,7 +26,7 @@ from rostra.http.scope import RequestScope
 from rostra.http.sse import EventStreamResponse, KeepAlive, comment_keep_alive, json_bytes
 from rostra.models.bundle import ModelBundle
 from rostra.serving.deadline import Deadline
-from rostra.serving.generation import RequestStats
+from rostra.serving.request_stats import RequestStats
 from rostra.serving.validation import check_generative
 
 log = logging.getLogger("rostra.server")

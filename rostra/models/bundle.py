@@ -26,7 +26,7 @@ from rostra.service_set import ServiceSet
 from rostra.prompt.harmony import HarmonyTemplate, speaks_harmony
 from rostra.serving.chat import ChatService
 from rostra.serving.completions import CompletionService
-from rostra.serving.generation import Job
+from rostra.serving.job import Job
 
 log = logging.getLogger("rostra.server")
 JobObserver = Callable[[Job, list[str]], None]

@@ -52,7 +52,7 @@ from rostra.server.vector_stores import build_vector_stores
 from rostra.server.routes import ENVELOPES, ROUTERS
 from rostra.server.usage import open_usage_store
 from rostra.service_set import ServiceSet
-from rostra.serving.generation import Job
+from rostra.serving.job import Job
 from rostra.serving.reasoning_crypto import ReasoningSealer, decode_key
 from rostra.store import default_data_dir
 from rostra.store.base import ResponseStore
