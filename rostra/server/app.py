@@ -18,6 +18,7 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from rostra import __version__, generation_defaults
 from rostra.api.batches.service import BatchesService
+from rostra.api.completions.service import CompletionService
 from rostra.api.decisions.service import DecisionsService
 from rostra.api.embeddings.service import EmbeddingsService
 from rostra.api.messages.service import MessagesService
@@ -87,13 +88,24 @@ def build_context(settings: Settings, store: ResponseStore, specs: list[ModelSpe
     sealer = reasoning_sealer(settings)  # one key seals Responses' encrypted reasoning and Messages' signatures
 
     def make_bundle(spec: ModelSpec, engine: Engine) -> ModelBundle:
-        bundle = build_bundle(spec.name, engine, spec.settings,
-                              both(metrics.observer(spec.name), usage.observer(spec.name)))
-        bundle.services.add(MessagesService(bundle.chat, sealer,
-                                            keep_attribution=spec.settings.keep_attribution_line))
-        bundle.services.add(EmbeddingsService(engine, bundle.served_names))
-        bundle.services.add(RerankService(engine, bundle.served_names))
-        bundle.services.add(DecisionsService(bundle.chat))
+        """A loaded model and the services of the capabilities its engine has (engines/base.py Capabilities):
+        an embedding model gets no Completions, Messages or Decisions, a chat model no Embeddings."""
+        observer = both(metrics.observer(spec.name), usage.observer(spec.name))
+        bundle = build_bundle(spec.name, engine, spec.settings, observer)
+        capabilities = engine.capabilities()
+        if capabilities.text:
+            completions = CompletionService(engine, bundle.served_names, bundle.generation_defaults,
+                                            max_choices=spec.settings.max_choices,
+                                            fit_budgets=spec.settings.output_budget == "fit")
+            completions.on_finished = observer
+            bundle.services.add(completions)
+            bundle.services.add(MessagesService(bundle.chat, sealer,
+                                                keep_attribution=spec.settings.keep_attribution_line))
+            bundle.services.add(DecisionsService(bundle.chat))
+        if capabilities.embedding:
+            bundle.services.add(EmbeddingsService(engine, bundle.served_names))
+        if capabilities.rerank:
+            bundle.services.add(RerankService(engine, bundle.served_names))
         return bundle
 
     def on_change(slot: ModelSlot) -> None:

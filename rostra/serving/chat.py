@@ -225,7 +225,7 @@ class ChatService(GenerationService):
         is generated. A model relayed to an upstream (a gateway's) has no tokenizer here: refused (501)
         rather than counted by a generation upstream; an embedding model has no chat template: a 400."""
         check_model(turn.model, self.served_names())
-        check_generative(self.engine.task, turn.model)
+        check_generative(self.engine.capabilities(), turn.model)
         if self.engine.relays(turn.model):
             raise NotImplementedHere(f"the model '{turn.model}' is served by an upstream server: rostra cannot "
                                      "count its tokens (count them with the upstream's own tokenizer)",

@@ -22,6 +22,7 @@ from rostra.http.gate import gated
 from rostra.http.generation_endpoint import CLIENT_CLOSED, json_response, serve_generation
 from rostra.http.request_body import parse_body
 from rostra.models.bundle import ModelBundle
+from rostra.serving.validation import check_generative
 
 log = logging.getLogger("rostra.server")
 router = APIRouter()
@@ -33,14 +34,16 @@ def register_envelope(envelopes: ErrorEnvelopes) -> None:
     envelopes.register("/v1/messages", error_body)
 
 
-def messages_of(model: ModelBundle) -> MessagesService:
-    return model.services.get(MessagesService)
+def messages_of(model: ModelBundle, name: str) -> MessagesService:
+    """The model's Messages service: a model without text generation has none (the 400 says what it serves)."""
+    return model.capable(MessagesService, name, check_generative)
 
 
 async def create_message(request: Request) -> Response:
     try:
         body = await parse_body(request, MessagesRequest)
-        return await serve_generation(request, messages_of, body, responses_api=True, keep_alive=ping)
+        return await serve_generation(request, lambda model: messages_of(model, body.model), body, responses_api=True,
+                                      keep_alive=ping)
     except Exception as exc:
         return _error(request, exc)
 
@@ -48,7 +51,7 @@ async def create_message(request: Request) -> Response:
 async def count_tokens(request: Request) -> Response:
     try:
         body = await parse_body(request, CountTokensRequest)
-        count = await gated(request, body.model, lambda model: messages_of(model).count_tokens(body))
+        count = await gated(request, body.model, lambda model: messages_of(model, body.model).count_tokens(body))
         return Response(status_code=CLIENT_CLOSED) if count is None else json_response({"input_tokens": count})
     except Exception as exc:
         return _error(request, exc)
