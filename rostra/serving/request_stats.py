@@ -5,9 +5,35 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from rostra.parsing.events import Event, Finish
+
+
+class BudgetUsage(TypedDict):
+    requested: int
+    granted: int
+
+
+class PromptTokensDetails(TypedDict):
+    cached_tokens: int
+    cache_write_tokens: int
+
+
+class CompletionTokensDetails(TypedDict):
+    reasoning_tokens: int
+
+
+class Usage(TypedDict):
+    """Chat's and Completions' `usage` as the wire has it (OpenAI's CompletionUsage; `cache_write_tokens` and
+    `output_budget` are rostra's, which SDKs keep as unknown fields)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    prompt_tokens_details: PromptTokensDetails
+    completion_tokens_details: NotRequired[CompletionTokensDetails]
+    output_budget: NotRequired[BudgetUsage]
 
 
 @dataclass(frozen=True)
@@ -17,7 +43,7 @@ class OutputBudget:
     requested: int
     granted: int
 
-    def usage(self) -> dict[str, int]:
+    def usage(self) -> BudgetUsage:
         return {"requested": self.requested, "granted": self.granted}
 
 
@@ -73,7 +99,7 @@ class RequestStats:
         self.generated += tokens
         self.generated_by_choice[choice] = self.generated_by_choice.get(choice, 0) + tokens
 
-    def usage(self, running: bool = False, choice: int | None = None) -> dict[str, Any]:
+    def usage(self, running: bool = False, choice: int | None = None) -> Usage:
         """`running`: mid-stream, the tokens generated so far (continuous_usage_stats): of `choice`, when the
         chunk is that choice's and its count is known (a relayed upstream's comes with its last usage only)."""
         completion = self.completion_tokens
@@ -81,10 +107,10 @@ class RequestStats:
             completion = self.generated_by_choice[choice]
         elif running:
             completion = max(self.generated, self.completion_tokens)
-        usage: dict[str, Any] = {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
-                 "total_tokens": self.prompt_tokens + completion,
-                 "prompt_tokens_details": {"cached_tokens": self.cached_tokens,
-                                           "cache_write_tokens": self.cache_write_tokens}}
+        usage: Usage = {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
+                        "total_tokens": self.prompt_tokens + completion,
+                        "prompt_tokens_details": {"cached_tokens": self.cached_tokens,
+                                                  "cache_write_tokens": self.cache_write_tokens}}
         if self.reasoning_tokens is not None:
             usage["completion_tokens_details"] = {"reasoning_tokens": self.reasoning_tokens}
         if self.output_budget is not None:  # rostra extension: SDKs keep unknown usage fields
