@@ -34,12 +34,13 @@ class PairScores:
     scores: list[float]
     prompt_tokens: int
 
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a loaded engine can serve, by capability, with the switches its services read: one frozen record
     (`Engine.capabilities()`), from which the composition root gives a model the services it can serve and no
     others (rostra/server/app.py), and each route refuses a model without the capability it needs
-    (rostra/serving/validation.py `check_capability`). The engine's own attributes stay what each adapter sets."""
+    (rostra/serving/validation.py: check_generative, check_embedding, check_rerank). The engine's own attributes stay what each adapter sets."""
 
     # Text generation: Chat, Completions, Responses, Messages, Decisions, and the counting routes (a chat template).
     text: bool
