@@ -631,7 +631,7 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(f"rostra: {exc}") from None
         serve(settings)
     elif args.command == "batch":
-        from rostra.batch_command import run_batch_file
+        from rostra.server.batch_command import run_batch_file
 
         logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
         run_batch_file(settings_from_args(args), Path(args.input), Path(args.output))

@@ -49,7 +49,7 @@ class NativeSamplers:
 
 @dataclass(frozen=True)
 class ThinkFirst:
-    """Think, then constrain (rostra/guided/think_first.py): the model thinks freely and the request's
+    """Think, then constrain (rostra/serving/think_first.py): the model thinks freely and the request's
     constraint starts after its reasoning ends. The markers are the reasoning parser's."""
 
     start: str
@@ -58,7 +58,7 @@ class ThinkFirst:
     opened: bool  # the prompt ends inside an open thinking block
     budget: int  # the most tokens the thinking may take before it is closed for the model
     # Harmony (gpt-oss): the thinking is the analysis channel, and the constrained answer a message whose header
-    # rostra writes for the model (rostra/guided/harmony_answer.py); None: the markers' plain continuation.
+    # rostra writes for the model (rostra/serving/harmony_answer.py); None: the markers' plain continuation.
     harmony: HarmonyAnswer | None = None
 
 
@@ -104,7 +104,7 @@ class SamplingParams:
     priority: int = 0  # vLLM's: lower runs first, where the engine schedules by priority
     adapter: str | None = None  # the LoRA adapter (--lora NAME) the request named as its model; None: the base
     # Set with a constraint on a reasoning model: the constraint applies to the answer only (engines never
-    # see it: rostra/guided/think_first.py runs the thinking and the answer as two generations).
+    # see it: rostra/serving/think_first.py runs the thinking and the answer as two generations).
     think_first: ThinkFirst | None = None
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from rostra.core import Prompt, SamplingParams, ThinkFirst
 from rostra.engines.transformers import TransformersEngine
-from rostra.guided import think_first
+from rostra.serving import think_first
 from rostra.guided.constraints import choice_grammar
 from rostra.guided.structural_tag import structural_tag, structural_tag_grammar
 

@@ -106,7 +106,7 @@ def test_the_deadline_and_the_end_of_prepare_in_one_loop_turn(tmp_path, monkeypa
     """prepare ends around the moment the deadline passes: a 504 or an answer, never a job left open (its close
     is held by the scope the moment prepare returns), nor a slot or lease kept."""
     from rostra.serving.chat import ChatService
-    from rostra.serving.generation import Job
+    from rostra.serving.job import Job
 
     closed: list[str] = []
     returned: list[str] = []

@@ -16,7 +16,7 @@ from rostra.api.messages.history import system_text
 from rostra.api.messages.models import MessagesRequest
 from rostra.api.messages.stream import MessageOptions, MessageStream
 from rostra.parsing.events import Finish, Reasoning, Text, ToolCallArgs, ToolCallEnd, ToolCallStart
-from rostra.serving.generation import RequestStats
+from rostra.serving.request_stats import RequestStats
 from rostra.serving.reasoning_crypto import ReasoningSealer
 
 SEALER = ReasoningSealer(key=bytes(32))

@@ -366,7 +366,7 @@ def test_minus_infinity_logprobs_are_minus_9999():
     from rostra.core import TokenStep, TopLogprob
     from rostra.http.sse import json_bytes
     from rostra.serving.chat import logprobs_content
-    from rostra.serving.completions import LegacyLogprobs
+    from rostra.api.completions.service import LegacyLogprobs
     from rostra.serving.extensions import vllm_prompt_logprobs
 
     inf = float("-inf")

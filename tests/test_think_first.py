@@ -1,4 +1,4 @@
-"""Think, then constrain (rostra/guided/think_first.py), on the scripted engine made to enforce constraints.
+"""Think, then constrain (rostra/serving/think_first.py), on the scripted engine made to enforce constraints.
 
 The scripts follow what reasoning models write: Qwen3 opens `<think>` itself and ends `</think>` followed by a
 blank line (its chat template's generation prompt is `<|im_start|>assistant\\n`); DeepSeek-R1's template since

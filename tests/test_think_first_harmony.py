@@ -1,5 +1,5 @@
 """gpt-oss under a constraint: its analysis channel first, then the constrained answer or call in harmony's
-channels (rostra/guided/harmony_answer.py), on the scripted engine made to enforce constraints as llama.cpp,
+channels (rostra/serving/harmony_answer.py), on the scripted engine made to enforce constraints as llama.cpp,
 transformers and vLLM do.
 
 The model is recognised from its real chat template (tests/data/templates/openai-gpt-oss-120b.jinja: llama.cpp's

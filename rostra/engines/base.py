@@ -34,6 +34,30 @@ class PairScores:
     scores: list[float]
     prompt_tokens: int
 
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a loaded engine can serve, by capability, with the switches its services read: one frozen record
+    (`Engine.capabilities()`), from which the composition root gives a model the services it can serve and no
+    others (rostra/server/app.py), and each route refuses a model without the capability it needs
+    (rostra/serving/validation.py: check_generative, check_embedding, check_rerank). The engine's own attributes stay what each adapter sets."""
+
+    # Text generation: Chat, Completions, Responses, Messages, Decisions, and the counting routes (a chat template).
+    text: bool
+    # Vision: images in prompts, on some model the engine serves (`takes_images` says which).
+    vision: bool
+    # Embedding: /v1/embeddings, with the engine's own vectors or relayed by a gateway.
+    embedding: bool
+    # Rerank: /v1/rerank, /v2/rerank and /v1/score, the engine's own scores or relayed by a gateway.
+    rerank: bool
+    # Gateway: requests for some models go to an upstream whole (relays, relay_embeddings, relay_scoring).
+    gateway: bool
+    # Text generation's switches: constraints enforced while sampling, vLLM's structural tags, prompt scoring.
+    enforces_constraints: bool = False
+    serves_structural_tags: bool = False
+    scores_prompts: bool = False
+
+
 # The switches of llama.cpp's samplers (rostra.core.NativeSamplers): what an engine with all of them lists.
 NATIVE_SAMPLERS = frozenset({"typical_p", "mirostat", "dry_multiplier", "xtc_probability"})
 
@@ -127,6 +151,16 @@ class Engine(abc.ABC):
     # repetition_penalty, max_tokens): the defaults of `--generation-config auto`. Empty: none known.
     recommended_sampling: dict = {}
     recommended_sampling_source: str = "the model"  # where it came from, for the log and GET /v1/models
+
+    def capabilities(self) -> Capabilities:
+        """What this engine serves now (its task is known once it is loaded; a gateway's models come and go)."""
+        gateway = self.relays_embeddings or self.relays_scoring
+        return Capabilities(
+            text=self.task == "generate", vision=any(self.takes_images(model.id) for model in self.models()),
+            embedding=self.task == "embed" or self.relays_embeddings,
+            rerank=self.task == "rerank" or self.relays_scoring, gateway=gateway,
+            enforces_constraints=self.enforces_constraints, serves_structural_tags=self.serves_structural_tags,
+            scores_prompts=self.scores_prompts)
 
     def takes_images(self, model: str) -> bool:
         """Whether `model` sees images (a prompt's `images`, each at its `image_marker` in the text)."""

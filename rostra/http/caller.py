@@ -28,6 +28,7 @@ current_caller: ContextVar[Caller] = ContextVar("rostra_caller", default=ANONYMO
 
 
 def tenant_of(request: HTTPConnection) -> Tenant:
-    """Whose key made the request (the key middleware says; without keys there is one tenant)."""
+    """Whose key made the request (the key middleware says; without keys there is one tenant): every API that keeps
+    objects per key (Responses, Files and Batches, vector stores, Chat's `file` parts) asks it here."""
     tenant = request.scope.get("state", {}).get("tenant", EVERYONE)
     return tenant if isinstance(tenant, Tenant) else EVERYONE

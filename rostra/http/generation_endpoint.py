@@ -26,7 +26,7 @@ from rostra.http.scope import RequestScope
 from rostra.http.sse import EventStreamResponse, KeepAlive, comment_keep_alive, json_bytes
 from rostra.models.bundle import ModelBundle
 from rostra.serving.deadline import Deadline
-from rostra.serving.generation import RequestStats
+from rostra.serving.request_stats import RequestStats
 from rostra.serving.validation import check_generative
 
 log = logging.getLogger("rostra.server")
@@ -109,7 +109,7 @@ async def serve_generation(request: Request, service_of: Callable[[ModelBundle],
     if scope is None:
         return Response(status_code=CLIENT_CLOSED)
     async with scope:
-        check_generative(scope.bundle.engine.task, body.model)
+        check_generative(scope.bundle.engine.capabilities(), body.model)
         service = service_of(scope.bundle)
         if request.headers.get("x-request-id") and hasattr(body, "request_id"):
             body.request_id = request.headers["x-request-id"][:256]  # vLLM's: the header names the completion

@@ -23,7 +23,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from rostra.engines.base import Engine
 from rostra.http.admission import Admission
-from rostra.serving.generation import Job
+from rostra.serving.job import Job
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
                     20.0, 40.0, 80.0, 160.0, 640.0)

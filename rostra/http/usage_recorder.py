@@ -11,7 +11,7 @@ from collections.abc import Callable
 from prometheus_client import CollectorRegistry, Counter
 
 from rostra.http.caller import current_caller
-from rostra.serving.generation import Job
+from rostra.serving.job import Job
 from rostra.store.usage_store import UsageRecord, UsageStore, api_key_id
 
 log = logging.getLogger("rostra.server")

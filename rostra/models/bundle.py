@@ -1,5 +1,5 @@
 """One loaded model and everything built on its engine: template, parsers, generation defaults, the pipeline's
-services (Chat, Completions) and the APIs' per-model services (Messages, Embeddings), which the composition root
+chat service and the APIs' per-model services (Completions, Messages, Embeddings, ...), which the composition root
 builds on those and adds to `services` (this layer is below the APIs: it never names one). The Responses service
 and the store are the server's, shared by every model (rostra/http/context.py)."""
 
@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, TypeVar
 
 from rostra import generation_defaults
 from rostra.config import Settings
-from rostra.engines.base import Engine
+from rostra.engines.base import Capabilities, Engine
+from rostra.errors import InvalidRequest
 from rostra.generation_defaults import GenerationDefaults
 from rostra.images.limits import ImageLimits
 from rostra.images.loader import ImageLoader
@@ -25,11 +26,12 @@ from rostra.prompt.chat_template import ChatTemplate
 from rostra.service_set import ServiceSet
 from rostra.prompt.harmony import HarmonyTemplate, speaks_harmony
 from rostra.serving.chat import ChatService
-from rostra.serving.completions import CompletionService
-from rostra.serving.generation import Job
+from rostra.serving.job import Job
+from rostra.serving.validation import check_model
 
 log = logging.getLogger("rostra.server")
 JobObserver = Callable[[Job, list[str]], None]
+S = TypeVar("S")
 
 
 @dataclass
@@ -39,15 +41,27 @@ class ModelBundle:
     settings: Settings  # the server's, with this model's own (rostra/models/specs.py)
     template: ChatTemplate
     chat: ChatService
-    completions: CompletionService
     # The names the API accepts: those given, else the engine's (a gateway's change as upstreams come and go).
     served_names: Callable[[], list[str]]
     # What a request that leaves sampling fields out gets (--generation-config, --override-generation-config).
     generation_defaults: GenerationDefaults
-    # The APIs' services of this model (Messages over `chat`, Embeddings), by class: `services.get(MessagesService)`.
+    # The APIs' services of this model (Completions, Messages over `chat`, Embeddings), by class:
+    # `services.get(MessagesService)`.
     services: ServiceSet = field(default_factory=ServiceSet)
     # The tool-call and reasoning parsers serving it, and why (GET /v1/models shows them).
     parsers: Dialect = field(default_factory=lambda: Dialect("json", None, "not detected"))
+
+    def capable(self, kind: type[S], model: str | None, check: Callable[[Capabilities, str], None]) -> S:
+        """This model's service of `kind`, which the composition root gave it only where its engine has the
+        capability `check` asks for (rostra/serving/validation.py): without it, the 400 that says what the model
+        serves instead (an unknown model name a 404 first, as every service says it)."""
+        name = model if model is not None else self.served_names()[0]
+        try:
+            check(self.engine.capabilities(), name)
+        except InvalidRequest:
+            check_model(name, self.served_names())
+            raise
+        return self.services.get(kind)
 
 
 def build_bundle(name: str, engine: Engine, settings: Settings, on_finished: JobObserver) -> ModelBundle:
@@ -91,10 +105,8 @@ def build_bundle(name: str, engine: Engine, settings: Settings, on_finished: Job
                        trust_request_templates=settings.trust_request_chat_template,
                        response_role=settings.response_role,
                        content_format=settings.chat_template_content_format)
-    completions = CompletionService(engine, served_names, defaults, max_choices=settings.max_choices,
-                                    fit_budgets=fit)
-    chat.on_finished = completions.on_finished = on_finished
-    return ModelBundle(name, engine, settings, template, chat, completions, served_names, defaults, parsers=parsers)
+    chat.on_finished = on_finished
+    return ModelBundle(name, engine, settings, template, chat, served_names, defaults, parsers=parsers)
 
 
 def chosen_parsers(template: ChatTemplate, settings: Settings, gpt_oss: bool) -> Dialect:

@@ -6,14 +6,22 @@ API call the page makes needs one when keys are set. `--no-ui` turns the page of
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse
 
-from rostra.api.responses.services import responses_of
 from rostra.errors import NotFound
 from rostra.http.context import server_context
+
+
+@dataclass(frozen=True)
+class PlaygroundConfig:
+    """What the page is told about this server (/playground/config): the labels of the MCP tool servers configured
+    here (--tool-server). The composition root builds it into the server's services, so the page needs no API."""
+    tool_servers: tuple[str, ...] = ()
+
 
 STATIC = Path(__file__).parent / "static"
 MEDIA_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
@@ -56,7 +64,7 @@ async def config(request: Request) -> dict[str, object]:
     """What the page cannot learn from the OpenAI API: the MCP tool servers configured here (--tool-server),
     which a request enables by label. Behind the API key like every call."""
     _check_enabled(request)
-    return {"tool_servers": sorted(responses_of(request).mcp_policy.tool_servers)}
+    return {"tool_servers": sorted(server_context(request).services.get(PlaygroundConfig).tool_servers)}
 
 
 @router.get("/playground/{name}", include_in_schema=False)

@@ -16,11 +16,20 @@ from __future__ import annotations
 import re
 import secrets
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Awaitable, Callable
 
-from rostra.engines.base import Engine
 
 UNTRUSTED_ROLES = frozenset({"user", "tool"})
+
+
+@dataclass(frozen=True)
+class PromptTokenizer:
+    """The tokenizer's two readings of text, as functions (an engine's bound methods): `tokenize(text, add_special)`
+    reads special-token text as special tokens (the template's markup), `tokenize_plain(text)` as plain characters.
+    The prompt layer takes these, not the engine, so it sits below the engines (docs/internals.md, "Layout")."""
+
+    tokenize: Callable[[str, bool], Awaitable[list[int]]]
+    tokenize_plain: Callable[[str], Awaitable[list[int]]]
 
 
 @dataclass(frozen=True)
@@ -38,17 +47,17 @@ class RenderedPrompt:
     def text(self) -> str:
         return "".join(text for text, _ in self.pieces)
 
-    async def tokenize(self, engine: Engine, add_special: bool = False) -> list[int]:
+    async def tokenize(self, tokenizer: PromptTokenizer, add_special: bool = False) -> list[int]:
         """`add_special` (vLLM's chat `add_special_tokens`): the tokenizer's own special tokens (BOS...) on top
         of the template's markup, as tokenizing the whole prompt at once would add them."""
         if len(self.pieces) == 1 and not self.pieces[0][1]:
-            return await engine.tokenize(self.pieces[0][0], add_special=add_special)
+            return await tokenizer.tokenize(self.pieces[0][0], add_special)
         ids: list[int] = []
         if add_special:  # the tokenizer's leading tokens (BOS), which it adds to any text
-            ids = await engine.tokenize("", add_special=True)
+            ids = await tokenizer.tokenize("", True)
         for text, plain in self.pieces:
             if text:
-                ids += await (engine.tokenize_plain(text) if plain else engine.tokenize(text, add_special=False))
+                ids += await (tokenizer.tokenize_plain(text) if plain else tokenizer.tokenize(text, False))
         return ids
 
 

@@ -18,6 +18,7 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from rostra import __version__, generation_defaults
 from rostra.api.batches.service import BatchesService
+from rostra.api.completions.service import CompletionService
 from rostra.api.decisions.service import DecisionsService
 from rostra.api.embeddings.service import EmbeddingsService
 from rostra.api.messages.service import MessagesService
@@ -52,7 +53,7 @@ from rostra.server.vector_stores import build_vector_stores
 from rostra.server.routes import ENVELOPES, ROUTERS
 from rostra.server.usage import open_usage_store
 from rostra.service_set import ServiceSet
-from rostra.serving.generation import Job
+from rostra.serving.job import Job
 from rostra.serving.reasoning_crypto import ReasoningSealer, decode_key
 from rostra.store import default_data_dir
 from rostra.store.base import ResponseStore
@@ -87,13 +88,24 @@ def build_context(settings: Settings, store: ResponseStore, specs: list[ModelSpe
     sealer = reasoning_sealer(settings)  # one key seals Responses' encrypted reasoning and Messages' signatures
 
     def make_bundle(spec: ModelSpec, engine: Engine) -> ModelBundle:
-        bundle = build_bundle(spec.name, engine, spec.settings,
-                              both(metrics.observer(spec.name), usage.observer(spec.name)))
-        bundle.services.add(MessagesService(bundle.chat, sealer,
-                                            keep_attribution=spec.settings.keep_attribution_line))
-        bundle.services.add(EmbeddingsService(engine, bundle.served_names))
-        bundle.services.add(RerankService(engine, bundle.served_names))
-        bundle.services.add(DecisionsService(bundle.chat))
+        """A loaded model and the services of the capabilities its engine has (engines/base.py Capabilities):
+        an embedding model gets no Completions, Messages or Decisions, a chat model no Embeddings."""
+        observer = both(metrics.observer(spec.name), usage.observer(spec.name))
+        bundle = build_bundle(spec.name, engine, spec.settings, observer)
+        capabilities = engine.capabilities()
+        if capabilities.text:
+            completions = CompletionService(engine, bundle.served_names, bundle.generation_defaults,
+                                            max_choices=spec.settings.max_choices,
+                                            fit_budgets=spec.settings.output_budget == "fit")
+            completions.on_finished = observer
+            bundle.services.add(completions)
+            bundle.services.add(MessagesService(bundle.chat, sealer,
+                                                keep_attribution=spec.settings.keep_attribution_line))
+            bundle.services.add(DecisionsService(bundle.chat))
+        if capabilities.embedding:
+            bundle.services.add(EmbeddingsService(engine, bundle.served_names))
+        if capabilities.rerank:
+            bundle.services.add(RerankService(engine, bundle.served_names))
         return bundle
 
     def on_change(slot: ModelSlot) -> None:
@@ -108,11 +120,13 @@ def build_context(settings: Settings, store: ResponseStore, specs: list[ModelSpe
     models = ModelManager([], settings, build_engine, make_bundle, on_change)
     for spec in specs:
         models.add(spec, built if len(specs) == 1 else None)
-    responses = ResponsesService(models.chat_for, store, mcp_policy(settings), sealer,
+    mcp = mcp_policy(settings)
+    responses = ResponsesService(models.chat_for, store, mcp, sealer,
                                  lease_seconds=settings.lease_seconds, shutdown_grace=settings.shutdown_grace,
                                  max_background=settings.max_background_responses or None)
     return ServerContext(settings, store, models, admission, metrics,
-                         ServiceSet(responses, ConversationsService(store)), usage)
+                         ServiceSet(responses, ConversationsService(store),
+                                    playground.PlaygroundConfig(tuple(mcp.tool_servers))), usage)
 
 
 def both(first: JobObserver, second: JobObserver) -> JobObserver:

@@ -12,7 +12,7 @@ from rostra.core import Prompt, TokenStep
 from rostra.errors import InvalidRequest, NotImplementedHere
 from rostra.generation_defaults import GenerationDefaults
 from rostra.guided.constraints import Constraint
-from rostra.guided.think_first import think_first
+from rostra.serving.think_first import think_first
 from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, ToolCallStart
 from rostra.parsing.parser import ChoicePipeline, OutputParser
 from rostra.parsing.reasoning.base import ReasoningParser
@@ -21,24 +21,15 @@ from rostra.prompt.chat_template import ChatTemplate, PromptRenderer, request_te
 from rostra.prompt.content_format import resolve_content_format
 from rostra.images.loader import ImageLoader
 from rostra.prompt.messages import PartKey, PromptImages, image_parts, message_text, template_messages, text_only
-from rostra.prompt.special_text import RenderedPrompt, SpecialTextGuard
+from rostra.prompt.special_text import PromptTokenizer, RenderedPrompt, SpecialTextGuard
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.protocol.logprobs import wire_logprob
-from rostra.serving.generation import (
-    STOP_FIELDS,
-    ChoiceRun,
-    GenerationService,
-    GenerationStream,
-    Job,
-    RequestStats,
-    completion_budget,
-    job_id,
-    params_for_choice,
-    sampling_params,
-    stop_fields,
-    token_label,
-    token_text,
-)
+from rostra.serving.budget import completion_budget, sampling_params
+from rostra.serving.choices import ChoiceRun, params_for_choice
+from rostra.serving.generation import GenerationService
+from rostra.serving.job import Job, job_id
+from rostra.serving.rendering import STOP_FIELDS, GenerationStream, stop_fields, token_label, token_text
+from rostra.serving.request_stats import RequestStats
 from rostra.serving.extensions import (choice_decoder, engine_extensions, prompt_extensions, truncate_prompt,
                                        vllm_prompt_logprobs)
 from rostra.serving.chat_turn import chat_turn, with_image_urls
@@ -218,6 +209,7 @@ class ChatService(GenerationService):
         self.images = images or ImageLoader()
         # Special-token text in user and tool content is tokenized as plain text, unless told otherwise.
         self.special_guard = SpecialTextGuard(() if raw_special_tokens else engine.special_texts)
+        self.tokenizer = PromptTokenizer(engine.tokenize, engine.tokenize_plain)  # what the prompt layer reads with
         self.template = template
         self.trust_request_templates = trust_request_templates  # a request's own chat_template is rendered
         self.served_names = served_names
@@ -233,14 +225,14 @@ class ChatService(GenerationService):
         is generated. A model relayed to an upstream (a gateway's) has no tokenizer here: refused (501)
         rather than counted by a generation upstream; an embedding model has no chat template: a 400."""
         check_model(turn.model, self.served_names())
-        check_generative(self.engine.task, turn.model)
+        check_generative(self.engine.capabilities(), turn.model)
         if self.engine.relays(turn.model):
             raise NotImplementedHere(f"the model '{turn.model}' is served by an upstream server: rostra cannot "
                                      "count its tokens (count them with the upstream's own tokenizer)",
                                      param="model", code="count_not_supported")
         images = await self.load_images(turn)
         rendered = await self.render(turn, images)
-        token_ids = await rendered.tokenize(self.engine, turn.template.add_special_tokens)
+        token_ids = await rendered.tokenize(self.tokenizer, turn.template.add_special_tokens)
         return await self.engine.prompt_length(Prompt(token_ids, images=images.images, text=rendered.text))
 
     async def prepare(self, request: ChatCompletionRequest) -> Job:
@@ -268,7 +260,7 @@ class ChatService(GenerationService):
         images = await self.load_images(turn)
         rendered = await self.render(turn, images)
         context_length = engine.model_info(turn.model).context_length
-        token_ids = truncate_prompt(await rendered.tokenize(engine, turn.template.add_special_tokens),
+        token_ids = truncate_prompt(await rendered.tokenize(self.tokenizer, turn.template.add_special_tokens),
                                     sampling.truncate_prompt_tokens, context_length)
         # An image counts as the engine counts it (its tokens after the projector), not as its marker's text.
         prompt_tokens = await engine.prompt_length(Prompt(token_ids, images=images.images, text=rendered.text))
@@ -283,7 +275,7 @@ class ChatService(GenerationService):
                         text=rendered.text if images.images else None, **prompt_extensions(engine, sampling))
         # vLLM's chat `echo`: the continued assistant message is repeated in front of the answer.
         prefix = prompt.last_message_text if sampling.echo and last.role == "assistant" else ""
-        # A constraint the engine enforces binds the answer after the thinking (guided/think_first.py), where the
+        # A constraint the engine enforces binds the answer after the thinking (serving/think_first.py), where the
         # reasoning parser has markers; else it binds from the first token and the whole output is the answer.
         enforced = bool(constraint and engine.enforces_constraints)
         thinks_first = think_first(self.reasoning_parser, rendered.text, turn.template.thinking(), enforced, max_tokens,

@@ -21,7 +21,9 @@ from rostra.protocol.chat import ChatCompletionRequest
 from rostra.protocol.completions import CompletionRequest
 from rostra.protocol.seeds import FOLDED_FIELDS
 from rostra.protocol.logprobs import chat_steps, completion_steps
-from rostra.serving.generation import ChoiceRun, Job, JobRequest, RequestStats, job_id
+from rostra.serving.choices import ChoiceRun
+from rostra.serving.job import Job, JobRequest, job_id
+from rostra.serving.request_stats import RequestStats
 
 # An upstream's finish_reason -> rostra's (one it does not know reads as "stop").
 FINISH_REASONS: dict[str, FinishReason] = {reason: reason for reason in get_args(FinishReason)}

@@ -35,7 +35,7 @@ class ToolPlan:
     make_parser: Callable[[], ToolParser] | None = None  # one parser per choice
     constraint: Constraint | None = None
     # A forced choice's tools with the schema of each one's arguments: what a model that writes the call's name
-    # outside the constrained part (gpt-oss: in its harmony header) may call (guided/harmony_answer.py).
+    # outside the constrained part (gpt-oss: in its harmony header) may call (serving/harmony_answer.py).
     forced: tuple[tuple[str, dict[str, Any]], ...] = ()
 
 

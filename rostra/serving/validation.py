@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rostra.engines.base import Capabilities
 from rostra.errors import InvalidRequest, NotFound
 
 
@@ -11,15 +12,33 @@ def check_model(model: str, served_names: list[str]) -> None:
                        param="model", code="model_not_found")
 
 
-def check_generative(task: str, model: str | None) -> None:
+def check_generative(capabilities: Capabilities, model: str | None) -> None:
     """A model served for another task (--task embed, --task rerank) has no chat template nor generation: every
     route but its own, counting routes included, is a 400 naming the model."""
-    if task == "rerank":
+    if capabilities.text:
+        return
+    if capabilities.rerank:
         raise InvalidRequest(f"the model '{model}' is a reranker (served with --task rerank): it answers POST "
                              "/v1/rerank, /v2/rerank and /v1/score only", param="model", code="model_not_generative")
-    if task != "generate":
-        raise InvalidRequest(f"the model '{model}' is an embedding model (served with --task embed): it "
-                             "answers POST /v1/embeddings only", param="model", code="model_not_generative")
+    raise InvalidRequest(f"the model '{model}' is an embedding model (served with --task embed): it "
+                         "answers POST /v1/embeddings only", param="model", code="model_not_generative")
+
+
+def check_embedding(capabilities: Capabilities, model: str) -> None:
+    """/v1/embeddings on a model that has no embedding capability: a 400 naming the flag that gives it one."""
+    if not capabilities.embedding:
+        raise InvalidRequest(f"the model '{model}' is served for generation, not embeddings: start "
+                             "rostra with `--task embed` to serve it for /v1/embeddings", param="model",
+                             code="model_not_embedding")
+
+
+def check_rerank(capabilities: Capabilities, model: str) -> None:
+    """The rerank and score routes on a model that has no rerank capability: a 400 saying what it is."""
+    if not capabilities.rerank:
+        what = "an embedding model" if capabilities.embedding else "served for generation"
+        raise InvalidRequest(f"the model '{model}' is {what}, not a reranker: it cannot rerank or score. Serve a "
+                             "reranker (a cross-encoder, or a decoder reranker with `--task rerank`)",
+                             param="model", code="model_not_reranker")
 
 
 def check_logit_bias(logit_bias: dict[str, float] | None, vocab_size: int) -> None:

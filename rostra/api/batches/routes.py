@@ -12,8 +12,8 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.responses import Response, StreamingResponse
 
 from rostra.api.batches.service import BatchesService, CreateBatchBody, ExpiresAfter
-from rostra.http.caller import tenant_of
 from rostra.errors import InvalidRequest, ServiceUnavailable
+from rostra.http.caller import tenant_of
 from rostra.http.request_body import check_page, parse_body
 
 router = APIRouter()

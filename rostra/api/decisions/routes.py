@@ -13,6 +13,7 @@ from rostra.http.gate import gated
 from rostra.http.generation_endpoint import CLIENT_CLOSED, json_response
 from rostra.errors import InvalidRequest
 from rostra.http.request_body import parse_body
+from rostra.serving.validation import check_generative
 
 router = APIRouter()
 # A discriminated union (questions, content parts) names the member it tried by its type in pydantic's error
@@ -29,9 +30,10 @@ async def create_decision(request: Request) -> Response:
             exc.param = _MEMBER_TAG.sub("", exc.param)
             exc.message = _MEMBER_TAG.sub("", exc.message)
         raise
-    result = await gated(request, body.model, lambda model: model.services.get(DecisionsService).create(body))
+    result = await gated(request, body.model, lambda model: model.capable(DecisionsService, body.model,
+                                                                    check_generative).create(body))
     return Response(status_code=CLIENT_CLOSED) if result is None else json_response(result)
 
 
-# A plain Starlette route, as the generation endpoints' (rostra/server/routes/completions.py says why).
+# A plain Starlette route, as the generation endpoints' (rostra/api/chat/routes.py says why).
 router.add_route("/v1/decisions", create_decision, methods=["POST"])

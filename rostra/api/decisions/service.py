@@ -56,7 +56,7 @@ class DecisionsService:
         chat, turn = self.chat, question.turn
         images = await chat.load_images(turn)
         rendered = await chat.render(turn, images)
-        token_ids = await rendered.tokenize(chat.engine)
+        token_ids = await rendered.tokenize(chat.tokenizer)
         last = turn.messages[-1]
         prompt = Prompt(token_ids, message_text(last, len(turn.messages) - 1, images), last.role, turn.model,
                         session_key=turn.session_key, images=images.images,

@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 from rostra.api.embeddings.request import MAX_INPUTS, EmbeddingRequest
 from rostra.engines.base import Engine
 from rostra.errors import InvalidRequest
-from rostra.serving.validation import check_model
+from rostra.serving.validation import check_embedding, check_model
 
 
 class EmbeddingsService:
@@ -34,10 +34,7 @@ class EmbeddingsService:
         if engine.relays_embeddings:  # a gateway: the upstream that serves the model answers
             return await engine.relay_embeddings(body.model, body.model_dump(exclude_unset=True))
         check_model(body.model, self.served_names())
-        if engine.task != "embed":
-            raise InvalidRequest(f"the model '{body.model}' is served for generation, not embeddings: start "
-                                 "rostra with `--task embed` to serve it for /v1/embeddings", param="model",
-                                 code="model_not_embedding")
+        check_embedding(engine.capabilities(), body.model)
         self.check_dimensions(body.dimensions)
         texts, token_ids = split_input(body.input)
         limit = engine.model.context_length

@@ -24,6 +24,7 @@ from rostra.http.gate import gated
 from rostra.http.generation_endpoint import CLIENT_CLOSED, json_response, serve_generation
 from rostra.http.request_body import parse_body
 from rostra.models.bundle import ModelBundle
+from rostra.serving.validation import check_generative
 
 log = logging.getLogger("rostra.server")
 router = APIRouter()
@@ -35,16 +36,18 @@ def register_envelope(envelopes: ErrorEnvelopes) -> None:
     envelopes.register("/v1/messages", error_body)
 
 
-def messages_of(request: Request) -> Callable[[ModelBundle], MessagesService]:
-    """The model's Messages service as this request's caller drives it (documents by file_id are its own)."""
+def messages_of(request: Request, name: str) -> Callable[[ModelBundle], MessagesService]:
+    """The model's Messages service as this request's caller drives it (documents by file_id are its own); a model
+    without text generation has none (the 400 says what it serves)."""
     files, tenant = getattr(request.app.state, "batches", None), tenant_of(request)
-    return lambda model: model.services.get(MessagesService).for_caller(files, tenant)
+    return lambda model: model.capable(MessagesService, name, check_generative).for_caller(files, tenant)
 
 
 async def create_message(request: Request) -> Response:
     try:
         body = await parse_body(request, MessagesRequest)
-        return await serve_generation(request, messages_of(request), body, responses_api=True, keep_alive=ping)
+        return await serve_generation(request, messages_of(request, body.model), body, responses_api=True,
+                                      keep_alive=ping)
     except Exception as exc:
         return _error(request, exc)
 
@@ -52,7 +55,7 @@ async def create_message(request: Request) -> Response:
 async def count_tokens(request: Request) -> Response:
     try:
         body = await parse_body(request, CountTokensRequest)
-        service = messages_of(request)
+        service = messages_of(request, body.model)
         count = await gated(request, body.model, lambda model: service(model).count_tokens(body))
         return Response(status_code=CLIENT_CLOSED) if count is None else json_response({"input_tokens": count})
     except Exception as exc:

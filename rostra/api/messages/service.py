@@ -25,7 +25,8 @@ from rostra.guided.constraints import schema_constraint
 from rostra.protocol.common import INT32_MAX, SamplingFields
 from rostra.serving.chat import ChatService
 from rostra.serving.deadline import NO_DEADLINE, Deadline
-from rostra.serving.generation import Job, OverChatJob, folded, rendered
+from rostra.serving.job import Job, OverChatJob
+from rostra.serving.rendering import folded, rendered
 from rostra.serving.reasoning_crypto import ReasoningSealer
 from rostra.store.tenancy import EVERYONE, Tenant
 from rostra.turn import Budget, TemplateOptions, ToolChoice, ToolChoiceKind, Turn

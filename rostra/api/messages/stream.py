@@ -3,7 +3,7 @@
 Anthropic's stream: `message_start` (the message, empty), then per content block `content_block_start`,
 its deltas (`text_delta`, `thinking_delta` then one `signature_delta`, `input_json_delta`) and
 `content_block_stop`; a `ping` after the first block opens; then `message_delta` (stop reason, usage) and
-`message_stop`. `MessageStream` is the Messages API's EventRenderer (rostra/serving/generation.py): `add` renders
+`message_stop`. `MessageStream` is the Messages API's EventRenderer (rostra/serving/rendering.py): `add` renders
 one semantic event as those events and folds each of them
 into `message` the way the SDK's stream accumulator does, so a non-streamed answer is the fold of the
 very events a stream sends.
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, ToolCallEnd, ToolCallStart
-from rostra.serving.generation import RequestStats
+from rostra.serving.request_stats import RequestStats
 from rostra.serving.reasoning_crypto import ReasoningSealer
 
 # message_delta's usage (the SDK's MessageDeltaUsage): the counts, cumulative, without the Message's extras.

@@ -10,23 +10,25 @@ from rostra.api.rerank.service import RerankService
 from rostra.http.gate import gated
 from rostra.http.generation_endpoint import CLIENT_CLOSED, json_response
 from rostra.http.request_body import parse_body
+from rostra.serving.validation import check_rerank
 
 router = APIRouter()
 
 
 async def rerank(request: Request) -> Response:
     body = await parse_body(request, RerankRequest)
-    result = await gated(request, body.model, lambda model: model.services.get(RerankService).rerank(body))
+    result = await gated(request, body.model, lambda model: model.capable(RerankService, body.model, check_rerank).rerank(body))
     return Response(status_code=CLIENT_CLOSED) if result is None else json_response(result)
 
 
 async def score(request: Request) -> Response:
     body = await parse_body(request, ScoreRequest)
-    result = await gated(request, body.model, lambda model: model.services.get(RerankService).score_texts(body))
+    result = await gated(request, body.model, lambda model: model.capable(RerankService, body.model,
+                                                                    check_rerank).score_texts(body))
     return Response(status_code=CLIENT_CLOSED) if result is None else json_response(result)
 
 
-# Plain Starlette routes, as the generation endpoints' (rostra/server/routes/completions.py says why).
+# Plain Starlette routes, as the generation endpoints' (rostra/api/chat/routes.py says why).
 for _path in ("/v1/rerank", "/v2/rerank", "/rerank"):
     router.add_route(_path, rerank, methods=["POST"])
 for _path in ("/v1/score", "/score"):

@@ -19,7 +19,7 @@ from typing import Callable
 from rostra.api.rerank.request import MAX_DOCUMENTS, RerankRequest, ScoreRequest
 from rostra.engines.base import Engine, PairScores, PairTooLong
 from rostra.errors import InvalidRequest
-from rostra.serving.validation import check_model
+from rostra.serving.validation import check_model, check_rerank
 
 
 class RerankService:
@@ -76,11 +76,7 @@ class RerankService:
 
     def check_reranker(self, model: str) -> None:
         check_model(model, self.served_names())
-        if self.engine.task != "rerank":
-            what = "an embedding model" if self.engine.task == "embed" else "served for generation"
-            raise InvalidRequest(f"the model '{model}' is {what}, not a reranker: it cannot rerank or score. Serve a "
-                                 "reranker (a cross-encoder, or a decoder reranker with `--task rerank`)",
-                                 param="model", code="model_not_reranker")
+        check_rerank(self.engine.capabilities(), model)
 
     async def score(self, pairs: list[tuple[str, str]], part: Callable[[int], str]) -> PairScores:
         try:

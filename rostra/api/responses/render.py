@@ -72,7 +72,7 @@ class ResponseBuilder:
         """response.created / in_progress / completed / incomplete / failed / cancelled... with a snapshot."""
         return self.event(kind, response=snapshot(self.response))
 
-    # -- semantic events: each model turn through the one loop (rostra/serving/generation.py `rendered`), the
+    # -- semantic events: each model turn through the one loop (rostra/serving/rendering.py `rendered`), the
     # builder its EventRenderer; the response's lifecycle events are the service's, around turns and tool calls.
     def start(self) -> list[dict[str, Any]]:
         return []

@@ -43,7 +43,9 @@ from rostra.generation_defaults import GenerationDefaults
 from rostra.http.scope import RequestScope
 from rostra.serving.chat import ChatService
 from rostra.serving.deadline import NO_DEADLINE, Deadline
-from rostra.serving.generation import Job, OverChatJob, check_context, rendered
+from rostra.serving.budget import check_context
+from rostra.serving.job import Job, OverChatJob
+from rostra.serving.rendering import rendered
 from rostra.serving.reasoning_crypto import ReasoningSealer, opened
 from rostra.store.base import ResponseStore, StoreError
 from rostra.store.tenancy import EVERYONE, Tenant

@@ -146,7 +146,7 @@ class ResponsesSocket:
         return successor
 
     async def _respond(self, create: CreateEvent, scope: RequestScope) -> dict[str, Any]:
-        check_generative(scope.bundle.engine.task, create.request.model)
+        check_generative(scope.bundle.engine.capabilities(), create.request.model)
         known = {response_id: cached.conversation for response_id, cached in self.cache.items()}
         # Inside the request's scope and deadline, as on HTTP (the socket's transport cancels a turn whose
         # client went away).

@@ -5,7 +5,6 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from rostra.http.caller import tenant_of
 from rostra.api.vector_stores.requests import (
     CreateBatchBody,
     CreateFileBody,
@@ -16,6 +15,7 @@ from rostra.api.vector_stores.requests import (
 )
 from rostra.api.vector_stores.service import VectorStoresService
 from rostra.errors import ServiceUnavailable
+from rostra.http.caller import tenant_of
 from rostra.http.generation_endpoint import json_response
 from rostra.http.request_body import check_page, parse_body
 from rostra.store.vector_objects import WireModel

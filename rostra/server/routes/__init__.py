@@ -7,6 +7,8 @@ from typing import Callable
 from rostra.http.envelopes import ErrorEnvelopes
 
 from rostra.api.batches import routes as batches
+from rostra.api.chat import routes as chat
+from rostra.api.completions import routes as completions
 from rostra.api.decisions import routes as decisions
 from rostra.api.embeddings import routes as embeddings
 from rostra.api.messages import routes as messages
@@ -16,9 +18,9 @@ from rostra.api.responses import transports as responses_transports
 from rostra.api.usage import routes as usage
 from rostra.api.vector_stores import routes as vector_stores
 from rostra.playground.routes import router as playground_router
-from rostra.server.routes import admin, completions, models, ops, tokenize
+from rostra.server.routes import admin, models, ops, tokenize
 
-ROUTERS = [ops.router, models.router, completions.router, responses.router,
+ROUTERS = [ops.router, models.router, chat.router, completions.router, responses.router,
            responses_transports.router, tokenize.router, admin.router,
            messages.router, embeddings.router, rerank.router, decisions.router, batches.router, usage.router,
            vector_stores.router, playground_router]

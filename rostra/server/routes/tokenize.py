@@ -40,7 +40,7 @@ async def _tokenized(body: TokenizeRequest, model: ModelBundle) -> dict:
             param = param_from_location(tuple(first["loc"]))
             raise InvalidRequest(f"{param or 'messages'}: {first['msg']}", param=param) from None
         # As a chat request would be: the same rendering, the same plain-text special tokens.
-        tokens = await (await model.chat.render(chat_turn(chat_body))).tokenize(engine)
+        tokens = await (await model.chat.render(chat_turn(chat_body))).tokenize(model.chat.tokenizer)
     elif body.prompt is not None:
         tokens = await engine.tokenize(body.prompt, add_special=body.add_special_tokens)
     else:

@@ -1,4 +1,4 @@
-"""Chat Completions and (legacy) Completions."""
+"""Chat Completions' route: the body parsed, its `file` parts read, and served by the model's ChatService."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ from rostra.http.caller import tenant_of
 from rostra.http.generation_endpoint import serve_generation
 from rostra.http.request_body import parse_body
 from rostra.protocol.chat import ChatCompletionRequest
-from rostra.protocol.completions import CompletionRequest
 from rostra.serving.chat import chat_keep_alive
-from rostra.serving.chat_files import has_file_parts, with_files_read
+from rostra.api.chat.files import has_file_parts, with_files_read
 
 router = APIRouter()
 
@@ -23,13 +22,7 @@ async def create_chat_completion(request: Request) -> Response:
     return await serve_generation(request, lambda model: model.chat, body, keep_alive=chat_keep_alive)
 
 
-async def create_completion(request: Request) -> Response:
-    body = await parse_body(request, CompletionRequest)
-    return await serve_generation(request, lambda model: model.completions, body)
-
-
-# Plain Starlette routes, not FastAPI's: these endpoints read and validate their bodies themselves, so
+# A plain Starlette route, not FastAPI's: these endpoints read and validate their bodies themselves, so
 # FastAPI's dependency solving and per-request exit stacks would be cost for nothing on the hottest path
 # (a gateway's whole work per request is ~1 ms). Errors still reach the app's handlers (error_handlers.py).
 router.add_route("/v1/chat/completions", create_chat_completion, methods=["POST"])
-router.add_route("/v1/completions", create_completion, methods=["POST"])

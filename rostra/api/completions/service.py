@@ -14,21 +14,12 @@ from rostra.parsing.events import Event, Finish, Text
 from rostra.parsing.parser import ChoicePipeline
 from rostra.protocol.completions import CompletionRequest
 from rostra.protocol.logprobs import wire_logprob
-from rostra.serving.generation import (
-    STOP_FIELDS,
-    ChoiceRun,
-    GenerationService,
-    GenerationStream,
-    Job,
-    RequestStats,
-    completion_budget,
-    job_id,
-    params_for_choice,
-    sampling_params,
-    stop_fields,
-    token_label,
-    token_text,
-)
+from rostra.serving.budget import completion_budget, sampling_params
+from rostra.serving.choices import ChoiceRun, params_for_choice
+from rostra.serving.generation import GenerationService
+from rostra.serving.job import Job, job_id
+from rostra.serving.rendering import STOP_FIELDS, GenerationStream, stop_fields, token_label, token_text
+from rostra.serving.request_stats import RequestStats
 from rostra.serving.extensions import (choice_decoder, engine_extensions, prompt_extensions, truncate_prompt,
                                        vllm_prompt_logprobs)
 from rostra.serving.relay import relay_job

@@ -22,7 +22,7 @@ evaluate only the marker; the transformers engine, which keeps no prefix cache, 
 once. An output that opens no thinking (Qwen3 with a template that does not open it) is decided on its
 first characters: those few tokens are dropped and the whole answer is generated constrained.
 
-gpt-oss follows the same path in harmony's channels (rostra/guided/harmony_answer.py): the thinking is its
+gpt-oss follows the same path in harmony's channels (rostra/serving/harmony_answer.py): the thinking is its
 analysis message (closed with `<|end|>` for the model where it runs too long), and the answer's header (the final
 channel, or the forced call's commentary header) is written for the model, so the constraint binds only the
 message's body, as the model writes it in harmony.
@@ -40,8 +40,8 @@ from rostra.core import EngineOutput, HarmonyAnswer, Prompt, SamplingParams, Thi
 from rostra.engines.base import Engine
 from rostra.parsing.events import Text
 from rostra.parsing.reasoning.base import ReasoningParser
-from rostra.guided.continuation import continued_generation, written_steps
-from rostra.guided.harmony_answer import OPENING, harmony_answer
+from rostra.serving.continuation import continued_generation, written_steps
+from rostra.serving.harmony_answer import OPENING, harmony_answer
 from rostra.parsing.reasoning.gpt_oss import CHANNEL, END, MESSAGE, GptOssReasoningParser
 
 THINKING_SHARE = 0.75  # of a request's token budget, the most its thinking may take before it is closed

@@ -24,7 +24,7 @@ from typing import Any, AsyncGenerator
 from rostra.core import EngineOutput, FinishReason, HarmonyAnswer, Prompt, SamplingParams, TokenStep
 from rostra.engines.base import Engine
 from rostra.guided.constraints import choice_grammar
-from rostra.guided.continuation import continued_generation, written_steps
+from rostra.serving.continuation import continued_generation, written_steps
 
 OPENING = "<|start|>assistant"  # a message after the analysis opens so; without analysis the prompt ends with it
 FINAL = "<|channel|>final<|message|>"
