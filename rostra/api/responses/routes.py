@@ -16,7 +16,7 @@ from rostra.api.responses.models import (
 )
 from rostra.api.responses.render import keepalive
 from rostra.api.responses.services import conversations_of, responses_of
-from rostra.api.responses.wire import WireObject
+from rostra.api.responses.wire import WireModel
 from rostra.http.generation_endpoint import json_response, serve_generation
 from rostra.http.request_body import check_page, parse_body
 from rostra.http.sse import EventStreamResponse
@@ -31,7 +31,7 @@ def tenant_of(request: HTTPConnection) -> Tenant:
     return tenant if isinstance(tenant, Tenant) else EVERYONE
 
 
-def answer(resource: WireObject) -> Response:
+def answer(resource: WireModel) -> Response:
     """A typed object as the JSON the client reads: the one place these routes make a dict."""
     return json_response(resource.wire())
 

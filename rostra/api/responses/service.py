@@ -425,11 +425,11 @@ class ResponsesService:
         while current:
             if len(chain) >= MAX_HISTORY:
                 raise InvalidRequest("previous_response_id chain is too long", param="previous_response_id")
-            response = await self.store.get(current, tenant)
-            if response is None:
+            row = await self.store.get(current, tenant)
+            if row is None:
                 raise NotFound(f"Previous response with id '{current}' not found.", param="previous_response_id",
                                code="previous_response_not_found")
-            chain.append(ResponseObject.stored(response))
+            chain.append(ResponseObject.stored(row))
             current = chain[-1].previous_response_id
         items: list[dict[str, Any]] = []
         for response in reversed(chain):
