@@ -7,7 +7,11 @@ import pytest
 
 from rostra.api.responses.items import ITEM_KINDS, normalize_input
 from rostra.api.responses.recovery import settle_from_events
+from rostra.api.responses.models import CreateResponseRequest
 from rostra.api.responses.render import ResponseBuilder
+from rostra.api.responses.response_object import ResponseObject
+from rostra.api.responses.service import base_response
+from rostra.api.responses.wire import OutputBudget, ResponseUsage
 from rostra.api.responses.tools import TOOL_KINDS, FunctionTool, McpTool, parse_tools
 from rostra.errors import InvalidRequest, ServerError
 from rostra.parsing.events import Reasoning, Text, ToolCallArgs, ToolCallStart
@@ -81,10 +85,14 @@ def test_tools_echo_as_the_response_lists_them():
     assert mcp.request_headers() == {"X-Key": "secret", "Authorization": "Bearer token"} and mcp.offered() == []
 
 
+def new_response() -> ResponseObject:
+    """A response object as a request of nothing but a model and an input starts one."""
+    return base_response(CreateResponseRequest(model="m", input="hi"), [])
+
+
 def logged_run(*events) -> tuple[ResponseBuilder, dict, list[dict]]:
     """A runner's builder, the response as it stored it (in_progress, no output yet) and the events it logged."""
-    builder = ResponseBuilder({"id": "resp_1", "object": "response", "status": "in_progress", "output": [],
-                               "error": None})
+    builder = ResponseBuilder(new_response())
     builder.mcp.tools = {"lookup": ("srv", False)}
     logged = [builder.lifecycle("response.created")]
     for event in events:
@@ -110,10 +118,27 @@ def test_a_dead_runners_partial_item_ends_incomplete(events, kinds, partial):
     assert [event["type"] for event in tail] == ["response.output_item.done", "response.failed"]
     assert tail[0]["item"] == last and tail[-1]["response"] == settled
     runner.fail(ServerError("gone"))  # had it lived to fail, the runner would have stored the same output
-    assert settled["output"] == runner.response["output"]
+    assert settled["output"] == runner.response.output
 
 
 def test_nothing_logged_settles_as_before():
     settled, tail = settle_from_events({"id": "resp_1", "status": "queued", "output": []}, [],
                                        {"code": "server_error", "message": "gone"})
     assert settled["output"] == [] and [event["type"] for event in tail] == ["response.failed"]
+
+
+def test_the_response_object_reads_back_as_stored():
+    """The typed response object is JSON only at the edges: what it writes (the store's row, the route's answer)
+    reads back to the same object, keys a later version adds included; rostra's own fields are absent unless set."""
+    response = new_response()
+    wire = response.wire()
+    assert not {"ignored_tools", "truncated_items", "input_messages", "output_messages"} & set(wire)
+    response.usage = ResponseUsage.nothing()
+    assert "output_budget" not in response.wire()["usage"]
+    response.usage = response.usage.model_copy(update={"output_budget": OutputBudget(requested=8, granted=3)})
+    response.truncated_items = 2
+    wire = response.wire()
+    assert wire["usage"]["output_budget"] == {"requested": 8, "granted": 3} and wire["truncated_items"] == 2
+    assert ResponseObject.stored({**wire, "added_later": [1]}).wire() == {**wire, "added_later": [1]}
+    wire["output"].append({"type": "message"})  # a copy: what was sent never changes with the object
+    assert response.output == []

@@ -9,7 +9,8 @@ import pytest
 
 from harness import MODEL, InProcessServer
 from rostra.api.responses.render import ResponseBuilder
-from rostra.api.responses.service import ResponsesService
+from rostra.api.responses.models import CreateResponseRequest
+from rostra.api.responses.service import ResponsesService, base_response
 from rostra.parsing.events import Text
 from rostra.errors import ServerError
 from rostra.store.base import StoreError
@@ -162,7 +163,7 @@ async def test_a_follower_gets_every_event_when_the_run_ends_while_it_reads_the_
 # -- fail(): closing events kept, the partial item incomplete ----------------------------------
 
 def test_a_failed_response_closes_its_open_item_as_incomplete_without_a_gap():
-    builder = ResponseBuilder({"id": "resp_1", "status": "in_progress", "output": [], "error": None})
+    builder = ResponseBuilder(base_response(CreateResponseRequest(model="m", input="hi"), []))
     events = [builder.lifecycle("response.created")]
     events += builder.add(0, Text("partial answer"))
     events += builder.fail(ServerError("the engine failed"))

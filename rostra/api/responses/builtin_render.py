@@ -138,7 +138,7 @@ class HostedRenderer:
         return self.writer.event(f"response.{item['type']}.{stage}", item_id=item["id"], output_index=self._index(item))
 
     def _index(self, item: dict[str, Any]) -> int:
-        output: list[dict[str, Any]] = self.writer.response["output"]
+        output: list[dict[str, Any]] = self.writer.response.output
         return output.index(item)
 
 

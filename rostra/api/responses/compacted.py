@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from rostra.api.responses.models import CreateResponseRequest
+from rostra.api.responses.response_object import ResponseObject
 from rostra.api.responses.service import ResponseJob, ResponsesService
+from rostra.api.responses.wire import ResponseUsage, WireObject
 from rostra.serving.deadline import NO_DEADLINE, Deadline
 from rostra.store.tenancy import Tenant
 
@@ -32,16 +34,25 @@ class Compactor:
         return await self.service.prepare(turn, self.tenant)
 
     async def complete(self, job: ResponseJob, deadline: Deadline = NO_DEADLINE) -> dict[str, Any]:
+        """(The generation endpoint's contract is the wire's: the window leaves here as JSON.)"""
         response = await self.service.complete(job, deadline)
-        if response["status"] != "completed":  # the context ran out mid-summary: what was written is kept
-            log.warning("compaction %s: the summary was cut short (%s)", response["id"],
-                        response.get("incomplete_details"))
-        return compacted_window(job.conversation, response)
+        if response.status != "completed":  # the context ran out mid-summary: what was written is kept
+            log.warning("compaction %s: the summary was cut short (%s)", response.id, response.incomplete_details)
+        return CompactedWindow.of(job.conversation, response).wire()
 
 
-def compacted_window(conversation: list[dict[str, Any]], response: dict[str, Any]) -> dict[str, Any]:
-    """The CompactResource of a compaction turn over `conversation` (the stored history, then the input)."""
-    kept = [{**item, "status": "completed"} for item in conversation
-            if item.get("type") == "message" and item.get("role") == "user"]
-    return {"id": response["id"], "object": "response.compaction", "created_at": response["created_at"],
-            "output": kept + response["output"], "usage": response["usage"]}
+class CompactedWindow(WireObject):
+    """The CompactResource of a compaction turn."""
+
+    id: str
+    object: str = "response.compaction"
+    created_at: int
+    output: list[dict[str, Any]]
+    usage: ResponseUsage | None
+
+    @classmethod
+    def of(cls, conversation: list[dict[str, Any]], response: ResponseObject) -> CompactedWindow:
+        """`conversation`: the stored history, then the input, that the compaction turn summarized."""
+        kept = [{**item, "status": "completed"} for item in conversation
+                if item.get("type") == "message" and item.get("role") == "user"]
+        return cls(id=response.id, created_at=response.created_at, output=kept + response.output, usage=response.usage)

@@ -18,6 +18,7 @@ from rostra.errors import InvalidRequest, NotFound
 from rostra.api.responses.items import normalize_input, with_status
 from rostra.api.responses.models import CreateConversationBody, CreateConversationItemsBody, UpdateConversationBody
 from rostra.api.responses.objects import new_id
+from rostra.api.responses.wire import Conversation, Deleted, ItemPage, StoredItem
 from rostra.store.base import ResponseStore, StoreError
 from rostra.store.tenancy import EVERYONE, Tenant
 
@@ -48,21 +49,21 @@ class ConversationsService:
     def __init__(self, store: ResponseStore):
         self.store = store
 
-    async def create(self, body: CreateConversationBody, tenant: Tenant = EVERYONE) -> dict[str, Any]:
-        conversation = {"id": new_id("conv"), "object": "conversation", "created_at": int(time.time()),
-                        "metadata": check_metadata(body.metadata)}
-        await self.store.create_conversation(conversation, check_items(body.items), tenant.key)
+    async def create(self, body: CreateConversationBody, tenant: Tenant = EVERYONE) -> Conversation:
+        conversation = Conversation(id=new_id("conv"), created_at=int(time.time()),
+                                    metadata=check_metadata(body.metadata))
+        await self.store.create_conversation(conversation.wire(), check_items(body.items), tenant.key)
         return conversation
 
-    async def retrieve(self, conversation_id: str, tenant: Tenant = EVERYONE) -> dict[str, Any]:
+    async def retrieve(self, conversation_id: str, tenant: Tenant = EVERYONE) -> Conversation:
         """The conversation, or a 404 (also when it is another tenant's). Its tenant never changes, so the
         calls below check it once, then act."""
         conversation = await self.store.get_conversation(conversation_id, tenant)
         if conversation is None:
             raise NotFound(f"Conversation with id '{conversation_id}' not found.", param="conversation_id")
-        return conversation
+        return Conversation.stored(conversation)
 
-    async def list_all(self, after: str | None, limit: int, order: str, tenant: Tenant = EVERYONE) -> dict[str, Any]:
+    async def list_all(self, after: str | None, limit: int, order: str, tenant: Tenant = EVERYONE) -> ItemPage:
         """`GET /v1/conversations`, an extension (OpenAI's API cannot list conversations): the
         playground's sidebar. Paged like every list, by creation time; only those `tenant` may see."""
         try:
@@ -70,54 +71,50 @@ class ConversationsService:
                                                                           tenant=tenant)
         except StoreError as exc:
             raise InvalidRequest(str(exc), param="after") from exc
-        return item_list(conversations, has_more)
+        return ItemPage.of(conversations, has_more, empty_id="")
 
     async def update(self, conversation_id: str, body: UpdateConversationBody,
-                     tenant: Tenant = EVERYONE) -> dict[str, Any]:
-        conversation = {**await self.retrieve(conversation_id, tenant), "metadata": check_metadata(body.metadata)}
-        await self.store.update_conversation(conversation)
+                     tenant: Tenant = EVERYONE) -> Conversation:
+        stored = await self.retrieve(conversation_id, tenant)
+        conversation = stored.model_copy(update={"metadata": check_metadata(body.metadata)})
+        await self.store.update_conversation(conversation.wire())
         return conversation
 
-    async def delete(self, conversation_id: str, tenant: Tenant = EVERYONE) -> dict[str, Any]:
+    async def delete(self, conversation_id: str, tenant: Tenant = EVERYONE) -> Deleted:
         await self.retrieve(conversation_id, tenant)
         if not await self.store.delete_conversation(conversation_id):
             raise NotFound(f"Conversation with id '{conversation_id}' not found.", param="conversation_id")
-        return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
+        return Deleted(id=conversation_id, object="conversation.deleted")
 
     async def add_items(self, conversation_id: str, body: CreateConversationItemsBody,
-                        tenant: Tenant = EVERYONE) -> dict[str, Any]:
+                        tenant: Tenant = EVERYONE) -> ItemPage:
         await self.retrieve(conversation_id, tenant)
         items = check_items(body.items)
         await self.store.add_conversation_items(conversation_id, items)
-        return item_list(items, has_more=False)
+        return ItemPage.of(items, has_more=False, empty_id="")
 
     async def list_items(self, conversation_id: str, after: str | None, limit: int, order: str,
-                         tenant: Tenant = EVERYONE) -> dict[str, Any]:
+                         tenant: Tenant = EVERYONE) -> ItemPage:
         await self.retrieve(conversation_id, tenant)
         try:
             items, has_more = await self.store.conversation_items(conversation_id, after=after, limit=limit,
                                                                   order=order)
         except StoreError as exc:
             raise InvalidRequest(str(exc), param="after") from exc
-        return item_list(items, has_more)
+        return ItemPage.of(items, has_more, empty_id="")
 
-    async def get_item(self, conversation_id: str, item_id: str, tenant: Tenant = EVERYONE) -> dict[str, Any]:
+    async def get_item(self, conversation_id: str, item_id: str, tenant: Tenant = EVERYONE) -> StoredItem:
         await self.retrieve(conversation_id, tenant)
         item = await self.store.get_conversation_item(conversation_id, item_id)
         if item is None:
             raise NotFound(f"Item with id '{item_id}' not found in conversation '{conversation_id}'.",
                            param="item_id")
-        return item
+        return StoredItem.model_validate(item)
 
-    async def delete_item(self, conversation_id: str, item_id: str, tenant: Tenant = EVERYONE) -> dict[str, Any]:
+    async def delete_item(self, conversation_id: str, item_id: str, tenant: Tenant = EVERYONE) -> Conversation:
         conversation = await self.retrieve(conversation_id, tenant)
         if not await self.store.delete_conversation_item(conversation_id, item_id):
             raise NotFound(f"Item with id '{item_id}' not found in conversation '{conversation_id}'.",
                            param="item_id")
         return conversation
 
-
-def item_list(items: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
-    # first_id/last_id are required strings in the spec: an empty page has empty ones.
-    return {"object": "list", "data": items, "has_more": has_more,
-            "first_id": items[0]["id"] if items else "", "last_id": items[-1]["id"] if items else ""}

@@ -2,7 +2,7 @@
 
 One `ResponseBuilder` per response: every semantic event becomes the OpenAI event sequence
 (output_item.added, content_part.added, deltas, the .done events) with increasing
-sequence numbers, and the same calls keep `response["output"]` up to date. A non-streamed
+sequence numbers, and the same calls keep `response.output` up to date. A non-streamed
 response is this builder's final object, so it is the fold of the very events a stream sends.
 MCP items are rendered by the McpRenderer it holds (`mcp`), through the builder's `event`, `open_item`
 and `index`.
@@ -23,6 +23,8 @@ from typing import Any
 from rostra.api.responses.calls import ToolRoutes, call_item
 from rostra.api.responses.mcp.render import McpRenderer
 from rostra.api.responses.objects import new_id, snapshot
+from rostra.api.responses.response_object import ResponseObject
+from rostra.api.responses.wire import IncompleteDetails, ResponseError, ResponseUsage
 from rostra.errors import APIError
 from rostra.parsing.events import Event, Finish, Reasoning, Text, ToolCallArgs, ToolCallEnd, ToolCallStart
 from rostra.serving.chat import logprobs_content
@@ -44,7 +46,7 @@ def keepalive(last: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 class ResponseBuilder:
-    def __init__(self, response: dict[str, Any], routes: ToolRoutes | None = None, summary: bool = False):
+    def __init__(self, response: ResponseObject, routes: ToolRoutes | None = None, summary: bool = False):
         self.response = response
         self.routes = routes or ToolRoutes()  # what each function the model sees stands for
         self.summary = summary  # reasoning as summary parts (the request set reasoning.summary)
@@ -70,7 +72,7 @@ class ResponseBuilder:
 
     def lifecycle(self, kind: str) -> dict[str, Any]:
         """response.created / in_progress / completed / incomplete / failed / cancelled... with a snapshot."""
-        return self.event(kind, response=snapshot(self.response))
+        return self.event(kind, response=self.response.wire())
 
     # -- semantic events: each model turn through the one loop (rostra/serving/rendering.py `rendered`), the
     # builder its EventRenderer; the response's lifecycle events are the service's, around turns and tool calls.
@@ -81,7 +83,8 @@ class ResponseBuilder:
         return []
 
     def result(self) -> dict[str, Any]:
-        return self.response
+        """The response as JSON (the shared loop's renderer contract; the service reads `response` itself)."""
+        return self.response.wire()
 
     def add(self, index: int, event: Event) -> list[dict[str, Any]]:
         """The events one semantic event makes (a response has one choice: `index` is 0)."""
@@ -158,20 +161,20 @@ class ResponseBuilder:
         if not isinstance(event, Finish):
             return []
         item = {"id": new_id("cmp"), "type": "compaction", "encrypted_content": sealer.seal(self._text.strip())}
-        self.response["output"].append(item)
+        self.response.output.append(item)
         return [self.event("response.output_item.added", output_index=self.index(), item=snapshot(item)),
                 self.event("response.output_item.done", output_index=self.index(), item=snapshot(item))]
 
-    def finish(self, reason: str, usage: dict[str, Any]) -> dict[str, Any]:
+    def finish(self, reason: str, usage: ResponseUsage) -> dict[str, Any]:
         """The final status, usage and terminal event (after the Finish event was added)."""
         response = self.response
-        response["usage"] = usage
+        response.usage = usage
         if reason == "length":
-            response["status"] = "incomplete"
-            response["incomplete_details"] = {"reason": "max_output_tokens"}
+            response.status = "incomplete"
+            response.incomplete_details = IncompleteDetails(reason="max_output_tokens")
             return self.lifecycle("response.incomplete")
-        response["status"] = "completed"
-        response["completed_at"] = int(time.time())
+        response.status = "completed"
+        response.completed_at = int(time.time())
         return self.lifecycle("response.completed")
 
     def fail(self, error: APIError) -> list[dict[str, Any]]:
@@ -181,18 +184,18 @@ class ResponseBuilder:
         out = self._close(status="incomplete")
         out.append(self.event("error", code=error.code or error.error_type, message=error.message,
                               param=error.param))
-        self.response["status"] = "failed"
+        self.response.status = "failed"
         # The response object's error codes are a closed set: everything rostra fails with is a server_error.
-        self.response["error"] = {"code": "server_error", "message": error.message}
+        self.response.error = ResponseError(code="server_error", message=error.message)
         out.append(self.lifecycle("response.failed"))
         return out
 
     # -- output items --------------------------------------------------------------------------
     def index(self) -> int:
-        return len(self.response["output"]) - 1
+        return len(self.response.output) - 1
 
     def open_item(self, item: dict[str, Any]) -> list[dict[str, Any]]:
-        self.response["output"].append(item)
+        self.response.output.append(item)
         self._open, self._text, self._logprobs = item, "", []
         self._held, self._held_logprobs = "", []
         events = [self.event("response.output_item.added", output_index=self.index(), item=snapshot(item))]

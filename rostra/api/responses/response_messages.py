@@ -11,17 +11,22 @@ ran), in Chat Completions' message shape.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from rostra.api.responses.calls import ToolRoutes
 from rostra.api.responses.to_chat import items_to_messages
 from rostra.turn import ImagePart, TextPart, Turn, TurnMessage
 
 
-def response_messages(first_turn: Any, output: list[dict[str, Any]], routes: ToolRoutes) -> dict[str, Any]:
+class ResponseMessages(NamedTuple):
+    input_messages: list[dict[str, Any]]  # the first model turn's prompt, as Chat messages
+    output_messages: list[dict[str, Any]]  # the response's output, as Chat messages
+
+
+def response_messages(first_turn: Any, output: list[dict[str, Any]], routes: ToolRoutes) -> ResponseMessages:
     """The two fields: `first_turn` is the first model turn's job request (a Turn; a relayed turn's too)."""
     read = first_turn.messages if isinstance(first_turn, Turn) else ()
-    return {"input_messages": chat_messages(read), "output_messages": chat_messages(items_to_messages(output, routes))}
+    return ResponseMessages(chat_messages(read), chat_messages(items_to_messages(output, routes)))
 
 
 def chat_messages(messages: Sequence[TurnMessage]) -> list[dict[str, Any]]:

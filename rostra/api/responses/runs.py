@@ -23,6 +23,8 @@ from typing import Any, AsyncGenerator, Callable
 
 from rostra.api.responses.event_log import DEFAULT_INTERVAL, EventLog
 from rostra.api.responses.recovery import settle_from_events
+from rostra.api.responses.response_object import ResponseObject
+from rostra.api.responses.wire import Deleted
 from rostra.errors import APIError, InvalidRequest, NotFound, ServerError, ServiceUnavailable, TooManyRequests
 from rostra.store.base import RUNNING_STATUSES, ResponseStore
 from rostra.store.tenancy import EVERYONE, Tenant
@@ -152,13 +154,14 @@ class RunRegistry:
             log.warning("marked failed, their server's lease expired: %s", ", ".join(failed))
 
     # -- running ---------------------------------------------------------------------------------
-    async def stream(self, response: dict[str, Any], items: list[dict[str, Any]], events: Events,
+    async def stream(self, response: ResponseObject, items: list[dict[str, Any]], events: Events,
                      fail: Fail, tenant: str | None = None) -> Events:
         """A stored foreground stream: leased while it runs, every event stored as it goes (for replay).
         `tenant`: the key fingerprint it belongs to."""
-        await self.store.create(response, items, owner=self.owner, lease_seconds=self.lease_seconds, tenant=tenant)
-        self.streaming.add(response["id"])
-        event_log = EventLog(self.store, response["id"], self.event_interval)
+        await self.store.create(response.wire(), items, owner=self.owner, lease_seconds=self.lease_seconds,
+                                tenant=tenant)
+        self.streaming.add(response.id)
+        event_log = EventLog(self.store, response.id, self.event_interval)
         try:
             async with aclosing(events):
                 async for event in events:
@@ -167,53 +170,55 @@ class RunRegistry:
                         await event_log.flush()
                     yield event
         except Exception as exc:  # the store failed (the engine's failures are events already)
-            log.exception("response %s failed", response["id"])
+            log.exception("response %s failed", response.id)
             for event in fail(as_api_error(exc)):
                 yield event
         finally:
-            if response["status"] == "in_progress":  # the client left mid-stream
-                response["status"] = "cancelled"
-            self.streaming.discard(response["id"])
+            if response.status == "in_progress":  # the client left mid-stream
+                response.status = "cancelled"
+            self.streaming.discard(response.id)
             await self._store_final(response, event_log)
 
-    async def launch(self, response: dict[str, Any], items: list[dict[str, Any]], events: Events, fail: Fail,
-                     on_done: Callable[[], None], tenant: str | None = None) -> dict[str, Any]:
+    async def launch(self, response: ResponseObject, items: list[dict[str, Any]], events: Events, fail: Fail,
+                     on_done: Callable[[], None], tenant: str | None = None) -> ResponseObject:
         """Store the response as queued (belonging to `tenant`) and run it in a task of its own; `on_done` runs
         when the run has ended, however it ends."""
         self.check_room()
-        response["status"] = "queued"
-        await self.store.create(response, items, owner=self.owner, lease_seconds=self.lease_seconds, tenant=tenant)
-        live = self.live[response["id"]] = LiveRun()
+        response.status = "queued"
+        queued = response.model_copy(deep=True)  # what the client is told: the run changes `response` from now on
+        await self.store.create(queued.wire(), items, owner=self.owner, lease_seconds=self.lease_seconds,
+                                tenant=tenant)
+        live = self.live[response.id] = LiveRun()
         live.task = asyncio.create_task(self._run(response, events, fail, live))
         live.task.add_done_callback(lambda _: on_done())  # runs even for a task cancelled before it started
-        return dict(response)
+        return queued
 
-    async def _run(self, response: dict[str, Any], events: Events, fail: Fail, live: LiveRun) -> None:
-        event_log = EventLog(self.store, response["id"], self.event_interval)
+    async def _run(self, response: ResponseObject, events: Events, fail: Fail, live: LiveRun) -> None:
+        event_log = EventLog(self.store, response.id, self.event_interval)
         try:
             async with aclosing(events):
                 async for event in events:
                     event_log.append(event)
                     if event["type"] == "response.in_progress":  # what a client polling any replica sees
-                        if not await self.store.progress(response, self.owner):
-                            raise RunLost(response["id"])
+                        if not await self.store.progress(response.wire(), self.owner):
+                            raise RunLost(response.id)
                     elif event["type"] in TERMINAL_EVENTS:  # followers here hear of the end once it is stored
                         await event_log.flush()
                     live.publish(event)
         except asyncio.CancelledError:
             if live.stopped_by is None:  # a user's cancel (here, or asked on another replica)
-                response["status"] = "cancelled"
+                response.status = "cancelled"
             else:
-                log.warning("background response %s stopped at shutdown: stored as failed", response["id"])
+                log.warning("background response %s stopped at shutdown: stored as failed", response.id)
                 for event in fail(live.stopped_by):
                     with contextlib.suppress(Exception):  # a log that failed already: the store keeps what it has
                         event_log.append(event)
                     live.publish(event)
         except RunLost:  # nothing of it is this replica's to write any more
             log.warning("response %s is no longer this server's to run (deleted, or failed after its lease "
-                        "expired): stopped", response["id"])
+                        "expired): stopped", response.id)
         except Exception as exc:  # a store error: the run fails, and says so to its followers
-            log.exception("background response %s failed", response["id"])
+            log.exception("background response %s failed", response.id)
             for event in fail(as_api_error(exc)):
                 live.publish(event)
         finally:
@@ -222,9 +227,9 @@ class RunRegistry:
                 await asyncio.shield(self._store_final(response, event_log))
             finally:  # followers here end even if this task is cancelled once more meanwhile
                 live.end()
-                self.live.pop(response["id"], None)
+                self.live.pop(response.id, None)
 
-    async def _store_final(self, response: dict[str, Any], events: EventLog) -> None:
+    async def _store_final(self, response: ResponseObject, events: EventLog) -> None:
         """The end of a run this replica owns: its events still queued, then its final state (a follower
         that sees the response ended finds every event stored). Unless the response was deleted meanwhile,
         or failed by another replica (this one's lease expired): then there is nothing left to write."""
@@ -233,20 +238,20 @@ class RunRegistry:
         except Exception:  # already reported by the stream, which failed for it
             pass
         try:
-            if not await self.store.finish(response, self.owner):
+            if not await self.store.finish(response.wire(), self.owner):
                 log.warning("response %s was deleted, or failed by another replica, before it ended here",
-                            response["id"])
+                            response.id)
         except Exception:  # nothing more can be done: its lease expires and a sweep marks it failed
-            log.exception("could not store the final state of response %s", response["id"])
+            log.exception("could not store the final state of response %s", response.id)
 
     # -- read, follow, cancel, delete ------------------------------------------------------------
-    async def retrieve(self, response_id: str, tenant: Tenant = EVERYONE) -> dict[str, Any]:
+    async def retrieve(self, response_id: str, tenant: Tenant = EVERYONE) -> ResponseObject:
         """The stored response, or a 404 (also when it is another tenant's: the same answer, so an id tells
         nothing about whether it exists)."""
         response = await self.store.get(response_id, tenant)
         if response is None:
             raise NotFound(f"No response found with id '{response_id}'.", param="response_id")
-        return response
+        return ResponseObject.stored(response)
 
     async def follow(self, response_id: str, starting_after: int | None, tenant: Tenant = EVERYONE) -> Events:
         """Stored events after `starting_after`, then live ones until the response ends."""
@@ -291,21 +296,21 @@ class RunRegistry:
 
     async def _running(self, response_id: str) -> bool:
         response = await self.store.get(response_id)
-        return response is not None and response["status"] in RUNNING_STATUSES
+        return response is not None and ResponseObject.stored(response).status in RUNNING_STATUSES
 
-    async def cancel(self, response_id: str, tenant: Tenant = EVERYONE) -> dict[str, Any]:
+    async def cancel(self, response_id: str, tenant: Tenant = EVERYONE) -> ResponseObject:
         response = await self.retrieve(response_id, tenant)
         live = self.live.get(response_id)
         if live is not None and live.task is not None:
             live.task.cancel()
             await asyncio.gather(live.task, return_exceptions=True)
             return await self.retrieve(response_id)
-        if response.get("background") and await self.store.request_cancel(response_id):
+        if response.background and await self.store.request_cancel(response_id):
             return await self._until_ended(response_id)  # its replica reads the request within a tick
         raise InvalidRequest(f"Response '{response_id}' is not a running background response "
-                             f"(status: {response['status']}); it cannot be cancelled.", param="response_id")
+                             f"(status: {response.status}); it cannot be cancelled.", param="response_id")
 
-    async def _until_ended(self, response_id: str) -> dict[str, Any]:
+    async def _until_ended(self, response_id: str) -> ResponseObject:
         """The response once it has stopped running on whichever replica runs it. If that replica
         died, its lease expires and a sweep fails the response: bounded by about two leases."""
         deadline = asyncio.get_running_loop().time() + 2 * self.lease_seconds + 2 * self.tick
@@ -332,7 +337,7 @@ class RunRegistry:
             raise TooManyRequests(f"this server is running its limit of {self.max_background} background responses; "
                                   "try again when some have finished (rostra serve --max-background-responses)")
 
-    async def delete(self, response_id: str, tenant: Tenant = EVERYONE) -> dict[str, Any]:
+    async def delete(self, response_id: str, tenant: Tenant = EVERYONE) -> Deleted:
         await self.retrieve(response_id, tenant)  # the tenant never changes: checked once, before anything stops
         live = self.live.get(response_id)
         if live and live.task:
@@ -340,4 +345,4 @@ class RunRegistry:
             await asyncio.gather(live.task, return_exceptions=True)
         if not await self.store.delete(response_id):
             raise NotFound(f"No response found with id '{response_id}'.", param="response_id")
-        return {"id": response_id, "object": "response.deleted", "deleted": True}
+        return Deleted(id=response_id, object="response.deleted")

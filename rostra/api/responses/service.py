@@ -37,6 +37,9 @@ from rostra.api.responses.response_messages import response_messages
 from rostra.api.responses.runs import DEFAULT_MAX_BACKGROUND, RunRegistry, ended_on_error
 from rostra.api.responses.to_chat import (LOGPROBS, forced_freeform, input_paths, next_start, offer,
                                           response_turn)
+from rostra.api.responses.response_object import ResponseObject
+from rostra.api.responses.wire import (ConversationReference, Deleted, InputTokensDetails, ItemPage,
+                                       OutputBudget, OutputTokensDetails, ReasoningEcho, ResponseUsage)
 from rostra.api.responses.tools import Tool, ignored_tools, parse_tools
 from rostra.errors import APIError, InvalidRequest, NotFound
 from rostra.generation_defaults import GenerationDefaults
@@ -100,7 +103,7 @@ class ResponseJob(OverChatJob):
 
     @property
     def id(self) -> str:  # the response's id, not its last turn's chat job's
-        return str(self.builder.response["id"])
+        return self.builder.response.id
 
 
 class ResponsesService:
@@ -261,12 +264,12 @@ class ResponsesService:
                     raise
                 dropped = start
         if dropped:
-            builder.response["truncated_items"] = max(dropped, builder.response.get("truncated_items", 0))
+            builder.response.truncated_items = max(dropped, builder.response.truncated_items or 0)
             log.info("response %s: %d oldest conversation items dropped to fit the context",
-                     builder.response["id"], dropped)
+                     builder.response.id, dropped)
         return job
 
-    async def complete(self, job: ResponseJob, deadline: Deadline = NO_DEADLINE) -> dict[str, Any]:
+    async def complete(self, job: ResponseJob, deadline: Deadline = NO_DEADLINE) -> ResponseObject:
         """A non-streamed response: the fold of its events. A failure is raised (as for Chat), once stored."""
         try:
             async with aclosing(self._events(job, deadline)) as events:
@@ -274,8 +277,8 @@ class ResponsesService:
                     pass
         finally:
             await job.close()
-            if job.request.store and job.builder.response["status"] != "in_progress":  # not if the client left
-                await self.store.create(job.builder.response, job.items, tenant=job.tenant.key)
+            if job.request.store and job.builder.response.status != "in_progress":  # not if the client left
+                await self.store.create(job.builder.response.wire(), job.items, tenant=job.tenant.key)
         if job.builder.error is not None:
             raise job.builder.error
         return job.builder.response
@@ -294,7 +297,7 @@ class ResponsesService:
         finally:
             await job.close()
 
-    async def start_background(self, job: ResponseJob, scope: RequestScope) -> dict[str, Any]:
+    async def start_background(self, job: ResponseJob, scope: RequestScope) -> ResponseObject:
         """Store the response as queued and run it in a task of its own, which takes the request's scope (its
         slot, its lease, what preparing opened) and closes it when the run has ended, however it ends (even a
         task cancelled before it began)."""
@@ -309,7 +312,7 @@ class ResponsesService:
     async def _events(self, job: ResponseJob, deadline: Deadline) -> AsyncGenerator[dict[str, Any], None]:
         builder = job.builder
         yield builder.lifecycle("response.created")
-        builder.response["status"] = "in_progress"
+        builder.response.status = "in_progress"
         yield builder.lifecycle("response.in_progress")
         try:
             if job.approved:  # the first step of the stored turn; the first model turn then reads their results
@@ -323,7 +326,7 @@ class ResponsesService:
                                             job.loop.chat_tools(), builder, input_paths(job.items))
                 job.turns = [job.chat]
             while True:  # one model turn, then the MCP calls it made, as long as the model makes some
-                start = len(builder.response["output"])
+                start = len(builder.response.output)
                 chat = self.chat_for(job.request.model)
                 async with aclosing(rendered(deadline.bound(chat.events(job.chat)), builder)) as outputs:
                     async for out in outputs:
@@ -335,13 +338,13 @@ class ResponsesService:
                 async with aclosing(deadline.bound(job.loop.run(builder, calls))) as ended:  # runs them
                     async for out in ended:
                         yield out
-                if awaits_client(builder.response["output"][start:]) or reason != "tool_calls":
+                if awaits_client(builder.response.output[start:]) or reason != "tool_calls":
                     break
                 job.loop.turns += 1
                 # A forced tool_choice was for the first turn: later ones are free to answer.
                 later = job.request.model_copy(update={"tool_choice": None})
                 builder.freeform = None
-                so_far = builder.mcp.hosted.replayable(builder.response["output"])  # hosted calls with results
+                so_far = builder.mcp.hosted.replayable(builder.response.output)  # hosted calls with results
                 job.chat = await self._turn(later, job.tools, job.conversation + so_far,
                                             job.loop.chat_tools(), builder, input_paths(job.items))
                 job.turns.append(job.chat)
@@ -350,38 +353,38 @@ class ResponsesService:
                 yield out
             return
         if job.request.enable_response_messages:
-            builder.response.update(response_messages((job.turns or [job.chat])[0].request, builder.response["output"],
-                                                      offer(job.tools)[1]))
+            messages = response_messages((job.turns or [job.chat])[0].request, builder.response.output,
+                                         offer(job.tools)[1])
+            builder.response.input_messages, builder.response.output_messages = messages
         final = builder.finish(reason, response_usage(*(job.turns or [job.chat])))
         conversation = conversation_id(job.request)
         if conversation:  # before the client hears of the end, so its next response sees these items
-            output = [item for item in builder.response["output"] if item.get("type") in REPLAYED]
+            output = [item for item in builder.response.output if item.get("type") in REPLAYED]
             await self.store.add_conversation_items(conversation, with_status(job.items + output))
         yield final
 
     # -- read, follow, cancel, delete (the run registry's) -------------------------------------------
-    async def retrieve(self, response_id: str, tenant: Tenant = EVERYONE) -> dict[str, Any]:
+    async def retrieve(self, response_id: str, tenant: Tenant = EVERYONE) -> ResponseObject:
         return await self.runs.retrieve(response_id, tenant)
 
     def follow(self, response_id: str, starting_after: int | None,
                tenant: Tenant = EVERYONE) -> AsyncGenerator[dict[str, Any], None]:
         return self.runs.follow(response_id, starting_after, tenant)
 
-    async def cancel(self, response_id: str, tenant: Tenant = EVERYONE) -> dict[str, Any]:
+    async def cancel(self, response_id: str, tenant: Tenant = EVERYONE) -> ResponseObject:
         return await self.runs.cancel(response_id, tenant)
 
-    async def delete(self, response_id: str, tenant: Tenant = EVERYONE) -> dict[str, Any]:
+    async def delete(self, response_id: str, tenant: Tenant = EVERYONE) -> Deleted:
         return await self.runs.delete(response_id, tenant)
 
     async def input_items(self, response_id: str, after: str | None, limit: int, order: str,
-                          tenant: Tenant = EVERYONE) -> dict[str, Any]:
+                          tenant: Tenant = EVERYONE) -> ItemPage:
         await self.retrieve(response_id, tenant)
         try:
             items, has_more = await self.store.input_items(response_id, after=after, limit=limit, order=order)
         except StoreError as exc:
             raise InvalidRequest(str(exc), param="after") from exc
-        return {"object": "list", "data": items, "has_more": has_more,
-                "first_id": items[0]["id"] if items else None, "last_id": items[-1]["id"] if items else None}
+        return ItemPage.of(items, has_more, empty_id=None)
 
     # -- the conversation a request continues --------------------------------------------------------
     async def _ran_before(self, calls: list[dict[str, Any]], tenant: Tenant) -> dict[str, dict[str, Any]]:
@@ -419,28 +422,28 @@ class ResponsesService:
     async def _conversation(self, response_id: str, tenant: Tenant) -> list[dict[str, Any]]:
         """Every item of the conversation up to and including `response_id`'s output, oldest first (each
         response of the chain one `tenant` may see)."""
-        chain: list[dict[str, Any]] = []
+        chain: list[ResponseObject] = []
         current: str | None = response_id
         while current:
             if len(chain) >= MAX_HISTORY:
                 raise InvalidRequest("previous_response_id chain is too long", param="previous_response_id")
-            response = await self.store.get(current, tenant)
-            if response is None:
+            row = await self.store.get(current, tenant)
+            if row is None:
                 raise NotFound(f"Previous response with id '{current}' not found.", param="previous_response_id",
                                code="previous_response_not_found")
-            chain.append(response)
-            current = response.get("previous_response_id")
+            chain.append(ResponseObject.stored(row))
+            current = chain[-1].previous_response_id
         items: list[dict[str, Any]] = []
         for response in reversed(chain):
-            stored, _ = await self.store.input_items(response["id"], limit=10_000, order="asc")
-            items += stored + [item for item in response["output"] if item.get("type") in REPLAYED]
+            stored, _ = await self.store.input_items(response.id, limit=10_000, order="asc")
+            items += stored + [item for item in response.output if item.get("type") in REPLAYED]
         return items
 
 
 def conversation_after(job: ResponseJob) -> list[dict[str, Any]]:
     """What a later response continuing `job`'s reads: its history, its input, the output a later turn replays
     (as `_conversation` reads a stored one back)."""
-    return job.conversation + [item for item in job.builder.response["output"] if item.get("type") in REPLAYED]
+    return job.conversation + [item for item in job.builder.response.output if item.get("type") in REPLAYED]
 
 
 @dataclass(frozen=True)
@@ -457,11 +460,12 @@ class TenantResponses:
     def stream(self, job: ResponseJob, deadline: Deadline = NO_DEADLINE) -> AsyncGenerator[dict[str, Any], None]:
         return self.service.stream(job, deadline)
 
+    # The generation endpoint's contract (rostra/http/generation_endpoint.py) is the wire's: the object leaves here.
     async def complete(self, job: ResponseJob, deadline: Deadline = NO_DEADLINE) -> dict[str, Any]:
-        return await self.service.complete(job, deadline)
+        return (await self.service.complete(job, deadline)).wire()
 
     async def start_background(self, job: ResponseJob, scope: RequestScope) -> dict[str, Any]:
-        return await self.service.start_background(job, scope)
+        return (await self.service.start_background(job, scope)).wire()
 
     def follow(self, response_id: str, starting_after: int | None) -> AsyncGenerator[dict[str, Any], None]:
         return self.service.follow(response_id, starting_after, self.tenant)
@@ -478,36 +482,28 @@ def conversation_id(request: CreateResponseRequest) -> str | None:
 
 
 def base_response(request: CreateResponseRequest, tools: list[Tool],
-                  defaults: GenerationDefaults = GenerationDefaults()) -> dict[str, Any]:
+                  defaults: GenerationDefaults = GenerationDefaults()) -> ResponseObject:
     """The response object before any output; temperature and top_p are those in force."""
-    return {
-        "id": new_id("resp"), "object": "response", "created_at": int(time.time()), "status": "in_progress",
-        "completed_at": None, "error": None, "incomplete_details": None, "instructions": request.instructions,
-        "model": request.model, "output": [], "tools": [tool.echo() for tool in tools],
-        "parallel_tool_calls": request.parallel_tool_calls, "metadata": request.metadata or {},
-        "tool_choice": request.tool_choice or "auto",
-        "temperature": defaults.get("temperature", 1.0) if request.temperature is None else request.temperature,
-        "top_p": defaults.get("top_p", 1.0) if request.top_p is None else request.top_p,
-        "presence_penalty": _in_force(request.presence_penalty, defaults, "presence_penalty"),
-        "frequency_penalty": _in_force(request.frequency_penalty, defaults, "frequency_penalty"),
-        "top_logprobs": request.top_logprobs or 0,
-        # One tier here: "auto" is served by it, and a response names the tier that served it.
-        "service_tier": "default",
-        "safety_identifier": request.safety_identifier, "prompt_cache_key": request.prompt_cache_key,
-        "max_output_tokens": request.max_output_tokens, "max_tool_calls": request.max_tool_calls,
-        "previous_response_id": request.previous_response_id,
-        "reasoning": {"effort": request.reasoning.effort if request.reasoning else None,
-                      "summary": request.reasoning.summary if request.reasoning else None},
-        "store": request.store, "background": request.background, "truncation": request.truncation or "disabled",
-        "conversation": {"id": conversation_id(request)} if request.conversation else None,
-        "text": {"format": (request.text.format if request.text and request.text.format else {"type": "text"})},
-        "usage": None,  # set when it finishes
-        # Null unless given, as OpenAI's own response objects carry it (its API reference's examples) and Open
-        # Responses' schema requires it; OpenAI's OpenAPI file types it a string only (tests/spec.py reads it as
-        # OpenAI sends it).
-        "user": request.user,
-        **({"ignored_tools": ignored} if (ignored := ignored_tools(tools)) else {}),
-    }
+    reasoning = request.reasoning
+    return ResponseObject(
+        id=new_id("resp"), created_at=int(time.time()), status="in_progress", instructions=request.instructions,
+        model=request.model, output=[], tools=[tool.echo() for tool in tools],
+        parallel_tool_calls=request.parallel_tool_calls, metadata=request.metadata or {},
+        tool_choice=request.tool_choice or "auto",
+        temperature=defaults.get("temperature", 1.0) if request.temperature is None else request.temperature,
+        top_p=defaults.get("top_p", 1.0) if request.top_p is None else request.top_p,
+        presence_penalty=_in_force(request.presence_penalty, defaults, "presence_penalty"),
+        frequency_penalty=_in_force(request.frequency_penalty, defaults, "frequency_penalty"),
+        top_logprobs=request.top_logprobs or 0,
+        safety_identifier=request.safety_identifier, prompt_cache_key=request.prompt_cache_key,
+        max_output_tokens=request.max_output_tokens, max_tool_calls=request.max_tool_calls,
+        previous_response_id=request.previous_response_id,
+        reasoning=ReasoningEcho(effort=reasoning.effort if reasoning else None,
+                                summary=reasoning.summary if reasoning else None),
+        store=request.store, background=request.background, truncation=request.truncation or "disabled",
+        conversation=ConversationReference(id=conversation_id(request) or "") if request.conversation else None,
+        text={"format": (request.text.format if request.text and request.text.format else {"type": "text"})},
+        user=request.user, ignored_tools=ignored_tools(tools) or None)
 
 
 def _in_force(value: float | None, defaults: GenerationDefaults, name: str) -> float:
@@ -517,16 +513,18 @@ def _in_force(value: float | None, defaults: GenerationDefaults, name: str) -> f
     return float(defaults.get(name, 0.0))
 
 
-def response_usage(*turns: Job) -> dict[str, Any]:
+def response_usage(*turns: Job) -> ResponseUsage:
     """The usage of a response: all its model turns' (each turn reads its whole prompt again)."""
     usages = [job.stats.usage() for job in turns]
     input_tokens = sum(usage["prompt_tokens"] for usage in usages)
     output_tokens = sum(usage["completion_tokens"] for usage in usages)
-    return {"input_tokens": input_tokens,
-            "input_tokens_details": {"cached_tokens": sum(job.stats.cached_tokens for job in turns),
-                                     "cache_write_tokens": sum(job.stats.cache_write_tokens for job in turns)},
-            "output_tokens": output_tokens,
-            "output_tokens_details": {"reasoning_tokens": sum(job.stats.reasoning_tokens or 0 for job in turns)},
-            "total_tokens": input_tokens + output_tokens,
-            # rostra extension: the last turn's max_output_tokens, when it was cut to the room left in the context
-            **({"output_budget": usages[-1]["output_budget"]} if "output_budget" in usages[-1] else {})}
+    return ResponseUsage(
+        input_tokens=input_tokens,
+        input_tokens_details=InputTokensDetails(
+            cached_tokens=sum(job.stats.cached_tokens for job in turns),
+            cache_write_tokens=sum(job.stats.cache_write_tokens for job in turns)),
+        output_tokens=output_tokens,
+        output_tokens_details=OutputTokensDetails(
+            reasoning_tokens=sum(job.stats.reasoning_tokens or 0 for job in turns)),
+        total_tokens=input_tokens + output_tokens,
+        output_budget=OutputBudget.model_validate(budget) if (budget := usages[-1].get("output_budget")) else None)

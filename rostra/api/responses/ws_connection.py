@@ -26,8 +26,10 @@ from typing import Any
 
 from starlette.websockets import WebSocket
 
+from rostra.api.responses.response_object import ResponseObject
 from rostra.api.responses.service import ResponseJob, ResponsesService, conversation_after
-from rostra.api.responses.ws_events import CreateEvent, EventWriter, client_event, create_event, steer_input
+from rostra.api.responses.ws_events import CreateEvent, EventWriter, SocketEvent, client_event, create_event, steer_input
+from rostra.api.responses.wire import ResponseUsage
 from rostra.api.responses.ws_steering import Refusal, Steering
 from rostra.errors import APIError, InvalidRequest, ServerError, TooManyRequests
 from rostra.http.context import server_context
@@ -44,8 +46,6 @@ CACHED_RESPONSES = 64  # conversations a connection keeps for continuation, most
 MAX_LANES = 32  # named lanes (stream_id) on one connection, as OpenAI allows; the default lane does not count
 MAX_QUEUED = 64  # creates waiting on one lane
 STEER_FIELDS = {"type", "previous_response_id", "input"}
-NO_USAGE = {"input_tokens": 0, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-            "output_tokens": 0, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 0}
 
 
 @dataclass
@@ -94,9 +94,11 @@ class ResponsesSocket:
             log.warning("WebSocket client event refused: %s", exc.message)
             await self.send(self.writer.error(exc, lane))
 
-    async def send(self, event: dict[str, Any]) -> None:
+    async def send(self, event: dict[str, Any] | SocketEvent) -> None:
+        """`event`: one of a response's stream (JSON already, as SSE sends it) or the connection's own."""
+        wire = event.wire() if isinstance(event, SocketEvent) else event
         async with self._sending:  # lanes send side by side: one whole message at a time
-            await self.websocket.send_text(json_bytes(event).decode())
+            await self.websocket.send_text(json_bytes(wire).decode())
 
     def _queue(self, create: CreateEvent) -> None:
         queue = self.lanes.get(create.stream_id)
@@ -145,7 +147,7 @@ class ResponsesSocket:
             await self.send(event)
         return successor
 
-    async def _respond(self, create: CreateEvent, scope: RequestScope) -> dict[str, Any]:
+    async def _respond(self, create: CreateEvent, scope: RequestScope) -> ResponseObject:
         check_generative(scope.bundle.engine.capabilities(), create.request.model)
         known = {response_id: cached.conversation for response_id, cached in self.cache.items()}
         # Inside the request's scope and deadline, as on HTTP (the socket's transport cancels a turn whose
@@ -162,22 +164,22 @@ class ResponsesSocket:
         self._settle(job, create)
         return job.builder.response
 
-    def _on_wire(self, event: dict[str, Any], job: ResponseJob, lane: str | None) -> dict[str, Any]:
+    def _on_wire(self, event: dict[str, Any], job: ResponseJob, lane: str | None) -> dict[str, Any] | SocketEvent:
         if event["type"] == "error":  # SSE's flat error event, in the WebSocket's shape
             error = job.builder.error or ServerError(str(event.get("message")))
             return self.writer.error(error, lane, event.get("sequence_number"))
         return self.writer.on_lane(event, lane)
 
-    async def _warm_up(self, job: ResponseJob, create: CreateEvent) -> dict[str, Any]:
+    async def _warm_up(self, job: ResponseJob, create: CreateEvent) -> ResponseObject:
         """`generate: false`: the request prepared (validated, its history read) and answered as a completed
         response without output, which a later turn continues with its new input."""
         await job.close()
         builder = job.builder
         events = [builder.lifecycle("response.created")]
-        builder.response["status"] = "in_progress"
-        events += [builder.lifecycle("response.in_progress"), builder.finish("stop", dict(NO_USAGE))]
+        builder.response.status = "in_progress"
+        events += [builder.lifecycle("response.in_progress"), builder.finish("stop", ResponseUsage.nothing())]
         if job.request.store:
-            await self.service.store.create(builder.response, job.items, tenant=job.tenant.key)
+            await self.service.store.create(builder.response.wire(), job.items, tenant=job.tenant.key)
         for event in events:
             await self.send(self.writer.on_lane(event, create.stream_id))
         self._settle(job, create)
@@ -186,7 +188,7 @@ class ResponsesSocket:
     # -- the connection-local cache ------------------------------------------------------------------------
     def _settle(self, job: ResponseJob, create: CreateEvent) -> None:
         """A response that can be continued is cached; one that failed evicts the parent it continued."""
-        if job.builder.response["status"] in ("completed", "incomplete"):
+        if job.builder.response.status in ("completed", "incomplete"):
             self.cache[job.id] = Cached(conversation_after(job), create.stream_id)
             while len(self.cache) > CACHED_RESPONSES:
                 self.cache.popitem(last=False)

@@ -13,12 +13,13 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from starlette.requests import HTTPConnection
 
 from rostra.api.responses.models import CreateResponseRequest
+from rostra.api.responses.wire import WireObject
 from rostra.errors import APIError, InvalidRequest
 from rostra.http.request_body import parse_json
 from rostra.http.sse import json_bytes
@@ -101,6 +102,70 @@ def steer_input(value: Any) -> list[dict[str, Any]]:
     return [{"type": "message", **item} for item in value]
 
 
+class SocketEvent(WireObject):
+    """An event of the connection's own (not one of a response's stream, which are sent as the SSE stream has
+    them): `sequence_number` in the connection's sequence (an error of a response's stream: in that one), and
+    `stream_id` when its lane has a name."""
+
+    type: str
+    sequence_number: int | None = None
+    stream_id: str | None = None
+    absent_unless_set = ("sequence_number", "stream_id")
+
+
+class SocketError(WireObject):
+    type: str
+    code: str | None
+    message: str
+    param: str | None = None
+    headers: dict[str, str] | None = None  # what an HTTP answer would carry in its headers (a 429's Retry-After)
+    absent_unless_set = ("headers",)
+
+
+class ErrorEvent(SocketEvent):
+    """The WebSocket's `error` event: an HTTP status and an error object (SSE's `error` event is flat)."""
+
+    type: Literal["error"] = "error"
+    status: int
+    error: SocketError
+
+
+class SteerReference(WireObject):
+    id: str | None = None  # (a refused steer has none)
+    previous_response_id: str  # the response it steers
+    absent_unless_set = ("id",)
+
+
+class FailedSteer(SteerReference):
+    input: Any  # what the client sent, as sent
+
+
+class SteerAccepted(SocketEvent):
+    type: Literal["response.steer.accepted"] = "response.steer.accepted"
+    steer: SteerReference
+
+
+class SteerPending(SocketEvent):
+    """Accepted, but the response it steers ended waiting for the client's tool results: it goes with them."""
+
+    type: Literal["response.steer.pending"] = "response.steer.pending"
+    reason: Literal["waiting_for_required_input"] = "waiting_for_required_input"
+    required_input: list[dict[str, Any]]
+    steer: SteerReference
+
+
+class SteerError(WireObject):
+    type: str = "invalid_request_error"
+    code: str
+    message: str
+
+
+class SteerFailed(SocketEvent):
+    type: Literal["response.steer.failed"] = "response.steer.failed"
+    error: SteerError
+    steer: FailedSteer
+
+
 class EventWriter:
     """The connection's own events (errors before a response exists, steering) and the lane's `stream_id` on
     every event; connection events are numbered in their own sequence."""
@@ -112,29 +177,24 @@ class EventWriter:
     def on_lane(event: dict[str, Any], stream_id: str | None) -> dict[str, Any]:
         return {**event, "stream_id": stream_id} if stream_id is not None else event
 
-    def error(self, error: APIError, stream_id: str | None = None,
-              sequence_number: int | None = None) -> dict[str, Any]:
-        event: dict[str, Any] = {
-            "type": "error", "status": error.status_code,
-            "error": {"type": error.error_type, "code": error.code, "message": error.message, "param": error.param}}
-        if error.headers:  # what an HTTP answer would carry in its headers (a 429's Retry-After)
-            event["error"]["headers"] = dict(error.headers)
-        if sequence_number is not None:  # an error of a response's stream, numbered in it
-            event["sequence_number"] = sequence_number
-        return self.on_lane(event, stream_id)
+    @staticmethod
+    def error(error: APIError, stream_id: str | None = None, sequence_number: int | None = None) -> ErrorEvent:
+        """`sequence_number`: an error of a response's stream, numbered in it."""
+        details = SocketError(type=error.error_type, code=error.code, message=error.message, param=error.param,
+                              headers=dict(error.headers) if error.headers else None)
+        return ErrorEvent(status=error.status_code, error=details, sequence_number=sequence_number,
+                          stream_id=stream_id)
 
-    def steer_accepted(self, steer: Steer, stream_id: str | None) -> dict[str, Any]:
-        return self.on_lane({"type": "response.steer.accepted", "sequence_number": next(self._numbers),
-                             "steer": {"id": steer.id, "previous_response_id": steer.target}}, stream_id)
+    def steer_accepted(self, steer: Steer, stream_id: str | None) -> SteerAccepted:
+        return SteerAccepted(sequence_number=next(self._numbers), stream_id=stream_id,
+                             steer=SteerReference(id=steer.id, previous_response_id=steer.target))
 
-    def steer_pending(self, steer: Steer, required: list[dict[str, Any]], stream_id: str | None) -> dict[str, Any]:
-        return self.on_lane({"type": "response.steer.pending", "sequence_number": next(self._numbers),
-                             "reason": "waiting_for_required_input", "required_input": required,
-                             "steer": {"id": steer.id, "previous_response_id": steer.target}}, stream_id)
+    def steer_pending(self, steer: Steer, required: list[dict[str, Any]], stream_id: str | None) -> SteerPending:
+        return SteerPending(sequence_number=next(self._numbers), stream_id=stream_id, required_input=required,
+                            steer=SteerReference(id=steer.id, previous_response_id=steer.target))
 
     def steer_failed(self, code: str, message: str, target: str, steer_input: Any, steer_id: str | None = None,
-                     stream_id: str | None = None) -> dict[str, Any]:
-        steer = {"input": steer_input, "previous_response_id": target, **({"id": steer_id} if steer_id else {})}
-        return self.on_lane({"type": "response.steer.failed", "sequence_number": next(self._numbers),
-                             "error": {"type": "invalid_request_error", "code": code, "message": message},
-                             "steer": steer}, stream_id)
+                     stream_id: str | None = None) -> SteerFailed:
+        return SteerFailed(sequence_number=next(self._numbers), stream_id=stream_id,
+                           error=SteerError(code=code, message=message),
+                           steer=FailedSteer(input=steer_input, previous_response_id=target, id=steer_id or None))

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rostra.api.responses.objects import new_id
-from rostra.api.responses.ws_events import CreateEvent, EventWriter, Steer
+from rostra.api.responses.response_object import ResponseObject
+from rostra.api.responses.ws_events import CreateEvent, EventWriter, SocketEvent, Steer, SteerFailed
 
 MAX_PENDING_STEERS = 16  # steering submissions queued for one response at most (too_many_pending_steers)
 REMEMBERED = 256  # responses that ended here, remembered to tell `response_already_completed` from not found
@@ -74,22 +75,22 @@ class Steering:
         running.steers.append(steer)
         return steer
 
-    def finished(self, response: dict[str, Any]) -> tuple[list[dict[str, Any]], CreateEvent | None]:
+    def finished(self, response: ResponseObject) -> tuple[list[SocketEvent], CreateEvent | None]:
         """When a response that ran here ended: the steering events to send, and its automatic successor."""
-        running = self.running.pop(response["id"], None)
-        self._remember(response["id"])
+        running = self.running.pop(response.id, None)
+        self._remember(response.id)
         if running is None or not running.steers:
             return [], None
         lane, steers = running.create.stream_id, running.steers
-        if response["status"] not in ("completed", "incomplete"):
-            return [self.failed(steer, "successor_creation_failed", f"the response ended {response['status']}",
+        if response.status not in ("completed", "incomplete"):
+            return [self.failed(steer, "successor_creation_failed", f"the response ended {response.status}",
                                 lane) for steer in steers], None
-        required = required_input(response["output"])
+        required = required_input(response.output)
         if required:
-            self.waiting[response["id"]] = steers
+            self.waiting[response.id] = steers
             return [self.writer.steer_pending(steer, required, lane) for steer in steers], None
         inputs = [item for steer in steers for item in steer.input]
-        request = running.create.request.model_copy(update={"input": inputs, "previous_response_id": response["id"],
+        request = running.create.request.model_copy(update={"input": inputs, "previous_response_id": response.id,
                                                             "tool_choice": None})
         return [], CreateEvent(request, lane, True, steers)
 
@@ -104,7 +105,7 @@ class Steering:
         return CreateEvent(create.request.model_copy(update={"input": inputs}), create.stream_id, create.generate,
                            steers)
 
-    def failed(self, steer: Steer, code: str, message: str, lane: str | None) -> dict[str, Any]:
+    def failed(self, steer: Steer, code: str, message: str, lane: str | None) -> SteerFailed:
         return self.writer.steer_failed(code, message, steer.target, steer.input, steer.id, lane)
 
     def _remember(self, response_id: str) -> None:

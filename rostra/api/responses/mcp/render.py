@@ -20,11 +20,12 @@ from typing import Any, Protocol
 from rostra.api.responses.builtin_render import HOSTED_ITEM_TYPES, HostedRenderer
 from rostra.api.responses.objects import new_id, snapshot
 from rostra.api.responses.mcp.client import CallResult
+from rostra.api.responses.response_object import ResponseObject
 from rostra.parsing.events import ToolCallStart
 
 
 class OutputWriter(Protocol):
-    response: dict[str, Any]
+    response: ResponseObject
 
     def event(self, kind: str, **fields: Any) -> dict[str, Any]: ...
 
@@ -88,11 +89,11 @@ class McpRenderer:
         if item["type"] == "mcp_approval_request":
             if status != "completed":  # cut off before its arguments were whole: never sent
                 return []
-            writer.response["output"].append(item)
+            writer.response.output.append(item)
             index = writer.index()
             return [writer.event("response.output_item.added", output_index=index, item=dict(item)),
                     writer.event("response.output_item.done", output_index=index, item=dict(item))]
-        index = writer.response["output"].index(item)
+        index = writer.response.output.index(item)
         out = [writer.event("response.mcp_call_arguments.done", item_id=item["id"], output_index=index,
                             arguments=item["arguments"])]
         if status == "completed":
@@ -107,7 +108,7 @@ class McpRenderer:
             return self.hosted.call_done(item, result)
         item["output"], item["error"] = result.output, result.error
         item["status"] = "failed" if result.error else "completed"
-        index = self.writer.response["output"].index(item)
+        index = self.writer.response.output.index(item)
         kind = "response.mcp_call.failed" if result.error else "response.mcp_call.completed"
         return [self.writer.event(kind, item_id=item["id"], output_index=index),
                 self.writer.event("response.output_item.done", output_index=index, item=snapshot(item))]
@@ -115,7 +116,7 @@ class McpRenderer:
     def whole_item(self, item: dict[str, Any]) -> list[dict[str, Any]]:
         """An item complete before the model runs (a listing, an approved call), as its events."""
         writer = self.writer
-        writer.response["output"].append(item)
+        writer.response.output.append(item)
         index, item_id = writer.index(), item["id"]
         if item["type"] == "mcp_list_tools":
             kind = "failed" if item.get("error") else "completed"
