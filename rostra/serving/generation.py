@@ -23,8 +23,8 @@ from rostra.guided.constraints import Constraint
 from rostra.parsing.events import Event, Finish, Text
 from rostra.parsing.parser import ChoicePipeline
 from rostra.protocol.chat import ChatCompletionRequest
-from rostra.protocol.common import SamplingFields
 from rostra.protocol.completions import CompletionRequest
+from rostra.sampling import Sampling
 from rostra.serving.deadline import NO_DEADLINE, Deadline
 from rostra.turn import OutputOptions, Turn
 
@@ -337,7 +337,7 @@ def completion_budget(prompt_tokens: int, requested: int | None, defaults: Gener
     return budget
 
 
-def sampling_params(request: SamplingFields, max_tokens: int, top_logprobs: int | None,
+def sampling_params(request: Sampling, max_tokens: int, top_logprobs: int | None,
                     constraint: Constraint | None = None,
                     defaults: GenerationDefaults = GenerationDefaults(), **extensions: Any) -> SamplingParams:
     """What the request sets; for what it leaves out, the server's generation defaults (the model's

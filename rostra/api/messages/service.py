@@ -20,7 +20,7 @@ from rostra.api.messages.models import MessagesRequest, MessagesRequestFields
 from rostra.api.messages.stream import MessageOptions, MessageStream, new_id
 from rostra.errors import APIError, InvalidRequest, ServerError
 from rostra.guided.constraints import schema_constraint
-from rostra.protocol.common import INT32_MAX, SamplingFields
+from rostra.sampling import INT32_MAX, Sampling
 from rostra.serving.chat import ChatService
 from rostra.serving.deadline import NO_DEADLINE, Deadline
 from rostra.serving.generation import Job, OverChatJob, folded, rendered
@@ -116,18 +116,18 @@ def _no_parallel(request: MessagesRequestFields) -> bool:
     return request.tool_choice is not None and bool(request.tool_choice.disable_parallel_tool_use)
 
 
-def _sampling(request: MessagesRequestFields) -> SamplingFields:
-    """Messages' sampling fields in the pipeline's vocabulary (already checked by the Messages model)."""
+# The turn's sampling fields a Messages request spells otherwise (the rest it names as the turn does).
+MESSAGES_NAMES = {"stop": "stop_sequences"}
+
+
+def _sampling(request: MessagesRequestFields) -> Sampling:
+    """Messages' sampling in the turn's type, checked under Messages' own names."""
     if not isinstance(request, MessagesRequest):
-        return SamplingFields.model_construct(model=request.model)
-    if request.top_p == 0:  # (Anthropic's range starts at 0; sampling from no token at all is no sampling)
-        raise InvalidRequest("top_p: must be greater than 0", param="top_p")
-    for name, value in (("max_tokens", request.max_tokens), ("top_k", request.top_k)):
-        if value is not None and value > INT32_MAX:  # engines read them as 32-bit integers
-            raise InvalidRequest(f"{name}: must be at most {INT32_MAX}", param=name)
-    fields: dict[str, Any] = {"model": request.model, "temperature": request.temperature, "top_p": request.top_p,
-                              "top_k": request.top_k, "stop": request.stop_sequences}
-    return SamplingFields.model_construct(**{name: value for name, value in fields.items() if value is not None})
+        return Sampling()
+    if request.max_tokens is not None and request.max_tokens > INT32_MAX:  # engines read it as a 32-bit integer
+        raise InvalidRequest(f"max_tokens: must be at most {INT32_MAX}", param="max_tokens")
+    return Sampling(temperature=request.temperature, top_p=request.top_p, top_k=request.top_k,
+                    stop=tuple(request.stop_sequences or ())).checked(MESSAGES_NAMES)
 
 
 # Anthropic's tool_choice types as the turn's.
