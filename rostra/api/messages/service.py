@@ -19,7 +19,7 @@ from rostra.api.messages.history import turn_messages, turn_tools
 from rostra.api.messages.models import MessagesRequest, MessagesRequestFields
 from rostra.api.messages.stream import MessageOptions, MessageStream, new_id
 from rostra.errors import APIError, InvalidRequest, ServerError
-from rostra.guided.constraints import schema_constraint
+from rostra.guided.constraints import Constraint, schema_constraint
 from rostra.sampling import INT32_MAX, Sampling
 from rostra.serving.chat import ChatService
 from rostra.serving.deadline import NO_DEADLINE, Deadline
@@ -68,8 +68,7 @@ class MessagesService:
         choice = _tool_choice(request, bool(tools), thinking)
         variables = {} if request.thinking is None else {"enable_thinking": thinking, "thinking": thinking}
         continues = messages[-1].role == "assistant"  # a prefilled answer: the model continues it
-        output_format = _output_format(request)
-        constraint = None if output_format is None else schema_constraint(output_format, "output_config.format.schema")
+        constraint = _output_constraint(request)
         generating = request if isinstance(request, MessagesRequest) else None  # (count_tokens: no budget)
         session = generating.metadata.user_id if generating and generating.metadata is not None else None
         return Turn(model=request.model, messages=messages, sampling=_sampling(request), tools=tools,
@@ -134,7 +133,11 @@ def _sampling(request: MessagesRequestFields) -> Sampling:
 MODES: dict[str, ToolChoiceKind] = {"auto": "auto", "any": "required", "none": "none"}
 
 
-def _output_format(request: MessagesRequestFields) -> dict[str, Any] | None:
-    """Structured outputs (`output_config.format`, or the older `output_format`): the JSON schema, if any."""
-    spec = (request.output_config.format if request.output_config else None) or request.output_format
-    return spec.schema_ if spec is not None else None
+def _output_constraint(request: MessagesRequestFields) -> Constraint | None:
+    """Structured outputs (`output_config.format`, or the beta's older `output_format`): the JSON schema the answer
+    must match, checked under the name the client used."""
+    if request.output_config is not None and request.output_config.format is not None:
+        return schema_constraint(request.output_config.format.schema_, "output_config.format.schema")
+    if request.output_format is not None:
+        return schema_constraint(request.output_format.schema_, "output_format.schema")
+    return None
