@@ -25,7 +25,6 @@ from rostra.api.batches.objects import LineError, answered_line, file_object, re
 from rostra.store.batch_objects import Batch, BatchError, BatchErrors, FinalStatus
 from rostra.store.batch_store import BatchStore, ChunkClaim, LineResult, PendingLine, WorkFilter
 from rostra.store.blobs import Blobs, lines_of, rechunked
-from rostra.store.tables import dumps
 
 log = logging.getLogger("rostra.batches")
 T = TypeVar("T")
@@ -251,7 +250,7 @@ class BatchWorker:
             log.exception("batch %s line %d failed", claim.batch.id, line.number)
             status, body = 500, {"error": {"message": f"internal error: {type(exc).__name__}", "type": "server_error",
                                            "param": None, "code": None}}
-        result = dumps(answered_line(line.custom_id, status, request_id, body))
+        result = answered_line(line.custom_id, status, request_id, body).jsonl()
         if not await self.store.record_line(claim.batch.id, claim.chunk, self.owner, line.number, result,
                                             failed=not 200 <= status < 300):
             log.warning("batch %s line %d: answered after its chunk was taken over; not written",
@@ -270,7 +269,7 @@ class BatchWorker:
 
 async def _result_lines(rows: AsyncIterator[LineResult], unanswered: LineError) -> AsyncIterator[bytes]:
     async for row in rows:
-        yield (row.result if row.result is not None else dumps(refused_line(row.custom_id, unanswered))).encode()
+        yield (row.result if row.result is not None else refused_line(row.custom_id, unanswered).jsonl()).encode()
 
 
 async def _input_lines(blobs: Blobs, file_id: str) -> AsyncGenerator[bytes, None]:
