@@ -7,9 +7,9 @@ part, a tool's schema, the tool choice, the output budget) carries the parameter
 400 names `messages[0].content[1]` on Chat, a block's path on Messages and `input[1].content[0]` on
 Responses without being translated afterwards.
 
-Sampling stays in OpenAI's and vLLM's vocabulary (`SamplingFields`, which Chat requests are): Messages and
-Responses fill the few fields they have (temperature, top_p, top_k, stop) and leave vLLM's extensions at
-their defaults.
+Sampling is a type of its own (rostra/sampling.py), in no API's wire vocabulary: each API builds it from its own
+parameters and checks it under their names (Messages' `stop_sequences` is the turn's `stop`), leaving what it
+lacks (vLLM's extensions, mostly) at the defaults.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Union
 
 from rostra.guided.constraints import Constraint
-from rostra.protocol.common import SamplingFields
+from rostra.sampling import Sampling
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ class Turn:
 
     model: str
     messages: tuple[TurnMessage, ...]
-    sampling: SamplingFields  # sampling, stop, n, echo and vLLM's extensions
+    sampling: Sampling  # sampling, stop, n, echo and vLLM's extensions
     tools: tuple[FunctionTool, ...] = ()
     tool_choice: ToolChoice = ToolChoice()
     parallel_tool_calls: bool | None = None
@@ -181,3 +181,4 @@ class Turn:
     top_logprobs: int | None = None
     output: OutputOptions = OutputOptions()
     request_id: str | None = None  # the client's name for the request (vLLM's request_id, X-Request-Id)
+    user: str | None = None  # the end user the client names (OpenAI's `user`): passed on to an upstream

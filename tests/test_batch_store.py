@@ -5,6 +5,7 @@ chunk leases with owner-checked writes, a line written once, takeover after a le
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import tracemalloc
 from collections.abc import AsyncIterator
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from rostra.api.batches.routes import present
 from rostra.errors import PayloadTooLarge
 from rostra.store.base import StoreError
 from rostra.store.batch_postgres import PostgresBatchStore, PostgresBlobs
@@ -405,8 +407,23 @@ def test_stored_objects_are_frozen_typed_and_read_rows_written_before_them():
            '"model": "m", "output_expires_after": {"anchor": "created_at", "seconds": 3600}}')
     old = Batch.model_validate_json(row)
     assert old.output_expires_after == 3600 and old.request_counts.failed == 1
-    assert "output_expires_after" not in old.wire() and old.wire()["metadata"] == {"k": "v"}
+    shown = json.loads(present(old).body)
+    assert "output_expires_after" not in shown and shown["metadata"] == {"k": "v"} and "errors" not in shown
     assert Batch.model_validate_json(old.stored()) == old
     with pytest.raises(ValueError):
         old.status = "cancelled"  # type: ignore[misc]
-    assert file("file-x").wire()["object"] == "file"
+    assert json.loads(present(file("file-x")).body)["object"] == "file"
+
+
+def test_output_lines_are_typed_and_written_as_openai_writes_them():
+    """A line of the output file holds `response` and a null `error`; one never run, the other way round (OpenAI's
+    batch output format, as its SDK's BatchRequestOutput types it)."""
+    from rostra.api.batches.objects import LineError, answered_line, refused_line
+
+    answered = json.loads(answered_line("c1", 200, "req-1", {"object": "chat.completion"}).jsonl())
+    assert list(answered) == ["id", "custom_id", "response", "error"] and answered["error"] is None
+    assert answered["response"] == {"status_code": 200, "request_id": "req-1", "body": {"object": "chat.completion"}}
+    refused = json.loads(refused_line(None, LineError("invalid_json", "line 3 is not JSON")).jsonl())
+    assert refused["response"] is None and refused["custom_id"] is None
+    assert refused["error"] == {"code": "invalid_json", "message": "line 3 is not JSON"}
+    assert answered["id"].startswith("batch_req_") and answered["id"] != refused["id"]

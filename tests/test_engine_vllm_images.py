@@ -112,7 +112,7 @@ def test_mm_processor_kwargs_need_the_operators_trust():
 
     engine = VllmEngine.__new__(VllmEngine)  # the class's declarations, no model loaded
     request = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "x"}],
-                                    mm_processor_kwargs={"do_image_splitting": False})
+                                    mm_processor_kwargs={"do_image_splitting": False}).sampling()
     with pytest.raises(InvalidRequest, match="--trust-request-mm-kwargs") as refused:
         prompt_extensions(engine, request)
     assert refused.value.param == "mm_processor_kwargs"

@@ -40,6 +40,9 @@ CASES = [
     ("/v1/messages", {"max_tokens": 8, "messages": [user("hi")],
                       "output_config": {"format": {"type": "json_schema", "schema": SCHEMA_TYPE_IS_WRONG}}},
      "output_config.format.schema"),
+    # (the structured-outputs beta's older name for output_config.format: its own path, not the newer one's)
+    ("/v1/messages", {"max_tokens": 8, "messages": [user("hi")],
+                      "output_format": {"type": "json_schema", "schema": SCHEMA_TYPE_IS_WRONG}}, "output_format.schema"),
     ("/v1/responses", {"input": "hi", "text": {"format": {"type": "json_schema", "name": "x",
                                                           "schema": SCHEMA_TYPE_IS_WRONG}}}, "text.format.schema"),
     # An image where none may stand: the part's own path.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from types import MappingProxyType
 from typing import Annotated, Any
 
 from pydantic import Field, field_validator
@@ -10,11 +11,11 @@ from pydantic import Field, field_validator
 from rostra.errors import InvalidRequest
 from rostra.protocol.seeds import SeedFields
 from rostra.protocol.strict import RequestModel, StrictModel
+from rostra.sampling import INT32_MAX, MAX_N, MAX_STOP_STRINGS, Sampling
 
-MAX_N = 128
-INT32_MAX = 2**31 - 1  # top_k and the like: engines read them as 32-bit integers
+__all__ = ["INT32_MAX", "MAX_N", "MAX_STOP_STRINGS"]  # where Chat's and Completions' bounds are read
+
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-MAX_STOP_STRINGS = 16
 MAX_TOP_LOGPROBS = 20
 
 
@@ -101,6 +102,24 @@ class SamplingFields(RequestModel, SeedFields):
             if not _TOKEN_ID.fullmatch(key):
                 raise ValueError(f"logit_bias keys must be token ids, got {key[:20]!r}")
         return value
+
+    def sampling(self) -> Sampling:
+        """The turn's sampling (rostra/sampling.py) this request asks for, under Chat's and Completions' names
+        (the model checked the ranges already)."""
+        return Sampling(
+            n=self.n, temperature=self.temperature, top_p=self.top_p, top_k=self.top_k, min_p=self.min_p,
+            seed=self.seed, presence_penalty=self.presence_penalty, frequency_penalty=self.frequency_penalty,
+            repetition_penalty=self.repetition_penalty,
+            logit_bias=MappingProxyType({int(key): bias for key, bias in (self.logit_bias or {}).items()}),
+            ignore_eos=self.ignore_eos, stop=tuple(self.stop_strings()),
+            stop_token_ids=tuple(self.stop_token_ids or ()), echo=self.echo, min_tokens=self.min_tokens,
+            include_stop_str_in_output=self.include_stop_str_in_output, skip_special_tokens=self.skip_special_tokens,
+            bad_words=tuple(self.bad_words or ()),
+            allowed_token_ids=None if self.allowed_token_ids is None else tuple(self.allowed_token_ids),
+            return_token_ids=self.return_token_ids, truncate_prompt_tokens=self.truncate_prompt_tokens,
+            prompt_logprobs=self.prompt_logprobs, priority=self.priority, cache_salt=self.cache_salt,
+            mm_processor_kwargs=self.mm_processor_kwargs, samplers=self.native_samplers(), tfs=self.tfs,
+            top_a=self.top_a)
 
     def stop_strings(self) -> list[str]:
         if self.stop is None:

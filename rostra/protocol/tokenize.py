@@ -1,4 +1,4 @@
-"""/tokenize and /detokenize (vLLM's request shapes)."""
+"""/tokenize and /detokenize (vLLM's request and response shapes)."""
 
 from __future__ import annotations
 
@@ -20,3 +20,15 @@ class DetokenizeRequest(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)
     model: str | None = None
     tokens: list[int]
+
+
+class TokenizeResponse(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    count: int
+    max_model_len: int
+    tokens: list[int]
+
+
+class DetokenizeResponse(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    prompt: str

@@ -19,7 +19,6 @@ from rostra.api.batches.lines import checked_lines
 from rostra.api.batches.objects import ENDPOINTS, answered_line
 from rostra.config import Settings
 from rostra.store.batch_store import BatchLine
-from rostra.store.tables import dumps
 
 
 def first_url(path: Path) -> str:
@@ -53,7 +52,7 @@ async def answer_all(settings: Settings, lines: list[BatchLine], endpoint: str) 
             async with slots:
                 request_id = "req_" + secrets.token_hex(12)
                 answer = await run_line(lines_app, endpoint, line.request.encode(), None, request_id, None)
-            results[index] = dumps(answered_line(line.custom_id or "", answer.status_code, request_id, answer.body))
+            results[index] = answered_line(line.custom_id or "", answer.status_code, request_id, answer.body).jsonl()
         progress.update(1)
 
     async with app.router.lifespan_context(app):

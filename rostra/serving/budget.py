@@ -10,7 +10,7 @@ from rostra.core import SamplingParams
 from rostra.errors import InvalidRequest
 from rostra.generation_defaults import GenerationDefaults
 from rostra.guided.constraints import Constraint
-from rostra.protocol.common import SamplingFields
+from rostra.sampling import Sampling
 
 log = logging.getLogger("rostra.serving")
 
@@ -53,7 +53,7 @@ def completion_budget(prompt_tokens: int, requested: int | None, defaults: Gener
     return budget
 
 
-def sampling_params(request: SamplingFields, max_tokens: int, top_logprobs: int | None,
+def sampling_params(request: Sampling, max_tokens: int, top_logprobs: int | None,
                     constraint: Constraint | None = None,
                     defaults: GenerationDefaults = GenerationDefaults(), **extensions: Any) -> SamplingParams:
     """What the request sets; for what it leaves out, the server's generation defaults (the model's

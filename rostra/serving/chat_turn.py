@@ -46,7 +46,7 @@ def response_role(request: ChatCompletionRequest, configured: str = "assistant")
 def chat_turn(request: ChatCompletionRequest, role: str = "assistant") -> Turn:
     asked = request.max_completion_tokens or request.max_tokens
     return Turn(
-        model=request.model, sampling=request,
+        model=request.model, sampling=request.sampling(),
         messages=tuple(chat_message(message, f"messages[{index}]") for index, message in enumerate(request.messages)),
         tools=chat_tools(request.tools), tool_choice=chat_tool_choice(request.tool_choice),
         parallel_tool_calls=request.parallel_tool_calls,

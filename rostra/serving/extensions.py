@@ -8,22 +8,21 @@ truncate_prompt_tokens cuts the prompt before it is checked against the context.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Collection
+from typing import Any, Callable, Collection, Sequence
 
 from rostra.engines.base import Engine
 from rostra.core import TokenStep
 from rostra.errors import InvalidRequest
 from rostra.parsing.decoder import Decoder
-from rostra.protocol.common import SamplingFields
 from rostra.protocol.logprobs import wire_logprob
+from rostra.sampling import Sampling
 
 
-async def engine_extensions(engine: Engine, request: SamplingFields, model: str | None = None) -> dict[str, Any]:
+async def engine_extensions(engine: Engine, request: Sampling, model: str | None = None) -> dict[str, Any]:
     """SamplingParams keywords for the sampling-side extensions (and the LoRA adapter `model` names, if one)."""
-    extensions: dict[str, Any] = {"min_tokens": request.min_tokens,
-                                  "stop_token_ids": tuple(request.stop_token_ids or ()),
+    extensions: dict[str, Any] = {"min_tokens": request.min_tokens, "stop_token_ids": request.stop_token_ids,
                                   "prompt_logprobs": request.prompt_logprobs,
-                                  "samplers": request.native_samplers(), "priority": request.priority,
+                                  "samplers": request.samplers, "priority": request.priority,
                                   "tfs": 1.0 if request.tfs is None else request.tfs, "top_a": request.top_a or 0.0}
     if model is not None and model in engine.adapters:
         extensions["adapter"] = model
@@ -33,12 +32,12 @@ async def engine_extensions(engine: Engine, request: SamplingFields, model: str 
                                  param="allowed_token_ids")
         extensions["allowed_token_ids"] = tuple(sorted(set(request.allowed_token_ids)))
     if request.bad_words:
-        extensions["bad_words"] = tuple(request.bad_words)
+        extensions["bad_words"] = request.bad_words
         extensions["bad_words_ids"] = await bad_words_ids(engine, request.bad_words)
     return extensions
 
 
-async def bad_words_ids(engine: Engine, words: list[str]) -> tuple[tuple[int, ...], ...]:
+async def bad_words_ids(engine: Engine, words: Sequence[str]) -> tuple[tuple[int, ...], ...]:
     """Each word's tokenizations, alone and after a space (as it appears mid-text), without duplicates."""
     sequences: dict[tuple[int, ...], None] = {}
     for word in words:
@@ -49,7 +48,7 @@ async def bad_words_ids(engine: Engine, words: list[str]) -> tuple[tuple[int, ..
     return tuple(sequences)
 
 
-def prompt_extensions(engine: Engine, request: SamplingFields) -> dict[str, Any]:
+def prompt_extensions(engine: Engine, request: Sampling) -> dict[str, Any]:
     """Prompt keywords: the prefix-cache salt, and the multimodal processor's options where the engine takes them
     (empty ones change nothing anywhere)."""
     if request.mm_processor_kwargs and not engine.takes_mm_processor_kwargs:
@@ -59,7 +58,8 @@ def prompt_extensions(engine: Engine, request: SamplingFields) -> dict[str, Any]
         raise InvalidRequest("mm_processor_kwargs are off: they change how much work and memory an image costs; "
                              "the server's operator turns them on with --trust-request-mm-kwargs",
                              param="mm_processor_kwargs")
-    return {"cache_salt": request.cache_salt, "mm_processor_kwargs": request.mm_processor_kwargs or None}
+    kwargs = request.mm_processor_kwargs
+    return {"cache_salt": request.cache_salt, "mm_processor_kwargs": dict(kwargs) if kwargs else None}
 
 
 def truncate_prompt(token_ids: list[int], keep: int | None, context_length: int) -> list[int]:
@@ -70,13 +70,13 @@ def truncate_prompt(token_ids: list[int], keep: int | None, context_length: int)
     return token_ids[-keep:] if keep else []
 
 
-def choice_decoder(request: SamplingFields, engine: Engine, parsers_read_markup: bool) -> Decoder:
+def choice_decoder(request: Sampling, engine: Engine, parsers_read_markup: bool) -> Decoder:
     """Special tokens' text is left out with skip_special_tokens (the default) unless a reasoning or
     tool parser reads the output: their markers are often special tokens (vLLM keeps them then too)."""
     hidden: Collection[int] = ()
     if request.skip_special_tokens and not parsers_read_markup:
         hidden = engine.special_token_ids
-    return Decoder(request.stop_strings(), request.stop_token_ids or (), request.include_stop_str_in_output,
+    return Decoder(request.stop, request.stop_token_ids, request.include_stop_str_in_output,
                    request.min_tokens, hidden, lambda token_id: engine.token_bytes(token_id).decode(errors="replace"))
 
 

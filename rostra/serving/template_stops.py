@@ -23,11 +23,10 @@ async def with_template_stops(turn: Turn, renderer: PromptRenderer, engine: Engi
     sampling = turn.sampling
     ids = await _stop_token_ids(renderer, engine)
     if ids:
-        merged = list(dict.fromkeys([*(sampling.stop_token_ids or []), *ids]))
-        sampling = sampling.model_copy(update={"stop_token_ids": merged})
+        sampling = dataclasses.replace(sampling, stop_token_ids=tuple(dict.fromkeys([*sampling.stop_token_ids, *ids])))
     strings: tuple[str, ...] = getattr(renderer, "stop_strings", ())
     if strings:
-        sampling = sampling.model_copy(update={"stop": list(dict.fromkeys([*sampling.stop_strings(), *strings]))})
+        sampling = dataclasses.replace(sampling, stop=tuple(dict.fromkeys([*sampling.stop, *strings])))
     return turn if sampling is turn.sampling else dataclasses.replace(turn, sampling=sampling)
 
 

@@ -7,9 +7,8 @@ sampling fields it set.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
-from rostra.protocol.seeds import FOLDED_FIELDS
 from rostra.turn import ImagePart, TextPart, Turn, TurnMessage
 
 # Chat's tool_choice for each kind a turn may hold (named: an object of its own; default: left out).
@@ -18,7 +17,16 @@ CHOICES = {"none": "none", "auto": "auto", "required": "required"}
 
 def upstream_chat_body(turn: Turn, image_urls: dict[tuple[int, int], str]) -> dict[str, Any]:
     """`image_urls`: each image as sent upstream (a data URL), by (message, part)."""
-    body = turn.sampling.model_dump(mode="json", exclude_unset=True, exclude={*FOLDED_FIELDS, "request_id", "model"})
+    body: dict[str, Any] = {}
+    for name, value in turn.sampling.set_fields().items():  # under Chat's names, as JSON
+        if name == "samplers":
+            body.update({key: list(item) if isinstance(item, tuple) else item for key, item in value.given().items()})
+        elif name == "logit_bias":
+            body[name] = {str(token): bias for token, bias in value.items()}
+        else:
+            body[name] = list(value) if isinstance(value, tuple) else dict(value) if isinstance(value, Mapping) else value
+    if turn.user is not None:
+        body["user"] = turn.user
     body.update(model=turn.model,
                 messages=[wire_message(message, index, image_urls) for index, message in enumerate(turn.messages)])
     if turn.tools:

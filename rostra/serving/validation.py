@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Mapping, Sequence
+
 from rostra.engines.base import Capabilities
 from rostra.errors import InvalidRequest, NotFound
 
@@ -41,14 +43,14 @@ def check_rerank(capabilities: Capabilities, model: str) -> None:
                              param="model", code="model_not_reranker")
 
 
-def check_logit_bias(logit_bias: dict[str, float] | None, vocab_size: int) -> None:
-    for key in logit_bias or {}:
-        if not 0 <= int(key) < vocab_size:
+def check_logit_bias(logit_bias: Mapping[int, float], vocab_size: int) -> None:
+    for key in logit_bias:
+        if not 0 <= key < vocab_size:
             raise InvalidRequest(f"logit_bias token id {key} is outside the vocabulary (0..{vocab_size - 1})",
                                  param="logit_bias")
 
 
-def check_stop_token_ids(stop_token_ids: list[int] | None, vocab_size: int) -> None:
-    for token_id in stop_token_ids or []:
+def check_stop_token_ids(stop_token_ids: Sequence[int], vocab_size: int) -> None:
+    for token_id in stop_token_ids:
         if not 0 <= token_id < vocab_size:
             raise InvalidRequest(f"stop_token_ids: {token_id} is outside the vocabulary", param="stop_token_ids")

@@ -1,9 +1,10 @@
 """The Files and Batch APIs' objects as they cross the stores' edge: frozen, typed models, JSON only at the SQL
-boundary (`stored()`, `model_validate_json`) and on the wire (`wire()`, OpenAI's `OpenAIFile` and `Batch`)."""
+boundary (`stored()`, `model_validate_json`) and on the wire (api/batches/routes.py's `present`, OpenAI's
+`OpenAIFile` and `Batch`)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
@@ -29,9 +30,6 @@ class FileObject(BaseModel):
     status: str = "processed"
     expires_at: int | None = None
     status_details: str | None = None
-
-    def wire(self) -> dict[str, Any]:
-        return self.model_dump()
 
     def stored(self) -> str:
         return self.model_dump_json()
@@ -91,15 +89,13 @@ class Batch(BaseModel):
     model: str | None = None
     # Not shown (OpenAI's batch object has no such field): the seconds its output files live (output_expires_after).
     output_expires_after: int | None = None
+    HIDDEN: ClassVar[frozenset[str]] = frozenset({"output_expires_after"})  # what the wire object leaves out
 
     @field_validator("output_expires_after", mode="before")
     @classmethod
     def _seconds(cls, value: Any) -> Any:
         """Rows written before this model kept `{"anchor": "created_at", "seconds": N}`."""
         return value.get("seconds") if isinstance(value, dict) else value
-
-    def wire(self) -> dict[str, Any]:
-        return self.model_dump(exclude={"output_expires_after"})
 
     def stored(self) -> str:
         return self.model_dump_json()

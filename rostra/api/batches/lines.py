@@ -66,7 +66,7 @@ class LineChecker:
 
     @staticmethod
     def _refused(number: int, custom_id: str | None, error: LineError) -> BatchLine:
-        return BatchLine(number, custom_id, None, dumps(refused_line(custom_id, error)), failed=True)
+        return BatchLine(number, custom_id, None, refused_line(custom_id, error).jsonl(), failed=True)
 
 
 def checked_lines(endpoint: str, raw_lines: Iterable[bytes]) -> tuple[list[BatchLine], str | None]:

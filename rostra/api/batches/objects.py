@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import secrets
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
 
 from rostra.store.batch_objects import FINAL_STATUSES, Batch, FileObject
+from rostra.store.tables import dumps
 
 __all__ = ["FINAL_STATUSES"]  # the store's, where a final batch is never rewritten
+
+_FROZEN = ConfigDict(frozen=True)
 
 # The endpoints a batch may name, and the route each line then takes.
 ENDPOINTS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses", "/v1/messages")
@@ -46,13 +51,86 @@ class LineError:
     message: str
 
 
-def answered_line(custom_id: str, status_code: int, request_id: str, body: object) -> dict[str, Any]:
-    """A line of the output file (2xx) or the error file (any other status), as OpenAI writes them."""
-    return {"id": new_id("batch_req_"), "custom_id": custom_id,
-            "response": {"status_code": status_code, "request_id": request_id, "body": body}, "error": None}
+class LineResponse(BaseModel):
+    model_config = _FROZEN
+
+    status_code: int
+    request_id: str
+    body: Any  # the endpoint's own JSON answer (or its error envelope), as it was sent
 
 
-def refused_line(custom_id: str | None, error: LineError) -> dict[str, Any]:
+class LineFailure(BaseModel):
+    model_config = _FROZEN
+
+    code: str
+    message: str
+
+
+class OutputLine(BaseModel):
+    """A line of a batch's output file (a 2xx answer) or error file (any other answer, or a line never run), as
+    OpenAI writes them: `response` or `error`, the other null."""
+
+    model_config = _FROZEN
+
+    id: str
+    custom_id: str | None
+    response: LineResponse | None = None
+    error: LineFailure | None = None
+
+    def jsonl(self) -> str:
+        """The line as the file holds it (JSON at the SQL and file boundary only)."""
+        return dumps(self.model_dump())
+
+
+def answered_line(custom_id: str, status_code: int, request_id: str, body: object) -> OutputLine:
+    """A line of the output file (2xx) or the error file (any other status)."""
+    return OutputLine(id=new_id("batch_req_"), custom_id=custom_id,
+                      response=LineResponse(status_code=status_code, request_id=request_id, body=body))
+
+
+def refused_line(custom_id: str | None, error: LineError) -> OutputLine:
     """A line of the error file for an input line that was not run (invalid JSON, wrong url, ...)."""
-    return {"id": new_id("batch_req_"), "custom_id": custom_id, "response": None,
-            "error": {"code": error.code, "message": error.message}}
+    return OutputLine(id=new_id("batch_req_"), custom_id=custom_id,
+                      error=LineFailure(code=error.code, message=error.message))
+
+
+class FileList(BaseModel):
+    """A page of `/v1/files`."""
+
+    model_config = _FROZEN
+
+    object: Literal["list"] = "list"
+    data: tuple[FileObject, ...]
+    first_id: str | None
+    last_id: str | None
+    has_more: bool
+
+    @classmethod
+    def of(cls, files: Sequence[FileObject], has_more: bool) -> FileList:
+        return cls(data=tuple(files), first_id=files[0].id if files else None,
+                   last_id=files[-1].id if files else None, has_more=has_more)
+
+
+class BatchList(BaseModel):
+    """A page of `/v1/batches`."""
+
+    model_config = _FROZEN
+
+    object: Literal["list"] = "list"
+    data: tuple[Batch, ...]
+    first_id: str | None
+    last_id: str | None
+    has_more: bool
+
+    @classmethod
+    def of(cls, batches: Sequence[Batch], has_more: bool) -> BatchList:
+        return cls(data=tuple(batches), first_id=batches[0].id if batches else None,
+                   last_id=batches[-1].id if batches else None, has_more=has_more)
+
+
+class FileDeleted(BaseModel):
+    model_config = _FROZEN
+
+    id: str
+    object: Literal["file"] = "file"
+    deleted: bool = True

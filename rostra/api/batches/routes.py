@@ -8,13 +8,16 @@ from typing import Any
 from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, Request
+from pydantic import BaseModel
 from starlette.datastructures import FormData, UploadFile
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from rostra.api.batches.objects import BatchList
 from rostra.api.batches.service import BatchesService, CreateBatchBody, ExpiresAfter
 from rostra.errors import InvalidRequest, ServiceUnavailable
 from rostra.http.caller import tenant_of
 from rostra.http.request_body import check_page, parse_body
+from rostra.store.batch_objects import Batch
 
 router = APIRouter()
 UPLOAD_CHUNK = 1024 * 1024
@@ -28,7 +31,7 @@ def service(request: Request) -> BatchesService:
 
 
 @router.post("/v1/files")
-async def upload_file(request: Request) -> dict[str, Any]:
+async def upload_file(request: Request) -> Response:
     files = service(request)
     # The file part is spooled to a temporary file by the form parser (on disk past 1 MiB), then copied in chunks.
     form = await request.form(max_files=1, max_fields=8)
@@ -38,8 +41,8 @@ async def upload_file(request: Request) -> dict[str, Any]:
             raise InvalidRequest("file: a file part is required (multipart/form-data)", param="file")
         if not isinstance(purpose, str):
             raise InvalidRequest("purpose is required", param="purpose")
-        return present((await files.upload(upload.filename or "upload", purpose, _chunks(upload), tenant_of(request),
-                                           _expires_after(form))).wire())
+        return present(await files.upload(upload.filename or "upload", purpose, _chunks(upload), tenant_of(request),
+                                          _expires_after(form)))
     finally:
         await form.close()
 
@@ -56,18 +59,14 @@ def _expires_after(form: FormData) -> ExpiresAfter | None:
     return ExpiresAfter(anchor="created_at", seconds=int(seconds))
 
 
-def present(value: dict[str, Any]) -> dict[str, Any]:
-    """The object without its unset (null) fields, as the spec types them (a string or absent; the SDKs read an
-    absent field as None), in lists too."""
-    return {key: _present(item) for key, item in value.items() if item is not None}
+def present(value: BaseModel) -> JSONResponse:
+    """The object as the wire shows it: without its unset (null) fields, as the spec types them (a string or absent;
+    the SDKs read an absent field as None), in lists too; without what only the server keeps (WIRE_HIDDEN)."""
+    return JSONResponse(value.model_dump(mode="json", exclude_none=True, exclude=WIRE_HIDDEN.get(type(value))))
 
 
-def _present(value: Any) -> Any:
-    if isinstance(value, dict):
-        return present(value)
-    if isinstance(value, (list, tuple)):
-        return [_present(item) for item in value]
-    return value
+# Fields a stored object keeps that OpenAI's object has not (a batch's output_expires_after), by its type.
+WIRE_HIDDEN: dict[type[BaseModel], Any] = {Batch: set(Batch.HIDDEN), BatchList: {"data": {"__all__": set(Batch.HIDDEN)}}}
 
 
 async def _chunks(upload: UploadFile) -> AsyncIterator[bytes]:
@@ -77,7 +76,7 @@ async def _chunks(upload: UploadFile) -> AsyncIterator[bytes]:
 
 @router.get("/v1/files")
 async def list_files(request: Request, after: str | None = None, limit: int = 100, order: str = "desc",
-                     purpose: str | None = None) -> dict[str, Any]:
+                     purpose: str | None = None) -> Response:
     if not 1 <= limit <= 10000:
         raise InvalidRequest("limit must be between 1 and 10000", param="limit")
     check_page(1, order)
@@ -85,8 +84,8 @@ async def list_files(request: Request, after: str | None = None, limit: int = 10
 
 
 @router.get("/v1/files/{file_id}")
-async def retrieve_file(request: Request, file_id: str) -> dict[str, Any]:
-    return present((await service(request).get_file(file_id, tenant_of(request))).wire())
+async def retrieve_file(request: Request, file_id: str) -> Response:
+    return present(await service(request).get_file(file_id, tenant_of(request)))
 
 
 @router.get("/v1/files/{file_id}/content")
@@ -98,27 +97,27 @@ async def file_content(request: Request, file_id: str) -> Response:
 
 
 @router.delete("/v1/files/{file_id}")
-async def delete_file(request: Request, file_id: str) -> dict[str, Any]:
-    return await service(request).delete_file(file_id, tenant_of(request))
+async def delete_file(request: Request, file_id: str) -> Response:
+    return present(await service(request).delete_file(file_id, tenant_of(request)))
 
 
 @router.post("/v1/batches")
-async def create_batch(request: Request) -> dict[str, Any]:
+async def create_batch(request: Request) -> Response:
     body = await parse_body(request, CreateBatchBody)
-    return present((await service(request).create_batch(body, tenant_of(request))).wire())
+    return present(await service(request).create_batch(body, tenant_of(request)))
 
 
 @router.get("/v1/batches")
-async def list_batches(request: Request, after: str | None = None, limit: int = 20) -> dict[str, Any]:
+async def list_batches(request: Request, after: str | None = None, limit: int = 20) -> Response:
     check_page(limit, "desc")
     return present(await service(request).list_batches(after, limit, tenant_of(request)))
 
 
 @router.get("/v1/batches/{batch_id}")
-async def retrieve_batch(request: Request, batch_id: str) -> dict[str, Any]:
-    return present((await service(request).get_batch(batch_id, tenant_of(request))).wire())
+async def retrieve_batch(request: Request, batch_id: str) -> Response:
+    return present(await service(request).get_batch(batch_id, tenant_of(request)))
 
 
 @router.post("/v1/batches/{batch_id}/cancel")
-async def cancel_batch(request: Request, batch_id: str) -> dict[str, Any]:
-    return present((await service(request).cancel_batch(batch_id, tenant_of(request))).wire())
+async def cancel_batch(request: Request, batch_id: str) -> Response:
+    return present(await service(request).cancel_batch(batch_id, tenant_of(request)))

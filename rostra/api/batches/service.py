@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import time
 from collections.abc import AsyncIterator
@@ -14,6 +14,9 @@ from rostra.api.batches.objects import (
     FILE_PURPOSES,
     MAX_EXPIRY,
     MIN_EXPIRY,
+    BatchList,
+    FileDeleted,
+    FileList,
     batch_object,
     file_object,
     new_id,
@@ -84,13 +87,13 @@ class BatchesService:
         return file
 
     async def list_files(self, after: str | None, limit: int, order: str, purpose: str | None,
-                         tenant: Tenant) -> dict[str, Any]:
+                         tenant: Tenant) -> FileList:
         try:
             files, has_more = await self.store.list_files(after=after, limit=limit, order=order, purpose=purpose,
                                                           tenant=tenant)
         except StoreError as exc:
             raise InvalidRequest(str(exc), param="after") from exc
-        return _page([file.wire() for file in files], has_more)
+        return FileList.of(files, has_more)
 
     async def content(self, file_id: str, tenant: Tenant) -> AsyncIterator[bytes]:
         await self.get_file(file_id, tenant)
@@ -107,12 +110,12 @@ class BatchesService:
             data += chunk
         return file.filename, bytes(data)
 
-    async def delete_file(self, file_id: str, tenant: Tenant) -> dict[str, Any]:
+    async def delete_file(self, file_id: str, tenant: Tenant) -> FileDeleted:
         if not await self.store.delete_file(file_id, tenant):
             raise NotFound(f"No such File object: {file_id}", param="file_id")
         await self.blobs.delete(file_id)
         await self.worker.forget_file(file_id)  # and from every vector store that held it
-        return {"id": file_id, "object": "file", "deleted": True}
+        return FileDeleted(id=file_id)
 
     # -- batches ----------------------------------------------------------------------------------
 
@@ -144,12 +147,12 @@ class BatchesService:
             batch = batch.counted(counts.total, counts.completed, counts.failed)
         return batch
 
-    async def list_batches(self, after: str | None, limit: int, tenant: Tenant) -> dict[str, Any]:
+    async def list_batches(self, after: str | None, limit: int, tenant: Tenant) -> BatchList:
         try:
             batches, has_more = await self.store.list_batches(after=after, limit=limit, tenant=tenant)
         except StoreError as exc:
             raise InvalidRequest(str(exc), param="after") from exc
-        return _page([batch.wire() for batch in batches], has_more)
+        return BatchList.of(batches, has_more)
 
     async def cancel_batch(self, batch_id: str, tenant: Tenant) -> Batch:
         batch = await self.get_batch(batch_id, tenant)
@@ -162,7 +165,3 @@ class BatchesService:
         self.worker.wake()
         return stored
 
-
-def _page(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
-    return {"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
-            "last_id": data[-1]["id"] if data else None, "has_more": has_more}

@@ -27,7 +27,6 @@ from rostra.background import PollingWorker
 from rostra.store.batch_objects import Batch, BatchError, BatchErrors, FinalStatus
 from rostra.store.batch_store import BatchStore, ChunkClaim, LineResult, PendingLine, WorkFilter
 from rostra.store.blobs import Blobs, lines_of, rechunked
-from rostra.store.tables import dumps
 
 log = logging.getLogger("rostra.batches")
 T = TypeVar("T")
@@ -240,7 +239,7 @@ class BatchWorker(PollingWorker):
             log.exception("batch %s line %d failed", claim.batch.id, line.number)
             status, body = 500, {"error": {"message": f"internal error: {type(exc).__name__}", "type": "server_error",
                                            "param": None, "code": None}}
-        result = dumps(answered_line(line.custom_id, status, request_id, body))
+        result = answered_line(line.custom_id, status, request_id, body).jsonl()
         if not await self.store.record_line(claim.batch.id, claim.chunk, self.owner, line.number, result,
                                             failed=not 200 <= status < 300):
             log.warning("batch %s line %d: answered after its chunk was taken over; not written",
@@ -263,7 +262,7 @@ class _OverBudget(Exception):
 
 async def _result_lines(rows: AsyncIterator[LineResult], unanswered: LineError) -> AsyncIterator[bytes]:
     async for row in rows:
-        yield (row.result if row.result is not None else dumps(refused_line(row.custom_id, unanswered))).encode()
+        yield (row.result if row.result is not None else refused_line(row.custom_id, unanswered).jsonl()).encode()
 
 
 async def _input_lines(blobs: Blobs, file_id: str) -> AsyncGenerator[bytes, None]:

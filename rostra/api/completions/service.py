@@ -222,15 +222,15 @@ class CompletionService(GenerationService):
             raise InvalidRequest("max_tokens 0 generates nothing: it needs echo (the prompt back, scored with "
                                  "logprobs)", param="max_tokens")
         constraint = response_constraint(None, request.guided())
-        engine = self.engine
-        check_logit_bias(request.logit_bias, engine.vocab_size)
-        check_stop_token_ids(request.stop_token_ids, engine.vocab_size)
+        engine, sampling = self.engine, request.sampling()
+        check_logit_bias(sampling.logit_bias, engine.vocab_size)
+        check_stop_token_ids(sampling.stop_token_ids, engine.vocab_size)
         # echo with logprobs scores the prompt: the engine must be able to (else its 400 names `echo`).
         scored = request.echo and request.logprobs is not None
-        extensions = await engine_extensions(engine, request, request.model)
+        extensions = await engine_extensions(engine, sampling, request.model)
         if scored:  # the prompt's alternatives as many as either asks for
             extensions["prompt_logprobs"] = max(request.logprobs or 0, request.prompt_logprobs or 0)
-        prompt_fields = prompt_extensions(engine, request)
+        prompt_fields = prompt_extensions(engine, sampling)
         runs: list[ChoiceRun] = []
         stats = RequestStats()
         context_length = engine.model_info(request.model).context_length
@@ -251,11 +251,11 @@ class CompletionService(GenerationService):
                                            "prompt", "max_tokens", openai_default=OPENAI_MAX_TOKENS,
                                            min_tokens=0 if echo_only else request.min_tokens, fit=self.fit_budgets)
             stats.note_budget(request.max_tokens, max_tokens)
-            params = sampling_params(request, max_tokens, request.logprobs, constraint, self.defaults, **extensions)
+            params = sampling_params(sampling, max_tokens, request.logprobs, constraint, self.defaults, **extensions)
             self._check_params(params, scored)
             engine_prompt = Prompt(token_ids, text, None, request.model, **prompt_fields)
             for n in range(request.n):
-                pipeline = ChoicePipeline(choice_decoder(request, engine, parsers_read_markup=False),
+                pipeline = ChoicePipeline(choice_decoder(sampling, engine, parsers_read_markup=False),
                                           with_logprobs=request.logprobs is not None or request.return_token_ids)
                 runs.append(ChoiceRun(prompt_index * request.n + n, engine_prompt,
                                       params_for_choice(params, n), pipeline, prefix=text if request.echo else "",

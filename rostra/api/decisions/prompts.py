@@ -33,7 +33,7 @@ from rostra.api.decisions.request import (
     UserMessage,
 )
 from rostra.errors import InvalidRequest
-from rostra.protocol.common import SamplingFields
+from rostra.sampling import Sampling
 from rostra.turn import ContentPart, ImagePart, TemplateOptions, TextPart, ToolCall, Turn, TurnMessage
 
 PREDICATE_LABELS = ("Yes", "No")
@@ -100,7 +100,7 @@ def question_prompt(body: DecisionRequest, messages: list[TurnMessage], index: i
         conversation = [*messages[:-1], TurnMessage("user", _merged((*_as_parts(last), *asked)), last.param)]
     else:
         conversation = [*messages, TurnMessage("user", _merged(asked), param)]
-    turn = Turn(body.model, tuple(conversation), SamplingFields(model=body.model),
+    turn = Turn(body.model, tuple(conversation), Sampling(),
                 template=TemplateOptions(variables={"enable_thinking": False}),
                 session_key=body.prompt_cache_key)
     return QuestionPrompt(turn, labels)

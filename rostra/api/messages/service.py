@@ -21,8 +21,8 @@ from rostra.api.messages.models import MessagesRequest, MessagesRequestFields
 from rostra.api.messages.stream import MessageOptions, MessageStream, new_id
 from rostra.errors import APIError, InvalidRequest, ServerError
 from rostra.file_text import FileReader
-from rostra.guided.constraints import schema_constraint
-from rostra.protocol.common import INT32_MAX, SamplingFields
+from rostra.guided.constraints import Constraint, schema_constraint
+from rostra.sampling import INT32_MAX, Sampling
 from rostra.serving.chat import ChatService
 from rostra.serving.deadline import NO_DEADLINE, Deadline
 from rostra.serving.job import Job, OverChatJob
@@ -83,8 +83,7 @@ class MessagesService:
         choice = _tool_choice(request, bool(tools), thinking)
         variables = {} if request.thinking is None else {"enable_thinking": thinking, "thinking": thinking}
         continues = messages[-1].role == "assistant"  # a prefilled answer: the model continues it
-        output_format = _output_format(request)
-        constraint = None if output_format is None else schema_constraint(output_format, "output_config.format.schema")
+        constraint = _output_constraint(request)
         generating = request if isinstance(request, MessagesRequest) else None  # (count_tokens: no budget)
         session = generating.metadata.user_id if generating and generating.metadata is not None else None
         return Turn(model=request.model, messages=messages, sampling=_sampling(request), tools=tools,
@@ -131,25 +130,29 @@ def _no_parallel(request: MessagesRequestFields) -> bool:
     return request.tool_choice is not None and bool(request.tool_choice.disable_parallel_tool_use)
 
 
-def _sampling(request: MessagesRequestFields) -> SamplingFields:
-    """Messages' sampling fields in the pipeline's vocabulary (already checked by the Messages model)."""
+# The turn's sampling fields a Messages request spells otherwise (the rest it names as the turn does).
+MESSAGES_NAMES = {"stop": "stop_sequences"}
+
+
+def _sampling(request: MessagesRequestFields) -> Sampling:
+    """Messages' sampling in the turn's type, checked under Messages' own names."""
     if not isinstance(request, MessagesRequest):
-        return SamplingFields.model_construct(model=request.model)
-    if request.top_p == 0:  # (Anthropic's range starts at 0; sampling from no token at all is no sampling)
-        raise InvalidRequest("top_p: must be greater than 0", param="top_p")
-    for name, value in (("max_tokens", request.max_tokens), ("top_k", request.top_k)):
-        if value is not None and value > INT32_MAX:  # engines read them as 32-bit integers
-            raise InvalidRequest(f"{name}: must be at most {INT32_MAX}", param=name)
-    fields: dict[str, Any] = {"model": request.model, "temperature": request.temperature, "top_p": request.top_p,
-                              "top_k": request.top_k, "stop": request.stop_sequences}
-    return SamplingFields.model_construct(**{name: value for name, value in fields.items() if value is not None})
+        return Sampling()
+    if request.max_tokens is not None and request.max_tokens > INT32_MAX:  # engines read it as a 32-bit integer
+        raise InvalidRequest(f"max_tokens: must be at most {INT32_MAX}", param="max_tokens")
+    return Sampling(temperature=request.temperature, top_p=request.top_p, top_k=request.top_k,
+                    stop=tuple(request.stop_sequences or ())).checked(MESSAGES_NAMES)
 
 
 # Anthropic's tool_choice types as the turn's.
 MODES: dict[str, ToolChoiceKind] = {"auto": "auto", "any": "required", "none": "none"}
 
 
-def _output_format(request: MessagesRequestFields) -> dict[str, Any] | None:
-    """Structured outputs (`output_config.format`, or the older `output_format`): the JSON schema, if any."""
-    spec = (request.output_config.format if request.output_config else None) or request.output_format
-    return spec.schema_ if spec is not None else None
+def _output_constraint(request: MessagesRequestFields) -> Constraint | None:
+    """Structured outputs (`output_config.format`, or the beta's older `output_format`): the JSON schema the answer
+    must match, checked under the name the client used."""
+    if request.output_config is not None and request.output_config.format is not None:
+        return schema_constraint(request.output_config.format.schema_, "output_config.format.schema")
+    if request.output_format is not None:
+        return schema_constraint(request.output_format.schema_, "output_format.schema")
+    return None

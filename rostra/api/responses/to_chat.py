@@ -16,7 +16,7 @@ from rostra.api.responses.models import CreateResponseRequest
 from rostra.api.responses.tools import CustomTool, Tool
 from rostra.errors import InvalidRequest
 from rostra.guided.constraints import Constraint, response_constraint, schema_constraint
-from rostra.protocol.common import INT32_MAX, SamplingFields
+from rostra.sampling import INT32_MAX, Sampling
 from rostra.serving.chat_turn import EMPTY_PARAMETERS
 from rostra.turn import (Budget, ContentPart, FunctionTool, ImagePart, OutputOptions, TemplateOptions, TextPart,
                          ToolCall, ToolChoice, ToolChoiceKind, Turn, TurnMessage)
@@ -169,7 +169,7 @@ def response_turn(request: CreateResponseRequest, tools: list[Tool], items: list
     logprobs = LOGPROBS in (request.include or [])
     session = request.prompt_cache_key or conversation_id(request.conversation)  # (Codex: its conversation's id)
     return Turn(
-        model=request.model, messages=tuple(messages), sampling=_sampling(request), tools=offered,
+        model=request.model, messages=tuple(messages), sampling=_sampling(request), user=request.user, tools=offered,
         tool_choice=_tool_choice(request, routes, bool(offered), freeform is not None),
         parallel_tool_calls=request.parallel_tool_calls,
         # A forced freeform call's grammar governs the whole output: text.format has no text to apply to.
@@ -216,14 +216,12 @@ def _format_constraint(request: CreateResponseRequest) -> Constraint | None:
     return schema_constraint(spec.get("schema"), "text.format.schema", spec.get("strict") is True)
 
 
-def _sampling(request: CreateResponseRequest) -> SamplingFields:
-    """The sampling fields a Responses request has, in the pipeline's vocabulary (checked by its model)."""
+def _sampling(request: CreateResponseRequest) -> Sampling:
+    """The sampling a Responses request asks for, in the turn's type (its names are the turn's)."""
     if request.max_output_tokens is not None and request.max_output_tokens > INT32_MAX:
         raise InvalidRequest(f"max_output_tokens: must be at most {INT32_MAX}", param="max_output_tokens")
-    fields: dict[str, Any] = {"model": request.model, "temperature": request.temperature, "top_p": request.top_p,
-                              "presence_penalty": request.presence_penalty,
-                              "frequency_penalty": request.frequency_penalty, "user": request.user}
-    return SamplingFields.model_construct(**{name: value for name, value in fields.items() if value is not None})
+    return Sampling(temperature=request.temperature, top_p=request.top_p, presence_penalty=request.presence_penalty,
+                    frequency_penalty=request.frequency_penalty).checked()
 
 
 MODES: dict[str, ToolChoiceKind] = {"auto": "auto", "none": "none", "required": "required"}

@@ -4,6 +4,7 @@ and loading and unloading models."""
 from __future__ import annotations
 
 import time
+from typing import Literal
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict
@@ -31,9 +32,21 @@ class ModelAction(BaseModel):
     model: str
 
 
-def model_status(slot: ModelSlot) -> dict:
-    return {"object": "model.status", "id": slot.spec.name, "state": slot.state, "requests": slot.leases,
-            "load_seconds": slot.load_seconds, "load_error": slot.error}
+class ModelStatus(BaseModel):
+    """What loading or unloading a model left it as."""
+
+    model_config = ConfigDict(frozen=True)
+    object: Literal["model.status"] = "model.status"
+    id: str
+    state: str
+    requests: int
+    load_seconds: float | None
+    load_error: str | None
+
+
+def model_status(slot: ModelSlot) -> ModelStatus:
+    return ModelStatus(id=slot.spec.name, state=slot.state, requests=slot.leases, load_seconds=slot.load_seconds,
+                       load_error=slot.error)
 
 
 async def load_model(request: Request):

@@ -15,7 +15,8 @@ the answer carries it beside OpenAI's `data` (rostra/server/codex_catalog.py).
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Mapping
 
 from fastapi import APIRouter, Request
 
@@ -56,8 +57,9 @@ def model_cards(context: ServerContext, slot: ModelSlot) -> list[dict]:
                 cards[-1].update(parent=bundle.served_names()[0], root=bundle.engine.adapter_path(name))
         return cards
     settings = slot.spec.settings
+    shown = unloaded_defaults(settings.generation_config, settings.override_generation_config)
     card = {"object": "model", "created": context.started, "owned_by": "rostra", "state": slot.state,
-            **unloaded_defaults(settings.generation_config, settings.override_generation_config)}
+            "generation_defaults": dict(shown.values), "generation_defaults_from": shown.source}
     sees = sees_images(slot, slot.spec.name)
     if sees is not None:
         card["input_modalities"] = ["text", "image"] if sees else ["text"]
@@ -70,15 +72,23 @@ def model_cards(context: ServerContext, slot: ModelSlot) -> list[dict]:
     return [{"id": name, **card} for name in slot.spec.names]
 
 
-def unloaded_defaults(mode: str, override: str | dict | None) -> dict:
+@dataclass(frozen=True)
+class ShownDefaults:
+    """A model's generation defaults as its card shows them, and where they come from."""
+
+    values: Mapping[str, Any]
+    source: str
+
+
+def unloaded_defaults(mode: str, override: str | dict | None) -> ShownDefaults:
     """A model not loaded yet: the defaults its settings give; the model's own recommendation is read when it loads."""
     try:
         defaults = generation_defaults.resolve(mode, {}, override)
     except ValueError:
-        return {"generation_defaults": {}, "generation_defaults_from": "its settings, which its load will refuse"}
+        return ShownDefaults({}, "its settings, which its load will refuse")
     source = defaults.source.replace("openai", "the model (read when it loads)", 1) if mode == "auto" \
         else defaults.source
-    return {"generation_defaults": dict(defaults.values), "generation_defaults_from": source}
+    return ShownDefaults(dict(defaults.values), source)
 
 
 def downloading(model: str | None) -> DownloadState | None:

@@ -13,7 +13,7 @@ from rostra.http.request_body import param_from_location, parse_body
 from rostra.models.bundle import ModelBundle
 from rostra.protocol.chat import ChatCompletionRequest
 from rostra.serving.chat_turn import chat_turn
-from rostra.protocol.tokenize import DetokenizeRequest, TokenizeRequest
+from rostra.protocol.tokenize import DetokenizeRequest, DetokenizeResponse, TokenizeRequest, TokenizeResponse
 from rostra.serving.validation import check_model
 
 router = APIRouter()
@@ -26,7 +26,7 @@ async def tokenize(request: Request):
     return Response(status_code=CLIENT_CLOSED) if result is None else result
 
 
-async def _tokenized(body: TokenizeRequest, model: ModelBundle) -> dict:
+async def _tokenized(body: TokenizeRequest, model: ModelBundle) -> TokenizeResponse:
     engine = model.engine
     if body.model:
         check_model(body.model, model.served_names())
@@ -45,7 +45,7 @@ async def _tokenized(body: TokenizeRequest, model: ModelBundle) -> dict:
         tokens = await engine.tokenize(body.prompt, add_special=body.add_special_tokens)
     else:
         raise InvalidRequest("give a prompt or messages", param="prompt")
-    return {"count": len(tokens), "max_model_len": engine.model.context_length, "tokens": tokens}
+    return TokenizeResponse(count=len(tokens), max_model_len=engine.model.context_length, tokens=tokens)
 
 
 @router.post("/detokenize")
@@ -55,10 +55,10 @@ async def detokenize(request: Request):
     return Response(status_code=CLIENT_CLOSED) if result is None else result
 
 
-async def _detokenized(body: DetokenizeRequest, model: ModelBundle) -> dict:
+async def _detokenized(body: DetokenizeRequest, model: ModelBundle) -> DetokenizeResponse:
     engine = model.engine
     if body.model:
         check_model(body.model, model.served_names())
     if any(not 0 <= t < engine.vocab_size for t in body.tokens):
         raise InvalidRequest("token id outside the vocabulary", param="tokens")
-    return {"prompt": await engine.detokenize(body.tokens)}
+    return DetokenizeResponse(prompt=await engine.detokenize(body.tokens))
