@@ -1,5 +1,6 @@
-"""LoRA adapters by model name on the transformers engine (issue 48): `--lora NAME=PATH` with PEFT adapter directories
-over a tiny random causal LM, both built here (tests/lora_adapters.py). Each adapter's answer equals transformers +
+"""LoRA adapters by model name on the transformers engine (issue 48): PEFT adapter directories over a tiny random
+causal LM, both built here (tests/lora_adapters.py), listed by the model's --models-config entry (what `--lora
+NAME=PATH` gives a single model: the same Settings.lora). Each adapter's answer equals transformers +
 PEFT's own `generate` with that adapter (PeftModel.from_pretrained, greedy) on the same prompt ids, the base's equals
 the model's without; the base and two adapters in one decode batch each get their own answer (PEFT's mixed batches);
 vLLM's admin routes load and unload adapters while serving, and `/v1/models` and `vllm:lora_requests_info` follow."""
@@ -7,6 +8,7 @@ vLLM's admin routes load and unload adapters while serving, and `/v1/models` and
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import openai
@@ -64,10 +66,17 @@ def generate(model, ids: list[int]) -> list[int]:
     return tokens[:tokens.index(eos)] if eos in tokens else tokens
 
 
-def served(tmp_path: Path, checkpoint: Path, adapters: dict[str, Path]) -> InProcessServer:
-    return InProcessServer(tmp_path, [], engine="transformers", model=str(checkpoint), served_model_name=[BASE],
-                           parallel=4, max_model_len=1024, admin_keys=[ADMIN],
-                           lora=[LoraAdapter(name, str(path)) for name, path in adapters.items()])
+@pytest.fixture(scope="module")
+async def server(tmp_path_factory, checkpoint, adapters):
+    """One server for the module, its model and adapters declared by a --models-config entry (`lora:`, loaded with
+    the model on its first request); the tests run in order: the last unloads every adapter."""
+    directory = tmp_path_factory.mktemp("lora")
+    config = {"models": [{"name": BASE, "model": str(checkpoint), "parallel": 4, "max_model_len": 1024,
+                          "lora": {name: str(path) for name, path in adapters.items()}}]}
+    (directory / "models.yaml").write_text(json.dumps(config))  # (JSON is YAML)
+    async with InProcessServer(directory, [], models_config=str(directory / "models.yaml"),
+                               admin_keys=[ADMIN]) as started:
+        yield started
 
 
 async def complete(server: InProcessServer, model: str, prompt: list[int]) -> list[int]:
@@ -82,42 +91,42 @@ async def admin(server: InProcessServer, route: str, body: dict, key: str = ADMI
     return await server.client.post(f"/v1/{route}", json=body, headers={"Authorization": f"Bearer {key}"})
 
 
-async def test_adapters_answer_as_peft_does_alone_and_in_one_batch(tmp_path, checkpoint, adapters, expected, prompt):
-    async with served(tmp_path, checkpoint, adapters) as server:
+async def test_adapters_answer_as_peft_does_alone_and_in_one_batch(server, adapters, expected, prompt):
+    for state in ("unloaded", "loaded"):  # listed with their base before the model's first load, and after
         listed = {model["id"]: model for model in (await server.client.get("/v1/models")).json()["data"]}
         assert listed["poet"]["parent"] == BASE and listed["poet"]["root"] == str(adapters["poet"])
-        assert "parent" not in listed[BASE]
-        assert {model: await complete(server, model, prompt) for model in expected} == expected
-        # All at once: the base and both adapters share the decode batch (PEFT's adapter_names per row).
-        together = await asyncio.gather(*(complete(server, model, prompt) for model in [*expected, *expected]))
-        assert together == [*expected.values(), *expected.values()]
-        metrics = (await server.client.get("/metrics")).text
-        assert ('vllm:lora_requests_info{max_lora="2",model_name="tiny-base",running_lora_adapters="",'
-                'waiting_lora_adapters=""}') in metrics
+        assert "parent" not in listed[BASE] and listed["sql-expert"]["state"] == state
+        if state == "unloaded":  # a request for an adapter loads its model
+            assert await complete(server, "sql-expert", prompt) == expected["sql-expert"]
+    assert {model: await complete(server, model, prompt) for model in expected} == expected
+    # All at once: the base and both adapters share the decode batch (PEFT's adapter_names per row).
+    together = await asyncio.gather(*(complete(server, model, prompt) for model in [*expected, *expected]))
+    assert together == [*expected.values(), *expected.values()]
+    metrics = (await server.client.get("/metrics")).text
+    assert ('vllm:lora_requests_info{max_lora="2",model_name="tiny-base",running_lora_adapters="",'
+            'waiting_lora_adapters=""}') in metrics
 
 
-async def test_adapters_load_and_unload_at_run_time(tmp_path, checkpoint, adapters, expected, prompt):
-    async with served(tmp_path, checkpoint, {}) as server:
-        assert (await admin(server, "load_lora_adapter", {"lora_name": "verse", "lora_path": str(adapters["poet"])},
-                            key="not-admin")).status_code == 401
-        loaded = await admin(server, "load_lora_adapter", {"lora_name": "verse", "lora_path": str(adapters["poet"])})
-        assert loaded.status_code == 200 and loaded.text == "Success: LoRA adapter 'verse' added successfully."
-        assert await complete(server, "verse", prompt) == expected["poet"]
-        assert await complete(server, BASE, prompt) == expected[BASE]
-        listed = {model["id"]: model for model in (await server.client.get("/v1/models")).json()["data"]}
-        assert listed["verse"]["parent"] == BASE
-        again = await admin(server, "load_lora_adapter", {"lora_name": "verse", "lora_path": str(adapters["poet"])})
-        assert again.status_code == 400 and "already been loaded" in again.json()["error"]["message"]
-        missing = await admin(server, "load_lora_adapter", {"lora_name": "x", "lora_path": str(tmp_path / "none")})
-        assert missing.status_code == 404
-        await admin(server, "load_lora_adapter", {"lora_name": "sql", "lora_path": str(adapters["sql-expert"])})
-        assert await complete(server, "sql", prompt) == expected["sql-expert"]
-        removed = await admin(server, "unload_lora_adapter", {"lora_name": "verse"})
-        assert removed.status_code == 200 and removed.text == "Success: LoRA adapter 'verse' removed successfully."
-        assert "verse" not in {model["id"] for model in (await server.client.get("/v1/models")).json()["data"]}
-        with pytest.raises(openai.NotFoundError):
-            await complete(server, "verse", prompt)
-        assert await complete(server, "sql", prompt) == expected["sql-expert"]  # the other one is untouched
-        assert (await admin(server, "unload_lora_adapter", {"lora_name": "verse"})).status_code == 404
-        await admin(server, "unload_lora_adapter", {"lora_name": "sql"})  # the last: the base runs as it was
-        assert await complete(server, BASE, prompt) == expected[BASE]
+async def test_adapters_load_and_unload_at_run_time(tmp_path, server, adapters, expected, prompt):
+    assert (await admin(server, "load_lora_adapter", {"lora_name": "verse", "lora_path": str(adapters["poet"])},
+                        key="not-admin")).status_code == 401
+    loaded = await admin(server, "load_lora_adapter", {"lora_name": "verse", "lora_path": str(adapters["poet"])})
+    assert loaded.status_code == 200 and loaded.text == "Success: LoRA adapter 'verse' added successfully."
+    assert await complete(server, "verse", prompt) == expected["poet"]
+    assert await complete(server, BASE, prompt) == expected[BASE]
+    listed = {model["id"]: model for model in (await server.client.get("/v1/models")).json()["data"]}
+    assert listed["verse"]["parent"] == BASE
+    again = await admin(server, "load_lora_adapter", {"lora_name": "verse", "lora_path": str(adapters["poet"])})
+    assert again.status_code == 400 and "already been loaded" in again.json()["error"]["message"]
+    missing = await admin(server, "load_lora_adapter", {"lora_name": "x", "lora_path": str(tmp_path / "none")})
+    assert missing.status_code == 404
+    removed = await admin(server, "unload_lora_adapter", {"lora_name": "verse"})
+    assert removed.status_code == 200 and removed.text == "Success: LoRA adapter 'verse' removed successfully."
+    assert "verse" not in {model["id"] for model in (await server.client.get("/v1/models")).json()["data"]}
+    with pytest.raises(openai.NotFoundError):
+        await complete(server, "verse", prompt)
+    assert await complete(server, "poet", prompt) == expected["poet"]  # the others are untouched
+    assert (await admin(server, "unload_lora_adapter", {"lora_name": "verse"})).status_code == 404
+    for name in ("poet", "sql-expert"):  # the last gone, the LoRA layers go: the base runs as it was
+        assert (await admin(server, "unload_lora_adapter", {"lora_name": name})).status_code == 200
+    assert await complete(server, BASE, prompt) == expected[BASE]
