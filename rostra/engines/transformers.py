@@ -212,10 +212,10 @@ class TransformersEngine(VisionEngine):
             await asyncio.wrap_future(decoder.between_steps(lambda: decoder.adapters.unload(name)))
 
     def adapter_requests(self) -> AdapterRequests:
-        sequences = [sequence for sequence in list(self._running.values()) if sequence.adapter is not None]
+        uses = [(s.request_id, s.adapter) for s in list(self._running.values()) if s.adapter is not None]
         rows = self._decoder.running_ids() if self._decoder is not None else set()
-        running = {s.adapter for s in sequences if s.request_id in rows}
-        waiting = {s.adapter for s in sequences if s.request_id not in rows}
+        running = {adapter for request, adapter in uses if request in rows}
+        waiting = {adapter for request, adapter in uses if request not in rows}
         # Every loaded adapter can share one batch (PEFT's mixed batches): the cap is how many are loaded.
         return AdapterRequests(frozenset(running), frozenset(waiting), max_loras=len(self.adapters))
 

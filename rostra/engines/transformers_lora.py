@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from rostra.lora import LoraAdapter
 
 BASE = "__base__"  # PEFT's name for "no adapter" in adapter_names
+
+
+class PeftForward(TypedDict, total=False):
+    adapter_names: list[str]  # each row's adapter, for PeftModel's forward
 
 
 def check_adapter_dir(adapter: LoraAdapter) -> None:
@@ -63,7 +67,7 @@ class PeftAdapters:
         else:
             self.peft.delete_adapter(name)
 
-    def forward_options(self, adapters: list[str | None]) -> dict[str, Any]:
+    def forward_options(self, adapters: list[str | None]) -> PeftForward:
         """The keywords naming each row's adapter (none while no adapter is loaded)."""
         if self.peft is None:
             return {}
