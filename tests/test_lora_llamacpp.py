@@ -21,6 +21,7 @@ from rostra.lora import LoraAdapter
 CACHE = Path(__file__).resolve().parent.parent / ".cache" / "lora"
 PROMPT = "The three most useful kitchen tools are"
 TOKENS = 12
+ADMIN = "admin-key-48"
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +53,7 @@ def reference_text(adapter: Path | None) -> str:
 
 def served(tmp_path: Path, adapters: dict[str, Path]) -> InProcessServer:
     return InProcessServer(tmp_path, [], engine="llamacpp", speculative="off", parallel=2, max_model_len=2048,
-                           lora=[LoraAdapter(name, str(path)) for name, path in adapters.items()])
+                           lora=[LoraAdapter(name, str(path)) for name, path in adapters.items()], admin_keys=[ADMIN])
 
 
 async def complete(server: InProcessServer, model: str) -> str:
@@ -84,12 +85,34 @@ async def test_each_adapter_answers_as_llamacpp_does_with_it(tmp_path, adapters)
         base = await client.chat.completions.create(model=EMBEDDED_MODEL_NAME, max_tokens=8, temperature=0,
                                                     messages=[{"role": "user", "content": "Hi"}])
         assert chat.model == "poet" and chat.choices[0].message.content != base.choices[0].message.content
+        assert ('vllm:lora_requests_info{max_lora="2",model_name="SmolLM2-135M-Instruct",running_lora_adapters="",'
+                'waiting_lora_adapters=""}') in (await server.client.get("/metrics")).text
+        await adapters_change_at_run_time(server, adapters, expected)
+
+
+async def adapters_change_at_run_time(server: InProcessServer, adapters: dict[str, Path], expected: dict) -> None:
+    """vLLM's admin routes: llama.cpp's server is made again with the new adapter list, and every name still gets
+    its own adapter (their indices in llama.cpp's list shift when one before them goes)."""
+    def admin(route: str, body: dict):
+        return server.client.post(f"/v1/{route}", json=body, headers={"Authorization": f"Bearer {ADMIN}"})
+
+    loaded = await admin("load_lora_adapter", {"lora_name": "verse", "lora_path": str(adapters["poet"])})
+    assert loaded.status_code == 200 and loaded.text == "Success: LoRA adapter 'verse' added successfully."
+    assert await complete(server, "verse") == expected["poet"]
+    not_adapter = await admin("load_lora_adapter", {"lora_name": "x", "lora_path": str(embedded_model_path())})
+    assert not_adapter.status_code == 400 and "not a GGUF LoRA adapter" in not_adapter.json()["error"]["message"]
+    assert (await admin("unload_lora_adapter", {"lora_name": "sql-expert"})).status_code == 200
+    listed = {model["id"] for model in (await server.client.get("/v1/models")).json()["data"]}
+    assert listed == {EMBEDDED_MODEL_NAME, "poet", "verse"}
+    for model in (EMBEDDED_MODEL_NAME, "poet"):
+        assert await complete(server, model) == expected[model], model
+    assert await complete(server, "verse") == expected["poet"]
 
 
 def test_lora_flag_is_checked():
     with pytest.raises(ValueError, match="NAME=PATH"):
         LoraAdapter.parse("no-equals-sign")
-    with pytest.raises(SystemExit, match="llama.cpp engine only"):
+    with pytest.raises(SystemExit, match="served by the llamacpp, transformers engines"):
         from rostra.config import Settings  # noqa: PLC0415
         from rostra.engines.registry import build_engine  # noqa: PLC0415
 

@@ -16,6 +16,7 @@ from typing import AsyncGenerator, AsyncIterator, Literal, Mapping, Protocol
 
 from rostra.core import EngineOutput, ModelInfo, Prompt, PromptImage, SamplingParams, TokenStep
 from rostra.errors import InvalidRequest
+from rostra.lora import AdapterRequests, LoraAdapter
 
 class RelayedStream(Protocol):
     """An upstream's stream of chunks (OpenAI JSON objects); closing it early aborts it."""
@@ -108,6 +109,8 @@ class Engine(abc.ABC):
     engine_name: str = "this"  # for the 400s: "the vLLM engine"
     # The LoRA adapters (--lora NAME=PATH) served over this model, by name; a request naming one runs with it.
     adapters: tuple[str, ...] = ()
+    # Whether LoRA adapters can be loaded while serving (load_adapter: /v1/load_lora_adapter).
+    loads_adapters: bool = False
     # Whether a request's `priority` reaches the engine's own scheduler (a gateway passes it upstream); on every
     # engine it orders admission (rostra/http/admission.py).
     schedules_by_priority: bool = False
@@ -306,6 +309,20 @@ class Engine(abc.ABC):
     def adapter_path(self, name: str) -> str | None:
         """Where the LoRA adapter `name` was loaded from."""
         return None
+
+    async def load_adapter(self, adapter: LoraAdapter) -> None:
+        """Load a LoRA adapter while serving (`POST /v1/load_lora_adapter`): once this returns, `adapters` names it
+        and requests may. Raises FileNotFoundError (nothing at its path), ValueError (not an adapter this engine
+        reads, or not for this model) or InvalidRequest."""
+        raise InvalidRequest(f"LoRA adapters are not served by the {self.engine_name} engine", param="lora_name")
+
+    async def unload_adapter(self, name: str) -> None:
+        """Unload a LoRA adapter `adapters` names (`POST /v1/unload_lora_adapter`); Conflict while requests use it."""
+        raise InvalidRequest(f"LoRA adapters are not served by the {self.engine_name} engine", param="lora_name")
+
+    def adapter_requests(self) -> AdapterRequests:
+        """The adapters of the requests running and waiting (vllm:lora_requests_info)."""
+        return AdapterRequests(max_loras=len(self.adapters))
 
     def relays(self, model: str) -> bool:
         """True: requests for `model` go to an upstream whole (rostra renders its stream)."""

@@ -42,7 +42,8 @@ from typing import Any, AsyncGenerator, AsyncIterator, Callable
 
 import xllamacpp
 
-from rostra.lora import LoraAdapter
+from rostra.engines.llamacpp_lora import AdapterUse, check_gguf_adapter
+from rostra.lora import AdapterRequests, LoraAdapter
 from rostra.core import (
     EngineOutput,
     FinishReason,
@@ -94,6 +95,7 @@ def declared_pooling(metadata: dict) -> str | None:
 
 class LlamaCppEngine(Engine):
     enforces_constraints = True
+    loads_adapters = True  # GGUF LoRA adapters, at start (--lora) and while serving (llamacpp_lora.py)
     serves_structural_tags = True
     scores_prompts = True  # by generating the prompt: llamacpp_scoring.py
     native_samplers = NATIVE_SAMPLERS  # llama.cpp's own: sent as they are
@@ -147,6 +149,8 @@ class LlamaCppEngine(Engine):
         self._serving.set()
         self._internal_calls = 0  # tokenizations and the like in flight (no slot counts them)
         self._running: set[str] = set()  # requests holding a slot
+        self._adapter_use = AdapterUse()  # their LoRA adapters (vllm:lora_requests_info)
+        self._key = ""  # the key rostra's calls to llama.cpp's server carry (made in start)
         self._batched: BatchedTokenizer | None = None
         self._streams: dict[str, EventStream] = {}
         # At most one request per llama.cpp slot is handed over, pinned to the slot that holds the most of
@@ -213,7 +217,7 @@ class LlamaCppEngine(Engine):
         choice = await asyncio.to_thread(engine_threads, self.threads)
         self.compute_threads = choice.threads
         log.info("%s: %d compute threads (%s)", self.path.name, choice.threads, choice.reason)
-        key = secrets.token_urlsafe(32)
+        key = self._key = secrets.token_urlsafe(32)
         params = self._server_params(key)
         log.info("loading %s (%.0f MB, context %d, %d slots)...", self.path.name,
                  self.path.stat().st_size / 1e6, self.model.context_length, self.parallel)
@@ -223,6 +227,41 @@ class LlamaCppEngine(Engine):
 
     def adapter_path(self, name: str) -> str | None:
         return next((adapter.path for adapter in self.lora if adapter.name == name), None)
+
+    def adapter_requests(self) -> AdapterRequests:
+        return self._adapter_use.report(len(self.adapters))  # every loaded adapter can share the batch
+
+    async def load_adapter(self, adapter: LoraAdapter) -> None:
+        await asyncio.to_thread(check_gguf_adapter, adapter, self.architecture)
+        await self._serve_adapters((*self.lora, adapter))
+
+    async def unload_adapter(self, name: str) -> None:
+        await self._serve_adapters(tuple(adapter for adapter in self.lora if adapter.name != name))
+
+    async def _serve_adapters(self, lora: tuple[LoraAdapter, ...]) -> None:
+        """llama.cpp's server loads adapters only with the model: it is made again with these, once the work in
+        flight is done (new work waits meanwhile: `_paused`); if that fails, again with the adapters it had."""
+        async with self._paused():
+            previous = self.lora
+            self.lora, self.adapters = lora, tuple(adapter.name for adapter in lora)
+            try:
+                await self._remake_servers()
+            except Exception as exc:
+                log.warning("llama.cpp could not load the adapters %s: %s", ", ".join(self.adapters), exc)
+                self.lora, self.adapters = previous, tuple(adapter.name for adapter in previous)
+                await self._remake_servers()
+                raise ValueError(f"llama.cpp could not load it: {exc}") from None
+
+    async def _remake_servers(self) -> None:
+        await self._free_server()
+        params = self._server_params(self._key)
+        if self.speculation.active:  # drafting: as _make_drafting_server made them
+            self.speculation.configure(params)
+            await self._make_server(params, self._key)
+            await self._make_undrafted_server(params, self._key)
+        else:
+            await self._make_server(params, self._key)
+        self._slots.forget_prompts()  # the new server's slots hold no prompt yet
 
     def _server_params(self, key: str) -> Any:
         """llama.cpp's server parameters for this model (an xllamacpp.CommonParams), drafting's aside."""
@@ -522,18 +561,22 @@ class LlamaCppEngine(Engine):
                         cache_salt: str | None = None) -> AsyncGenerator[EngineOutput, None]:
         """`multimodal`: the prompt as llama.cpp's text-and-images object (then `prompt_ids` only route the slot)."""
         await self._serving.wait()  # (set but while the server is made again: llamacpp_probe.py)
+        if params.adapter is not None and params.adapter not in self.adapters:  # unloaded while this waited
+            raise InvalidRequest(f"model {params.adapter!r}: the LoRA adapter was unloaded", param="model")
         loopback, slots = self._route(params.top_logprobs is not None or params.prompt_logprobs is not None)
         body = _request_body(prompt_ids, params, self.vocab_size, self.model.context_length, self.adapters)
         chunks = _Chunks(params.top_logprobs or 0, self.token_bytes, self._token_ids)
         chunks.multimodal = multimodal is not None
         stream: EventStream | None = None
         self._running.add(request_id)
+        self._adapter_use.waiting(request_id, params.adapter)
         try:
             # A slot's cached prompt was computed with its request's adapter: another adapter (or the base) must not
             # reuse it, as a tenant must not reuse another's: the adapter is part of the salt.
             salt = cache_salt if params.adapter is None else f"{cache_salt or ''}\x00lora:{params.adapter}"
             async with slots.claim(prompt_ids, session_key, salt) as slot:
                 body["id_slot"], body["cache_prompt"] = slot.index, slot.reuses
+                self._adapter_use.running(request_id)
                 if multimodal is not None:
                     del body["prompt"]  # (the images' prompt takes its place)
                 stream = await loopback.stream("/completion", body if multimodal is None else multimodal.body(body))
@@ -552,6 +595,7 @@ class LlamaCppEngine(Engine):
             raise EngineError(str(exc)) from exc
         finally:
             self._running.discard(request_id)
+            self._adapter_use.done(request_id)
             self._streams.pop(request_id, None)
             if stream is not None:
                 stream.close()  # a generation left early stops here: llama.cpp sees its connection closed

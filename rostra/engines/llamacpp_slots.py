@@ -137,6 +137,11 @@ class SlotRouter:
         finally:
             self._release(slot)
 
+    def forget_prompts(self) -> None:
+        """llama.cpp's server was made again: its slots hold no prompt any more."""
+        for slot in self.slots:
+            slot.tokens, slot.key, slot.salt = [], None, None
+
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[list[Slot]]:
         """Every slot held at once, for work that must have llama.cpp's server to itself (the speculation probe):

@@ -126,10 +126,15 @@ def _build_transformers(settings: Settings) -> Engine:
                                threads=settings.threads, pooling=settings.pooling, matryoshka=settings.matryoshka)
         except RecipeError as exc:
             raise SystemExit(f"rostra: {exc}") from None
-    return load_engine("transformers", model=settings.model,
-                       model_name=settings.served_model_name[0] if settings.served_model_name else None,
-                       max_model_len=settings.max_model_len, parallel=settings.parallel, dtype=settings.dtype,
-                       device=settings.device, threads=settings.threads)
+    try:
+        return load_engine("transformers", model=settings.model,
+                           model_name=settings.served_model_name[0] if settings.served_model_name else None,
+                           max_model_len=settings.max_model_len, parallel=settings.parallel, dtype=settings.dtype,
+                           device=settings.device, threads=settings.threads, lora=tuple(settings.lora))
+    except (FileNotFoundError, ValueError) as exc:  # a --lora that is no PEFT LoRA adapter
+        if not settings.lora:
+            raise
+        raise SystemExit(f"rostra: --lora: {exc}") from None
 
 
 def _transformers_reranker(settings: Settings) -> Engine:
@@ -225,8 +230,12 @@ ENGINES: dict[str, EngineEntry] = {entry.name: entry for entry in [
 ]}
 
 
+# The engines that serve `--lora` adapters (GGUF on llama.cpp, PEFT directories on transformers).
+LORA_ENGINES = frozenset({"llamacpp", "transformers"})
+
+
 def build_engine(settings: Settings) -> Engine:
-    if settings.lora and settings.engine != "llamacpp":
-        raise SystemExit(f"rostra: --lora: LoRA adapters are served by the llama.cpp engine only, not "
-                         f"--engine {settings.engine} (yet)")
+    if settings.lora and settings.engine not in LORA_ENGINES:
+        raise SystemExit(f"rostra: --lora: LoRA adapters are served by the {', '.join(sorted(LORA_ENGINES))} "
+                         f"engines, not --engine {settings.engine}")
     return ENGINES[settings.engine].build(settings)

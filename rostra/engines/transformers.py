@@ -23,11 +23,14 @@ from rostra.engines.cpu_budget import core_limits
 from rostra.core import EngineOutput, ModelInfo, Prompt, SamplingParams
 from rostra.engines.transformers_batch import BatchDecoder, Sequence, stackable_cache
 from rostra.engines.transformers_constraints import ConstraintCompiler, ConstraintError
+from rostra.engines.transformers_lora import check_adapter_dir
 from rostra.engines.transformers_sampling import RequestSampler
 from rostra.engines.transformers_tokens import token_bytes_table
 from rostra.engines.transformers_vision import VisionProcessor, has_vision
 from rostra.engines.vision_engine import VisionEngine
+from rostra.errors import Conflict
 from rostra.generation_defaults import from_checkpoint_config
+from rostra.lora import AdapterRequests, LoraAdapter
 from rostra.tokenizer import END_MARKERS, hf_named_tokens
 
 log = logging.getLogger("rostra.engine.transformers")
@@ -74,13 +77,20 @@ def _eos_ids(tokenizer, generation_config: GenerationConfig | None) -> set[int]:
 
 class TransformersEngine(VisionEngine):
     enforces_constraints = True  # JSON schema, GBNF and llguidance grammars: all through llguidance
+    loads_adapters = True  # PEFT adapter directories, at start (--lora) and at run time (transformers_lora.py)
     serves_structural_tags = True
     scores_prompts = True  # a forward pass over the prompt gives its logprobs (prompt_logprobs, echo)
     engine_name = "transformers"
     tail_samplers = frozenset({"tfs", "top_a"})  # transformers_truncation.py
 
     def __init__(self, model: str, model_name: str | None = None, max_model_len: int | None = None,
-                 parallel: int = 4, dtype: str = "auto", device: str = "auto", threads: int | None = None):
+                 parallel: int = 4, dtype: str = "auto", device: str = "auto", threads: int | None = None,
+                 lora: tuple[LoraAdapter, ...] = ()):
+        """`lora`: PEFT adapter directories served over the model, each by its name (transformers_lora.py)."""
+        for adapter in lora:
+            check_adapter_dir(adapter)
+        self.lora = {adapter.name: adapter for adapter in lora}
+        self.adapters = tuple(self.lora)
         self.source = model  # a local directory or a hub id: from_pretrained takes either
         self.device = pick_device(device)
         self.dtype = pick_dtype(dtype, self.device)
@@ -142,6 +152,8 @@ class TransformersEngine(VisionEngine):
         # On CPU without --threads: prefills on every core, decode steps on all but one (cpu_threads).
         all_cores = core_limits().usable if self.device.type == "cpu" and not self.threads else None
         self._decoder = BatchDecoder(model, self.parallel, self.eos_ids, self.token_bytes, prefill_threads=all_cores)
+        for adapter in self.lora.values():
+            self._decoder.adapters.load(adapter)
         self._decoder.start()
 
     async def close(self) -> None:
@@ -176,6 +188,37 @@ class TransformersEngine(VisionEngine):
         """Sequences in the decode batch right now (requests still waiting for a row not counted)."""
         return self._decoder.running() if self._decoder is not None else 0
 
+    def adapter_path(self, name: str) -> str | None:
+        adapter = self.lora.get(name)
+        return adapter.path if adapter is not None else None
+
+    async def load_adapter(self, adapter: LoraAdapter) -> None:
+        if self._decoder is None:
+            raise EngineError("engine not started")
+        await asyncio.to_thread(check_adapter_dir, adapter)
+        decoder = self._decoder
+        await asyncio.wrap_future(decoder.between_steps(lambda: decoder.adapters.load(adapter)))
+        self.lora[adapter.name] = adapter
+        self.adapters = tuple(self.lora)
+
+    async def unload_adapter(self, name: str) -> None:
+        if any(sequence.adapter == name for sequence in self._running.values()):
+            raise Conflict(f"LoRA adapter {name!r} has requests in flight: unload it once they have finished",
+                           code="adapter_busy")
+        self.lora.pop(name, None)
+        self.adapters = tuple(self.lora)  # no request reaches it from now on
+        if self._decoder is not None:
+            decoder = self._decoder
+            await asyncio.wrap_future(decoder.between_steps(lambda: decoder.adapters.unload(name)))
+
+    def adapter_requests(self) -> AdapterRequests:
+        uses = [(s.request_id, s.adapter) for s in list(self._running.values()) if s.adapter is not None]
+        rows = self._decoder.running_ids() if self._decoder is not None else set()
+        running = {adapter for request, adapter in uses if request in rows}
+        waiting = {adapter for request, adapter in uses if request not in rows}
+        # Every loaded adapter can share one batch (PEFT's mixed batches): the cap is how many are loaded.
+        return AdapterRequests(frozenset(running), frozenset(waiting), max_loras=len(self.adapters))
+
     async def abort(self, request_id: str) -> None:
         sequence = self._running.get(request_id)
         if sequence is not None:
@@ -206,7 +249,7 @@ class TransformersEngine(VisionEngine):
                 sequence.cancelled.set()
 
         sequence = Sequence(request_id, prompt_ids, params.max_tokens, sampler, deliver,
-                            model_inputs=vision.tensors if vision is not None else {})
+                            model_inputs=vision.tensors if vision is not None else {}, adapter=params.adapter)
         self._running[request_id] = sequence
         self._decoder.submit(sequence)
         try:

@@ -27,6 +27,7 @@ a model with sliding-window or other cache layers runs one sequence at a time.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import inspect
@@ -42,6 +43,7 @@ from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
 from rostra.core import EngineOutput, FinishReason, TokenStep, TopLogprob
+from rostra.engines.transformers_lora import PeftAdapters
 from rostra.engines.transformers_sampling import RequestSampler
 
 log = logging.getLogger("rostra.engine.transformers")
@@ -62,6 +64,7 @@ class Sequence:
     prompt_scores: tuple[TokenStep | None, ...] | None = None
     # What the prefill reads besides the token ids: a vision model's image tensors (pixel_values...).
     model_inputs: dict[str, torch.Tensor] = field(default_factory=dict)
+    adapter: str | None = None  # the LoRA adapter this request runs with (transformers_lora.py); None: the base
 
     def deliver_output(self, output: EngineOutput) -> None:
         if self.prompt_scores is not None:
@@ -146,6 +149,7 @@ class BatchDecoder:
         few large matrix products, which every core speeds up; a decode step is thousands of small
         operations, which extra threads slow down, see cpu_threads in transformers.py)."""
         self.model = model
+        self.adapters = PeftAdapters(model)  # forward passes run self.adapters.model: the base, or PEFT's over it
         self.prefill_threads = prefill_threads
         # Most causal LMs can compute the lm head for the last position only; older ones cannot.
         self._last_logits_only = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(
@@ -154,6 +158,8 @@ class BatchDecoder:
         self.eos_ids = eos_ids
         self.token_bytes = token_bytes
         self._pending: queue.Queue[Sequence] = queue.Queue()
+        # Work on the model itself (loading an adapter), run by the worker between two steps.
+        self._chores: queue.Queue[tuple[Callable[[], None], concurrent.futures.Future]] = queue.Queue()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         # The batch, owned by the worker thread: rows in cache order, cache, padding mask [rows, length].
@@ -174,11 +180,37 @@ class BatchDecoder:
     def submit(self, sequence: Sequence) -> None:
         self._pending.put(sequence)
 
+    def between_steps(self, chore: Callable[[], None]) -> concurrent.futures.Future:
+        """Run `chore` on the worker thread between two steps (no forward pass under way); its future tells
+        when it has run, or what it raised."""
+        done: concurrent.futures.Future = concurrent.futures.Future()
+        if self._thread is None or not self._thread.is_alive():  # not started, or stopped: nothing runs meanwhile
+            self._run_chore(chore, done)
+        else:
+            self._chores.put((chore, done))
+        return done
+
+    @staticmethod
+    def _run_chore(chore: Callable[[], None], done: concurrent.futures.Future) -> None:
+        try:
+            with torch.inference_mode(False):  # weights loaded now are plain tensors, as those loaded at start
+                chore()
+        except BaseException as exc:
+            done.set_exception(exc)
+        else:
+            done.set_result(None)
+
+    def running_ids(self) -> set[str]:
+        """The requests of the running batch's rows (read from other threads: from a copy)."""
+        return {row.request_id for row in list(self._rows)}
+
     # ------------------------------------------------------------------ worker thread only
 
     def _run(self) -> None:
         with torch.inference_mode():
             while not self._stopping.is_set():
+                while not self._chores.empty():
+                    self._run_chore(*self._chores.get_nowait())
                 try:
                     self._admit_pending()
                     if self._rows:
@@ -194,6 +226,8 @@ class BatchDecoder:
         self._reset()
         while not self._pending.empty():  # requests that never got a row must not wait forever
             self._pending.get_nowait().deliver(shutting_down)
+        while not self._chores.empty():
+            self._chores.get_nowait()[1].set_exception(shutting_down)
 
     def _admit_pending(self) -> None:
         waiting: list[Sequence] = []
@@ -239,8 +273,9 @@ class BatchDecoder:
         # Only the last position's logits are needed (the lm head over a whole prompt is costly),
         # unless the prompt is to be scored.
         with self._threads(self.prefill_threads):
-            logits = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True, **shape, **images,
-                                **(self._last_logits_only if top_n is None else {})).logits
+            logits = self.adapters.model(input_ids=input_ids, past_key_values=cache, use_cache=True, **shape, **images,
+                                         **self.adapters.forward_options([s.adapter for s in group]),
+                                         **(self._last_logits_only if top_n is None else {})).logits
         group[0].model_inputs = {}  # (the image tensors are in the cache now)
         if top_n is not None:
             group[0].prompt_scores = self._score_prompt(group[0].prompt_ids, logits[0], top_n)
@@ -303,8 +338,9 @@ class BatchDecoder:
         # With no padding anywhere (one row, say) the mask says nothing: leaving it out lets attention
         # take its plain causal path, a few percent faster per step on CPU.
         mask = None if bool(self._mask.all()) else self._mask
-        logits = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
-                            past_key_values=self._cache, use_cache=True).logits[:, -1]
+        logits = self.adapters.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
+                                     past_key_values=self._cache, use_cache=True,
+                                     **self.adapters.forward_options([row.adapter for row in self._rows])).logits[:, -1]
         keep = [index for index, row in enumerate(self._rows) if self._sample(row, logits[index])]
         if len(keep) < len(self._rows):
             self._keep_rows(keep)

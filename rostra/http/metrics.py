@@ -23,6 +23,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from rostra.engines.base import Engine
 from rostra.http.admission import Admission
+from rostra.http.lora_metrics import LoraRequestsInfo
 from rostra.serving.job import Job
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
@@ -80,6 +81,7 @@ class Metrics:
         self._speculative = (Gauge("rostra_speculative_draft_tokens", "Draft tokens proposed.", labels, registry=reg),
                              Gauge("rostra_speculative_accepted_tokens", "Draft tokens accepted.", labels,
                                    registry=reg))
+        reg.register(LoraRequestsInfo(lambda: self._engines))  # vllm:lora_requests_info
         self.http_requests = Counter("rostra_http_requests", "HTTP requests by route and status.",
                                      ["route", "method", "status"], registry=reg)
 

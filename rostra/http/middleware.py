@@ -47,6 +47,9 @@ class RequestIdMiddleware:
 # Routes that answer without a key: probes need them, and they reveal nothing about the model's use
 # (`HEAD /`: Claude Code's probe of its base URL).
 PUBLIC_PATHS = frozenset({"/health", "/health/ready", "/version", "/"})
+# Admin routes outside /admin, where vLLM has them: loading and unloading LoRA adapters (vLLM opens them only with
+# VLLM_ALLOW_RUNTIME_LORA_UPDATING; here only an --admin-key does, as /admin).
+ADMIN_PATHS = frozenset({"/v1/load_lora_adapter", "/v1/unload_lora_adapter"})
 
 
 class ApiKeyMiddleware:
@@ -114,7 +117,7 @@ class ApiKeyMiddleware:
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
             path = scope["path"]
-            if path.startswith("/admin"):  # admin routes: only the admin key, and only when one is set
+            if path.startswith("/admin") or path in ADMIN_PATHS:  # only the admin key, and only when one is set
                 if not (self.admin_keys and self._authorized(scope, self.admin_keys)):
                     return await send_error(scope, send, Unauthorized("an admin key is required"), self.envelopes)
             elif path in self.public_paths:

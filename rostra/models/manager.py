@@ -14,6 +14,7 @@ never on the event loop.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -22,7 +23,8 @@ from typing import Any, Callable, Literal
 
 from rostra.config import Settings
 from rostra.engines.base import Engine
-from rostra.errors import APIError, Conflict, NotFound, RequestTimeout, ServiceUnavailable
+from rostra.errors import APIError, Conflict, InvalidRequest, NotFound, RequestTimeout, ServiceUnavailable
+from rostra.lora import LoraAdapter
 from rostra.models.bundle import ModelBundle
 from rostra.models.specs import ModelSpec, scan_models_dir
 
@@ -235,6 +237,30 @@ class ModelManager:
         await self._loaded(slot)
         slot.last_used = time.monotonic()
         return slot
+
+    async def load_adapter(self, adapter: LoraAdapter, base: str | None) -> ModelSlot:
+        """A LoRA adapter loaded over model `base` (the first model if None, loaded now if it is not), served by its
+        name from now on; kept in the model's settings, so that a reload of the model loads it again."""
+        if adapter.name in self.names() or adapter.name in self._by_name:
+            raise InvalidRequest(f"The lora adapter '{adapter.name}' has already been loaded.", param="lora_name")
+        slot = await self.load(base if base is not None else self.slots[0].spec.name)
+        if slot.bundle is None:  # unloaded again meanwhile (its TTL, an admin)
+            raise Conflict(f"model {slot.spec.name} was unloaded while the adapter was being loaded: try again")
+        await slot.bundle.engine.load_adapter(adapter)
+        slot.spec.settings = dataclasses.replace(slot.spec.settings, lora=[*slot.spec.settings.lora, adapter])
+        self._by_name[adapter.name] = slot
+        return slot
+
+    async def unload_adapter(self, name: str) -> None:
+        """Unload a LoRA adapter (Conflict while requests use it); its model stays as it is."""
+        slot = next((slot for slot in self.slots if any(a.name == name for a in slot.spec.settings.lora)), None)
+        if slot is None:
+            raise NotFound(f"The lora adapter '{name}' cannot be found.", param="lora_name")
+        if slot.bundle is not None:
+            await slot.bundle.engine.unload_adapter(name)
+        lora = [adapter for adapter in slot.spec.settings.lora if adapter.name != name]
+        slot.spec.settings = dataclasses.replace(slot.spec.settings, lora=lora)
+        self._by_name.pop(name, None)
 
     async def _load(self, slot: ModelSlot) -> None:
         spec = slot.spec

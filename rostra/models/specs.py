@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rostra.config import Settings
+from rostra.lora import adapters_from_config
 from rostra.models.checks import SettingError, check_ranges, check_types
 
 # The settings a model may have of its own (the flags of `rostra serve` that describe the model).
@@ -24,7 +25,7 @@ PER_MODEL_SETTINGS = frozenset({
     "device", "task", "pooling", "matryoshka", "tool_call_parser", "strict_tool_parsing", "reasoning_parser",
     "reasoning_field", "generation_config", "override_generation_config", "raw_special_tokens", "script",
     "tokenizer", "upstreams", "upstream_retries", "upstream_timeout", "health_check_interval",
-    "speculative", "speculative_draft", "cache_ram_mib", "flash_attn", "mmproj", "mmap",
+    "speculative", "speculative_draft", "cache_ram_mib", "flash_attn", "mmproj", "mmap", "lora",
 })
 # Keys of a --models-config entry that are not settings: its name, idle time to unload, load at start-up.
 ENTRY_KEYS = frozenset({"name", "ttl", "preload", "upstream"})
@@ -46,8 +47,9 @@ class ModelSpec:
 
     @property
     def names(self) -> list[str]:
-        """The names requests may use for it (a gateway's come from its upstreams once it is up)."""
-        return list(self.settings.served_model_name) or [self.name]
+        """The names requests may use for it (a gateway's come from its upstreams once it is up), then its LoRA
+        adapters' (each the model with that adapter)."""
+        return [*(self.settings.served_model_name or [self.name]), *(adapter.name for adapter in self.settings.lora)]
 
     @property
     def resident(self) -> bool:
@@ -212,6 +214,11 @@ def read_models_config(path: Path, settings: Settings) -> list[ModelSpec]:
                 elif given.exists() or "://" not in str(own[key]):
                     own[key] = str(given)
                 # else a URL-spelled Hub id (https://huggingface.co/OWNER/NAME:QUANT): kept as given, not a Path
+        if "lora" in own:  # its LoRA adapters, each served by its name (rostra/lora.py)
+            try:
+                own["lora"] = adapters_from_config(own["lora"], path.parent)
+            except ValueError as exc:
+                raise ModelConfigError(f"{where}: {exc}") from None
         ttl = own.pop("ttl", None)
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl <= 0):
             raise ModelConfigError(f"{where}: ttl must be a number of seconds above 0")

@@ -18,10 +18,10 @@ from rostra.api.responses import transports as responses_transports
 from rostra.api.usage import routes as usage
 from rostra.api.vector_stores import routes as vector_stores
 from rostra.playground.routes import router as playground_router
-from rostra.server.routes import admin, models, ops, tokenize
+from rostra.server.routes import admin, lora, models, ops, tokenize
 
 ROUTERS = [ops.router, models.router, chat.router, completions.router, responses.router,
-           responses_transports.router, tokenize.router, admin.router,
+           responses_transports.router, tokenize.router, admin.router, lora.router,
            messages.router, embeddings.router, rerank.router, decisions.router, batches.router, usage.router,
            vector_stores.router, playground_router]
 

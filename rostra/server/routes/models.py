@@ -69,7 +69,9 @@ def model_cards(context: ServerContext, slot: ModelSlot) -> list[dict]:
     if download is not None:  # its first load is downloading it from the Hub
         card["state"] = "downloading"
         card["download"] = {"bytes_done": download.done, "bytes_total": download.total}
-    return [{"id": name, **card} for name in slot.spec.names]
+    adapters = {adapter.name: adapter.path for adapter in settings.lora}  # a LoRA adapter: its base, as vLLM lists
+    return [{"id": name, **card, **({"parent": slot.spec.name, "root": adapters[name]} if name in adapters else {})}
+            for name in slot.spec.names]
 
 
 @dataclass(frozen=True)
