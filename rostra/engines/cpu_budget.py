@@ -56,7 +56,7 @@ def cgroup_quota(root: Path) -> float | None:
         return None
 
 
-def _machine_busy_seconds(stat: Path) -> float | None:
+def machine_busy_seconds(stat: Path) -> float | None:
     """CPU seconds all processes have spent working since boot (the `cpu` line of /proc/stat), None if unreadable."""
     try:
         fields = [int(value) for value in stat.read_text().split("\n", 1)[0].split()[1:]]
@@ -68,9 +68,9 @@ def _machine_busy_seconds(stat: Path) -> float | None:
 
 def busy_elsewhere(seconds: float = _SAMPLE_SECONDS, stat: Path = Path("/proc/stat")) -> float:
     """How many cores other processes kept busy over a short sample (this process's own work left out)."""
-    before, own_before, start = _machine_busy_seconds(stat), time.process_time(), time.monotonic()
+    before, own_before, start = machine_busy_seconds(stat), time.process_time(), time.monotonic()
     time.sleep(seconds)
-    after, own_after, elapsed = _machine_busy_seconds(stat), time.process_time(), time.monotonic() - start
+    after, own_after, elapsed = machine_busy_seconds(stat), time.process_time(), time.monotonic() - start
     if before is None or after is None or elapsed <= 0:
         return 0.0
     return max(0.0, (after - before) - (own_after - own_before)) / elapsed

@@ -147,6 +147,9 @@ class BatchDecoder:
         operations, which extra threads slow down, see cpu_threads in transformers.py)."""
         self.model = model
         self.prefill_threads = prefill_threads
+        # The engine's share of the process's cores now (thread_budget.py; set from any thread), None: no cap.
+        self.core_cap: int | None = None
+        self._decode_threads = 1  # torch's threads for decode steps as configured (read when the worker starts)
         # Most causal LMs can compute the lm head for the last position only; older ones cannot.
         self._last_logits_only = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(
             model.forward).parameters else {}
@@ -177,10 +180,12 @@ class BatchDecoder:
     # ------------------------------------------------------------------ worker thread only
 
     def _run(self) -> None:
+        self._decode_threads = torch.get_num_threads()
         with torch.inference_mode():
             while not self._stopping.is_set():
                 try:
                     self._admit_pending()
+                    self._fit_threads()
                     if self._rows:
                         self._decode_step()
                 except Exception as exc:  # a failed step fails every request in it, not the engine
@@ -238,7 +243,7 @@ class BatchDecoder:
         cache = DynamicCache(config=self.model.config)
         # Only the last position's logits are needed (the lm head over a whole prompt is costly),
         # unless the prompt is to be scored.
-        with self._threads(self.prefill_threads):
+        with self._threads(self._capped(self.prefill_threads)):
             logits = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True, **shape, **images,
                                 **(self._last_logits_only if top_n is None else {})).logits
         group[0].model_inputs = {}  # (the image tensors are in the cache now)
@@ -251,6 +256,16 @@ class BatchDecoder:
         if len(keep) < len(group):
             mask = _take_rows(cache, mask, keep)
         self._join([group[index] for index in keep], cache, mask)
+
+    def _capped(self, threads: int | None) -> int | None:
+        cap = self.core_cap
+        return threads if threads is None or cap is None else max(1, min(threads, cap))
+
+    def _fit_threads(self) -> None:
+        """torch's threads for decode steps within the engine's share of the cores (thread_budget.py)."""
+        threads = self._capped(self._decode_threads) or self._decode_threads
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
 
     @staticmethod
     @contextlib.contextmanager
