@@ -35,6 +35,13 @@ def test_cores_other_processes_keep_busy_are_left_to_them_but_one_stays():
     assert "1 kept busy" in share_cores([0, 1, 2, 3], 1, [Claim("chat")])["chat"].reason
 
 
+def test_engines_keep_a_core_each_before_cores_are_left_to_other_processes():
+    shares = share_cores([0, 1], 1, [Claim("chat"), Claim("embed")])
+    assert shares["chat"].cores == {0} and shares["embed"].cores == {1}
+    shares = share_cores([0, 1, 2, 3], 3, [Claim("a"), Claim("b"), Claim("c")])
+    assert [shares[key].cores for key in "abc"] == [{0}, {1}, {2}]
+
+
 def test_a_batch_yields_to_online_requests():
     shares = share_cores([0, 1, 2, 3], 0, [Claim("batch", online=False), Claim("chat")])
     assert shares["chat"].cores == {0, 1, 2, 3}
