@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
+import time
 
 import pytest
 
@@ -129,20 +131,19 @@ def test_the_threads_started_in_a_block_are_found_and_pinned():
         stop.set()
         worker.join()
     pin_threads(started, frozenset({first}))  # an ended thread is skipped and forgotten
-    assert started == set()
+    assert worker.native_id not in started
 
 
 def test_the_watcher_moves_shares_when_another_process_takes_a_core(monkeypatch):
     budget, applied = _budget([0, 1])
-    samples = iter([MachineSample(0.0, 0.0, 0.0)] + [MachineSample(float(n), 0.0, float(n)) for n in range(1, 50)])
-    monkeypatch.setattr(thread_budget, "sample_machine", lambda: next(samples))
+    seconds = itertools.count()  # each sample a second after the last, one core busy elsewhere meanwhile
+    monkeypatch.setattr(thread_budget, "sample_machine", lambda: MachineSample(float(n := next(seconds)), 0.0, n))
     monkeypatch.setattr(thread_budget, "_SAMPLE_SECONDS", 0.01)
     chat = budget.join("chat", lambda share: applied.setdefault("chat", []).append(share))
     with budget.generating(chat):
-        for _ in range(200):
-            if applied["chat"][-1].cores == {0}:
-                break
-            threading.Event().wait(0.01)
+        deadline = time.monotonic() + 20
+        while applied["chat"][-1].cores != {0} and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert applied["chat"][-1].cores == {0}, applied["chat"]  # one core busy elsewhere, seen twice
     assert budget.taken == 1
 
@@ -150,6 +151,8 @@ def test_the_watcher_moves_shares_when_another_process_takes_a_core(monkeypatch)
 @pytest.fixture(autouse=True)
 def _no_watcher_left(monkeypatch):
     monkeypatch.setattr(thread_budget, "_SAMPLE_SECONDS", 0.02)  # a watcher ends within one sample once idle
+    # A quiet machine, whatever else runs on this one (the watcher's own test says otherwise).
+    monkeypatch.setattr(thread_budget, "sample_machine", lambda: MachineSample(0.0, 0.0, time.monotonic()))
     yield
     for thread in threading.enumerate():
         if thread.name == "rostra-thread-budget":
