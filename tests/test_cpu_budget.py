@@ -96,6 +96,10 @@ def test_the_served_model_computes_on_the_cores_its_affinity_allows():
         threads = {sample.labels["model_name"]: sample.value for family in text_string_to_metric_families(metrics)
                    if family.name == "rostra_engine_threads" for sample in family.samples}
         assert list(threads.values()) == [1.0], threads
+        cores = {(sample.labels["model_name"], sample.labels["why"]): sample.value
+                 for family in text_string_to_metric_families(metrics)
+                 if family.name == "rostra_engine_cores" for sample in family.samples}
+        assert list(cores.values()) == [1.0] and next(iter(cores))[1] == "idle", cores  # its share, not generating
         assert ": 1 compute threads (1 usable cores (affinity 1" in server.log_path.read_text()
     finally:
         server.stop()

@@ -12,6 +12,8 @@ import pytest
 import torch
 
 from rostra.core import Prompt, SamplingParams
+from rostra.engines import thread_budget
+from rostra.engines.thread_budget import MachineSample
 from rostra.engines.transformers import TransformersEngine, cpu_threads
 from rostra.engines.transformers_batch import BatchDecoder, Sequence, prefill_groups
 from rostra.engines.transformers_sampling import RequestSampler
@@ -184,10 +186,13 @@ def test_waiting_prompts_are_prefilled_together_and_match_their_solo_runs(engine
     assert together == solo
 
 
-def test_on_cpu_decode_steps_leave_a_core_and_prefills_take_every_core(engine):
+def test_on_cpu_decode_steps_leave_a_core_and_prefills_take_every_core(engine, monkeypatch):
     """Without --threads the engine's decode thread runs torch on all cores but one for decode steps and on
     every core for a prefill, its decode count restored after. (torch's count is per thread once a thread
-    has used it, so it is read in the forward passes themselves, in the engine's own decode thread.)"""
+    has used it, so it is read in the forward passes themselves, in the engine's own decode thread.) The machine
+    is taken as quiet: with other processes busy, the thread budget would give it fewer (test_thread_budget.py)."""
+    monkeypatch.setattr(thread_budget, "sample_machine", lambda: MachineSample(0.0, 0.0, time.monotonic()))
+    thread_budget.process_budget().set_taken(0)
     seen: list[tuple[int, int]] = []  # (tokens in the forward pass, torch's threads meanwhile)
     hook = engine.hf_model.register_forward_pre_hook(
         lambda module, args, kwargs: seen.append((kwargs["input_ids"].shape[1], torch.get_num_threads())),

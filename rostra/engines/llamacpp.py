@@ -56,6 +56,7 @@ from rostra.core import (
 )
 from rostra.engines.base import NATIVE_SAMPLERS, Engine, EngineError, PairScores
 from rostra.engines.cpu_budget import engine_threads
+from rostra.engines.thread_budget import EngineCores
 from rostra.engines.llamacpp_batches import EMBED_CHUNK, BatchedTokenizer
 from rostra.engines.llamacpp_bad_words import generate_without_bad_words
 from rostra.engines.llamacpp_http import EventStream, LoopbackClient, LoopbackError
@@ -157,6 +158,7 @@ class LlamaCppEngine(Engine):
         # its prompt; the rest wait here, where a request cancelled while it waits is simply never started
         # (in llama.cpp's own queue it would still be prefilled before its first token could say "stop").
         self._slots = SlotRouter(self.parallel, host_cache=cache_ram_mib != 0)
+        self.cores: EngineCores | None = None  # its share of the process's cores, once started (thread_budget.py)
 
     def _pick_task(self, task: str, pooling: str | None, matryoshka: bool) -> None:
         """--task, or what the GGUF declares: rank pooling reranks (llamacpp_rerank.py), another pooling embeds."""
@@ -217,6 +219,8 @@ class LlamaCppEngine(Engine):
         choice = await asyncio.to_thread(engine_threads, self.threads)
         self.compute_threads = choice.threads
         log.info("%s: %d compute threads (%s)", self.path.name, choice.threads, choice.reason)
+        # Their cores, though, follow the engines generating at each moment (thread_budget.py); --threads pins both.
+        self.cores = EngineCores(self.model.id, pinned=bool(self.threads))
         key = self._key = secrets.token_urlsafe(32)
         params = self._server_params(key)
         log.info("loading %s (%.0f MB, context %d, %d slots)...", self.path.name,
@@ -322,7 +326,7 @@ class LlamaCppEngine(Engine):
 
     async def _make_server(self, params: Any, key: str) -> None:
         started = time.monotonic()
-        self._server = await asyncio.to_thread(xllamacpp.Server, params)
+        self._server = await asyncio.to_thread(self._made, params)
         log.info("model loaded in %.1f s", time.monotonic() - started)
         self._loopback = LoopbackClient(self._server.listening_address, key)
 
@@ -334,8 +338,13 @@ class LlamaCppEngine(Engine):
         await self._make_undrafted_server(params, key)
 
     async def _make_undrafted_server(self, params: Any, key: str) -> None:
-        self._undrafted = await asyncio.to_thread(xllamacpp.Server, self.speculation.undrafted(params))
+        self._undrafted = await asyncio.to_thread(self._made, self.speculation.undrafted(params))
         self._undrafted_route = (LoopbackClient(self._undrafted.listening_address, key), SlotRouter(1))
+
+    def _made(self, params: Any) -> Any:
+        """A llama.cpp server made (blocking), its threads kept on this engine's share of the cores."""
+        assert self.cores is not None
+        return self.cores.made(lambda: xllamacpp.Server(params))
 
     async def _probe_in_background(self, params: Any, key: str) -> None:
         """Calibrate when nothing else runs; where drafting pays, the server made again at a quiet moment."""
@@ -389,6 +398,8 @@ class LlamaCppEngine(Engine):
         for stream in list(self._streams.values()):
             stream.close()
         await self._free_server()
+        if self.cores is not None:
+            self.cores.close()
 
     async def _free_server(self) -> None:
         last_reference, self._server, self._undrafted = [self._server, self._undrafted], None, None
@@ -432,7 +443,8 @@ class LlamaCppEngine(Engine):
         requests of EMBED_CHUNK inputs, one after another (a request cancelled between them stops there)."""
         vectors: list[list[float]] = []
         for start in range(0, len(inputs), EMBED_CHUNK):
-            reply: Any = await self._internal("/embeddings", {"content": inputs[start:start + EMBED_CHUNK]})
+            async with self._generating():
+                reply: Any = await self._internal("/embeddings", {"content": inputs[start:start + EMBED_CHUNK]})
             if isinstance(reply, dict):  # {"error": ...}
                 raise EngineError(f"llama.cpp could not embed: {reply.get('error', reply)}")
             vectors += [item["embedding"][0] for item in sorted(reply, key=lambda item: item["index"])]
@@ -574,7 +586,7 @@ class LlamaCppEngine(Engine):
             # A slot's cached prompt was computed with its request's adapter: another adapter (or the base) must not
             # reuse it, as a tenant must not reuse another's: the adapter is part of the salt.
             salt = cache_salt if params.adapter is None else f"{cache_salt or ''}\x00lora:{params.adapter}"
-            async with slots.claim(prompt_ids, session_key, salt) as slot:
+            async with slots.claim(prompt_ids, session_key, salt) as slot, self._generating():
                 body["id_slot"], body["cache_prompt"] = slot.index, slot.reuses
                 self._adapter_use.running(request_id)
                 if multimodal is not None:
@@ -599,6 +611,15 @@ class LlamaCppEngine(Engine):
             self._streams.pop(request_id, None)
             if stream is not None:
                 stream.close()  # a generation left early stops here: llama.cpp sees its connection closed
+
+    @contextlib.asynccontextmanager
+    async def _generating(self) -> AsyncIterator[None]:
+        """While this engine computes: its share of the process's cores counted (thread_budget.py)."""
+        if self.cores is None:
+            yield
+            return
+        with self.cores.generating():
+            yield
 
     def _route(self, probabilities: bool) -> tuple[LoopbackClient, SlotRouter]:
         assert self._loopback is not None, "engine not started"

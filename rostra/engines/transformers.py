@@ -10,6 +10,7 @@ Tokenization runs in threads too, never on the event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from pathlib import Path
@@ -20,6 +21,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageText
 
 from rostra.engines.base import EngineError
 from rostra.engines.cpu_budget import core_limits
+from rostra.engines.thread_budget import EngineCores, Share
 from rostra.core import EngineOutput, ModelInfo, Prompt, SamplingParams
 from rostra.engines.transformers_batch import BatchDecoder, Sequence, stackable_cache
 from rostra.engines.transformers_constraints import ConstraintCompiler, ConstraintError
@@ -130,6 +132,7 @@ class TransformersEngine(VisionEngine):
         self._decoder: BatchDecoder | None = None
         self._constraints: ConstraintCompiler | None = None
         self._running: dict[str, Sequence] = {}
+        self.cores: EngineCores | None = None  # on CPU: its share of the process's cores (thread_budget.py)
 
     async def start(self) -> None:
         started = time.monotonic()
@@ -155,6 +158,12 @@ class TransformersEngine(VisionEngine):
         for adapter in self.lora.values():
             self._decoder.adapters.load(adapter)
         self._decoder.start()
+        if self.device.type == "cpu":  # torch's threads within the engine's share (--threads pins them)
+            self.cores = EngineCores(self.model.id, pinned=bool(self.threads), on_share=self._fit_share)
+
+    def _fit_share(self, share: Share) -> None:
+        if self._decoder is not None and share.why != "pinned":
+            self._decoder.core_cap = len(share.cores)
 
     async def close(self) -> None:
         for sequence in self._running.values():
@@ -162,6 +171,8 @@ class TransformersEngine(VisionEngine):
         if self._decoder is not None:
             await asyncio.to_thread(self._decoder.stop)
         self._decoder = self.hf_model = None
+        if self.cores is not None:
+            self.cores.close()
 
     async def tokenize(self, text: str, add_special: bool) -> list[int]:
         return await asyncio.to_thread(self.tokenizer.encode, text, add_special_tokens=add_special)
@@ -252,6 +263,8 @@ class TransformersEngine(VisionEngine):
                             model_inputs=vision.tensors if vision is not None else {}, adapter=params.adapter)
         self._running[request_id] = sequence
         self._decoder.submit(sequence)
+        generating = self.cores.generating() if self.cores is not None else contextlib.nullcontext()
+        generating.__enter__()  # left in the `finally` below
         try:
             while True:
                 item = await outputs.get()
@@ -265,3 +278,4 @@ class TransformersEngine(VisionEngine):
         finally:
             sequence.cancelled.set()  # closing the iterator early aborts the generation
             self._running.pop(request_id, None)
+            generating.__exit__(None, None, None)

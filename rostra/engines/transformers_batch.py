@@ -151,6 +151,9 @@ class BatchDecoder:
         self.model = model
         self.adapters = PeftAdapters(model)  # forward passes run self.adapters.model: the base, or PEFT's over it
         self.prefill_threads = prefill_threads
+        # The engine's share of the process's cores now (thread_budget.py; set from any thread), None: no cap.
+        self.core_cap: int | None = None
+        self._decode_threads = 1  # torch's threads for decode steps as configured (read when the worker starts)
         # Most causal LMs can compute the lm head for the last position only; older ones cannot.
         self._last_logits_only = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(
             model.forward).parameters else {}
@@ -207,12 +210,14 @@ class BatchDecoder:
     # ------------------------------------------------------------------ worker thread only
 
     def _run(self) -> None:
+        self._decode_threads = torch.get_num_threads()
         with torch.inference_mode():
             while not self._stopping.is_set():
                 while not self._chores.empty():
                     self._run_chore(*self._chores.get_nowait())
                 try:
                     self._admit_pending()
+                    self._fit_threads()
                     if self._rows:
                         self._decode_step()
                 except Exception as exc:  # a failed step fails every request in it, not the engine
@@ -272,7 +277,7 @@ class BatchDecoder:
         cache = DynamicCache(config=self.model.config)
         # Only the last position's logits are needed (the lm head over a whole prompt is costly),
         # unless the prompt is to be scored.
-        with self._threads(self.prefill_threads):
+        with self._threads(self._capped(self.prefill_threads)):
             logits = self.adapters.model(input_ids=input_ids, past_key_values=cache, use_cache=True, **shape, **images,
                                          **self.adapters.forward_options([s.adapter for s in group]),
                                          **(self._last_logits_only if top_n is None else {})).logits
@@ -286,6 +291,16 @@ class BatchDecoder:
         if len(keep) < len(group):
             mask = _take_rows(cache, mask, keep)
         self._join([group[index] for index in keep], cache, mask)
+
+    def _capped(self, threads: int | None) -> int | None:
+        cap = self.core_cap
+        return threads if threads is None or cap is None else max(1, min(threads, cap))
+
+    def _fit_threads(self) -> None:
+        """torch's threads for decode steps within the engine's share of the cores (thread_budget.py)."""
+        threads = self._capped(self._decode_threads) or self._decode_threads
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
 
     @staticmethod
     @contextlib.contextmanager

@@ -28,6 +28,7 @@ from rostra.http.admission import Admission
 from rostra.http.context import server_context
 from rostra.http.scope import RequestScope
 from rostra.http.sse import until_disconnected
+from rostra.engines.thread_budget import batch_work
 from rostra.images.budget import RequestImageBudgets
 from rostra.models.bundle import ModelBundle
 from rostra.models.manager import Lease
@@ -59,6 +60,8 @@ async def admit(request: HTTPConnection, model: str | None, priority: int = 0) -
     context = server_context(request)
     admission = context.admission
     line: BatchLine | None = getattr(request.state, "batch_line", None)
+    if line is not None:  # its engine work yields the cores to online requests' (engines/thread_budget.py)
+        batch_work.set(True)
     deadline = Deadline.after(context.settings.request_timeout)
     if admission.has_free_slot():
         # Taken here, at once, in the route's own task: a request that need not wait never yields its place to one

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import Callable
+from typing import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.registry import Collector
 
 from rostra.engines.base import Engine
+from rostra.engines.thread_budget import process_budget
 from rostra.http.admission import Admission
 from rostra.http.lora_metrics import LoraRequestsInfo
 from rostra.serving.job import Job
@@ -30,6 +33,23 @@ _LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1
                     20.0, 40.0, 80.0, 160.0, 640.0)
 _LOAD_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 320.0, 640.0)
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+class _EngineCores(Collector):
+    """Each loaded model's share of the process's cores now, labelled with why (engines/thread_budget.py)."""
+
+    def __init__(self, models: Callable[[], set[str]]):
+        self._models = models
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily("rostra_engine_cores", "CPU cores the engine's threads may run on now, and why: "
+                                   "alone, split (with other engines generating), yields to online (batch work), "
+                                   "idle, pinned (--threads).", labels=["model_name", "why"])
+        loaded = self._models()
+        for name, share in process_budget().shares():
+            if name in loaded:
+                family.add_metric([name, share.why], len(share.cores))
+        yield family
 
 
 def _nth_count(counts: Callable[[], tuple[int, int] | None], index: int) -> float:
@@ -67,6 +87,7 @@ class Metrics:
               registry=reg).set_function(lambda: admission.running)
         self._leases = Gauge("rostra_model_leases", "Requests holding a lease on the model.", labels, registry=reg)
         ProcessCollector(registry=reg)  # process_open_fds, process_resident_memory_bytes, ...
+        reg.register(_EngineCores(lambda: set(self._engines)))
         self._engine_running = Gauge("rostra_engine_running_generations", "Generations holding engine capacity.",
                                      labels, registry=reg)
         self._engine_queued = Gauge("rostra_engine_queued_requests", "Requests the engine holds but does not run "
