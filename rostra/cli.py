@@ -474,6 +474,12 @@ def serve(settings: Settings) -> None:
     from rostra.store import SqliteResponseStore, StoreError, default_data_dir, open_store
 
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from rostra.engines.cpu_budget import busy_elsewhere
+    from rostra.engines.thread_budget import share_the_cores
+
+    # Before any engine library loads (it reads OpenMP's settings once): whether the engines share the cores.
+    if share_the_cores(settings.many_models, busy_elsewhere):
+        logging.getLogger("rostra.engines").info("thread budget: the engines share the cores at run time")
     try:  # before the engine: a mistyped store URL should not wait for a model to load
         store = open_store(Path(settings.data_dir) if settings.data_dir else default_data_dir(), settings.store)
     except StoreError as exc:

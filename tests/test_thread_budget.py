@@ -130,6 +130,9 @@ def test_the_threads_started_in_a_block_are_found_and_pinned():
     finally:
         stop.set()
         worker.join()
+    deadline = time.monotonic() + 5  # join() returns as the thread finishes; the kernel ends it a moment later
+    while os.path.exists(f"/proc/self/task/{worker.native_id}") and time.monotonic() < deadline:
+        time.sleep(0.01)
     pin_threads(started, frozenset({first}))  # an ended thread is skipped and forgotten
     assert worker.native_id not in started
 

@@ -47,6 +47,7 @@ def test_two_models_generating_at_once_never_run_more_busy_threads_than_the_budg
     monkeypatch.setattr(cpu_budget, "busy_elsewhere", lambda *args, **kwargs: 0.0)
     monkeypatch.setattr(thread_budget, "sample_machine", lambda: MachineSample(0.0, 0.0, time.monotonic()))
     monkeypatch.setattr(thread_budget, "_process_budget", None)
+    monkeypatch.setattr(thread_budget, "_sharing", True)  # as `rostra serve` decides for several models
     cores = thread_budget.process_budget().cores
 
     async def scenario() -> None:

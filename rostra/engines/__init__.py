@@ -7,9 +7,6 @@ the chosen adapter lazily so an unused engine's dependencies are never needed.
 from __future__ import annotations
 
 from rostra.engines.base import Engine
-from rostra.engines.thread_budget import bound_openmp_spinning
-
-bound_openmp_spinning()  # before any engine library loads its OpenMP runtime (thread_budget.py says why)
 
 
 def load_engine(name: str, **options) -> Engine:

@@ -91,14 +91,20 @@ def choose_threads(limits: CoreLimits, busy: float) -> ThreadChoice:
                                  f"{busy:.1f} kept busy by other processes at load")
 
 
-def engine_threads(requested: int | None) -> ThreadChoice:
-    """The thread count for an engine being loaded: the one asked for, else every usable core. No longer fewer
-    when other processes are busy at load (choose_threads): the process's thread budget (thread_budget.py) moves
-    the threads off the cores others take, at run time, and a team kept whole did better on the busy 2-core VM
-    (two models at once, load 12: 2 threads each on a core of its own 39.9 tok/s in all, 1 thread each 13.8)."""
+def engine_threads(requested: int | None, shared: bool) -> ThreadChoice:
+    """The thread count for an engine being loaded: the one asked for; else, where the process's engines share the
+    cores at run time (`shared`: thread_budget.py), every usable core: the budget moves the threads off the cores
+    others take, and a team kept whole did better on the busy 2-core VM (two models at once, load 12: 2 threads
+    each on a core of its own 39.9 tok/s in all, 1 thread each 13.8); else the usable cores less those other
+    processes keep busy now (choose_threads).
+
+    Blocks for a 0.3 s sample when not shared: call it from a thread, as engines load in one.
+    """
     if requested:
         return ThreadChoice(requested, "--threads")
     limits = core_limits()
+    if not shared:
+        return choose_threads(limits, busy_elsewhere())
     quota = "no cgroup CPU quota" if limits.quota is None else f"cgroup quota {limits.quota:g} cores"
     return ThreadChoice(limits.usable, f"{limits.usable} usable cores (affinity {limits.affinity}, {quota}); "
                                        "their cores follow the process's thread budget")

@@ -56,7 +56,7 @@ from rostra.core import (
 )
 from rostra.engines.base import NATIVE_SAMPLERS, Engine, EngineError, PairScores
 from rostra.engines.cpu_budget import engine_threads
-from rostra.engines.thread_budget import EngineCores
+from rostra.engines.thread_budget import EngineCores, process_budget
 from rostra.engines.llamacpp_batches import EMBED_CHUNK, BatchedTokenizer
 from rostra.engines.llamacpp_bad_words import generate_without_bad_words
 from rostra.engines.llamacpp_http import EventStream, LoopbackClient, LoopbackError
@@ -216,7 +216,7 @@ class LlamaCppEngine(Engine):
     async def start(self) -> None:
         # Not llama.cpp's default (every core of the machine): the cores this process may use that other work
         # leaves free now (cpu_budget.py says why and what it measured).
-        choice = await asyncio.to_thread(engine_threads, self.threads)
+        choice = await asyncio.to_thread(engine_threads, self.threads, process_budget().sharing)
         self.compute_threads = choice.threads
         log.info("%s: %d compute threads (%s)", self.path.name, choice.threads, choice.reason)
         # Their cores, though, follow the engines generating at each moment (thread_budget.py); --threads pins both.

@@ -36,18 +36,28 @@ _TAKEN = 0.5
 _SAMPLE_SECONDS = 1.0
 # How long an OpenMP thread spins at a barrier before it sleeps (libgomp's GOMP_SPINCOUNT, in pause loops).
 OPENMP_SPIN = "100"
+# Whether this process's engines share the cores at run time (share_the_cores decides it at start-up).
+_sharing = False
 
 
-def bound_openmp_spinning() -> None:
-    """A bounded spin for the OpenMP threads of llama.cpp and torch, unless the user chose one (GOMP_SPINCOUNT or
-    OMP_WAIT_POLICY in the environment: the flag that pins it). Why: a team narrowed to fewer cores than it has
-    threads (the budget does that) waits at every barrier for a thread that is not running; libgomp's default
-    spin (300,000 pause loops) burns that thread's core meanwhile. Measured on the 2-core VM (load 12-18, embedded
-    SmolLM2, 2 threads narrowed to one core, tok/s of 24-token generations; benchmarks/README.md): spin 10,000
-    0.5-0.7, spin 1,000 4-15, spin 0 8-34, one thread alone 5-10. 100 is libgomp's own spin when its threads outnumber
-    the cores. libgomp reads it once, when it loads: so this runs before any engine library is imported."""
-    if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
+def share_the_cores(several_models: bool, busy_at_start: Callable[[], float]) -> bool:
+    """Decided once, at start-up, before any engine library loads: whether the engines' threads are moved among the
+    cores at run time (this module), with OpenMP's barrier spin bounded, or each engine keeps the threads it was
+    made with on every core (llama.cpp's own way). Sharing where several models are served (two may generate at
+    once) or where other processes keep a core busy at start; not on a quiet machine with one model, where it
+    costs: the bounded spin makes threads sleep between llama.cpp's tiny operations (the embedded model at
+    concurrency 1 on the quiet 2-core VM: 0.67x llama.cpp's own server with it, 1.00x without; benchmarks/README.md).
+
+    Why the spin: a team narrowed to fewer cores than it has threads waits at every barrier for a thread that is not
+    running; libgomp's default spin (300,000 pause loops) burns that thread's core meanwhile. Measured on the 2-core
+    VM (load 12-18, embedded SmolLM2, 2 threads narrowed to one core, tok/s of 24-token generations): spin 10,000
+    0.5-0.7, spin 1,000 4-15, spin 0 8-34, one thread alone 5-10. 100 is libgomp's own spin when its threads
+    outnumber the cores. A GOMP_SPINCOUNT or OMP_WAIT_POLICY in the environment is the user's and is kept."""
+    global _sharing
+    _sharing = several_models or busy_at_start() >= _TAKEN
+    if _sharing and "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
         os.environ["GOMP_SPINCOUNT"] = OPENMP_SPIN
+    return _sharing
 
 
 @dataclass(frozen=True)
@@ -166,6 +176,7 @@ class ThreadBudget:
     process taking or leaving a core) decides every share again and applies those that changed."""
     cores: list[int]
     limits: CoreLimits
+    sharing: bool = True  # False: every engine keeps every core (share_the_cores decided not to share)
     taken: int = 0
     members: dict[str, Member] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
@@ -175,7 +186,7 @@ class ThreadBudget:
     @classmethod
     def for_this_process(cls) -> ThreadBudget:
         limits = core_limits()
-        return cls(usable_cores(limits, sorted(os.sched_getaffinity(0))), limits)
+        return cls(usable_cores(limits, sorted(os.sched_getaffinity(0))), limits, sharing=_sharing)
 
     def join(self, name: str, apply: Callable[[Share], None], pinned: bool = False) -> Member:
         with self.lock:
@@ -208,7 +219,7 @@ class ThreadBudget:
                 member.batch += step
             if (member.generating, bool(member.online)) != before:
                 self._rebalance()
-            if member.generating and self._watcher is None:
+            if member.generating and self._watcher is None and self.sharing:
                 self._watcher = threading.Thread(target=self._watch, name="rostra-thread-budget", daemon=True)
                 self._watcher.start()
 
@@ -237,6 +248,12 @@ class ThreadBudget:
                 seen = taken
 
     def _rebalance(self) -> None:
+        if not self.sharing:
+            for member in self.members.values():
+                if member.share is None:
+                    self._apply(member, Share(frozenset(self.cores), "not shared",
+                                              "one model on a machine quiet at start: its threads keep every core"))
+            return
         claims = [Claim(member.key, online=bool(member.online)) for member in self.members.values()
                   if member.generating and not member.pinned]
         shares = share_cores(self.cores, self.taken, claims)
