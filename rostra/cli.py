@@ -110,8 +110,8 @@ def _model_flags(group: FlagGroup) -> None:
                             "CPU cores off decoded 1.4-1.5x faster after 4.5k tokens of context but read long "
                             "prompts 1.6x slower (see README: Sessions and slots)")
     group.add_argument("--lora", action="append", default=[], metavar="NAME=PATH",
-                       help="llama.cpp engine: a LoRA adapter (GGUF) over the model, served as model NAME "
-                            "(repeatable; README: LoRA adapters)")
+                       help="llama.cpp and vLLM engines: a LoRA adapter over the model (llama.cpp: a GGUF file; "
+                            "vLLM: a PEFT adapter folder), served as model NAME (repeatable; README: LoRA adapters)")
     group.add_argument("--mmproj", metavar="MMPROJ.gguf",
                        help="llama.cpp engine: the model's multimodal projector, so it sees images (as llama.cpp's "
                             "own flag; with --models-dir an mmproj*.gguf beside a model is found)")

@@ -89,7 +89,7 @@ async def test_each_adapter_answers_as_llamacpp_does_with_it(tmp_path, adapters)
 def test_lora_flag_is_checked():
     with pytest.raises(ValueError, match="NAME=PATH"):
         LoraAdapter.parse("no-equals-sign")
-    with pytest.raises(SystemExit, match="llama.cpp engine only"):
+    with pytest.raises(SystemExit, match="served by the llama.cpp and vLLM engines"):
         from rostra.config import Settings  # noqa: PLC0415
         from rostra.engines.registry import build_engine  # noqa: PLC0415
 

@@ -173,8 +173,8 @@ def _build_vllm(settings: Settings) -> Engine:
                            gpu_memory_utilization=settings.gpu_memory_utilization, dtype=settings.dtype,
                            engine_args=settings.vllm_args, task=settings.task, matryoshka=settings.matryoshka,
                            speculative=settings.speculative, speculative_draft=settings.speculative_draft,
-                           trust_request_mm_kwargs=settings.trust_request_mm_kwargs)
-    except (ImportError, ValueError) as exc:  # vLLM missing, or a --vllm-arg it does not know
+                           trust_request_mm_kwargs=settings.trust_request_mm_kwargs, lora=tuple(settings.lora))
+    except (ImportError, ValueError) as exc:  # vLLM missing, a --vllm-arg it does not know, a --lora not PEFT
         raise SystemExit(f"rostra: {exc}") from exc
 
 
@@ -225,8 +225,12 @@ ENGINES: dict[str, EngineEntry] = {entry.name: entry for entry in [
 ]}
 
 
+# The engines that serve --lora adapters: llama.cpp (GGUF adapters), vLLM (PEFT adapters, vllm_lora.py).
+LORA_ENGINES = ("llamacpp", "vllm")
+
+
 def build_engine(settings: Settings) -> Engine:
-    if settings.lora and settings.engine != "llamacpp":
-        raise SystemExit(f"rostra: --lora: LoRA adapters are served by the llama.cpp engine only, not "
+    if settings.lora and settings.engine not in LORA_ENGINES:
+        raise SystemExit(f"rostra: --lora: LoRA adapters are served by the llama.cpp and vLLM engines, not "
                          f"--engine {settings.engine} (yet)")
     return ENGINES[settings.engine].build(settings)
