@@ -40,7 +40,7 @@ import logging
 import re
 import time
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Collection, Sequence
+from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Collection, Sequence, TypedDict
 
 import yaml
 
@@ -283,9 +283,9 @@ class VllmEngine(VisionEngine):
             self._aborting.discard(request_id)
 
 
-    def _request_options(self, params: SamplingParams) -> dict[str, Any]:
+    def _request_options(self, params: SamplingParams) -> GenerateOptions:
         """generate()'s keywords beside the prompt: the adapter's LoRARequest, the priority vLLM schedules by."""
-        options: dict[str, Any] = {}
+        options: GenerateOptions = {}
         if params.adapter is not None:
             options["lora_request"] = self._lora.requests[params.adapter]  # (check_params refused an unknown one)
         if self.schedules_by_priority and params.priority:
@@ -354,6 +354,13 @@ class VllmEngine(VisionEngine):
         if output.finish_reason is not None and prompt.images and processed:  # vLLM's count, images expanded
             output = dataclasses.replace(output, prompt_tokens=len(processed))
         return output
+
+
+class GenerateOptions(TypedDict, total=False):
+    """AsyncLLM.generate's keywords that rostra sets per request."""
+
+    lora_request: Any  # vllm.lora.request.LoRARequest
+    priority: int
 
 
 @dataclasses.dataclass

@@ -53,7 +53,7 @@ def vllm_rank_bound(rank: int) -> int:
     raise AdapterProblem(f"LoRA rank {rank}: vLLM serves ranks up to {VLLM_LORA_RANKS[-1]}")
 
 
-def lora_engine_kwargs(adapters: Sequence[LoraAdapter], extra: dict[str, Any]) -> dict[str, Any]:
+def lora_engine_kwargs(adapters: Sequence[LoraAdapter], extra: dict[str, Any]) -> dict[str, bool | int]:
     """vLLM's LoRA engine arguments for the adapters given at start, less those `--vllm-arg` sets itself."""
     if not adapters:
         return {}
@@ -63,7 +63,8 @@ def lora_engine_kwargs(adapters: Sequence[LoraAdapter], extra: dict[str, Any]) -
             ranks[adapter.name] = adapter_rank(adapter.path)
         except AdapterProblem as exc:
             raise AdapterProblem(f"--lora {adapter.name}: {exc}") from None
-    kwargs = {"enable_lora": True, "max_loras": len(adapters), "max_lora_rank": vllm_rank_bound(max(ranks.values()))}
+    kwargs: dict[str, bool | int] = {"enable_lora": True, "max_loras": len(adapters),
+                                     "max_lora_rank": vllm_rank_bound(max(ranks.values()))}
     return {name: value for name, value in kwargs.items() if name not in extra}
 
 

@@ -4,8 +4,8 @@ BERT-like models), then `.encode(prompt, PoolingParams(task="score"), request_id
 PoolingRequestOutput's one value is the score, vLLM's score pooler having applied the model's activation (a
 sigmoid for a one-label classifier). A decoder reranker is served as vLLM serves one: converted to a classifier
 by its hf_overrides (`--vllm-arg hf_overrides=...`, as the Qwen3-Reranker card's vLLM recipe gives them).
-Not run in this project's CI: no vLLM build is installed here (tests/test_engine_vllm.py drives it on a
-stand-in)."""
+Tested on vLLM's CPU build against vLLM's own server's /score and /rerank (tests/test_vllm_rerank.py), and on a
+stand-in (tests/test_engine_vllm.py)."""
 
 from __future__ import annotations
 
