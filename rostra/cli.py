@@ -111,7 +111,8 @@ def _model_flags(group: FlagGroup) -> None:
                             "prompts 1.6x slower (see README: Sessions and slots)")
     group.add_argument("--lora", action="append", default=[], metavar="NAME=PATH",
                        help="a LoRA adapter over the model, served as model NAME: a GGUF adapter on llama.cpp, "
-                            "a PEFT adapter directory on transformers (repeatable; docs/models.md: LoRA adapters)")
+                            "a PEFT adapter directory on transformers and vLLM (repeatable; docs/models.md: LoRA "
+                            "adapters)")
     group.add_argument("--mmproj", metavar="MMPROJ.gguf",
                        help="llama.cpp engine: the model's multimodal projector, so it sees images (as llama.cpp's "
                             "own flag; with --models-dir an mmproj*.gguf beside a model is found)")

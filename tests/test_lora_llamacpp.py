@@ -112,7 +112,7 @@ async def adapters_change_at_run_time(server: InProcessServer, adapters: dict[st
 def test_lora_flag_is_checked():
     with pytest.raises(ValueError, match="NAME=PATH"):
         LoraAdapter.parse("no-equals-sign")
-    with pytest.raises(SystemExit, match="served by the llamacpp, transformers engines"):
+    with pytest.raises(SystemExit, match="served by the llamacpp, transformers, vllm engines"):
         from rostra.config import Settings  # noqa: PLC0415
         from rostra.engines.registry import build_engine  # noqa: PLC0415
 

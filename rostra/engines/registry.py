@@ -178,8 +178,8 @@ def _build_vllm(settings: Settings) -> Engine:
                            gpu_memory_utilization=settings.gpu_memory_utilization, dtype=settings.dtype,
                            engine_args=settings.vllm_args, task=settings.task, matryoshka=settings.matryoshka,
                            speculative=settings.speculative, speculative_draft=settings.speculative_draft,
-                           trust_request_mm_kwargs=settings.trust_request_mm_kwargs)
-    except (ImportError, ValueError) as exc:  # vLLM missing, or a --vllm-arg it does not know
+                           trust_request_mm_kwargs=settings.trust_request_mm_kwargs, lora=tuple(settings.lora))
+    except (ImportError, ValueError) as exc:  # vLLM missing, a --vllm-arg it does not know, a --lora not PEFT
         raise SystemExit(f"rostra: {exc}") from exc
 
 
@@ -230,8 +230,8 @@ ENGINES: dict[str, EngineEntry] = {entry.name: entry for entry in [
 ]}
 
 
-# The engines that serve `--lora` adapters (GGUF on llama.cpp, PEFT directories on transformers).
-LORA_ENGINES = frozenset({"llamacpp", "transformers"})
+# The engines that serve `--lora` adapters (GGUF on llama.cpp, PEFT directories on transformers and vLLM).
+LORA_ENGINES = frozenset({"llamacpp", "transformers", "vllm"})
 
 
 def build_engine(settings: Settings) -> Engine:

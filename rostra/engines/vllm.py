@@ -40,7 +40,7 @@ import logging
 import re
 import time
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Collection, Sequence
+from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Collection, Sequence, TypedDict
 
 import yaml
 
@@ -48,8 +48,11 @@ from rostra.core import EngineOutput, FinishReason, ModelInfo, Prompt, SamplingP
 from rostra.engines.base import EngineError, PairScores
 from rostra.engines.vision_engine import VisionEngine
 from rostra.engines.vllm_images import image_prompt, pil_images
+from rostra.engines.vllm_lora import VllmAdapters, lora_engine_kwargs
 from rostra.engines.vllm_scoring import pair_rows, score_of
+from rostra.errors import APIError, InvalidRequest, NotFound
 from rostra.generation_defaults import FIELD_RANGES, checked
+from rostra.lora import LoraAdapter
 from rostra.tokenizer import END_MARKERS, hf_named_tokens, vocab_token_bytes
 
 if TYPE_CHECKING:  # (it imports torch, which vLLM brings: imported where a vision model is loaded)
@@ -77,6 +80,7 @@ class VllmEngine(VisionEngine):
     serves_structural_tags = True
     scores_prompts = True  # vLLM's own prompt_logprobs
     takes_mm_processor_kwargs = True  # handed to vLLM with the prompt, as cache_salt
+    loads_adapters = True  # PEFT adapters as vLLM's LoRARequests, at start (--lora) and while serving (vllm_lora.py)
     engine_name = "vLLM"
 
     def __init__(self, model: str, model_name: str, max_model_len: int | None = None,
@@ -84,16 +88,18 @@ class VllmEngine(VisionEngine):
                  gpu_memory_utilization: float | None = None, dtype: str = "auto",
                  engine_args: Sequence[str] = (), task: str = "auto", matryoshka: bool = False,
                  speculative: str = "auto", speculative_draft: int | None = None,
-                 trust_request_mm_kwargs: bool = False):
+                 trust_request_mm_kwargs: bool = False, lora: tuple[LoraAdapter, ...] = ()):
         try:
             from vllm import AsyncEngineArgs, AsyncLLMEngine
         except ImportError as exc:
             raise ImportError(MISSING_VLLM) from exc
+        extra = parse_engine_args(engine_args)
         kwargs = engine_arg_kwargs(model, max_model_len=max_model_len, tensor_parallel_size=tensor_parallel_size,
                                    pipeline_parallel_size=pipeline_parallel_size,
                                    gpu_memory_utilization=gpu_memory_utilization, dtype=dtype,
-                                   extra=parse_engine_args(engine_args), task=task,
+                                   extra=extra, task=task,
                                    speculative=speculative, speculative_draft=speculative_draft)
+        kwargs.update(lora_engine_kwargs(lora, extra))  # enable_lora, max_loras, max_lora_rank (vllm_lora.py)
         known = {f.name for f in dataclasses.fields(AsyncEngineArgs)}
         unknown = sorted(set(kwargs) - known)
         if unknown:
@@ -126,8 +132,16 @@ class VllmEngine(VisionEngine):
         self.special_texts = self.guarded_texts(self._tokenizer.get_added_vocab())  # special and added tokens
         self._running: set[str] = set()
         self._aborting: set[str] = set()
+        self._describe_task(task, architectures=getattr(hf_config, "architectures", None) or (), matryoshka=matryoshka)
+        # Priority scheduling (--vllm-arg scheduling_policy=priority): each request's `priority` goes to vLLM too.
+        self.schedules_by_priority = getattr(self._llm.vllm_config.scheduler_config, "policy", "fcfs") == "priority"
+        self._lora = VllmAdapters(enabled=getattr(self._llm.vllm_config, "lora_config", None) is not None,
+                                  at_start=lora)
+        self._embedded = 0  # numbers the inputs' request ids
+
+    def _describe_task(self, task: str, architectures: Sequence[str], matryoshka: bool) -> None:
+        """What the model does on vLLM's runner: rerank (a classifier on the pooling runner), embed, or generate."""
         config = self._llm.model_config
-        architectures = getattr(hf_config, "architectures", None) or ()
         if getattr(config, "runner_type", "generate") == "pooling" and (
                 task == "rerank" or (task == "auto" and any(a.endswith("ForSequenceClassification")
                                                             for a in architectures))):
@@ -138,7 +152,46 @@ class VllmEngine(VisionEngine):
             widths = getattr(config, "matryoshka_dimensions", None)
             declared = (tuple(sorted(widths)) if widths else ()) if getattr(config, "is_matryoshka", False) else None
             self.matryoshka_dimensions = () if matryoshka else declared
-        self._embedded = 0  # numbers the inputs' request ids
+
+    async def start(self) -> None:
+        """The --lora adapters loaded into vLLM now, so that a bad one stops the start rather than a request."""
+        for adapter in self._lora.at_start:
+            try:
+                await self.load_adapter(adapter)
+            except APIError as exc:
+                raise EngineError(f"--lora {adapter.name}: {exc.message}") from None
+
+    async def load_adapter(self, adapter: LoraAdapter) -> None:
+        """Serve the PEFT adapter at `adapter.path` as model `adapter.name` (/v1/load_lora_adapter); a 400 for an
+        adapter vLLM cannot serve (LoRA off, a name taken, no adapter there, a rank over max_lora_rank)."""
+        name, path = adapter.name, adapter.path
+        if self._llm is None:
+            raise EngineError("the vLLM engine is closed")
+        lora_config = getattr(self._llm.vllm_config, "lora_config", None)
+        request = self._lora.checked_request(name, path, self.model.id,
+                                             getattr(lora_config, "max_lora_rank", 0) if lora_config else 0)
+        try:
+            await self._llm.add_lora(request)  # vLLM reads and checks the weights now
+        except Exception as exc:
+            cause = exc.__cause__ or exc
+            raise InvalidRequest(f"LoRA adapter {name!r}: vLLM cannot load {path}: {cause}",
+                                 param="lora_path") from exc
+        self._lora.requests[name] = request
+        self.adapters = self._lora.names()
+        log.info("LoRA adapter %s served from %s", name, path)
+
+    async def unload_adapter(self, name: str) -> None:
+        """Stop serving the adapter `name` (vLLM's /v1/unload_lora_adapter); a 404 for one not served."""
+        request = self._lora.requests.pop(name, None)
+        if request is None:
+            raise NotFound(f"LoRA adapter {name!r} is not loaded", param="lora_name")
+        self.adapters = self._lora.names()
+        if self._llm is not None:
+            await self._llm.remove_lora(request.lora_int_id)  # (a request still running with it keeps it)
+        log.info("LoRA adapter %s unloaded", name)
+
+    def adapter_path(self, name: str) -> str | None:
+        return self._lora.path(name)
 
     async def close(self) -> None:
         llm, self._llm = self._llm, None
@@ -211,7 +264,7 @@ class VllmEngine(VisionEngine):
         try:
             sampling = _vllm_sampling_params(params)  # vLLM validates here too (ValueError)
             # Closing this generator early closes vLLM's, which aborts the request in vLLM.
-            stream = self._llm.generate(engine_input, sampling, request_id)
+            stream = self._llm.generate(engine_input, sampling, request_id, **self._request_options(params))
             async with aclosing(stream):
                 async for request_output in stream:
                     completion = request_output.outputs[0]
@@ -231,6 +284,15 @@ class VllmEngine(VisionEngine):
             self._running.discard(request_id)
             self._aborting.discard(request_id)
 
+
+    def _request_options(self, params: SamplingParams) -> GenerateOptions:
+        """generate()'s keywords beside the prompt: the adapter's LoRARequest, the priority vLLM schedules by."""
+        options: GenerateOptions = {}
+        if params.adapter is not None:
+            options["lora_request"] = self._lora.requests[params.adapter]  # (check_params refused an unknown one)
+        if self.schedules_by_priority and params.priority:
+            options["priority"] = params.priority
+        return options
 
     async def embed(self, inputs: list[list[int]]) -> list[list[float]]:
         return list(await asyncio.gather(*(self._embed_one(ids) for ids in inputs)))
@@ -294,6 +356,13 @@ class VllmEngine(VisionEngine):
         if output.finish_reason is not None and prompt.images and processed:  # vLLM's count, images expanded
             output = dataclasses.replace(output, prompt_tokens=len(processed))
         return output
+
+
+class GenerateOptions(TypedDict, total=False):
+    """AsyncLLM.generate's keywords that rostra sets per request."""
+
+    lora_request: Any  # vllm.lora.request.LoRARequest
+    priority: int
 
 
 @dataclasses.dataclass
