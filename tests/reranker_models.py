@@ -26,8 +26,10 @@ from embedding_models import CACHE, minilm_checkpoint
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
 
 
-def cross_encoder_checkpoint() -> Path:
-    target = CACHE / "tiny-cross-encoder"
+def cross_encoder_checkpoint(head_dim: int = 16) -> Path:
+    """A tiny cross-encoder (BertForSequenceClassification, one label); `head_dim` 64 (one head of 64) for vLLM's
+    CPU attention, which takes no head_dim of 16."""
+    target = CACHE / ("tiny-cross-encoder" if head_dim == 16 else f"tiny-cross-encoder-h{head_dim}")
     if (target / "model.safetensors").is_file():
         return target
     import torch
@@ -35,8 +37,9 @@ def cross_encoder_checkpoint() -> Path:
 
     source = minilm_checkpoint()
     torch.manual_seed(47)
-    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=512, num_labels=1,
+    heads = 2 if head_dim == 16 else 1
+    config = BertConfig(vocab_size=30522, hidden_size=head_dim * heads, num_hidden_layers=2, num_attention_heads=heads,
+                        intermediate_size=2 * head_dim * heads, max_position_embeddings=512, num_labels=1,
                         type_vocab_size=1,
                         architectures=["BertForSequenceClassification"])
     model = BertForSequenceClassification(config)
@@ -44,7 +47,7 @@ def cross_encoder_checkpoint() -> Path:
         for parameter in model.parameters():
             parameter.mul_(8.0 if parameter.ndim == 2 else 1.0)
     CACHE.mkdir(exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix="tiny-cross-encoder.", dir=CACHE))
+    staging = Path(tempfile.mkdtemp(prefix=f"{target.name}.", dir=CACHE))
     model.save_pretrained(staging)
     for name in TOKENIZER_FILES:
         if (source / name).is_file():

@@ -177,7 +177,14 @@ def test_read_tool_on_a_png(scripted_agent, tmp_path):
     assert '"route": "/v1/chat/completions", "status": 200' in log and '"status": 4' not in log, log[-3000:]
 
 
-@pytest.mark.parametrize("agent", AGENTS, ids=[agent.name for agent in AGENTS])
+# Not Qwen Code: its own prompt is ~7.8k tokens, and it sends two conversations of that size, ~125 s of prefill each
+# for the embedded model on 2 cores (the model's own compute: its access log) and 6-12 minutes of CI's 90 under load.
+# The budget fitted to the room left is the same code for every client (OpenCode's 8k context drives it here), and
+# Qwen Code's protocol runs against the scripted engine above.
+ON_THE_EMBEDDED_MODEL = [agent for agent in AGENTS if agent.name != "qwen-code"]
+
+
+@pytest.mark.parametrize("agent", ON_THE_EMBEDDED_MODEL, ids=[agent.name for agent in ON_THE_EMBEDDED_MODEL])
 def test_plain_prompt_on_the_embedded_model(agent, tmp_path):
     """The real model at each client's default output budget (16k or 32k tokens, more than its context): the budget
     is cut to the room the context leaves, and the answer ends there (or sooner) instead of a 400."""

@@ -32,7 +32,7 @@ from rostra.engines.vllm import (
     vocabulary_bytes,
 )
 from rostra.guided.constraints import choice_grammar, regex_grammar
-from vllm_env import ENGINE_OPTIONS, SERVE_FLAGS, VLLM_INSTALLED, real, test_model  # noqa: F401 (a fixture)
+from vllm_env import ENGINE_OPTIONS, SERVE_FLAGS, VLLM_INSTALLED, loop, real, test_model  # noqa: F401 (fixtures)
 
 
 
@@ -547,14 +547,6 @@ def test_serve_engine_vllm_without_vllm_exits_with_a_clear_message():
 
 
 # The real engine (tests/vllm_env.py: a GPU and ROSTRA_VLLM_TEST_MODEL, or ROSTRA_TEST_VLLM=cpu)
-
-@pytest.fixture(scope="module")
-def loop():
-    # One loop for every real-engine test: vLLM's output handler lives on the loop of the first request.
-    loop = asyncio.new_event_loop()
-    yield loop
-    loop.close()
-
 
 @pytest.fixture(scope="module")
 def engine(loop, test_model):

@@ -23,7 +23,7 @@ import pytest
 from rostra.core import Prompt, SamplingParams
 from rostra.engines.vllm_lora import AdapterProblem, adapter_rank, lora_engine_kwargs, vllm_rank_bound
 from rostra.lora import LoraAdapter
-from vllm_env import VLLM_SERVER_FLAGS, real, test_model  # noqa: F401 (a fixture)
+from vllm_env import VLLM_SERVER_FLAGS, loop, real, test_model  # noqa: F401 (fixtures)
 
 BASE = "smollm2"
 QUESTIONS = ["Name a colour.", "What is two plus two?"]
@@ -107,13 +107,6 @@ def reference(test_model, adapters) -> dict[tuple[str, str], str]:
         return answers
     finally:
         server.stop()
-
-
-@pytest.fixture(scope="module")
-def loop():
-    loop = asyncio.new_event_loop()  # one loop: vLLM's output handler lives on the loop of the first request
-    yield loop
-    loop.close()
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ step) a missing piece fails them instead.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
 
@@ -50,3 +51,12 @@ real = pytest.mark.skipif(real_engine_missing() is not None, reason=f"real vLLM 
 def test_model(request) -> str:
     """ROSTRA_VLLM_TEST_MODEL, or on the CPU the SmolLM2 checkpoint made from the embedded GGUF."""
     return TEST_MODEL or str(request.getfixturevalue("transformers_checkpoint"))
+
+
+@pytest.fixture(scope="module")
+def loop():
+    """One event loop for a module's real-engine tests: vLLM's output handler lives on the loop of the first
+    request."""
+    loop = asyncio.new_event_loop()
+    yield loop
+    loop.close()
