@@ -462,6 +462,15 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     reasoning_key=args.reasoning_key or os.environ.get("ROSTRA_REASONING_KEY"))
 
 
+def _decide_core_sharing(settings: Settings) -> None:
+    """Before any engine library loads (it reads OpenMP's settings once): whether the engines share the cores."""
+    from rostra.engines.cpu_budget import busy_elsewhere
+    from rostra.engines.thread_budget import share_the_cores
+
+    if share_the_cores(settings.many_models, busy_elsewhere):
+        logging.getLogger("rostra.engines").info("thread budget: the engines share the cores at run time")
+
+
 def serve(settings: Settings) -> None:
     # uvicorn binds only after the app's start-up has loaded the model: claim the port first (before even the
     # imports, a second or so), so a port in use is said at once; uvicorn is handed the bound sockets.
@@ -475,12 +484,7 @@ def serve(settings: Settings) -> None:
     from rostra.store import SqliteResponseStore, StoreError, default_data_dir, open_store
 
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from rostra.engines.cpu_budget import busy_elsewhere
-    from rostra.engines.thread_budget import share_the_cores
-
-    # Before any engine library loads (it reads OpenMP's settings once): whether the engines share the cores.
-    if share_the_cores(settings.many_models, busy_elsewhere):
-        logging.getLogger("rostra.engines").info("thread budget: the engines share the cores at run time")
+    _decide_core_sharing(settings)
     try:  # before the engine: a mistyped store URL should not wait for a model to load
         store = open_store(Path(settings.data_dir) if settings.data_dir else default_data_dir(), settings.store)
     except StoreError as exc:

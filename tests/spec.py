@@ -1,8 +1,8 @@
 """Validation against OpenAI's OpenAPI spec (tests/spec/openapi.json, vendored) and the SDK's types.
 
 The spec is OAS 3.1 but still writes `nullable: true`; it is read here as "or null". One gap is filled
-(`_usage_until_finished`): a Response's `usage` is null until it finishes, as OpenAI's own API sends it; and
-its `user` is null when not given (`_user_or_null`).
+(`_usage_until_finished`): a Response's `usage` is null until it finishes, as OpenAI's own API sends it; its `user`
+is null when not given (`_user_or_null`); and an echoed prompt's first token has no logprob (`_echo_first_null`).
 """
 
 from __future__ import annotations
@@ -56,8 +56,9 @@ def _user_or_null(spec: dict) -> dict:
 
 def spec_as_served() -> dict:
     """The vendored spec, read as this module reads it (nullable as null, usage null until finished, user null
-    when not given)."""
-    return _user_or_null(_usage_until_finished(_nullable_as_null(copy.deepcopy(json.loads(SPEC_PATH.read_text())))))
+    when not given, an echoed prompt's first logprob null)."""
+    spec = _nullable_as_null(copy.deepcopy(json.loads(SPEC_PATH.read_text())))
+    return _echo_first_null(_user_or_null(_usage_until_finished(spec)))
 
 
 @lru_cache(maxsize=1)
@@ -77,3 +78,16 @@ def validate(schema_name: str, obj: dict) -> None:
     if errors:
         details = "; ".join(f"{list(e.path)}: {e.message[:300]}" for e in errors[:5])
         raise AssertionError(f"{schema_name} does not match the spec: {details}")
+
+
+def _echo_first_null(spec: dict) -> dict:
+    """Completions with `echo` and `logprobs` score the prompt, and its first token follows nothing: OpenAI's
+    completions API gave it `null` in `token_logprobs` and `top_logprobs` (as vLLM and the seeds do, and as the SDK's
+    clients read it), where the spec types every entry a number or an object."""
+    for choice in spec["components"]["schemas"]["CreateCompletionResponse"]["properties"]["choices"]["items"][
+            "properties"]["logprobs"]["anyOf"]:
+        for name in ("token_logprobs", "top_logprobs"):
+            if name in choice.get("properties", {}):
+                items = choice["properties"][name]["items"]
+                choice["properties"][name]["items"] = {"anyOf": [items, {"type": "null"}]}
+    return spec

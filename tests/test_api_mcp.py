@@ -340,8 +340,10 @@ def test_agents_sdk_hosted_mcp_tool(rostra, mcp_http, approval):
 def test_through_the_gateway_engine_and_a_call_timeout(rostra, mcp_http):
     """The loop is engine-independent: rostra as a gateway (--engine remote) in front of the scripted rostra,
     whose tool calls come back through the relay. A call slower than --mcp-timeout is a 504 http_error."""
+    # 10 s: the slow tool sleeps 30; a timeout of 1 s also timed out listing the tools on a busy machine, so that
+    # no tool was offered and the call came back as text (seen under load 12-17).
     gateway = RunningServer(["--engine", "remote", "--upstream", f"{rostra.v1},model=scripted", "--mcp-allow",
-                             "127.0.0.1", "--mcp-timeout", "1"])
+                             "127.0.0.1", "--mcp-timeout", "10"])
     try:
         body = {"input": "add 2 and 3", "tools": [mcp_tool(mcp_http.url)]}
         created = check_response(post(gateway, body).json())
@@ -351,7 +353,7 @@ def test_through_the_gateway_engine_and_a_call_timeout(rostra, mcp_http):
         assert without_ids(events[-1]["response"]["output"]) == without_ids(created["output"])
         slow = check_response(post(gateway, {"input": "be slow", "tools": [mcp_tool(mcp_http.url)]}).json())
         assert slow["output"][1]["error"] == {"type": "http_error", "code": 504,
-                                              "message": "the MCP server did not answer in 1 s"}
+                                              "message": "the MCP server did not answer in 10 s"}
         assert slow["output"][-1]["content"][0]["text"] == "The tool failed."
     finally:
         gateway.stop()
