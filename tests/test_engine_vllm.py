@@ -734,7 +734,7 @@ def np_close(got, expected) -> bool:
     return all(abs(a - b) < 1e-6 for row, want in zip(got, expected) for a, b in zip(row, want))
 
 
-# Reranking: vLLM's score pooler (AsyncLLM.encode with PoolingParams(task="score")), on the stand-in
+# Reranking: vLLM's classify pooler (AsyncLLM.encode with PoolingParams(task="classify")), on the stand-in
 
 class _StandInPairTokenizer(_StandInTokenizer):
     """A BERT-like pair tokenizer: <s> query </s> document </s>, token types 0 then 1."""
@@ -781,7 +781,7 @@ def test_stand_in_cross_encoder_is_scored_by_vllms_score_pooler(stand_in_vllm, m
     assert scored.scores == pytest.approx([0.06, 0.06]) and scored.prompt_tokens == 12
     assert [prompt["prompt_token_ids"] for prompt, _, _ in llm.encoded] == [[1, 3, 2, 4, 5, 2], [1, 3, 4, 2, 3, 2]]
     assert llm.encoded[0][0]["token_type_ids"] == [0, 0, 0, 1, 1, 1]
-    assert all(params.task == "score" for _, params, _ in llm.encoded)
+    assert all(params.task == "classify" for _, params, _ in llm.encoded)
     with pytest.raises(PairTooLong) as refused:
         asyncio.run(engine.score_pairs([("hi", "hi"), ("hi", "hi " * 600)]))
     assert refused.value.index == 1

@@ -313,7 +313,7 @@ class VllmEngine(VisionEngine):
         types = {"token_type_ids": row["token_type_ids"]} if "token_type_ids" in row else None
         try:
             async for output in self._llm.encode(engine_prompt(row["prompt_token_ids"], types),
-                                                 PoolingParams(task="score"), f"score-{self._embedded}"):
+                                                 PoolingParams(task="classify"), f"score-{self._embedded}"):
                 final = output
         except Exception as exc:
             cause = exc.__cause__ or exc

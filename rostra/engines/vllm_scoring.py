@@ -1,11 +1,11 @@
 """Reranking on vLLM's pooling runner, as vLLM's own /score and /rerank run a cross-encoder: each pair through the
 checkpoint's tokenizer as a text pair (its token types too, where the tokenizer gives them: vLLM passes them to
-BERT-like models), then `.encode(prompt, PoolingParams(task="score"), request_id)`; the final
-PoolingRequestOutput's one value is the score, vLLM's score pooler having applied the model's activation (a
-sigmoid for a one-label classifier). A decoder reranker is served as vLLM serves one: converted to a classifier
+BERT-like models), then `.encode(prompt, PoolingParams(task="classify"), request_id)` (vLLM 0.32 removed the
+`score` task: "use `classify` instead"); the final PoolingRequestOutput's one value is the score, vLLM's pooler having
+applied the model's activation (a sigmoid for a one-label classifier). A decoder reranker is served as vLLM serves one: converted to a classifier
 by its hf_overrides (`--vllm-arg hf_overrides=...`, as the Qwen3-Reranker card's vLLM recipe gives them).
-Tested on a stand-in (tests/test_engine_vllm.py); tests/test_vllm_rerank.py compares with vLLM's own /score but does
-not pass yet (its tiny cross-encoder's head_dim 16 is refused by vLLM's CPU attention)."""
+Tested on a stand-in (tests/test_engine_vllm.py) and against vLLM's own /score and /rerank on the real engine
+(tests/test_vllm_rerank.py, a cross-encoder of head_dim 64: vLLM's CPU attention takes no 16)."""
 
 from __future__ import annotations
 
